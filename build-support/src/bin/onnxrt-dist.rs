@@ -1,0 +1,65 @@
+//! `onnxrt-dist`: provisioning from the command line, with the build's own code and variables.
+//!
+//! ```text
+//! onnxrt-dist fetch [DIST]            resolve like the build (env, cache, download); print the lib dir
+//! onnxrt-dist assemble DIST [DIR]     assemble a registry distribution (DIR keeps the registry files)
+//! onnxrt-dist pack DIST OUT.tgz       pack a provisioned distribution as an archive; print its sha256
+//! onnxrt-dist env [DIST]              print ONNXRT_LIB_DIR/ONNXRT_INCLUDE_DIR lines for a shell
+//! ```
+//! Exit status: 0 done, 1 provisioning failed (the message says what to do), 2 usage.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use build_support::{assemble, provision, Config, Provisioned};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let words: Vec<&str> = args.iter().map(String::as_str).collect();
+    let result = match words.as_slice() {
+        ["fetch"] => config(None).and_then(|c| provision(&c)).map(report),
+        ["fetch", dist] => config(Some(dist)).and_then(|c| provision(&c)).map(report),
+        ["assemble", dist] => config(Some(dist)).and_then(|c| {
+            let downloads = c.cache_dir.join("registry-files");
+            assemble::assemble(&c, &downloads)
+        }).map(report),
+        ["assemble", dist, dir] => config(Some(dist)).and_then(|c| assemble::assemble(&c, &PathBuf::from(dir))).map(report),
+        ["pack", dist, out] => config(Some(dist)).and_then(|c| provision(&c)).and_then(|p| {
+            let sha = build_support::pack::pack(&p, &PathBuf::from(out))?;
+            println!("{sha}  {out}");
+            Ok(())
+        }),
+        ["env"] => config(None).and_then(|c| provision(&c)).map(shell_env),
+        ["env", dist] => config(Some(dist)).and_then(|c| provision(&c)).map(shell_env),
+        _ => {
+            eprintln!("usage: onnxrt-dist fetch [DIST] | assemble DIST [DIR] | pack DIST OUT.tgz | env [DIST]");
+            return ExitCode::from(2);
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("onnxrt-dist: {error}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn config(dist: Option<&str>) -> build_support::Result<Config> {
+    let mut config = Config::from_env()?;
+    if let Some(dist) = dist {
+        config.manifest.dist(dist)?;
+        dist.clone_into(&mut config.dist);
+    }
+    Ok(config)
+}
+
+fn report(p: Provisioned) {
+    eprintln!("onnxrt-dist: ONNX Runtime {} (`{}`) from {}", p.ort_version, p.dist, p.source);
+    println!("{}", p.lib_dir.display());
+}
+
+fn shell_env(p: Provisioned) {
+    println!("export ONNXRT_LIB_DIR={}", p.lib_dir.display());
+    println!("export ONNXRT_INCLUDE_DIR={}", p.include_dir.display());
+}

@@ -1,0 +1,82 @@
+//! The only code that prints `cargo:` lines. build.rs calls these; nothing else writes to stdout.
+
+use std::path::Path;
+
+use crate::{Config, Provisioned, Source};
+
+/// Prints what makes cargo re-run the build script.
+pub fn rerun_lines(config: &Config) {
+    for var in &config.vars_read {
+        println!("cargo:rerun-if-env-changed={var}");
+    }
+    // A changed archive file must re-run the build (the cache is keyed by hash, so this is cheap).
+    if let Some(archive) = &config.archive {
+        println!("cargo:rerun-if-changed={}", archive.display());
+    }
+}
+
+/// Prints the build-log line naming the source, and the `links` metadata.
+pub fn provisioned(p: &Provisioned) {
+    let line = format!("onnxrt-sys: ONNX Runtime {} (`{}`) from {}", p.ort_version, p.dist, p.source);
+    println!("{line}");
+    // Cargo shows warnings in the console: say so when bytes were fetched or taken from outside the cache.
+    if !matches!(p.source, Source::Cache { .. }) {
+        println!("cargo:warning={line}");
+    }
+    // Read by dependents' build scripts as DEP_ONNXRUNTIME_LIB_DIR (the rpath helper below).
+    println!("cargo:lib_dir={}", p.lib_dir.display());
+    // Read by dependents that compile C against the same headers, as DEP_ONNXRUNTIME_INCLUDE_DIR.
+    println!("cargo:include_dir={}", p.include_dir.display());
+    // Read by dependents that gate on the runtime version, as DEP_ONNXRUNTIME_VERSION.
+    println!("cargo:version={}", p.ort_version);
+    // Read by `onnxrt` (DEP_ONNXRUNTIME_LIBRARY) to record where the verified library lives.
+    println!("cargo:library={}", p.library.display());
+    // Compiled into onnxrt-sys as the last place its loader looks.
+    println!("cargo:rustc-env=ONNXRT_BUILD_LIBRARY={}", p.library.display());
+    println!("cargo:rustc-env=ONNXRT_BUILD_VERSION={}", p.ort_version);
+    println!("cargo:rustc-env=ONNXRT_BUILD_SOURCE={}", p.source);
+}
+
+/// Link mode: a NEEDED entry on the runtime and an rpath to its folder for this package's targets.
+pub fn link(p: &Provisioned) {
+    println!("cargo:rustc-link-search=native={}", p.lib_dir.display());
+    let file = p.library.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
+    // Link the exact versioned file, so no unversioned symlink is needed and the NEEDED entry is its SONAME.
+    println!("cargo:rustc-link-lib=dylib:+verbatim={file}");
+    rpath(&p.lib_dir);
+    // Read by dependents (DEP_ONNXRUNTIME_LINKED) to know they must add the rpath too.
+    println!("cargo:linked=1");
+}
+
+/// For a downstream build.rs in link mode: bake the runtime's folder into this package's binaries.
+///
+/// Cargo passes a dependency's link arguments to nobody, so each package that builds a binary
+/// and links the runtime calls this from its own build.rs (it needs `onnxrt-sys` as a direct
+/// dependency to see `DEP_ONNXRUNTIME_*`):
+///
+/// ```no_run
+/// // build.rs
+/// // fn main() {
+///     build_support::emit::rpath_for_dependent();
+/// // }
+/// ```
+pub fn rpath_for_dependent() {
+    println!("cargo:rerun-if-env-changed=DEP_ONNXRUNTIME_LIB_DIR");
+    println!("cargo:rerun-if-env-changed=DEP_ONNXRUNTIME_LINKED");
+    let linked = std::env::var("DEP_ONNXRUNTIME_LINKED").is_ok_and(|v| v == "1");
+    if let (true, Ok(dir)) = (linked, std::env::var("DEP_ONNXRUNTIME_LIB_DIR")) {
+        rpath(Path::new(&dir));
+    }
+}
+
+fn rpath(dir: &Path) {
+    println!("cargo:rustc-link-arg=-Wl,-rpath,{}", dir.display());
+}
+
+/// Prints a provisioning failure so cargo shows it, then the caller exits non-zero.
+pub fn failure(error: &crate::Error) {
+    for line in error.to_string().lines() {
+        println!("cargo:warning=onnxrt-sys: {line}");
+    }
+    eprintln!("error: onnxrt-sys could not provide ONNX Runtime:\n{error}");
+}

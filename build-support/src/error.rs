@@ -1,0 +1,116 @@
+//! The one error type of provisioning. Every message ends with what to do about it.
+
+use std::path::PathBuf;
+
+/// Why a distribution could not be provided.
+// The fields are named for what they hold and shown in the message; documenting each again adds nothing.
+#[allow(missing_docs)]
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The manifest could not be read or is inconsistent.
+    #[error("vendor-manifest.toml: {0}")]
+    Manifest(String),
+
+    /// `ONNXRT_DIST` (or the manifest default) names no distribution.
+    #[error("no distribution named `{name}` in vendor-manifest.toml; known: {known:?}. Set ONNXRT_DIST to one of them")]
+    UnknownDist { name: String, known: Vec<String> },
+
+    /// An environment variable holds a value we cannot use.
+    #[error("{var}={value:?}: {why}")]
+    BadVariable { var: &'static str, value: String, why: String },
+
+    /// The manifest has no sha256 for this source and the user gave none: fail closed.
+    #[error(
+        "`{dist}` has no pinned sha256, so its bytes cannot be trusted (nothing was installed).\n\
+         The file that was fetched hashes to:\n    {computed}\n\
+         If you trust that file (compare it with the publisher's checksum), pin it with\n    \
+         export ONNXRT_ARCHIVE_SHA256={computed}\n\
+         or write it as `sha256` of `{dist}` in vendor-manifest.toml"
+    )]
+    Unpinned { dist: String, computed: String },
+
+    /// The bytes do not match the pinned hash. The file was deleted.
+    #[error(
+        "sha256 mismatch for {what}: expected {expected}, got {actual}. The file was deleted; \
+         it is corrupt, truncated or not the pinned release. Fetch it again, or check ONNXRT_MIRROR / ONNXRT_ARCHIVE"
+    )]
+    HashMismatch { what: String, expected: String, actual: String },
+
+    /// `ONNXRT_ARCHIVE_SHA256` disagrees with the manifest's pin.
+    #[error("ONNXRT_ARCHIVE_SHA256={given} contradicts the manifest's pin {pinned} for `{dist}`; unset it or fix the manifest")]
+    PinConflict { dist: String, given: String, pinned: String },
+
+    /// The download failed after the allowed retries.
+    #[error("downloading {url} failed after {attempts} attempt(s): {why}. Check the network or proxy, set ONNXRT_MIRROR to a reachable copy, or deliver the archive by hand with ONNXRT_ARCHIVE=/path/to/file")]
+    Download { url: String, attempts: u32, why: String },
+
+    /// The server answered with an HTTP error.
+    #[error("{url} answered HTTP {status}. Check the URL (ONNXRT_MIRROR?) or deliver the archive with ONNXRT_ARCHIVE=/path/to/file")]
+    HttpStatus { url: String, status: u16 },
+
+    /// The body ended before the announced length.
+    #[error("{url}: the body ended after {got} of {expected} bytes (truncated download); nothing was installed, try again")]
+    Truncated { url: String, got: u64, expected: u64 },
+
+    /// The body is larger than the manifest allows.
+    #[error("{what} is larger than the {cap}-byte cap of the manifest; refusing it (wrong file or hostile server)")]
+    TooLarge { what: String, cap: u64 },
+
+    /// Nothing in the cache and downloads are forbidden.
+    #[error(
+        "offline ({reason}) and `{dist}` is not in the cache {cache}. Either allow the download (unset ONNXRT_OFFLINE / CARGO_NET_OFFLINE), \
+         deliver the archive with ONNXRT_ARCHIVE=/path/to/{file}, or point ONNXRT_LIB_DIR at an installed runtime"
+    )]
+    Offline { dist: String, reason: String, cache: PathBuf, file: String },
+
+    /// A registry-assembled distribution has not been assembled yet.
+    #[error("`{dist}` is assembled from package registries and is not in the cache {cache}; run `cargo run -p onnxrt-build-support --bin onnxrt-dist -- assemble {dist}` first")]
+    NotAssembled { dist: String, cache: PathBuf },
+
+    /// The archive contains an entry we refuse to extract.
+    #[error("refusing archive entry `{entry}`: {why}. The archive is malformed or hostile; nothing was installed")]
+    UnsafeEntry { entry: String, why: &'static str },
+
+    /// The archive is not a gzip'd tar or is damaged.
+    #[error("cannot read archive {what}: {why}; nothing was installed")]
+    Corrupt { what: String, why: String },
+
+    /// After extraction an expected file is missing.
+    #[error("the distribution `{dist}` lacks {missing} (looked in {root}); the archive is not the one the manifest describes")]
+    MissingFile { dist: String, missing: String, root: PathBuf },
+
+    /// `ONNXRT_LIB_DIR` does not contain a runtime.
+    #[error("ONNXRT_LIB_DIR={dir} holds no libonnxruntime.so*; point it at the `lib` folder of an ONNX Runtime install")]
+    NoLibrary { dir: PathBuf },
+
+    /// No C API header where one was expected.
+    #[error("no onnxruntime_c_api.h in {tried:?}; set ONNXRT_INCLUDE_DIR to the folder that holds it")]
+    NoHeaders { tried: Vec<PathBuf> },
+
+    /// The runtime could not be loaded to read its version.
+    #[error("cannot load {path} to check its version: {why}")]
+    Probe { path: PathBuf, why: String },
+
+    /// The runtime is older than the C API this crate needs.
+    #[error("{path} is ONNX Runtime {found}, older than {required} (C API {api}); use ONNX Runtime 1.16 or newer")]
+    TooOld { path: PathBuf, found: String, required: String, api: u32 },
+
+    /// A registry client (npm, pip, apt-get) failed.
+    #[error("`{command}` failed: {why}")]
+    Tool { command: String, why: String },
+
+    /// An I/O error, with what we were doing.
+    #[error("{context}: {source}")]
+    Io { context: String, #[source] source: std::io::Error },
+}
+
+impl Error {
+    pub(crate) fn io(context: impl Into<String>) -> impl FnOnce(std::io::Error) -> Error {
+        let context = context.into();
+        move |source| Error::Io { context, source }
+    }
+}
+
+/// Shorthand used throughout the crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,222 @@
+//! `vendor-manifest.toml`: the pinned distributions, parsed into plain data.
+
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+
+/// The manifest shipped with this crate (the workspace's `vendor-manifest.toml`).
+pub const BUILTIN: &str = include_str!("../../vendor-manifest.toml");
+
+/// All pinned distributions.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// Format version of the file.
+    pub schema: u32,
+    /// The distribution used when `ONNXRT_DIST` is unset.
+    pub default: String,
+    /// Every distribution.
+    #[serde(rename = "dist")]
+    pub dists: Vec<Dist>,
+}
+
+/// How a distribution's bytes are obtained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DistKind {
+    /// One archive (the official release asset), downloaded or delivered by hand.
+    Archive,
+    /// Assembled from files in package registries (`onnxrt-dist assemble`).
+    Registry,
+}
+
+/// One distribution of ONNX Runtime.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Dist {
+    /// Key used by `ONNXRT_DIST`.
+    pub name: String,
+    /// One line for people.
+    pub description: String,
+    /// ONNX Runtime version, e.g. `1.16.2`.
+    pub ort_version: String,
+    /// C API version this crate requests from it.
+    pub api_version: u32,
+    /// Rust target triple it runs on.
+    pub target: String,
+    /// Archive or registry-assembled.
+    pub kind: DistKind,
+    /// Where the archive is published (archive kind only).
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Pinned sha256 of the archive; empty means "not pinned".
+    #[serde(default)]
+    pub sha256: String,
+    /// Largest archive accepted, in bytes.
+    #[serde(default = "default_max_bytes")]
+    pub max_bytes: u64,
+    /// The single top-level folder of the archive.
+    pub root: String,
+    /// The runtime library, relative to `root`.
+    pub library: String,
+    /// Provider libraries, relative to `root`.
+    #[serde(default)]
+    pub providers: Vec<String>,
+    /// Headers that must be present, relative to `root`.
+    #[serde(default)]
+    pub headers: Vec<String>,
+    /// Registry files it is assembled from (registry kind only).
+    #[serde(default)]
+    pub parts: Vec<Part>,
+    /// What the runtime needs on the machine (GPU builds).
+    #[serde(default)]
+    pub requires: Option<Requires>,
+}
+
+fn default_max_bytes() -> u64 {
+    512 * 1024 * 1024
+}
+
+/// One registry file that contributes to an assembled distribution.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Part {
+    /// `npm`, `pypi` or `debian`.
+    pub registry: String,
+    /// Package name in that registry.
+    pub package: String,
+    /// Exact version.
+    pub version: String,
+    /// Debian suite the package comes from (debian only).
+    #[serde(default)]
+    pub suite: Option<String>,
+    /// File name the registry client saves.
+    pub file: String,
+    /// Pinned sha256 of that file.
+    pub sha256: String,
+    /// File or folder inside the package to take.
+    pub member: String,
+    /// Pinned sha256 of `member` when it is a single file.
+    #[serde(default)]
+    pub member_sha256: Option<String>,
+    /// Where it goes, relative to the distribution root.
+    pub dest: String,
+}
+
+/// Machine requirements of a GPU distribution; read by the diagnostics.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Requires {
+    /// CUDA version the build targets.
+    pub cuda: String,
+    /// cuDNN version recommended.
+    pub cudnn: String,
+    /// Oldest cuDNN known to work.
+    pub cudnn_min: String,
+    /// TensorRT version of the TensorRT provider.
+    pub tensorrt: String,
+    /// Whether TensorRT is needed only for the TensorRT provider.
+    pub tensorrt_optional: bool,
+    /// Oldest NVIDIA driver for that CUDA.
+    pub driver_min: String,
+    /// Newest GPU architecture that CUDA knows.
+    pub max_compute_capability: String,
+    /// Libraries the CUDA provider needs at load time.
+    pub needed: Vec<String>,
+    /// Libraries the TensorRT provider needs at load time.
+    pub needed_tensorrt: Vec<String>,
+}
+
+impl Manifest {
+    /// The manifest compiled into this crate.
+    pub fn builtin() -> Result<Manifest> {
+        Manifest::parse(BUILTIN)
+    }
+
+    /// Parses and checks a manifest.
+    pub fn parse(text: &str) -> Result<Manifest> {
+        let manifest: Manifest = toml::from_str(text).map_err(|e| Error::Manifest(e.to_string()))?;
+        manifest.check()?;
+        Ok(manifest)
+    }
+
+    /// Finds a distribution by name.
+    pub fn dist(&self, name: &str) -> Result<&Dist> {
+        self.dists.iter().find(|d| d.name == name).ok_or_else(|| Error::UnknownDist {
+            name: name.to_owned(),
+            known: self.dists.iter().map(|d| d.name.clone()).collect(),
+        })
+    }
+
+    fn check(&self) -> Result<()> {
+        if self.schema != 1 {
+            return Err(Error::Manifest(format!("schema {} is not supported (expected 1)", self.schema)));
+        }
+        self.dist(&self.default)?;
+        for dist in &self.dists {
+            let bad = |why: &str| Err(Error::Manifest(format!("dist `{}`: {why}", dist.name)));
+            if !dist.sha256.is_empty() && !is_sha256(&dist.sha256) {
+                return bad("sha256 must be 64 lowercase hex digits or empty");
+            }
+            match dist.kind {
+                DistKind::Archive if dist.url.is_none() => return bad("an archive needs a url"),
+                DistKind::Registry if dist.parts.is_empty() => return bad("a registry dist needs parts"),
+                _ => {}
+            }
+            if dist.parts.iter().any(|p| !is_sha256(&p.sha256)) {
+                return bad("every part needs a sha256");
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Dist {
+    /// The pinned archive hash, if any.
+    pub fn pinned_sha256(&self) -> Option<&str> {
+        (!self.sha256.is_empty()).then_some(self.sha256.as_str())
+    }
+
+    /// File name of the archive (last segment of the URL).
+    pub fn file_name(&self) -> String {
+        match &self.url {
+            Some(url) => url.rsplit('/').next().unwrap_or(url).to_owned(),
+            None => format!("{}.tgz", self.root),
+        }
+    }
+}
+
+/// Whether `s` is a sha256 in lowercase hex.
+pub fn is_sha256(s: &str) -> bool {
+    s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_manifest_parses_and_defaults_to_the_users_pin() {
+        let m = Manifest::builtin().expect("builtin manifest");
+        let d = m.dist(&m.default).expect("default dist");
+        assert_eq!(d.name, "gpu-1.16.2");
+        assert_eq!(d.file_name(), "onnxruntime-linux-x64-gpu-1.16.2.tgz");
+        assert_eq!(d.requires.as_ref().map(|r| r.cuda.as_str()), Some("11.8"));
+        let reg = m.dist("cpu-1.16.2-registry").expect("registry dist");
+        assert_eq!(reg.kind, DistKind::Registry);
+        assert_eq!(reg.parts.len(), 2);
+    }
+
+    #[test]
+    fn unknown_dist_lists_the_known_ones() {
+        let m = Manifest::builtin().expect("builtin manifest");
+        let err = m.dist("gpu-9.9").expect_err("no such dist");
+        assert!(err.to_string().contains("cpu-1.16.2-registry"), "{err}");
+    }
+
+    #[test]
+    fn a_malformed_pin_is_refused() {
+        let bad = BUILTIN.replacen("sha256 = \"\"", "sha256 = \"abc\"", 1);
+        assert!(Manifest::parse(&bad).is_err());
+    }
+}
