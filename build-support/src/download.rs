@@ -57,6 +57,8 @@ pub fn download(url: &str, dest: &Path, limits: Limits) -> Result<Downloaded> {
     Err(match last_error {
         // A body that keeps ending early is reported as what it is.
         Some(error @ Error::Truncated { .. }) => error,
+        // A transport failure already carries its own cause; keep it, with the attempt count.
+        Some(Error::Download { why, .. }) => Error::Download { url: url.to_owned(), attempts: limits.attempts.max(1), why },
         Some(error) => Error::Download { url: url.to_owned(), attempts: limits.attempts.max(1), why: error.to_string() },
         None => Error::Download { url: url.to_owned(), attempts: 0, why: "no attempt was made".into() },
     })

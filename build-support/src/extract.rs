@@ -78,7 +78,7 @@ pub fn extract_tgz(reader: impl Read, dest: &Path, root: &str, bounds: Bounds) -
                 let link = entry.link_name_bytes().ok_or_else(|| Error::UnsafeEntry { entry: name.clone(), why: "symlink without a target" })?;
                 let link = PathBuf::from(String::from_utf8_lossy(&link).into_owned());
                 let parent = relative.parent().unwrap_or(Path::new(""));
-                if link.is_absolute() || !stays_inside(parent, &link, root) {
+                if link.is_absolute() || !parents_only_leading(&link) || !stays_inside(parent, &link, root) {
                     return Err(Error::UnsafeEntry { entry: name, why: "symlink pointing outside the archive root" });
                 }
                 create_parent(&target)?;
@@ -153,6 +153,22 @@ fn stays_inside(parent: &Path, link: &Path, root: &str) -> bool {
     root.is_empty() || resolved.starts_with(root)
 }
 
+/// Whether every `..` of `link` comes before its first name. The kernel resolves a `..` that
+/// follows a name physically, through that name if it is a symlink of the archive (with
+/// `p/d -> ..`, `p/d/../..` is two levels above where it looks), so [`stays_inside`], which
+/// reasons lexically, only holds for links whose `..` are all leading.
+fn parents_only_leading(link: &Path) -> bool {
+    let mut named = false;
+    for component in link.components() {
+        match component {
+            Component::ParentDir if named => return false,
+            Component::Normal(_) => named = true,
+            _ => {}
+        }
+    }
+    true
+}
+
 /// Refuses to write through a symlink: each link was checked on its own, but a chain of links
 /// with `..` can still lead outside, so nothing is ever created below one.
 fn no_link_on_the_way(dest: &Path, relative: &Path, entry: &str) -> Result<()> {
@@ -206,5 +222,7 @@ mod tests {
         assert!(!stays_inside(Path::new("r/lib"), Path::new("../../outside"), "r"));
         assert!(!stays_inside(Path::new("r"), Path::new("../../../etc/passwd"), "r"));
         assert!(!stays_inside(Path::new("r/lib"), Path::new("/etc/passwd"), "r"));
+        assert!(parents_only_leading(Path::new("../include/x.h")));
+        assert!(!parents_only_leading(Path::new("p/d/../..")));
     }
 }

@@ -157,8 +157,11 @@ fn download_and_install(config: &Config, dist: &Dist, cache: &Cache, pin: Option
     if let Some(entry) = pin.as_deref().and_then(|sha| cache.lookup(sha)) {
         return finish(dist, &entry, Source::Cache { entry: entry.clone() });
     }
-    cache.sweep(&dist.name);
-    let file = cache.temp(&format!("{}.download", dist.name), true)?;
+    // The sweep key must be the temp key: `sweep` matches `<key>-`, so sweeping `dist.name` missed
+    // `<name>.download-<pid>-<n>` files left by a build killed mid-download.
+    let key = format!("{}.download", dist.name);
+    cache.sweep(&key);
+    let file = cache.temp(&key, true)?;
     let limits = download::Limits { max_bytes: dist.max_bytes, stall_timeout: config.stall_timeout, attempts: config.attempts };
     let got = download::download(&url, file.path(), limits)?;
     let Some(expected) = pin else {

@@ -1,1 +1,63 @@
-//! placeholder
+//! Safe Rust bindings to ONNX Runtime for Linux x86-64 servers with NVIDIA GPUs.
+//!
+//! ```no_run
+//! use onnxrt::{Session, Value};
+//!
+//! fn main() -> onnxrt::Result<()> {
+//!     // The runtime was downloaded and verified at build time; it is found at run time without
+//!     // LD_LIBRARY_PATH.
+//!     let session = Session::builder().commit_from_file("model.onnx")?;
+//!     let input = Value::from_array(ndarray::Array4::<f32>::zeros((1, 3, 224, 224)))?;
+//!     let outputs = session.run(&[("input", &input)])?;
+//!     let scores = outputs[0].view::<f32>()?;
+//!     println!("{} scores, runtime {}", scores.len(), onnxrt::runtime_info()?.version);
+//!     Ok(())
+//! }
+//! ```
+//!
+//! What makes this crate different is in its errors: every failure the field guides describe
+//! (library not found, provider that will not load and why, a model input given in NHWC to an
+//! NCHW model, an opset the runtime is too old for) is an [`Error`] variant whose message says
+//! what to do. Features: `cuda`, `tensorrt` (implies `cuda`), `link` (link the runtime instead of
+//! loading it at first use).
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod api;
+mod element;
+mod env;
+mod error;
+mod handle;
+mod loader;
+mod memory;
+pub mod providers;
+mod run_options;
+mod session;
+mod status;
+mod value;
+
+pub use api::{runtime_info, RuntimeInfo};
+pub use element::{Element, ElementType};
+pub use env::{Environment, EnvironmentBuilder, GlobalThreadPools, LogHook, LogLevel, LogRecord};
+pub use error::{Error, ErrorCode, LoadAttempt, Names, Result, ShapeText};
+pub use memory::{Device, MemoryInfo};
+pub use run_options::{RunOptions, RunTerminator};
+pub use session::{config_keys, Dim, ExecutionMode, ModelMetadata, OptimizationLevel, Outputs, RunFuture, Session, SessionBuilder, ValueInfo};
+pub use value::{TensorInfo, Value, ValueKind};
+
+/// Re-exported so callers use the same `half` and `ndarray` as this crate.
+pub use half;
+pub use ndarray;
+
+/// Loads the runtime from `path` (a file or the folder holding it) instead of searching. Call it
+/// before anything else; afterwards it only succeeds for the library already loaded.
+///
+/// # Errors
+/// [`Error::RuntimeNotFound`], [`Error::AlreadyLoaded`].
+pub fn init_from(path: impl AsRef<std::path::Path>) -> Result<()> {
+    api::init_from(path.as_ref())
+}
+
+/// The places the loader searches, in order, with where each came from.
+pub fn search_paths() -> Vec<(String, std::path::PathBuf)> {
+    loader::candidates(None)
+}

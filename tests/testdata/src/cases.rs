@@ -217,8 +217,8 @@ mod tests {
 
     #[test]
     fn light_input_matches_numpy() {
-        let t = light_input(&[Dim::Param("N".into()), Dim::Value(2), Dim::Unknown])
-            .expect("builds");
+        let t =
+            light_input(&[Dim::Param("N".into()), Dim::Value(2), Dim::Unknown]).expect("builds");
         assert_eq!(t.dims, vec![1, 2, 1]);
         assert_eq!(t.data, TensorData::F32(vec![0.0, 0.5]));
         assert!(light_input(&[Dim::Value(-3)]).is_err());

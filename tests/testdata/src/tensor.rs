@@ -435,7 +435,10 @@ pub(crate) mod tests {
 
         let mut bad = header(&[1], elem_type::INT8);
         varint_field(5, 300, &mut bad);
-        assert!(matches!(decode_tensor(&bad), Err(DecodeError::Malformed(_))));
+        assert!(matches!(
+            decode_tensor(&bad),
+            Err(DecodeError::Malformed(_))
+        ));
 
         let mut half = header(&[1], elem_type::FLOAT16);
         varint_field(5, u64::from(f16::from_f32(0.5).to_bits()), &mut half);
@@ -468,9 +471,15 @@ pub(crate) mod tests {
             })
         );
         let huge = header(&[i64::MAX, i64::MAX], elem_type::FLOAT);
-        assert!(matches!(decode_tensor(&huge), Err(DecodeError::Malformed(_))));
+        assert!(matches!(
+            decode_tensor(&huge),
+            Err(DecodeError::Malformed(_))
+        ));
         let negative = header(&[-1], elem_type::FLOAT);
-        assert!(matches!(decode_tensor(&negative), Err(DecodeError::Malformed(_))));
+        assert!(matches!(
+            decode_tensor(&negative),
+            Err(DecodeError::Malformed(_))
+        ));
         let mut ragged = header(&[1], elem_type::FLOAT);
         len_field(9, &[0u8; 5], &mut ragged);
         assert!(decode_tensor(&ragged).is_err());

@@ -2,7 +2,9 @@
 
 use std::path::Path;
 
-use crate::tensor::{decode_tensor, elem_type, Tensor};
+use half::{bf16, f16};
+
+use crate::tensor::{decode_tensor, elem_type, Tensor, TensorData};
 use crate::wire;
 use crate::{DecodeError, TypeKind};
 
@@ -219,12 +221,36 @@ pub fn decode_map(buf: &[u8]) -> Result<MapValue, DecodeError> {
     map_value(buf, 0)
 }
 
+/// Reinterprets `uint16` data as the 16-bit float type the model declares.
+///
+/// The onnx package's backend data stores bfloat16 tensors with `data_type` UINT16 (the
+/// bit patterns), while the model's input/output says BFLOAT16.
+fn apply_declared_type(mut tensor: Tensor, declared: i32) -> Tensor {
+    if let TensorData::U16(bits) = &tensor.data {
+        match declared {
+            elem_type::BFLOAT16 => {
+                tensor.data = TensorData::BF16(bits.iter().map(|&b| bf16::from_bits(b)).collect());
+            }
+            elem_type::FLOAT16 => {
+                tensor.data = TensorData::F16(bits.iter().map(|&b| f16::from_bits(b)).collect());
+            }
+            _ => {}
+        }
+    }
+    tensor
+}
+
 /// Decodes bytes holding the message that a graph input/output of `kind` is stored as.
 ///
-/// [`TypeKind::Unknown`] is read as a tensor, the common case.
+/// [`TypeKind::Unknown`] is read as a tensor, the common case. With a `Tensor` hint of
+/// FLOAT16 or BFLOAT16, data stored as UINT16 bit patterns comes back as that float type.
 pub fn decode_value(buf: &[u8], kind: TypeKind) -> Result<TestValue, DecodeError> {
     match kind {
-        TypeKind::Tensor { .. } | TypeKind::Unknown => Ok(TestValue::Tensor(decode_tensor(buf)?)),
+        TypeKind::Tensor { elem_type } => Ok(TestValue::Tensor(apply_declared_type(
+            decode_tensor(buf)?,
+            elem_type,
+        ))),
+        TypeKind::Unknown => Ok(TestValue::Tensor(decode_tensor(buf)?)),
         TypeKind::Sequence => Ok(TestValue::Sequence(decode_sequence(buf)?)),
         TypeKind::Map => Ok(TestValue::Map(decode_map(buf)?)),
         TypeKind::Optional => Ok(TestValue::Optional(decode_optional(buf)?)),
@@ -246,7 +272,6 @@ pub fn load_value(path: impl AsRef<Path>, kind_hint: TypeKind) -> Result<TestVal
 mod tests {
     use super::*;
     use crate::tensor::tests::{len_field, varint_field};
-    use crate::TensorData;
 
     fn tensor_msg(v: f32) -> Vec<u8> {
         let mut t = Vec::new();
@@ -310,7 +335,10 @@ mod tests {
         len_field(4, b"dog", &mut map);
         len_field(5, &values, &mut map);
         let m = decode_map(&map).expect("decodes");
-        assert_eq!(m.keys, MapKeys::String(vec![b"cat".to_vec(), b"dog".to_vec()]));
+        assert_eq!(
+            m.keys,
+            MapKeys::String(vec![b"cat".to_vec(), b"dog".to_vec()])
+        );
         assert_eq!(m.values.len(), 2);
 
         // One key too many.

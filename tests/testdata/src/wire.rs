@@ -111,7 +111,9 @@ impl<'a> Reader<'a> {
         let number = key >> 3;
         // Field numbers are 29-bit and start at 1.
         if number == 0 || number > 0x1fff_ffff {
-            return Err(DecodeError::Malformed(format!("invalid field number {number}")));
+            return Err(DecodeError::Malformed(format!(
+                "invalid field number {number}"
+            )));
         }
         let number = number as u32;
         let value = match wire_type {

@@ -1,0 +1,206 @@
+//! Concurrent builds share one cache: threads and processes that provision the same
+//! distribution at once must download it once, agree on one entry, and a build killed in the
+//! middle of a download must not poison the cache for the next one.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use build_support::{provision, Source};
+use common::*;
+
+const BIN: &str = env!("CARGO_BIN_EXE_onnxrt-dist");
+
+#[test]
+fn four_threads_on_a_fresh_cache_download_once() {
+    let archive = good_archive();
+    let sha = sha256(&archive);
+    let path = format!("/{FILE_NAME}");
+    let server = Server::start(vec![(
+        path.as_str(),
+        Behaviour::Slow {
+            body: archive,
+            delay: Duration::from_millis(300),
+        },
+    )]);
+    let tmp = tempdir();
+    let cache = tmp.path().join("cache");
+    let config = config(manifest(&server.url(&path), &sha, MAX_BYTES), &cache);
+
+    let barrier = Barrier::new(4);
+    let results: Vec<_> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|_| {
+                s.spawn(|| {
+                    barrier.wait();
+                    provision(&config)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("a provisioning thread panicked"))
+            .collect()
+    });
+
+    let mut downloads = 0;
+    for result in results {
+        let p = result.expect("every thread provisions");
+        assert_installed(&p, &cache, &sha);
+        match p.source {
+            Source::Download { .. } => downloads += 1,
+            Source::Cache { entry } => assert_eq!(entry, cache.join(&sha)),
+            other => panic!("unexpected source {other:?}"),
+        }
+    }
+    assert_eq!(
+        downloads, 1,
+        "exactly one thread downloads, the others wait for it"
+    );
+    assert_eq!(server.hits(&path), 1);
+    assert_cache_holds_only(&cache, &sha);
+}
+
+/// `onnxrt-dist fetch cpu-1.16.2` with nothing from the outer environment but what is given.
+fn fetch(cache: &Path, mirror: &str, sha: &str) -> Child {
+    Command::new(BIN)
+        .args(["fetch", "cpu-1.16.2"])
+        .env_clear()
+        .env("ONNXRT_CACHE_DIR", cache)
+        .env("ONNXRT_MIRROR", mirror)
+        .env("ONNXRT_ARCHIVE_SHA256", sha)
+        .env("ONNXRT_DOWNLOAD_TIMEOUT", "10")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starting onnxrt-dist")
+}
+
+/// Waits at most `limit` for `child` (killing it after that) and collects its output.
+fn wait(mut child: Child, limit: Duration) -> Output {
+    let deadline = Instant::now() + limit;
+    loop {
+        match child.try_wait().expect("polling onnxrt-dist") {
+            Some(_) => break,
+            None if Instant::now() >= deadline => {
+                let _ = child.kill();
+                break;
+            }
+            None => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+    // The outputs are a few lines: they fit in the pipes, so reading after exit cannot block.
+    child
+        .wait_with_output()
+        .expect("collecting the output of onnxrt-dist")
+}
+
+fn describe(output: &Output) -> String {
+    format!(
+        "status {:?}\nstdout: {}\nstderr: {}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[test]
+fn four_processes_on_a_fresh_cache_download_once() {
+    let archive = good_archive();
+    let sha = sha256(&archive);
+    let path = format!("/{FILE_NAME}");
+    let server = Server::start(vec![(
+        path.as_str(),
+        Behaviour::Slow {
+            body: archive,
+            delay: Duration::from_millis(300),
+        },
+    )]);
+    let tmp = tempdir();
+    let cache = tmp.path().join("cache");
+
+    let children: Vec<Child> = (0..4)
+        .map(|_| fetch(&cache, &server.base(), &sha))
+        .collect();
+    let outputs: Vec<Output> = children
+        .into_iter()
+        .map(|c| wait(c, Duration::from_secs(30)))
+        .collect();
+
+    let expected_lib = format!("{}\n", cache.join(&sha).join(ROOT).join("lib").display());
+    for output in &outputs {
+        assert!(output.status.success(), "{}", describe(output));
+        assert_eq!(
+            String::from_utf8_lossy(&output.stdout),
+            expected_lib,
+            "{}",
+            describe(output)
+        );
+    }
+    let downloaded = outputs
+        .iter()
+        .filter(|o| String::from_utf8_lossy(&o.stderr).contains("a download of"))
+        .count();
+    assert_eq!(downloaded, 1, "exactly one process downloads");
+    assert_eq!(server.hits(&path), 1);
+    assert_cache_holds_only(&cache, &sha);
+}
+
+#[test]
+fn build_killed_mid_download_leaves_nothing_the_next_build_trips_on() {
+    let archive = good_archive();
+    let sha = sha256(&archive);
+    let path = format!("/{FILE_NAME}");
+    let stalling = Server::start(vec![(
+        path.as_str(),
+        Behaviour::StallInBody {
+            body: archive.clone(),
+            sent: archive.len() / 2,
+            stall: Duration::from_secs(20),
+        },
+    )]);
+    let tmp = tempdir();
+    let cache = tmp.path().join("cache");
+
+    let mut child = fetch(&cache, &stalling.base(), &sha);
+    let started = Instant::now();
+    while stalling.hits(&path) == 0 && started.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        stalling.hits(&path),
+        1,
+        "the first build never reached the server"
+    );
+    std::thread::sleep(Duration::from_secs(1).saturating_sub(started.elapsed()));
+    child.kill().expect("killing the first build");
+    let killed = wait(child, Duration::from_secs(10));
+    assert!(
+        !killed.status.success(),
+        "the first build was not killed: {}",
+        describe(&killed)
+    );
+    let leftovers = tmp_leftovers(&cache);
+    assert!(
+        leftovers
+            .iter()
+            .any(|n| n.starts_with("cpu-1.16.2.download-")),
+        "the killed build left no partial download, so the sweep is not exercised: {leftovers:?}"
+    );
+    assert_eq!(
+        cache_entries(&cache),
+        Vec::<String>::new(),
+        "a killed build published an entry"
+    );
+
+    let good = Server::start(vec![(path.as_str(), Behaviour::Serve(archive))]);
+    let output = wait(fetch(&cache, &good.base(), &sha), Duration::from_secs(30));
+    assert!(output.status.success(), "{}", describe(&output));
+    assert_eq!(good.hits(&path), 1);
+    // The next build swept the dead build's partial download (and published one entry).
+    assert_cache_holds_only(&cache, &sha);
+}

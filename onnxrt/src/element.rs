@@ -1,0 +1,159 @@
+//! Tensor element types: the runtime's codes, and the Rust types that map to them.
+
+use std::fmt;
+
+use half::{bf16, f16};
+
+/// ONNX tensor element types (`ONNXTensorElementDataType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ElementType {
+    /// `float`
+    F32,
+    /// `uint8`
+    U8,
+    /// `int8`
+    I8,
+    /// `uint16`
+    U16,
+    /// `int16`
+    I16,
+    /// `int32`
+    I32,
+    /// `int64`
+    I64,
+    /// `string`
+    String,
+    /// `bool`
+    Bool,
+    /// `float16`
+    F16,
+    /// `double`
+    F64,
+    /// `uint32`
+    U32,
+    /// `uint64`
+    U64,
+    /// `complex64` (not readable through this crate)
+    Complex64,
+    /// `complex128` (not readable through this crate)
+    Complex128,
+    /// `bfloat16`
+    BF16,
+    /// A code this crate does not know (8-bit floats, newer types).
+    Unknown(u32),
+}
+
+impl ElementType {
+    /// From ORT's code.
+    pub(crate) fn from_raw(raw: u32) -> ElementType {
+        match raw {
+            1 => ElementType::F32,
+            2 => ElementType::U8,
+            3 => ElementType::I8,
+            4 => ElementType::U16,
+            5 => ElementType::I16,
+            6 => ElementType::I32,
+            7 => ElementType::I64,
+            8 => ElementType::String,
+            9 => ElementType::Bool,
+            10 => ElementType::F16,
+            11 => ElementType::F64,
+            12 => ElementType::U32,
+            13 => ElementType::U64,
+            14 => ElementType::Complex64,
+            15 => ElementType::Complex128,
+            16 => ElementType::BF16,
+            other => ElementType::Unknown(other),
+        }
+    }
+
+    /// ORT's code.
+    pub(crate) fn to_raw(self) -> u32 {
+        match self {
+            ElementType::F32 => 1,
+            ElementType::U8 => 2,
+            ElementType::I8 => 3,
+            ElementType::U16 => 4,
+            ElementType::I16 => 5,
+            ElementType::I32 => 6,
+            ElementType::I64 => 7,
+            ElementType::String => 8,
+            ElementType::Bool => 9,
+            ElementType::F16 => 10,
+            ElementType::F64 => 11,
+            ElementType::U32 => 12,
+            ElementType::U64 => 13,
+            ElementType::Complex64 => 14,
+            ElementType::Complex128 => 15,
+            ElementType::BF16 => 16,
+            ElementType::Unknown(raw) => raw,
+        }
+    }
+
+    /// Size of one element in bytes (strings: not fixed, 0).
+    pub fn size(self) -> usize {
+        match self {
+            ElementType::U8 | ElementType::I8 | ElementType::Bool => 1,
+            ElementType::U16 | ElementType::I16 | ElementType::F16 | ElementType::BF16 => 2,
+            ElementType::F32 | ElementType::I32 | ElementType::U32 => 4,
+            ElementType::F64 | ElementType::I64 | ElementType::U64 | ElementType::Complex64 => 8,
+            ElementType::Complex128 => 16,
+            ElementType::String | ElementType::Unknown(_) => 0,
+        }
+    }
+}
+
+impl fmt::Display for ElementType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = match self {
+            ElementType::F32 => "f32",
+            ElementType::U8 => "u8",
+            ElementType::I8 => "i8",
+            ElementType::U16 => "u16",
+            ElementType::I16 => "i16",
+            ElementType::I32 => "i32",
+            ElementType::I64 => "i64",
+            ElementType::String => "string",
+            ElementType::Bool => "bool",
+            ElementType::F16 => "f16",
+            ElementType::F64 => "f64",
+            ElementType::U32 => "u32",
+            ElementType::U64 => "u64",
+            ElementType::Complex64 => "complex64",
+            ElementType::Complex128 => "complex128",
+            ElementType::BF16 => "bf16",
+            ElementType::Unknown(raw) => return write!(f, "element type #{raw}"),
+        };
+        f.write_str(name)
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A Rust type whose memory layout is exactly an ONNX tensor element's.
+///
+/// Implemented for `f32`, `f64`, [`f16`], [`bf16`], `i8`..`i64`, `u8`..`u64` and `bool` (one byte,
+/// 0 or 1, as ONNX stores it). Strings are handled by [`crate::Value::from_strings`].
+pub trait Element: Copy + Send + Sync + 'static + sealed::Sealed {
+    /// The ONNX element type.
+    const TYPE: ElementType;
+}
+
+macro_rules! element {
+    ($($rust:ty => $onnx:ident),* $(,)?) => {$(
+        impl sealed::Sealed for $rust {}
+        impl Element for $rust {
+            const TYPE: ElementType = ElementType::$onnx;
+        }
+    )*};
+}
+
+element! {
+    f32 => F32, f64 => F64, f16 => F16, bf16 => BF16,
+    i8 => I8, i16 => I16, i32 => I32, i64 => I64,
+    u8 => U8, u16 => U16, u32 => U32, u64 => U64,
+    bool => Bool,
+}

@@ -1,0 +1,296 @@
+//! The process-wide ORT environment: created once, shared by `Arc`, with ORT's log routed to the
+//! `log` crate (target `onnxrt::ort`) and the latest warnings kept for diagnostics.
+//!
+//! ORT allows one `OrtEnv` per process. [`Environment::global`] returns the live one or creates
+//! it with defaults; [`EnvironmentBuilder::commit`] creates it with your settings and fails if one
+//! is already alive (settings cannot change afterwards). Sessions hold an `Arc<Environment>`, so
+//! the environment outlives every session made in it.
+
+use std::collections::VecDeque;
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::{Arc, Mutex, Weak};
+
+use onnxrt_sys::OrtEnv;
+
+use crate::api::api;
+use crate::error::{Error, Result};
+use crate::handle::Owned;
+use crate::status::ort;
+
+/// ORT's log severities.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    /// Everything, including which provider each node was placed on.
+    Verbose,
+    /// Informational.
+    Info,
+    /// Warnings (default).
+    Warning,
+    /// Errors.
+    Error,
+    /// Fatal errors only.
+    Fatal,
+}
+
+impl LogLevel {
+    pub(crate) fn to_raw(self) -> onnxrt_sys::OrtLoggingLevel {
+        match self {
+            LogLevel::Verbose => onnxrt_sys::ORT_LOGGING_LEVEL_VERBOSE,
+            LogLevel::Info => onnxrt_sys::ORT_LOGGING_LEVEL_INFO,
+            LogLevel::Warning => onnxrt_sys::ORT_LOGGING_LEVEL_WARNING,
+            LogLevel::Error => onnxrt_sys::ORT_LOGGING_LEVEL_ERROR,
+            LogLevel::Fatal => onnxrt_sys::ORT_LOGGING_LEVEL_FATAL,
+        }
+    }
+
+    fn from_raw(raw: onnxrt_sys::OrtLoggingLevel) -> LogLevel {
+        match raw {
+            0 => LogLevel::Verbose,
+            1 => LogLevel::Info,
+            2 => LogLevel::Warning,
+            3 => LogLevel::Error,
+            _ => LogLevel::Fatal,
+        }
+    }
+}
+
+/// One message from ORT's logger.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogRecord {
+    /// Severity.
+    pub level: LogLevel,
+    /// ORT's category (e.g. `onnxruntime`).
+    pub category: String,
+    /// The log id (the environment's name or a session's log id).
+    pub log_id: String,
+    /// Source location inside ORT.
+    pub code_location: String,
+    /// The message.
+    pub message: String,
+}
+
+/// A function that sees every ORT log record (in addition to the `log` crate).
+pub type LogHook = Box<dyn Fn(&LogRecord) + Send + Sync>;
+
+/// How many recent records are kept for diagnostics.
+const KEPT_RECORDS: usize = 256;
+
+/// State the C logging callback reaches through its `param` pointer.
+struct LoggerState {
+    hook: Option<LogHook>,
+    recent: Mutex<VecDeque<LogRecord>>,
+}
+
+/// Global thread pools shared by every session (sessions then opt in).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GlobalThreadPools {
+    /// Intra-op threads (0: ORT's default).
+    pub intra_op_threads: usize,
+    /// Inter-op threads (0: ORT's default).
+    pub inter_op_threads: usize,
+}
+
+/// The ORT environment. See the module docs.
+pub struct Environment {
+    raw: Owned<OrtEnv>,
+    // Boxed so its address, handed to ORT as the logger's `param`, never moves; dropped after `raw`.
+    logger: Box<LoggerState>,
+    name: String,
+    global_thread_pools: Option<GlobalThreadPools>,
+}
+
+// SAFETY: ORT documents the environment as shareable by every thread of the process; we never
+// mutate it after creation. The logger state is Sync (a Mutex and a Sync hook).
+unsafe impl Send for Environment {}
+// SAFETY: as above.
+unsafe impl Sync for Environment {}
+
+impl std::fmt::Debug for Environment {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Environment").field("name", &self.name).field("global_thread_pools", &self.global_thread_pools).finish()
+    }
+}
+
+static CURRENT: Mutex<Weak<Environment>> = Mutex::new(Weak::new());
+
+impl Environment {
+    /// Settings for a new environment.
+    pub fn builder() -> EnvironmentBuilder {
+        EnvironmentBuilder { name: "onnxrt".into(), level: LogLevel::Warning, hook: None, thread_pools: None }
+    }
+
+    /// The live environment, or a new one with default settings.
+    pub fn global() -> Result<Arc<Environment>> {
+        let mut current = CURRENT.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(env) = current.upgrade() {
+            return Ok(env);
+        }
+        let env = Arc::new(Environment::builder().create()?);
+        *current = Arc::downgrade(&env);
+        Ok(env)
+    }
+
+    /// The name given at creation (ORT's log id).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Global thread pools, if the environment has them.
+    pub fn global_thread_pools(&self) -> Option<GlobalThreadPools> {
+        self.global_thread_pools
+    }
+
+    /// The latest ORT log records of warning severity or worse (at most 256), oldest first.
+    /// ORT reports some failures only here (e.g. which library a provider could not load).
+    pub fn recent_log(&self) -> Vec<LogRecord> {
+        self.logger.recent.lock().map(|r| r.iter().cloned().collect()).unwrap_or_default()
+    }
+
+    pub(crate) fn as_ptr(&self) -> *mut OrtEnv {
+        self.raw.as_ptr()
+    }
+}
+
+/// Settings for [`Environment`]; nothing reaches ORT before [`EnvironmentBuilder::commit`].
+pub struct EnvironmentBuilder {
+    name: String,
+    level: LogLevel,
+    hook: Option<LogHook>,
+    thread_pools: Option<GlobalThreadPools>,
+}
+
+impl EnvironmentBuilder {
+    /// ORT's log id for this environment.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// Lowest severity ORT emits (default: warning).
+    pub fn log_level(mut self, level: LogLevel) -> Self {
+        self.level = level;
+        self
+    }
+
+    /// A function called with every record. A panic inside it is caught and never reaches ORT.
+    pub fn log_hook(mut self, hook: impl Fn(&LogRecord) + Send + Sync + 'static) -> Self {
+        self.hook = Some(Box::new(hook));
+        self
+    }
+
+    /// Thread pools shared by all sessions that call `SessionBuilder::use_global_thread_pools`.
+    pub fn global_thread_pools(mut self, pools: GlobalThreadPools) -> Self {
+        self.thread_pools = Some(pools);
+        self
+    }
+
+    /// Creates the process's environment.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if an environment is already alive (its settings cannot be
+    /// changed; build it once at start-up); ORT's errors.
+    ///
+    /// Corresponds to `OrtApi::CreateEnvWithCustomLogger` (or `...AndGlobalThreadPools`).
+    #[doc(alias = "CreateEnvWithCustomLogger")]
+    pub fn commit(self) -> Result<Arc<Environment>> {
+        let mut current = CURRENT.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(existing) = current.upgrade() {
+            return Err(Error::InvalidArgument {
+                what: format!("a second environment `{}`", self.name),
+                why: format!("environment `{}` is alive; ORT allows one per process. Build it once at start-up, or use Environment::global()", existing.name),
+            });
+        }
+        let env = Arc::new(self.create()?);
+        *current = Arc::downgrade(&env);
+        Ok(env)
+    }
+
+    fn create(self) -> Result<Environment> {
+        let api = api()?;
+        let name = CString::new(self.name.clone()).map_err(|_| Error::nul("environment name", &self.name))?;
+        let logger = Box::new(LoggerState { hook: self.hook, recent: Mutex::new(VecDeque::new()) });
+        let param = std::ptr::from_ref::<LoggerState>(&logger).cast_mut().cast::<c_void>();
+        let mut raw = std::ptr::null_mut();
+        match self.thread_pools {
+            None => {
+                // SAFETY: `param` points to the boxed logger state, which lives as long as the
+                // environment (dropped after it); `name` outlives the call.
+                unsafe { ort!(api, CreateEnvWithCustomLogger(Some(log_callback), param, self.level.to_raw(), name.as_ptr(), &mut raw)) }?;
+            }
+            Some(pools) => {
+                let mut options = std::ptr::null_mut();
+                // SAFETY: the out-pointer is valid.
+                unsafe { ort!(api, CreateThreadingOptions(&mut options)) }?;
+                // SAFETY: on success we own the threading options.
+                let options = unsafe { Owned::from_raw(options) }?;
+                let intra = i32::try_from(pools.intra_op_threads).map_err(|_| too_many("intra_op_threads"))?;
+                let inter = i32::try_from(pools.inter_op_threads).map_err(|_| too_many("inter_op_threads"))?;
+                // SAFETY: `options` is live; plain integers.
+                unsafe { ort!(api, SetGlobalIntraOpNumThreads(options.as_ptr(), intra)) }?;
+                // SAFETY: as above.
+                unsafe { ort!(api, SetGlobalInterOpNumThreads(options.as_ptr(), inter)) }?;
+                // SAFETY: as for CreateEnvWithCustomLogger; ORT copies the threading options.
+                unsafe {
+                    ort!(api, CreateEnvWithCustomLoggerAndGlobalThreadPools(Some(log_callback), param, self.level.to_raw(), name.as_ptr(), options.as_ptr(), &mut raw))
+                }?;
+            }
+        }
+        // SAFETY: on success we own the environment.
+        let raw = unsafe { Owned::from_raw(raw) }?;
+        Ok(Environment { raw, logger, name: self.name, global_thread_pools: self.thread_pools })
+    }
+}
+
+fn too_many(what: &str) -> Error {
+    Error::InvalidArgument { what: what.into(), why: "more threads than an i32 holds".into() }
+}
+
+fn text(ptr: *const c_char) -> String {
+    if ptr.is_null() {
+        return String::new();
+    }
+    // SAFETY: ORT passes NUL-terminated strings valid for the duration of the callback.
+    unsafe { CStr::from_ptr(ptr) }.to_string_lossy().into_owned()
+}
+
+/// ORT's logging callback. Its body never unwinds into C: a panic (in `log` or the user's hook) is
+/// caught and dropped.
+unsafe extern "C" fn log_callback(
+    param: *mut c_void,
+    severity: onnxrt_sys::OrtLoggingLevel,
+    category: *const c_char,
+    log_id: *const c_char,
+    code_location: *const c_char,
+    message: *const c_char,
+) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        let record = LogRecord {
+            level: LogLevel::from_raw(severity),
+            category: text(category),
+            log_id: text(log_id),
+            code_location: text(code_location),
+            message: text(message),
+        };
+        let level = match record.level {
+            LogLevel::Verbose => log::Level::Trace,
+            LogLevel::Info => log::Level::Debug,
+            LogLevel::Warning => log::Level::Warn,
+            LogLevel::Error | LogLevel::Fatal => log::Level::Error,
+        };
+        log::log!(target: "onnxrt::ort", level, "[{}] {}: {}", record.log_id, record.code_location, record.message);
+        // SAFETY: `param` is the LoggerState boxed in the Environment, alive while ORT can log.
+        let Some(state) = (unsafe { param.cast::<LoggerState>().as_ref() }) else { return };
+        if record.level >= LogLevel::Warning {
+            if let Ok(mut recent) = state.recent.lock() {
+                if recent.len() == KEPT_RECORDS {
+                    recent.pop_front();
+                }
+                recent.push_back(record.clone());
+            }
+        }
+        if let Some(hook) = &state.hook {
+            hook(&record);
+        }
+    }));
+}

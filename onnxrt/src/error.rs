@@ -1,0 +1,354 @@
+//! The one error type. Each variant is something a caller can act on, and its message says how.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::element::ElementType;
+
+/// ORT's status codes (`OrtErrorCode`), with room for codes newer runtimes add.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorCode {
+    /// `ORT_FAIL`
+    Fail,
+    /// `ORT_INVALID_ARGUMENT`
+    InvalidArgument,
+    /// `ORT_NO_SUCHFILE`
+    NoSuchFile,
+    /// `ORT_NO_MODEL`
+    NoModel,
+    /// `ORT_ENGINE_ERROR`
+    EngineError,
+    /// `ORT_RUNTIME_EXCEPTION`
+    RuntimeException,
+    /// `ORT_INVALID_PROTOBUF`
+    InvalidProtobuf,
+    /// `ORT_MODEL_LOADED`
+    ModelLoaded,
+    /// `ORT_NOT_IMPLEMENTED`
+    NotImplemented,
+    /// `ORT_INVALID_GRAPH`
+    InvalidGraph,
+    /// `ORT_EP_FAIL`
+    EpFail,
+    /// A code this crate does not know.
+    Unknown(u32),
+}
+
+impl ErrorCode {
+    pub(crate) fn from_raw(raw: u32) -> ErrorCode {
+        match raw {
+            1 => ErrorCode::Fail,
+            2 => ErrorCode::InvalidArgument,
+            3 => ErrorCode::NoSuchFile,
+            4 => ErrorCode::NoModel,
+            5 => ErrorCode::EngineError,
+            6 => ErrorCode::RuntimeException,
+            7 => ErrorCode::InvalidProtobuf,
+            8 => ErrorCode::ModelLoaded,
+            9 => ErrorCode::NotImplemented,
+            10 => ErrorCode::InvalidGraph,
+            11 => ErrorCode::EpFail,
+            other => ErrorCode::Unknown(other),
+        }
+    }
+}
+
+/// One place the loader looked for the runtime, and why it did not use it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadAttempt {
+    /// Where the candidate came from (`ONNXRT_DYLIB_PATH`, the bundle, the build record...).
+    pub origin: String,
+    /// The path tried.
+    pub path: PathBuf,
+    /// What went wrong.
+    pub why: String,
+}
+
+/// A list of names shown as `["a", "b"]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Names(pub Vec<String>);
+
+impl fmt::Display for Names {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.0)
+    }
+}
+
+/// A shape as the model declares it: numbers, or `?`/names for dynamic axes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShapeText(pub String);
+
+impl fmt::Display for ShapeText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+fn tried_list(tried: &[LoadAttempt]) -> String {
+    tried.iter().map(|t| format!("\n  - {} ({}): {}", t.path.display(), t.origin, t.why)).collect()
+}
+
+/// Everything that can go wrong, each with what to do about it.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// ORT returned an error status.
+    #[error("ONNX Runtime {function} failed ({code:?}): {message}")]
+    Ort {
+        /// The C API function that failed.
+        function: &'static str,
+        /// ORT's error code.
+        code: ErrorCode,
+        /// ORT's message.
+        message: String,
+    },
+
+    /// The runtime library could not be found or loaded.
+    #[error(
+        "libonnxruntime.so could not be loaded; tried:{}\nFix: set ONNXRT_DYLIB_PATH to the library (or its folder), \
+         deploy it in <exe dir>/onnxruntime/lib (`onnxrt bundle`), or rebuild so the recorded path exists again",
+        tried_list(tried)
+    )]
+    RuntimeNotFound {
+        /// Every candidate and why it failed.
+        tried: Vec<LoadAttempt>,
+    },
+
+    /// The runtime is older than ORT 1.16 (C API 16).
+    #[error("{} is ONNX Runtime {found}; onnxrt needs {required} or newer (C API 16). Install a newer runtime", library.display())]
+    RuntimeTooOld {
+        /// Version found.
+        found: String,
+        /// Version needed.
+        required: String,
+        /// The library loaded.
+        library: PathBuf,
+    },
+
+    /// A different runtime was already loaded when [`crate::init_from`] was called.
+    #[error("ONNX Runtime is already loaded from {}; cannot switch to {} in the same process. Call onnxrt::init_from before anything else", loaded.display(), requested.display())]
+    AlreadyLoaded {
+        /// The library in use.
+        loaded: PathBuf,
+        /// The one asked for.
+        requested: PathBuf,
+    },
+
+    /// A feature needs a newer runtime than the one loaded.
+    #[error("{feature} needs ONNX Runtime {since} or newer; the loaded runtime is {found}")]
+    Unsupported {
+        /// What was asked for.
+        feature: String,
+        /// First runtime version that has it.
+        since: String,
+        /// The loaded version.
+        found: String,
+    },
+
+    /// No model input has this name.
+    #[error("no input named `{name}`; the model's inputs are {valid}")]
+    UnknownInput {
+        /// The name given.
+        name: String,
+        /// The model's input names.
+        valid: Names,
+    },
+
+    /// No model output has this name.
+    #[error("no output named `{name}`; the model's outputs are {valid}")]
+    UnknownOutput {
+        /// The name given.
+        name: String,
+        /// The model's output names.
+        valid: Names,
+    },
+
+    /// The same input was given twice.
+    #[error("input `{name}` was given more than once")]
+    DuplicateInput {
+        /// The repeated name.
+        name: String,
+    },
+
+    /// A required input was not given.
+    #[error("input `{name}` ({element_type}, shape {shape}) is missing; the model needs all of {required}")]
+    MissingInput {
+        /// The missing input.
+        name: String,
+        /// Its element type.
+        element_type: ElementType,
+        /// Its declared shape.
+        shape: ShapeText,
+        /// All required inputs.
+        required: Names,
+    },
+
+    /// A value has the wrong element type.
+    #[error("`{name}` expects {expected} elements but got {got}{hint}")]
+    ElementTypeMismatch {
+        /// Input or value name.
+        name: String,
+        /// Declared element type.
+        expected: ElementType,
+        /// Given element type.
+        got: ElementType,
+        /// A suggestion (e.g. convert f64 to f32).
+        hint: String,
+    },
+
+    /// A value has the wrong rank or a wrong static dimension.
+    #[error("`{name}` expects shape {expected} but got {got:?}{hint}")]
+    ShapeMismatch {
+        /// Input name.
+        name: String,
+        /// Declared shape (`?` or a name for dynamic axes).
+        expected: ShapeText,
+        /// Given shape.
+        got: Vec<i64>,
+        /// A suggestion (e.g. NHWC given to an NCHW model: transpose).
+        hint: String,
+    },
+
+    /// A value is not of the kind expected (tensor, sequence, map).
+    #[error("`{name}` is a {got}, not a {expected}")]
+    ValueKind {
+        /// Value name.
+        name: String,
+        /// Expected kind.
+        expected: &'static str,
+        /// Actual kind.
+        got: String,
+    },
+
+    /// Data length and shape disagree, or a shape is invalid.
+    #[error("shape {shape:?} needs {expected} elements but {got} were given")]
+    DataLength {
+        /// The shape.
+        shape: Vec<i64>,
+        /// Elements the shape holds.
+        expected: usize,
+        /// Elements given.
+        got: usize,
+    },
+
+    /// A shape whose element count or byte size does not fit in memory, or has negative dims.
+    #[error("shape {shape:?} is invalid: {why}")]
+    BadShape {
+        /// The shape.
+        shape: Vec<i64>,
+        /// What is wrong.
+        why: &'static str,
+    },
+
+    /// An array that cannot be passed without a copy was refused.
+    #[error("`{name}` is not in standard (C-contiguous) layout; call `.as_standard_layout()` or use Value::from_array, which copies")]
+    NotContiguous {
+        /// Value name.
+        name: String,
+    },
+
+    /// A string cannot be given to ORT (it holds a NUL byte) or read back as UTF-8.
+    #[error("string #{index}: {why}")]
+    InvalidString {
+        /// Position in the tensor.
+        index: usize,
+        /// What is wrong.
+        why: &'static str,
+    },
+
+    /// A name, key or path given to ORT holds a NUL byte.
+    #[error("{what} {value:?} contains a NUL byte")]
+    InteriorNul {
+        /// What it is.
+        what: &'static str,
+        /// The value.
+        value: String,
+    },
+
+    /// A model file could not be read.
+    #[error("cannot read model {}: {message}", path.display())]
+    ModelFile {
+        /// The path.
+        path: PathBuf,
+        /// The I/O error.
+        message: String,
+    },
+
+    /// The model needs a newer runtime (opset or IR version too new).
+    #[error("{message}\nFix: export the model with an older opset (ONNX Runtime {runtime} supports opsets up to {max_opset}) or use a newer ONNX Runtime")]
+    ModelTooNew {
+        /// ORT's message.
+        message: String,
+        /// Loaded runtime version.
+        runtime: String,
+        /// Newest default-domain opset that runtime supports.
+        max_opset: u32,
+    },
+
+    /// An execution provider is not compiled into the loaded runtime.
+    #[error("the {provider} execution provider is not in this ONNX Runtime build ({runtime}, providers: {available}); {fix}")]
+    ProviderNotAvailable {
+        /// The provider asked for.
+        provider: &'static str,
+        /// Providers the runtime has.
+        available: Names,
+        /// Loaded runtime version/path.
+        runtime: String,
+        /// What to do.
+        fix: String,
+    },
+
+    /// A provider library or one of its dependencies could not be loaded.
+    #[error("the {provider} execution provider could not be loaded: {cause}\nFix: {fix}")]
+    ProviderLoad {
+        /// The provider.
+        provider: &'static str,
+        /// The provider library involved.
+        library: PathBuf,
+        /// The missing dependency, if one was identified (e.g. `libcudnn.so.8`).
+        missing: Option<String>,
+        /// The loader's or ORT's own words.
+        cause: String,
+        /// What to do.
+        fix: String,
+    },
+
+    /// Device (or host) memory ran out, or a configured limit was hit.
+    #[error("out of memory in {function}: {message}\nFix: lower the batch size, raise gpu_mem_limit, or free other GPU work")]
+    OutOfMemory {
+        /// The C API function.
+        function: &'static str,
+        /// ORT's message.
+        message: String,
+    },
+
+    /// A run was cancelled through its [`crate::RunOptions`].
+    #[error("the run was terminated through RunOptions::terminate: {message}")]
+    Terminated {
+        /// ORT's message.
+        message: String,
+    },
+
+    /// A configuration value was refused before reaching ORT.
+    #[error("{what}: {why}")]
+    InvalidArgument {
+        /// What was given.
+        what: String,
+        /// What is wrong and what is allowed.
+        why: String,
+    },
+}
+
+impl Error {
+    pub(crate) fn missing(function: &'static str) -> Error {
+        Error::Unsupported { feature: function.to_owned(), since: "a newer release".into(), found: "this runtime".into() }
+    }
+
+    pub(crate) fn nul(what: &'static str, value: &str) -> Error {
+        Error::InteriorNul { what, value: value.to_owned() }
+    }
+}
+
+/// Shorthand for this crate's results.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,169 @@
+//! CUDA execution provider options, through ORT's V2 options API (string keys, so options that a
+//! runtime does not know are refused by that runtime, as a typed error, never silently ignored).
+
+use std::ffi::CString;
+use std::sync::Arc;
+
+use onnxrt_sys::OrtSessionOptions;
+
+use crate::api::Api;
+use crate::env::Environment;
+use crate::error::{Error, Result};
+use crate::handle::Owned;
+use crate::session::SessionBuilder;
+use crate::status::ort;
+
+/// How the CUDA memory arena grows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ArenaExtendStrategy {
+    /// Double each time (ORT's default; fewer, larger allocations).
+    NextPowerOfTwo,
+    /// Exactly what is requested (tighter memory, more allocations).
+    SameAsRequested,
+}
+
+/// How cuDNN picks convolution algorithms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConvAlgoSearch {
+    /// Benchmark every algorithm once per shape (ORT's default; slow first run, fastest after).
+    Exhaustive,
+    /// cuDNN's heuristics (fast start).
+    Heuristic,
+    /// cuDNN's default algorithm.
+    Default,
+}
+
+/// Options of the CUDA provider. Unset options keep ORT's defaults.
+#[derive(Debug, Clone, Default)]
+pub struct CudaOptions {
+    entries: Vec<(&'static str, String)>,
+    // Raw cudaStream_t; kept as an address so the options stay Send.
+    user_stream: Option<usize>,
+}
+
+impl CudaOptions {
+    /// Defaults: device 0.
+    pub fn new() -> CudaOptions {
+        CudaOptions::default()
+    }
+
+    fn set(mut self, key: &'static str, value: impl ToString) -> Self {
+        self.entries.retain(|(k, _)| *k != key);
+        self.entries.push((key, value.to_string()));
+        self
+    }
+
+    /// The CUDA device to run on.
+    pub fn device_id(self, id: i32) -> Self {
+        self.set("device_id", id)
+    }
+
+    /// Cap on the CUDA arena in bytes; exceeding it gives [`Error::OutOfMemory`].
+    pub fn gpu_mem_limit(self, bytes: usize) -> Self {
+        self.set("gpu_mem_limit", bytes)
+    }
+
+    /// How the arena grows.
+    pub fn arena_extend_strategy(self, strategy: ArenaExtendStrategy) -> Self {
+        self.set("arena_extend_strategy", match strategy {
+            ArenaExtendStrategy::NextPowerOfTwo => "kNextPowerOfTwo",
+            ArenaExtendStrategy::SameAsRequested => "kSameAsRequested",
+        })
+    }
+
+    /// How cuDNN picks convolution algorithms.
+    pub fn cudnn_conv_algo_search(self, search: ConvAlgoSearch) -> Self {
+        self.set("cudnn_conv_algo_search", match search {
+            ConvAlgoSearch::Exhaustive => "EXHAUSTIVE",
+            ConvAlgoSearch::Heuristic => "HEURISTIC",
+            ConvAlgoSearch::Default => "DEFAULT",
+        })
+    }
+
+    /// Copy inputs/outputs in the default stream (ORT's default: true).
+    pub fn do_copy_in_default_stream(self, yes: bool) -> Self {
+        self.set("do_copy_in_default_stream", u8::from(yes))
+    }
+
+    /// Let cuDNN use as much workspace as the fastest algorithm wants.
+    pub fn cudnn_conv_use_max_workspace(self, yes: bool) -> Self {
+        self.set("cudnn_conv_use_max_workspace", u8::from(yes))
+    }
+
+    /// Capture the model in a CUDA graph on the first run and replay it (needs fixed shapes and
+    /// IoBinding with the same addresses on every run).
+    pub fn enable_cuda_graph(self, yes: bool) -> Self {
+        self.set("enable_cuda_graph", u8::from(yes))
+    }
+
+    /// TF32 tensor cores for fp32 matmuls/convolutions (runtimes that know the key; older ones refuse it).
+    pub fn use_tf32(self, yes: bool) -> Self {
+        self.set("use_tf32", u8::from(yes))
+    }
+
+    /// ORT's tunable ops (kernel auto-tuning).
+    pub fn tunable_op(self, enable: bool, tuning: bool) -> Self {
+        self.set("tunable_op_enable", u8::from(enable)).set("tunable_op_tuning_enable", u8::from(tuning))
+    }
+
+    /// Any other V2 key (`UpdateCUDAProviderOptions`), for options this builder does not name.
+    pub fn raw(self, key: &'static str, value: impl ToString) -> Self {
+        self.set(key, value)
+    }
+
+    /// Runs ORT's kernels on your CUDA stream (`cudaStream_t`), so your own kernels and ORT's
+    /// are ordered without extra synchronization.
+    ///
+    /// # Safety
+    /// `stream` is a valid CUDA stream on the chosen device that outlives every session built
+    /// with these options.
+    pub unsafe fn user_compute_stream(mut self, stream: *mut std::ffi::c_void) -> Self {
+        self.user_stream = Some(stream as usize);
+        self
+    }
+
+    /// The options as key/value pairs, as given to ORT.
+    pub fn entries(&self) -> &[(&'static str, String)] {
+        &self.entries
+    }
+}
+
+impl SessionBuilder {
+    /// Runs the model on CUDA (nodes without a CUDA kernel fall back to the CPU unless
+    /// [`SessionBuilder::strict_gpu`] is set).
+    pub fn cuda(mut self, options: CudaOptions) -> Self {
+        self.providers.push(crate::providers::ProviderRequest::Cuda(options));
+        self
+    }
+}
+
+pub(crate) fn append(api: &Api, env: &Arc<Environment>, session_options: *mut OrtSessionOptions, options: &CudaOptions) -> Result<()> {
+    super::require(api, "CUDAExecutionProvider", "CUDA")?;
+    let mut raw = std::ptr::null_mut();
+    // SAFETY: the out-pointer is valid.
+    let created = unsafe { ort!(api, CreateCUDAProviderOptions(&mut raw)) };
+    created.map_err(|e| super::diagnose::provider_load_failure(api, env, "CUDA", e))?;
+    // SAFETY: on success we own the options.
+    let cuda = unsafe { Owned::from_raw(raw) }?;
+    let keys: Vec<CString> = options.entries.iter().map(|(k, _)| CString::new(*k).map_err(|_| Error::nul("CUDA option key", k))).collect::<Result<_>>()?;
+    let values: Vec<CString> = options.entries.iter().map(|(k, v)| CString::new(v.as_str()).map_err(|_| Error::nul("CUDA option value", k))).collect::<Result<_>>()?;
+    let key_ptrs: Vec<_> = keys.iter().map(|k| k.as_ptr()).collect();
+    let value_ptrs: Vec<_> = values.iter().map(|v| v.as_ptr()).collect();
+    if !key_ptrs.is_empty() {
+        // SAFETY: both arrays hold `len` NUL-terminated strings alive for the call; ORT copies them.
+        unsafe { ort!(api, UpdateCUDAProviderOptions(cuda.as_ptr(), key_ptrs.as_ptr(), value_ptrs.as_ptr(), key_ptrs.len())) }.map_err(|e| Error::InvalidArgument {
+            what: format!("CUDA options {:?}", options.entries),
+            why: format!("ONNX Runtime {} refused them: {e}", api.version),
+        })?;
+    }
+    if let Some(stream) = options.user_stream {
+        let ort_api = api.since(16, "UpdateCUDAProviderOptionsWithValue")?;
+        let update = ort_api.UpdateCUDAProviderOptionsWithValue.ok_or_else(|| Error::missing("UpdateCUDAProviderOptionsWithValue"))?;
+        let key = c"user_compute_stream";
+        // SAFETY: the caller of `user_compute_stream` promised a valid stream; ORT stores the pointer.
+        unsafe { crate::status::check("UpdateCUDAProviderOptionsWithValue", update(cuda.as_ptr(), key.as_ptr(), stream as *mut std::ffi::c_void)) }?;
+    }
+    // SAFETY: both option objects are live; ORT copies the CUDA options.
+    let appended = unsafe { ort!(api, SessionOptionsAppendExecutionProvider_CUDA_V2(session_options, cuda.as_ptr())) };
+    appended.map_err(|e| super::diagnose::provider_load_failure(api, env, "CUDA", e))
+}

@@ -1,0 +1,128 @@
+//! Why a provider failed to load, found out the way a person would: is its library beside the
+//! runtime, and if so, which of its dependencies the dynamic loader cannot find.
+//!
+//! ORT itself reports only "Failed to load shared library" (the real cause goes to its log), so
+//! the provider library is loaded here with libloading to get the loader's own message, and the
+//! environment's recent log is searched too.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::api::Api;
+use crate::env::Environment;
+use crate::error::Error;
+
+/// The file name of a provider's library (`cuda` → `libonnxruntime_providers_cuda.so`).
+pub fn provider_library_name(short: &str) -> String {
+    format!("libonnxruntime_providers_{}.so", short.to_ascii_lowercase())
+}
+
+/// Where ORT looks for provider libraries: beside the runtime library.
+pub fn provider_library_path(runtime: &Path, short: &str) -> PathBuf {
+    runtime.parent().unwrap_or(Path::new(".")).join(provider_library_name(short))
+}
+
+/// The library named in a loader message such as
+/// `libcublasLt.so.11: cannot open shared object file: No such file or directory`.
+pub fn missing_library_in(message: &str) -> Option<String> {
+    let marker = ": cannot open shared object file";
+    let end = message.find(marker)?;
+    let start = message[..end].rfind(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == '[').map_or(0, |i| i + 1);
+    let name = message[start..end].trim_matches(|c| c == ':' || c == ' ');
+    (!name.is_empty()).then(|| name.to_owned())
+}
+
+/// The fix for a missing dependency, by library family.
+pub fn fix_for(missing: &str, provider: &str) -> String {
+    let family = if missing.starts_with("libcudnn") {
+        "cuDNN"
+    } else if missing.starts_with("libnvinfer") || missing.starts_with("libnvonnxparser") {
+        "TensorRT"
+    } else if missing.starts_with("libcuda.so") {
+        "the NVIDIA driver"
+    } else if missing.starts_with("libcu") || missing.starts_with("libnv") {
+        "the CUDA toolkit libraries"
+    } else if missing.starts_with("libonnxruntime_providers_shared") {
+        "ONNX Runtime's provider bridge (libonnxruntime_providers_shared.so, shipped beside libonnxruntime.so)"
+    } else {
+        "the package that provides it"
+    };
+    format!(
+        "install {family} so that {missing} can be found (check with `ldconfig -p | grep {}`), or add its folder to LD_LIBRARY_PATH; \
+         the versions must match the runtime's build (see vendor-manifest.toml, or run `onnxrt doctor`). The {provider} provider cannot run without it",
+        missing.split(".so").next().unwrap_or(missing)
+    )
+}
+
+/// Turns a failed append of provider `short` into the most specific error we can establish.
+// Used by the provider and IoBinding code, which CPU-only builds leave out.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn provider_load_failure(api: &Api, env: &Arc<Environment>, short: &'static str, error: Error) -> Error {
+    let original = error.to_string();
+    if original.contains("not enabled in this build") {
+        let have = super::available().unwrap_or_default();
+        return Error::ProviderNotAvailable {
+            provider: short,
+            available: crate::error::Names(have),
+            runtime: format!("{} at {}", api.version, api.library.display()),
+            fix: "this ONNX Runtime is a CPU-only build; use a GPU build (ONNXRT_DIST=gpu-1.16.2, the default)".into(),
+        };
+    }
+    let key = match short {
+        "TensorRT" => "tensorrt",
+        _ => "cuda",
+    };
+    let library = provider_library_path(&api.library, key);
+    let shared = provider_library_path(&api.library, "shared");
+    for (lib, what) in [(&shared, "provider bridge"), (&library, "provider library")] {
+        if !lib.exists() {
+            return Error::ProviderLoad {
+                provider: short,
+                library: lib.clone(),
+                missing: lib.file_name().map(|f| f.to_string_lossy().into_owned()),
+                cause: format!("the {what} {} is not beside {}", lib.display(), api.library.display()),
+                fix: format!(
+                    "ONNX Runtime loads provider libraries from the folder of libonnxruntime.so: copy {} there (it ships in the GPU archive's lib/ folder; `onnxrt bundle` does this)",
+                    lib.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default()
+                ),
+            };
+        }
+    }
+    // Load the provider library ourselves: the loader names the dependency it could not find.
+    // SAFETY: loading runs the provider library's initialisers, which ORT itself would run when
+    // appending the provider; the handle is dropped (unloaded) right away if it does load.
+    let loaded = unsafe { libloading::Library::new(&library) };
+    let loader_message = match loaded {
+        Ok(_) => None,
+        Err(e) => Some(e.to_string()),
+    };
+    let logged = env.recent_log().into_iter().rev().map(|r| r.message).find(|m| m.contains("cannot open shared object file") || m.contains("Failed to load"));
+    let cause_text = loader_message.clone().or(logged.clone()).unwrap_or_else(|| original.clone());
+    let missing = loader_message.as_deref().and_then(missing_library_in).or_else(|| logged.as_deref().and_then(missing_library_in));
+    match missing {
+        Some(missing) => Error::ProviderLoad { provider: short, library, fix: fix_for(&missing, short), missing: Some(missing), cause: cause_text },
+        None => Error::ProviderLoad {
+            provider: short,
+            library,
+            missing: None,
+            cause: format!("{original} ({cause_text})"),
+            fix: "run `onnxrt doctor` to check the driver, CUDA and cuDNN versions against the runtime's needs".into(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_missing_library_is_read_from_loader_messages() {
+        let m = "libonnxruntime_providers_cuda.so: libcublasLt.so.11: cannot open shared object file: No such file or directory";
+        assert_eq!(missing_library_in(m).as_deref(), Some("libcublasLt.so.11"));
+        let logged = "Failed to load library libonnxruntime_providers_cuda.so with error: libcudnn.so.8: cannot open shared object file: No such file or directory";
+        assert_eq!(missing_library_in(logged).as_deref(), Some("libcudnn.so.8"));
+        assert_eq!(missing_library_in("something else"), None);
+        assert!(fix_for("libcudnn.so.8", "CUDA").contains("cuDNN"));
+        assert!(fix_for("libnvinfer.so.8", "TensorRT").contains("TensorRT"));
+    }
+}

@@ -1,0 +1,138 @@
+//! Execution providers: which ones the loaded runtime has, and appending them to a session.
+//!
+//! Asking for a provider is never a silent CPU run: a provider missing from the runtime, or one
+//! whose library fails to load, is a typed error ([`Error::ProviderNotAvailable`],
+//! [`Error::ProviderLoad`]) that says why and what to do. With
+//! [`SessionBuilder::strict_gpu`](crate::SessionBuilder::strict_gpu), nodes the GPU provider cannot run make the
+//! session fail instead of falling back to the CPU.
+
+#[cfg(feature = "cuda")]
+pub mod cuda;
+pub mod diagnose;
+#[cfg(feature = "tensorrt")]
+pub mod tensorrt;
+
+use std::sync::Arc;
+
+use onnxrt_sys::OrtSessionOptions;
+
+use crate::api::{api, Api};
+use crate::env::Environment;
+use crate::error::{Error, Names, Result};
+use crate::session::SessionBuilder;
+use crate::status::ort;
+
+/// Names of the providers compiled into the loaded runtime (what it has, not what can load).
+///
+/// Corresponds to `OrtApi::GetAvailableProviders`.
+#[doc(alias = "GetAvailableProviders")]
+pub fn available() -> Result<Vec<String>> {
+    let api = api()?;
+    let mut list = std::ptr::null_mut();
+    let mut count = 0i32;
+    // SAFETY: ORT allocates an array of `count` strings, released below with ReleaseAvailableProviders.
+    unsafe { ort!(api, GetAvailableProviders(&mut list, &mut count)) }?;
+    let mut names = Vec::new();
+    for i in 0..usize::try_from(count).unwrap_or(0) {
+        // SAFETY: i < count; each entry is a NUL-terminated string owned by the array.
+        let name = unsafe { std::ffi::CStr::from_ptr(*list.add(i)) };
+        names.push(name.to_string_lossy().into_owned());
+    }
+    // SAFETY: releases the array returned above, once.
+    unsafe { ort!(api, ReleaseAvailableProviders(list, count)) }?;
+    Ok(names)
+}
+
+/// A provider requested on a [`SessionBuilder`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum ProviderRequest {
+    /// CUDA, with its options.
+    #[cfg(feature = "cuda")]
+    Cuda(cuda::CudaOptions),
+    /// TensorRT, with its options.
+    #[cfg(feature = "tensorrt")]
+    TensorRt(tensorrt::TensorRtOptions),
+}
+
+/// What appending providers produced, kept by the session.
+pub(crate) struct Prepared {
+    /// Providers registered, in priority order, `CPU` last.
+    pub(crate) registered: Vec<&'static str>,
+    /// Whether runs must be serialized (TensorRT on ORT < 1.17).
+    pub(crate) serialize_runs: bool,
+    /// Whether a GPU provider was requested strictly.
+    pub(crate) strict: bool,
+}
+
+impl Prepared {
+    /// Adds what the runtime knows to a session-creation failure.
+    pub(crate) fn explain(&self, error: Error, _env: &Arc<Environment>) -> Error {
+        match error {
+            Error::Ort { function, code, message } if self.strict && message.contains("fallback") => Error::Ort {
+                function,
+                code,
+                message: format!(
+                    "{message}\nStrict GPU: some nodes of this model have no kernel in {:?}; run without strict_gpu to let them run on the CPU, or see Session::placement",
+                    self.registered
+                ),
+            },
+            other => other,
+        }
+    }
+}
+
+/// Appends every requested provider, in order, to the session options.
+#[allow(unused_variables, unused_mut)]
+pub(crate) fn append_all(api: &Api, env: &Arc<Environment>, options: *mut OrtSessionOptions, requests: &[ProviderRequest], strict: bool) -> Result<Prepared> {
+    let mut registered = Vec::new();
+    let mut serialize_runs = false;
+    for request in requests {
+        match request {
+            #[cfg(feature = "cuda")]
+            ProviderRequest::Cuda(cuda) => {
+                cuda::append(api, env, options, cuda)?;
+                registered.push("CUDAExecutionProvider");
+            }
+            #[cfg(feature = "tensorrt")]
+            ProviderRequest::TensorRt(trt) => {
+                tensorrt::append(api, env, options, trt)?;
+                registered.push("TensorrtExecutionProvider");
+                // ORT made concurrent Run safe for TensorRT in 1.17.
+                serialize_runs |= api.api_level < 17;
+            }
+            // Without the `cuda`/`tensorrt` features there is nothing to request.
+            #[allow(unreachable_patterns)]
+            _ => {}
+        }
+    }
+    if strict && registered.is_empty() {
+        return Err(Error::InvalidArgument { what: "strict_gpu".into(), why: "no GPU provider was requested; add one with SessionBuilder::cuda or ::tensorrt".into() });
+    }
+    registered.push("CPUExecutionProvider");
+    Ok(Prepared { registered, serialize_runs, strict })
+}
+
+/// Checks that `name` is compiled into the runtime.
+// Used by the provider and IoBinding code, which CPU-only builds leave out.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub(crate) fn require(api: &Api, name: &'static str, short: &'static str) -> Result<()> {
+    let have = available()?;
+    if have.iter().any(|p| p == name) {
+        return Ok(());
+    }
+    let fix = match short {
+        "TensorRT" => "use a GPU build of ONNX Runtime that includes TensorRT (e.g. ONNXRT_DIST=gpu-1.16.2, the default)",
+        _ => "use a GPU build of ONNX Runtime (e.g. ONNXRT_DIST=gpu-1.16.2, the default, or gpu-cuda13-1.30.0)",
+    };
+    Err(Error::ProviderNotAvailable { provider: short, available: Names(have), runtime: format!("{} at {}", api.version, api.library.display()), fix: fix.into() })
+}
+
+impl SessionBuilder {
+    /// Fail instead of running any node on the CPU when a GPU provider was requested
+    /// (`session.disable_cpu_ep_fallback=1`), and fail if no GPU provider was requested.
+    pub fn strict_gpu(mut self, strict: bool) -> Self {
+        self.strict_gpu = strict;
+        self
+    }
+}

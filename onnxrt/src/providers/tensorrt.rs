@@ -1,0 +1,124 @@
+//! TensorRT execution provider options, through ORT's V2 options API.
+//!
+//! ORT before 1.17 does not make concurrent `Run` safe with TensorRT; a session using it on such
+//! a runtime serializes its own runs ([`crate::Session::serializes_runs`]).
+
+use std::ffi::CString;
+use std::path::Path;
+use std::sync::Arc;
+
+use onnxrt_sys::OrtSessionOptions;
+
+use crate::api::Api;
+use crate::env::Environment;
+use crate::error::{Error, Result};
+use crate::handle::Owned;
+use crate::session::SessionBuilder;
+use crate::status::ort;
+
+/// Options of the TensorRT provider. Unset options keep ORT's defaults.
+#[derive(Debug, Clone, Default)]
+pub struct TensorRtOptions {
+    entries: Vec<(&'static str, String)>,
+}
+
+impl TensorRtOptions {
+    /// Defaults: device 0.
+    pub fn new() -> TensorRtOptions {
+        TensorRtOptions::default()
+    }
+
+    fn set(mut self, key: &'static str, value: impl ToString) -> Self {
+        self.entries.retain(|(k, _)| *k != key);
+        self.entries.push((key, value.to_string()));
+        self
+    }
+
+    /// The CUDA device.
+    pub fn device_id(self, id: i32) -> Self {
+        self.set("device_id", id)
+    }
+
+    /// Workspace TensorRT may use while building engines, in bytes.
+    pub fn max_workspace_size(self, bytes: usize) -> Self {
+        self.set("trt_max_workspace_size", bytes)
+    }
+
+    /// Allow fp16 kernels.
+    pub fn fp16(self, yes: bool) -> Self {
+        self.set("trt_fp16_enable", u8::from(yes))
+    }
+
+    /// Allow int8 kernels, calibrated with the given table.
+    pub fn int8(self, calibration_table: &Path) -> Self {
+        self.set("trt_int8_enable", 1).set("trt_int8_calibration_table_name", calibration_table.display())
+    }
+
+    /// Cache built engines in `dir` (building takes minutes for large models).
+    pub fn engine_cache(self, dir: &Path) -> Self {
+        self.set("trt_engine_cache_enable", 1).set("trt_engine_cache_path", dir.display())
+    }
+
+    /// Cache TensorRT's layer timings in `dir`.
+    pub fn timing_cache(self, dir: &Path) -> Self {
+        self.set("trt_timing_cache_enable", 1).set("trt_timing_cache_path", dir.display())
+    }
+
+    /// How many times ORT tries to partition the graph for TensorRT.
+    pub fn max_partition_iterations(self, n: u32) -> Self {
+        self.set("trt_max_partition_iterations", n)
+    }
+
+    /// Smallest subgraph handed to TensorRT.
+    pub fn min_subgraph_size(self, nodes: u32) -> Self {
+        self.set("trt_min_subgraph_size", nodes)
+    }
+
+    /// Run on deep-learning accelerator core `core` (Jetson/DRIVE).
+    pub fn dla(self, core: u32) -> Self {
+        self.set("trt_dla_enable", 1).set("trt_dla_core", core)
+    }
+
+    /// Any other V2 key.
+    pub fn raw(self, key: &'static str, value: impl ToString) -> Self {
+        self.set(key, value)
+    }
+
+    /// The options as key/value pairs.
+    pub fn entries(&self) -> &[(&'static str, String)] {
+        &self.entries
+    }
+}
+
+impl SessionBuilder {
+    /// Runs what TensorRT can on TensorRT. Add [`SessionBuilder::cuda`] after it so the rest runs
+    /// on CUDA rather than the CPU.
+    pub fn tensorrt(mut self, options: TensorRtOptions) -> Self {
+        self.providers.push(crate::providers::ProviderRequest::TensorRt(options));
+        self
+    }
+}
+
+pub(crate) fn append(api: &Api, env: &Arc<Environment>, session_options: *mut OrtSessionOptions, options: &TensorRtOptions) -> Result<()> {
+    super::require(api, "TensorrtExecutionProvider", "TensorRT")?;
+    let mut raw = std::ptr::null_mut();
+    // SAFETY: the out-pointer is valid.
+    let created = unsafe { ort!(api, CreateTensorRTProviderOptions(&mut raw)) };
+    created.map_err(|e| super::diagnose::provider_load_failure(api, env, "TensorRT", e))?;
+    // SAFETY: on success we own the options.
+    let trt = unsafe { Owned::from_raw(raw) }?;
+    let keys: Vec<CString> = options.entries.iter().map(|(k, _)| CString::new(*k).map_err(|_| Error::nul("TensorRT option key", k))).collect::<Result<_>>()?;
+    let values: Vec<CString> = options.entries.iter().map(|(k, v)| CString::new(v.as_str()).map_err(|_| Error::nul("TensorRT option value", k))).collect::<Result<_>>()?;
+    let key_ptrs: Vec<_> = keys.iter().map(|k| k.as_ptr()).collect();
+    let value_ptrs: Vec<_> = values.iter().map(|v| v.as_ptr()).collect();
+    if !key_ptrs.is_empty() {
+        // SAFETY: both arrays hold `len` NUL-terminated strings alive for the call; ORT copies them.
+        unsafe { ort!(api, UpdateTensorRTProviderOptions(trt.as_ptr(), key_ptrs.as_ptr(), value_ptrs.as_ptr(), key_ptrs.len())) }.map_err(|e| Error::InvalidArgument {
+            what: format!("TensorRT options {:?}", options.entries),
+            why: format!("ONNX Runtime {} refused them: {e}", api.version),
+        })?;
+    }
+    // SAFETY: both option objects are live; ORT copies the TensorRT options.
+    let appended = unsafe { ort!(api, SessionOptionsAppendExecutionProvider_TensorRT_V2(session_options, trt.as_ptr())) };
+    appended.map_err(|e| super::diagnose::provider_load_failure(api, env, "TensorRT", e))
+}

@@ -1,0 +1,107 @@
+//! Per-run options: a tag for the logs, a log level, and termination from another thread.
+
+use std::ffi::CString;
+use std::sync::Arc;
+
+use onnxrt_sys::OrtRunOptions;
+
+use crate::api::api;
+use crate::env::LogLevel;
+use crate::error::{Error, Result};
+use crate::handle::Owned;
+use crate::status::ort;
+
+struct Shared {
+    raw: Owned<OrtRunOptions>,
+}
+
+// SAFETY: ORT's RunOptionsSetTerminate exists to be called from another thread while Run reads
+// the options; the other setters are only reachable through &mut RunOptions (not shared).
+unsafe impl Send for Shared {}
+// SAFETY: as above.
+unsafe impl Sync for Shared {}
+
+/// Options for one or more runs. Clone a [`RunTerminator`] from it to cancel runs from elsewhere.
+pub struct RunOptions {
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for RunOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RunOptions")
+    }
+}
+
+/// Cancels the runs that use a [`RunOptions`]; `Send + Sync`, so it can live on another thread.
+#[derive(Clone)]
+pub struct RunTerminator {
+    shared: Arc<Shared>,
+}
+
+impl RunOptions {
+    /// Default options.
+    ///
+    /// Corresponds to `OrtApi::CreateRunOptions`.
+    #[doc(alias = "CreateRunOptions")]
+    pub fn new() -> Result<RunOptions> {
+        let api = api()?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: the out-pointer is valid.
+        unsafe { ort!(api, CreateRunOptions(&mut raw)) }?;
+        // SAFETY: on success we own the options.
+        Ok(RunOptions { shared: Arc::new(Shared { raw: unsafe { Owned::from_raw(raw) }? }) })
+    }
+
+    /// A tag that appears in ORT's log lines for these runs.
+    ///
+    /// Corresponds to `OrtApi::RunOptionsSetRunTag`.
+    #[doc(alias = "RunOptionsSetRunTag")]
+    pub fn set_tag(&mut self, tag: &str) -> Result<()> {
+        let api = api()?;
+        let tag_c = CString::new(tag).map_err(|_| Error::nul("run tag", tag))?;
+        // SAFETY: the options are live; ORT copies the string.
+        unsafe { ort!(api, RunOptionsSetRunTag(self.shared.raw.as_ptr(), tag_c.as_ptr())) }
+    }
+
+    /// Lowest severity logged during these runs.
+    ///
+    /// Corresponds to `OrtApi::RunOptionsSetRunLogSeverityLevel`.
+    #[doc(alias = "RunOptionsSetRunLogSeverityLevel")]
+    pub fn set_log_level(&mut self, level: LogLevel) -> Result<()> {
+        let api = api()?;
+        // SAFETY: the options are live.
+        unsafe { ort!(api, RunOptionsSetRunLogSeverityLevel(self.shared.raw.as_ptr(), level.to_raw() as i32)) }
+    }
+
+    /// A handle that terminates runs using these options, from any thread.
+    pub fn terminator(&self) -> RunTerminator {
+        RunTerminator { shared: Arc::clone(&self.shared) }
+    }
+
+    /// Lets runs proceed again after [`RunTerminator::terminate`].
+    ///
+    /// Corresponds to `OrtApi::RunOptionsUnsetTerminate`.
+    #[doc(alias = "RunOptionsUnsetTerminate")]
+    pub fn reset_terminate(&mut self) -> Result<()> {
+        let api = api()?;
+        // SAFETY: the options are live.
+        unsafe { ort!(api, RunOptionsUnsetTerminate(self.shared.raw.as_ptr())) }
+    }
+
+    pub(crate) fn as_ptr(&self) -> *const OrtRunOptions {
+        self.shared.raw.as_ptr()
+    }
+}
+
+impl RunTerminator {
+    /// Makes every current and later run with these options stop with [`Error::Terminated`].
+    ///
+    /// Corresponds to `OrtApi::RunOptionsSetTerminate`.
+    #[doc(alias = "RunOptionsSetTerminate")]
+    pub fn terminate(&self) -> Result<()> {
+        let api = api()?;
+        // SAFETY: the options are live (the Arc keeps them); ORT documents this call for use
+        // while a run is in progress on another thread.
+        unsafe { ort!(api, RunOptionsSetTerminate(self.shared.raw.as_ptr())) }
+    }
+}

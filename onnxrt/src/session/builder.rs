@@ -1,0 +1,339 @@
+//! [`SessionBuilder`]: plain settings, applied to ORT once, when the session is made.
+
+use std::ffi::CString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use onnxrt_sys::OrtSessionOptions;
+
+use crate::api::api;
+use crate::env::{Environment, LogLevel};
+use crate::error::{Error, Result};
+use crate::handle::Owned;
+use crate::providers::ProviderRequest;
+use crate::session::Session;
+use crate::status::ort;
+
+/// Session configuration keys people need, for [`SessionBuilder::config_entry`].
+pub mod config_keys {
+    /// `"1"`: fail instead of running nodes on the CPU when a GPU provider was requested.
+    pub const DISABLE_CPU_EP_FALLBACK: &str = "session.disable_cpu_ep_fallback";
+    /// `"1"`: no shape-dependent allocation planning (helps with highly dynamic shapes).
+    pub const DISABLE_PREPACKING: &str = "session.disable_prepacking";
+    /// `"1"`: let intra-op threads spin-wait (lower latency, more CPU).
+    pub const INTRA_OP_ALLOW_SPINNING: &str = "session.intra_op.allow_spinning";
+    /// `"1"`: let inter-op threads spin-wait.
+    pub const INTER_OP_ALLOW_SPINNING: &str = "session.inter_op.allow_spinning";
+    /// `"1"`: use device allocators for initializers (reduces peak memory at load).
+    pub const USE_DEVICE_ALLOCATOR_FOR_INITIALIZERS: &str = "session.use_device_allocator_for_initializers";
+    /// `"1"`: do not fuse and reorder when the model has dynamic shapes that change often.
+    pub const DISABLE_AOT_FUNCTION_INLINING: &str = "session.disable_aot_function_inlining";
+    /// Path to save the optimized model (ORT format when it ends in `.ort`).
+    pub const SAVE_MODEL_FORMAT: &str = "session.save_model_format";
+    /// `"1"`: load the model bytes without copying (with `commit_from_memory`).
+    pub const USE_ORT_MODEL_BYTES_DIRECTLY: &str = "session.use_ort_model_bytes_directly";
+    /// Memory arena shrinkage after each run, e.g. `"cpu:0;gpu:0"` (a run option in ORT; kept here for reference).
+    pub const MEMORY_ARENA_SHRINKAGE: &str = "memory.enable_memory_arena_shrinkage";
+}
+
+/// How much ORT rewrites the graph before running it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum OptimizationLevel {
+    /// No rewriting.
+    Disabled,
+    /// Constant folding and redundant-node removal.
+    Basic,
+    /// Basic plus fusions.
+    Extended,
+    /// Everything, including layout optimizations (the default, as the field guides advise).
+    #[default]
+    All,
+}
+
+/// Sequential or parallel execution of independent nodes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ExecutionMode {
+    /// One node at a time (default; best for most models).
+    #[default]
+    Sequential,
+    /// Independent branches in parallel (uses the inter-op threads).
+    Parallel,
+}
+
+/// Settings for a [`Session`]. Nothing reaches ORT until `commit_from_*`, which fails once, with
+/// the first invalid setting.
+#[derive(Debug, Clone)]
+pub struct SessionBuilder {
+    pub(crate) env: Option<Arc<Environment>>,
+    optimization: OptimizationLevel,
+    intra_op_threads: Option<usize>,
+    inter_op_threads: Option<usize>,
+    execution_mode: ExecutionMode,
+    memory_pattern: Option<bool>,
+    cpu_arena: Option<bool>,
+    profiling_prefix: Option<PathBuf>,
+    log_id: Option<String>,
+    log_level: Option<LogLevel>,
+    config: Vec<(String, String)>,
+    free_dimensions: Vec<(String, i64)>,
+    custom_op_libraries: Vec<PathBuf>,
+    global_thread_pools: bool,
+    pub(crate) providers: Vec<ProviderRequest>,
+    pub(crate) strict_gpu: bool,
+}
+
+impl Default for SessionBuilder {
+    fn default() -> Self {
+        SessionBuilder::new()
+    }
+}
+
+impl SessionBuilder {
+    /// Default settings: all graph optimizations, ORT's default threads, CPU only.
+    pub fn new() -> SessionBuilder {
+        SessionBuilder {
+            env: None,
+            optimization: OptimizationLevel::All,
+            intra_op_threads: None,
+            inter_op_threads: None,
+            execution_mode: ExecutionMode::Sequential,
+            memory_pattern: None,
+            cpu_arena: None,
+            profiling_prefix: None,
+            log_id: None,
+            log_level: None,
+            config: Vec::new(),
+            free_dimensions: Vec::new(),
+            custom_op_libraries: Vec::new(),
+            global_thread_pools: false,
+            providers: Vec::new(),
+            strict_gpu: false,
+        }
+    }
+
+    /// The environment to use (default: [`Environment::global`]).
+    pub fn environment(mut self, env: Arc<Environment>) -> Self {
+        self.env = Some(env);
+        self
+    }
+
+    /// Graph optimization level (default [`OptimizationLevel::All`]).
+    pub fn optimization_level(mut self, level: OptimizationLevel) -> Self {
+        self.optimization = level;
+        self
+    }
+
+    /// Threads used inside one operator (0 or unset: ORT's default, one per physical core).
+    pub fn intra_op_threads(mut self, threads: usize) -> Self {
+        self.intra_op_threads = Some(threads);
+        self
+    }
+
+    /// Threads used across independent nodes in [`ExecutionMode::Parallel`].
+    pub fn inter_op_threads(mut self, threads: usize) -> Self {
+        self.inter_op_threads = Some(threads);
+        self
+    }
+
+    /// Sequential or parallel node execution.
+    pub fn execution_mode(mut self, mode: ExecutionMode) -> Self {
+        self.execution_mode = mode;
+        self
+    }
+
+    /// Memory pattern planning (on by default in ORT; turn off for highly dynamic shapes).
+    pub fn memory_pattern(mut self, enabled: bool) -> Self {
+        self.memory_pattern = Some(enabled);
+        self
+    }
+
+    /// ORT's CPU memory arena (on by default).
+    pub fn cpu_arena(mut self, enabled: bool) -> Self {
+        self.cpu_arena = Some(enabled);
+        self
+    }
+
+    /// Writes a profile (Chrome trace JSON) whose path starts with `prefix`; read it back with
+    /// [`Session::end_profiling`].
+    pub fn profiling(mut self, prefix: impl Into<PathBuf>) -> Self {
+        self.profiling_prefix = Some(prefix.into());
+        self
+    }
+
+    /// The id ORT uses in this session's log lines.
+    pub fn log_id(mut self, id: impl Into<String>) -> Self {
+        self.log_id = Some(id.into());
+        self
+    }
+
+    /// Lowest severity this session logs.
+    pub fn log_level(mut self, level: LogLevel) -> Self {
+        self.log_level = Some(level);
+        self
+    }
+
+    /// A session configuration entry (see [`config_keys`]).
+    pub fn config_entry(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.config.push((key.into(), value.into()));
+        self
+    }
+
+    /// Fixes a symbolic dimension (e.g. `batch`) to a size, so ORT can plan memory for it.
+    pub fn free_dimension(mut self, name: impl Into<String>, size: i64) -> Self {
+        self.free_dimensions.push((name.into(), size));
+        self
+    }
+
+    /// Loads a shared library of custom operators before the model.
+    pub fn custom_op_library(mut self, path: impl Into<PathBuf>) -> Self {
+        self.custom_op_libraries.push(path.into());
+        self
+    }
+
+    /// Uses the environment's global thread pools instead of per-session ones.
+    pub fn use_global_thread_pools(mut self) -> Self {
+        self.global_thread_pools = true;
+        self
+    }
+
+    /// Makes a session from a model file.
+    ///
+    /// # Errors
+    /// [`Error::ModelFile`] if the file cannot be read; [`Error::ModelTooNew`]; ORT's errors;
+    /// provider errors (see [`crate::providers`]).
+    ///
+    /// Corresponds to `OrtApi::CreateSession`.
+    #[doc(alias = "CreateSession")]
+    pub fn commit_from_file(self, path: impl AsRef<Path>) -> Result<Session> {
+        let path = path.as_ref();
+        std::fs::metadata(path).map_err(|e| Error::ModelFile { path: path.to_owned(), message: e.to_string() })?;
+        let path_c = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| Error::nul("model path", &path.display().to_string()))?;
+        let (env, options, prepared) = self.prepare()?;
+        let api = api()?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: env and options are live; the path is NUL-terminated and outlives the call.
+        let created = unsafe { ort!(api, CreateSession(env.as_ptr(), path_c.as_ptr(), options.as_ptr(), &mut raw)) };
+        let created = created.map_err(|e| prepared.explain(e, &env));
+        created?;
+        // SAFETY: on success we own the session.
+        Session::new(unsafe { Owned::from_raw(raw) }?, env, prepared)
+    }
+
+    /// Makes a session from model bytes (ORT copies them).
+    ///
+    /// Corresponds to `OrtApi::CreateSessionFromArray`.
+    #[doc(alias = "CreateSessionFromArray")]
+    pub fn commit_from_memory(self, model: &[u8]) -> Result<Session> {
+        let (env, options, prepared) = self.prepare()?;
+        let api = api()?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: env and options are live; `model` is a live slice for the call.
+        let created = unsafe { ort!(api, CreateSessionFromArray(env.as_ptr(), model.as_ptr().cast(), model.len(), options.as_ptr(), &mut raw)) };
+        created.map_err(|e| prepared.explain(e, &env))?;
+        // SAFETY: on success we own the session.
+        Session::new(unsafe { Owned::from_raw(raw) }?, env, prepared)
+    }
+
+    /// Creates the ORT session options from the settings.
+    fn prepare(self) -> Result<(Arc<Environment>, Owned<OrtSessionOptions>, crate::providers::Prepared)> {
+        let env = match &self.env {
+            Some(env) => Arc::clone(env),
+            None => Environment::global()?,
+        };
+        let api = api()?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: the out-pointer is valid.
+        unsafe { ort!(api, CreateSessionOptions(&mut raw)) }?;
+        // SAFETY: on success we own the options.
+        let options = unsafe { Owned::from_raw(raw) }?;
+        let o = options.as_ptr();
+        let level = match self.optimization {
+            OptimizationLevel::Disabled => onnxrt_sys::ORT_DISABLE_ALL,
+            OptimizationLevel::Basic => onnxrt_sys::ORT_ENABLE_BASIC,
+            OptimizationLevel::Extended => onnxrt_sys::ORT_ENABLE_EXTENDED,
+            OptimizationLevel::All => onnxrt_sys::ORT_ENABLE_ALL,
+        };
+        // SAFETY (this and the calls below): `o` is the live options object created above;
+        // strings passed are NUL-terminated CStrings that outlive each call (ORT copies them).
+        unsafe { ort!(api, SetSessionGraphOptimizationLevel(o, level)) }?;
+        if let Some(n) = self.intra_op_threads {
+            let n = i32::try_from(n).map_err(|_| Error::InvalidArgument { what: "intra_op_threads".into(), why: "too large".into() })?;
+            // SAFETY: see above.
+            unsafe { ort!(api, SetIntraOpNumThreads(o, n)) }?;
+        }
+        if let Some(n) = self.inter_op_threads {
+            let n = i32::try_from(n).map_err(|_| Error::InvalidArgument { what: "inter_op_threads".into(), why: "too large".into() })?;
+            // SAFETY: see above.
+            unsafe { ort!(api, SetInterOpNumThreads(o, n)) }?;
+        }
+        let mode = match self.execution_mode {
+            ExecutionMode::Sequential => onnxrt_sys::ORT_SEQUENTIAL,
+            ExecutionMode::Parallel => onnxrt_sys::ORT_PARALLEL,
+        };
+        // SAFETY: see above.
+        unsafe { ort!(api, SetSessionExecutionMode(o, mode)) }?;
+        match self.memory_pattern {
+            // SAFETY: see above.
+            Some(true) => unsafe { ort!(api, EnableMemPattern(o)) }?,
+            // SAFETY: see above.
+            Some(false) => unsafe { ort!(api, DisableMemPattern(o)) }?,
+            None => {}
+        }
+        match self.cpu_arena {
+            // SAFETY: see above.
+            Some(true) => unsafe { ort!(api, EnableCpuMemArena(o)) }?,
+            // SAFETY: see above.
+            Some(false) => unsafe { ort!(api, DisableCpuMemArena(o)) }?,
+            None => {}
+        }
+        if let Some(prefix) = &self.profiling_prefix {
+            let prefix_c = CString::new(prefix.as_os_str().as_encoded_bytes()).map_err(|_| Error::nul("profiling prefix", &prefix.display().to_string()))?;
+            // SAFETY: see above.
+            unsafe { ort!(api, EnableProfiling(o, prefix_c.as_ptr())) }?;
+        }
+        if let Some(id) = &self.log_id {
+            let id_c = CString::new(id.as_str()).map_err(|_| Error::nul("log id", id))?;
+            // SAFETY: see above.
+            unsafe { ort!(api, SetSessionLogId(o, id_c.as_ptr())) }?;
+        }
+        if let Some(level) = self.log_level {
+            // SAFETY: see above.
+            unsafe { ort!(api, SetSessionLogSeverityLevel(o, level.to_raw() as i32)) }?;
+        }
+        if self.global_thread_pools {
+            if env.global_thread_pools().is_none() {
+                return Err(Error::InvalidArgument {
+                    what: "use_global_thread_pools".into(),
+                    why: "the environment has no global thread pools; create it with EnvironmentBuilder::global_thread_pools".into(),
+                });
+            }
+            // SAFETY: see above.
+            unsafe { ort!(api, DisablePerSessionThreads(o)) }?;
+        }
+        let mut config = self.config.clone();
+        if self.strict_gpu && !config.iter().any(|(k, _)| k == config_keys::DISABLE_CPU_EP_FALLBACK) {
+            config.push((config_keys::DISABLE_CPU_EP_FALLBACK.into(), "1".into()));
+        }
+        for (key, value) in &config {
+            let key_c = CString::new(key.as_str()).map_err(|_| Error::nul("config key", key))?;
+            let value_c = CString::new(value.as_str()).map_err(|_| Error::nul("config value", value))?;
+            // SAFETY: see above.
+            unsafe { ort!(api, AddSessionConfigEntry(o, key_c.as_ptr(), value_c.as_ptr())) }?;
+        }
+        for (name, size) in &self.free_dimensions {
+            if *size < 0 {
+                return Err(Error::InvalidArgument { what: format!("free dimension `{name}` = {size}"), why: "sizes are 0 or more".into() });
+            }
+            let name_c = CString::new(name.as_str()).map_err(|_| Error::nul("dimension name", name))?;
+            // SAFETY: see above.
+            unsafe { ort!(api, AddFreeDimensionOverrideByName(o, name_c.as_ptr(), *size)) }?;
+        }
+        for library in &self.custom_op_libraries {
+            let lib_c = CString::new(library.as_os_str().as_encoded_bytes()).map_err(|_| Error::nul("custom op library", &library.display().to_string()))?;
+            // SAFETY: see above. ORT loads the library and keeps it for the session's life.
+            unsafe { ort!(api, RegisterCustomOpsLibrary_V2(o, lib_c.as_ptr())) }?;
+        }
+        let prepared = crate::providers::append_all(api, &env, o, &self.providers, self.strict_gpu)?;
+        Ok((env, options, prepared))
+    }
+}

@@ -1,0 +1,147 @@
+//! Descriptions of a model's inputs and outputs: name, kind, element type, shape with symbolic
+//! dimension names.
+
+use std::ffi::CStr;
+use std::fmt;
+
+use onnxrt_sys::{OrtSession, OrtTensorTypeAndShapeInfo};
+
+use crate::api::{api, Api};
+use crate::element::ElementType;
+use crate::error::Result;
+use crate::handle::Owned;
+use crate::memory::{default_allocator, take_string};
+use crate::status::ort;
+use crate::value::{TensorInfo, ValueKind};
+
+/// One dimension of a declared shape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Dim {
+    /// A fixed size.
+    Fixed(i64),
+    /// A dynamic axis with a name (e.g. `batch`).
+    Symbolic(String),
+    /// A dynamic axis without a name.
+    Unknown,
+}
+
+impl fmt::Display for Dim {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Dim::Fixed(n) => write!(f, "{n}"),
+            Dim::Symbolic(name) => f.write_str(name),
+            Dim::Unknown => f.write_str("?"),
+        }
+    }
+}
+
+/// A model input or output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValueInfo {
+    /// Its name.
+    pub name: String,
+    /// Tensor, sequence, map...
+    pub kind: ValueKind,
+    /// Element type, for tensors.
+    pub element_type: Option<ElementType>,
+    /// Declared shape, for tensors.
+    pub shape: Vec<Dim>,
+}
+
+impl ValueInfo {
+    /// The shape as text, e.g. `[batch, 3, 224, 224]`.
+    pub fn shape_text(&self) -> String {
+        let dims: Vec<String> = self.shape.iter().map(Dim::to_string).collect();
+        format!("[{}]", dims.join(", "))
+    }
+}
+
+/// Reads element type and concrete dims from a tensor type-and-shape info (not released here).
+pub(crate) fn tensor_info_of(api: &Api, info: *const OrtTensorTypeAndShapeInfo) -> Result<TensorInfo> {
+    let (element_type, dims, _) = read_tensor_type(api, info)?;
+    Ok(TensorInfo { element_type, shape: dims })
+}
+
+fn read_tensor_type(api: &Api, info: *const OrtTensorTypeAndShapeInfo) -> Result<(ElementType, Vec<i64>, Vec<String>)> {
+    let mut raw_type = 0;
+    // SAFETY: `info` is a live type info for the duration of this function.
+    unsafe { ort!(api, GetTensorElementType(info, &mut raw_type)) }?;
+    let mut rank = 0usize;
+    // SAFETY: as above.
+    unsafe { ort!(api, GetDimensionsCount(info, &mut rank)) }?;
+    let mut dims = vec![0i64; rank];
+    // SAFETY: `dims` has room for `rank` values.
+    unsafe { ort!(api, GetDimensions(info, dims.as_mut_ptr(), rank)) }?;
+    let mut symbolic = vec![std::ptr::null(); rank];
+    // SAFETY: `symbolic` has room for `rank` pointers; they point into `info` and are copied below.
+    unsafe { ort!(api, GetSymbolicDimensions(info, symbolic.as_mut_ptr(), rank)) }?;
+    let names = symbolic
+        .iter()
+        // SAFETY: each non-null pointer is a NUL-terminated string owned by `info`.
+        .map(|&p| if p.is_null() { String::new() } else { unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned() })
+        .collect();
+    Ok((ElementType::from_raw(raw_type), dims, names))
+}
+
+/// Which side of the model.
+#[derive(Clone, Copy)]
+pub(crate) enum Side {
+    Input,
+    Output,
+}
+
+/// Reads every input or output description of a session.
+pub(crate) fn describe(session: *mut OrtSession, side: Side) -> Result<Vec<ValueInfo>> {
+    let api = api()?;
+    let allocator = default_allocator()?;
+    let mut count = 0usize;
+    // SAFETY: `session` is live for the duration of this call (the caller owns it).
+    match side {
+        Side::Input => unsafe { ort!(api, SessionGetInputCount(session, &mut count)) }?,
+        Side::Output => unsafe { ort!(api, SessionGetOutputCount(session, &mut count)) }?,
+    }
+    let mut out = Vec::with_capacity(count);
+    for index in 0..count {
+        let mut name = std::ptr::null_mut();
+        let mut type_info = std::ptr::null_mut();
+        // SAFETY: index < count; ORT allocates the name with `allocator` and a type info we own.
+        match side {
+            Side::Input => unsafe {
+                ort!(api, SessionGetInputName(session, index, allocator, &mut name))?;
+                ort!(api, SessionGetInputTypeInfo(session, index, &mut type_info))?;
+            },
+            Side::Output => unsafe {
+                ort!(api, SessionGetOutputName(session, index, allocator, &mut name))?;
+                ort!(api, SessionGetOutputTypeInfo(session, index, &mut type_info))?;
+            },
+        }
+        // SAFETY: `name` came from `allocator` and is freed exactly once inside.
+        let name = unsafe { take_string(allocator, name) };
+        // SAFETY: on success we own the type info.
+        let type_info = unsafe { Owned::from_raw(type_info) }?;
+        let mut onnx_type = 0;
+        // SAFETY: `type_info` is live.
+        unsafe { ort!(api, GetOnnxTypeFromTypeInfo(type_info.as_ptr(), &mut onnx_type)) }?;
+        let kind = ValueKind::from_raw(onnx_type);
+        let (element_type, shape) = if kind == ValueKind::Tensor {
+            let mut tensor = std::ptr::null();
+            // SAFETY: the cast returns a pointer owned by `type_info` (not to be released).
+            unsafe { ort!(api, CastTypeInfoToTensorInfo(type_info.as_ptr(), &mut tensor)) }?;
+            let (element_type, dims, names) = read_tensor_type(api, tensor)?;
+            let shape = dims
+                .iter()
+                .zip(names)
+                .map(|(&d, name)| match (d, name.is_empty()) {
+                    (d, _) if d >= 0 => Dim::Fixed(d),
+                    (_, false) => Dim::Symbolic(name),
+                    (_, true) => Dim::Unknown,
+                })
+                .collect();
+            (Some(element_type), shape)
+        } else {
+            (None, Vec::new())
+        };
+        out.push(ValueInfo { name, kind, element_type, shape });
+    }
+    Ok(out)
+}

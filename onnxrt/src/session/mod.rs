@@ -1,0 +1,266 @@
+//! [`Session`]: a loaded model, run with named inputs from any number of threads at once.
+//!
+//! `Session` is `Send + Sync` and [`Session::run`] takes `&self`: ORT's `Run` is thread-safe, so
+//! share a session with `Arc` instead of a `Mutex`. The one exception ORT documents is the
+//! TensorRT provider before ORT 1.17; a session using it on such a runtime serializes its own runs.
+//!
+//! Inputs are checked in Rust before ORT sees them: unknown or missing names, element types,
+//! ranks and fixed dimensions each give a typed error that says what the model expects.
+
+pub(crate) mod builder;
+pub(crate) mod info;
+pub(crate) mod metadata;
+mod run_async;
+mod validate;
+
+use std::ffi::{c_char, CString};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use onnxrt_sys::{OrtSession, OrtValue};
+
+use crate::api::api;
+use crate::env::Environment;
+use crate::error::{Error, Names, Result};
+use crate::handle::Owned;
+use crate::memory::{default_allocator, take_string};
+use crate::run_options::RunOptions;
+use crate::status::ort;
+use crate::value::Value;
+
+pub use builder::{config_keys, ExecutionMode, OptimizationLevel, SessionBuilder};
+pub use info::{Dim, ValueInfo};
+pub use metadata::ModelMetadata;
+pub use run_async::RunFuture;
+
+pub(crate) struct Inner {
+    raw: Owned<OrtSession>,
+    // Kept alive for as long as the session: ORT sessions must not outlive their environment.
+    env: Arc<Environment>,
+    inputs: Vec<ValueInfo>,
+    outputs: Vec<ValueInfo>,
+    input_names: Vec<CString>,
+    output_names: Vec<CString>,
+    // Some when ORT's Run is not thread-safe for this session's providers (TensorRT < 1.17).
+    run_lock: Option<Mutex<()>>,
+    providers: Vec<&'static str>,
+}
+
+// SAFETY: ORT documents OrtSession::Run (and RunAsync, IoBinding runs) as safe to call
+// concurrently from several threads on one session; the other calls we make on &Session only read
+// metadata. Providers for which ORT does not guarantee this get `run_lock` (see DESIGN.md).
+unsafe impl Send for Inner {}
+// SAFETY: as above.
+unsafe impl Sync for Inner {}
+
+/// A model loaded into ORT. See the module docs.
+#[derive(Clone)]
+pub struct Session {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("inputs", &self.inner.inputs.iter().map(|i| &i.name).collect::<Vec<_>>())
+            .field("outputs", &self.inner.outputs.iter().map(|o| &o.name).collect::<Vec<_>>())
+            .field("providers", &self.inner.providers)
+            .finish()
+    }
+}
+
+impl Session {
+    /// Settings for a new session.
+    pub fn builder() -> SessionBuilder {
+        SessionBuilder::new()
+    }
+
+    pub(crate) fn new(raw: Owned<OrtSession>, env: Arc<Environment>, prepared: crate::providers::Prepared) -> Result<Session> {
+        let inputs = info::describe(raw.as_ptr(), info::Side::Input)?;
+        let outputs = info::describe(raw.as_ptr(), info::Side::Output)?;
+        let c_names = |infos: &[ValueInfo]| -> Result<Vec<CString>> {
+            infos.iter().map(|i| CString::new(i.name.as_str()).map_err(|_| Error::nul("model value name", &i.name))).collect()
+        };
+        let input_names = c_names(&inputs)?;
+        let output_names = c_names(&outputs)?;
+        let run_lock = prepared.serialize_runs.then(|| Mutex::new(()));
+        Ok(Session {
+            inner: Arc::new(Inner { raw, env, inputs, outputs, input_names, output_names, run_lock, providers: prepared.registered }),
+        })
+    }
+
+    /// The model's inputs, in order.
+    pub fn inputs(&self) -> &[ValueInfo] {
+        &self.inner.inputs
+    }
+
+    /// The model's outputs, in order.
+    pub fn outputs(&self) -> &[ValueInfo] {
+        &self.inner.outputs
+    }
+
+    /// Execution providers registered for this session, in priority order (`CPU` last).
+    pub fn providers(&self) -> &[&'static str] {
+        &self.inner.providers
+    }
+
+    /// Whether this session serializes its runs (TensorRT on ORT < 1.17).
+    pub fn serializes_runs(&self) -> bool {
+        self.inner.run_lock.is_some()
+    }
+
+    /// The environment the session lives in.
+    pub fn environment(&self) -> &Arc<Environment> {
+        &self.inner.env
+    }
+
+    /// Producer, graph name, domain, description, version and custom metadata of the model.
+    ///
+    /// Corresponds to `OrtApi::SessionGetModelMetadata`.
+    #[doc(alias = "SessionGetModelMetadata")]
+    pub fn metadata(&self) -> Result<ModelMetadata> {
+        metadata::read(self.inner.raw.as_ptr())
+    }
+
+    /// Position of the input called `name`.
+    pub fn input_index(&self, name: &str) -> Result<usize> {
+        self.inner.inputs.iter().position(|i| i.name == name).ok_or_else(|| Error::UnknownInput { name: name.to_owned(), valid: Names(self.inner.inputs.iter().map(|i| i.name.clone()).collect()) })
+    }
+
+    /// Position of the output called `name`.
+    pub fn output_index(&self, name: &str) -> Result<usize> {
+        self.inner.outputs.iter().position(|o| o.name == name).ok_or_else(|| Error::UnknownOutput { name: name.to_owned(), valid: Names(self.inner.outputs.iter().map(|o| o.name.clone()).collect()) })
+    }
+
+    /// Runs the model on named inputs and returns every output.
+    ///
+    /// # Errors
+    /// Typed input errors (see the module docs) before ORT is called; ORT's errors after.
+    ///
+    /// Corresponds to `OrtApi::Run`.
+    #[doc(alias = "Run")]
+    pub fn run(&self, inputs: &[(&str, &Value<'_>)]) -> Result<Outputs<'_>> {
+        self.run_with(inputs, &[], None)
+    }
+
+    /// Runs the model, returning only the outputs named in `outputs` (all when empty), with
+    /// optional [`RunOptions`] (tag, log level, termination from another thread).
+    ///
+    /// Corresponds to `OrtApi::Run`.
+    #[doc(alias = "Run")]
+    pub fn run_with(&self, inputs: &[(&str, &Value<'_>)], outputs: &[&str], options: Option<&RunOptions>) -> Result<Outputs<'_>> {
+        let api = api()?;
+        let order = validate::inputs(self, inputs)?;
+        let output_indices: Vec<usize> = if outputs.is_empty() {
+            (0..self.inner.outputs.len()).collect()
+        } else {
+            outputs.iter().map(|name| self.output_index(name)).collect::<Result<_>>()?
+        };
+        let input_names: Vec<*const c_char> = order.iter().map(|&(index, _)| self.inner.input_names[index].as_ptr()).collect();
+        let input_values: Vec<*const OrtValue> = order.iter().map(|&(_, value)| value.as_ptr().cast_const()).collect();
+        let output_names: Vec<*const c_char> = output_indices.iter().map(|&i| self.inner.output_names[i].as_ptr()).collect();
+        let mut output_values: Vec<*mut OrtValue> = vec![std::ptr::null_mut(); output_indices.len()];
+        let run_options = options.map_or(std::ptr::null(), RunOptions::as_ptr);
+        let _serialized = self.inner.run_lock.as_ref().map(|lock| lock.lock().unwrap_or_else(|e| e.into_inner()));
+        // SAFETY: the session is live; the name and value arrays have the lengths passed and
+        // point to CStrings/values that outlive the call; ORT fills `output_values` with new
+        // values we then own.
+        let status = unsafe {
+            ort!(api, Run(self.inner.raw.as_ptr(), run_options, input_names.as_ptr(), input_values.as_ptr(), input_values.len(), output_names.as_ptr(), output_names.len(), output_values.as_mut_ptr()))
+        };
+        // Take ownership of whatever ORT produced before looking at the status, so nothing leaks.
+        let values: Vec<Option<Owned<OrtValue>>> = output_values
+            .into_iter()
+            // SAFETY: each non-null pointer is a new value ORT handed to us.
+            .map(|p| if p.is_null() { None } else { unsafe { Owned::from_raw(p) }.ok() })
+            .collect();
+        status?;
+        let values = values.into_iter().map(|v| v.map(Value::from_owned)).collect::<Option<Vec<_>>>().ok_or_else(|| Error::Ort {
+            function: "Run",
+            code: crate::error::ErrorCode::Fail,
+            message: "ORT reported success but returned no value for an output".into(),
+        })?;
+        Ok(Outputs { session: self, indices: output_indices, values })
+    }
+
+    /// Ends profiling and returns the path of the profile (Chrome trace JSON) ORT wrote.
+    ///
+    /// Corresponds to `OrtApi::SessionEndProfiling`.
+    #[doc(alias = "SessionEndProfiling")]
+    pub fn end_profiling(&self) -> Result<PathBuf> {
+        let api = api()?;
+        let allocator = default_allocator()?;
+        let mut out = std::ptr::null_mut();
+        // SAFETY: the session is live; ORT allocates the path with `allocator`.
+        unsafe { ort!(api, SessionEndProfiling(self.inner.raw.as_ptr(), allocator, &mut out)) }?;
+        // SAFETY: allocated by `allocator`, freed once inside.
+        Ok(PathBuf::from(unsafe { take_string(allocator, out) }))
+    }
+
+    // Used by the provider and IoBinding code, which CPU-only builds leave out.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn as_ptr(&self) -> *mut OrtSession {
+        self.inner.raw.as_ptr()
+    }
+}
+
+/// The outputs of one run, by name or position.
+#[derive(Debug)]
+pub struct Outputs<'s> {
+    session: &'s Session,
+    indices: Vec<usize>,
+    values: Vec<Value<'static>>,
+}
+
+impl<'s> Outputs<'s> {
+    /// The output called `name`.
+    ///
+    /// # Errors
+    /// [`Error::UnknownOutput`] listing the outputs this run returned.
+    pub fn get(&self, name: &str) -> Result<&Value<'static>> {
+        self.indices
+            .iter()
+            .position(|&i| self.session.inner.outputs[i].name == name)
+            .map(|p| &self.values[p])
+            .ok_or_else(|| Error::UnknownOutput { name: name.to_owned(), valid: Names(self.names().map(str::to_owned).collect()) })
+    }
+
+    /// Removes and returns the output called `name`.
+    pub fn take(&mut self, name: &str) -> Result<Value<'static>> {
+        let position = self.indices.iter().position(|&i| self.session.inner.outputs[i].name == name);
+        match position {
+            Some(p) => {
+                self.indices.remove(p);
+                Ok(self.values.remove(p))
+            }
+            None => Err(Error::UnknownOutput { name: name.to_owned(), valid: Names(self.names().map(str::to_owned).collect()) }),
+        }
+    }
+
+    /// Names of the outputs, in order.
+    pub fn names(&self) -> impl Iterator<Item = &str> + '_ {
+        self.indices.iter().map(|&i| self.session.inner.outputs[i].name.as_str())
+    }
+
+    /// Number of outputs.
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// The values, in order.
+    pub fn into_values(self) -> Vec<Value<'static>> {
+        self.values
+    }
+}
+
+impl std::ops::Index<usize> for Outputs<'_> {
+    type Output = Value<'static>;
+    fn index(&self, index: usize) -> &Value<'static> {
+        &self.values[index]
+    }
+}

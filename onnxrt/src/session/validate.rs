@@ -1,0 +1,92 @@
+//! Checks inputs against the model's declarations before ORT sees them.
+
+use crate::element::ElementType;
+use crate::error::{Error, Names, Result, ShapeText};
+use crate::session::{Dim, Session, ValueInfo};
+use crate::value::{Value, ValueKind};
+
+/// Returns (model input index, value) pairs, after checking names, kinds, types and shapes.
+pub(crate) fn inputs<'v, 'd>(session: &Session, given: &[(&str, &'v Value<'d>)]) -> Result<Vec<(usize, &'v Value<'d>)>> {
+    let declared = session.inputs();
+    let mut order = Vec::with_capacity(given.len());
+    let mut seen = vec![false; declared.len()];
+    for &(name, value) in given {
+        let index = session.input_index(name)?;
+        if std::mem::replace(&mut seen[index], true) {
+            return Err(Error::DuplicateInput { name: name.to_owned() });
+        }
+        check_value(&declared[index], value)?;
+        order.push((index, value));
+    }
+    if let Some(missing) = seen.iter().position(|s| !s) {
+        let info = &declared[missing];
+        return Err(Error::MissingInput {
+            name: info.name.clone(),
+            element_type: info.element_type.unwrap_or(ElementType::Unknown(0)),
+            shape: ShapeText(info.shape_text()),
+            required: Names(declared.iter().map(|i| i.name.clone()).collect()),
+        });
+    }
+    Ok(order)
+}
+
+fn check_value(info: &ValueInfo, value: &Value<'_>) -> Result<()> {
+    let kind = value.kind()?;
+    if kind != info.kind {
+        return Err(Error::ValueKind { name: info.name.clone(), expected: kind_name(info.kind), got: kind.name() });
+    }
+    if kind != ValueKind::Tensor {
+        return Ok(());
+    }
+    let tensor = value.tensor_info()?;
+    if let Some(expected) = info.element_type {
+        if expected != tensor.element_type {
+            let hint = match (expected, tensor.element_type) {
+                (ElementType::F32, ElementType::F64) => "; convert with `.mapv(|x| x as f32)`".to_owned(),
+                (expected, got) => format!("; convert the data to {expected} (got {got})"),
+            };
+            return Err(Error::ElementTypeMismatch { name: info.name.clone(), expected, got: tensor.element_type, hint });
+        }
+    }
+    let fits = info.shape.len() == tensor.shape.len()
+        && info.shape.iter().zip(&tensor.shape).all(|(dim, &got)| !matches!(dim, Dim::Fixed(n) if *n != got));
+    if !fits {
+        return Err(Error::ShapeMismatch { name: info.name.clone(), expected: ShapeText(info.shape_text()), got: tensor.shape.clone(), hint: shape_hint(&info.shape, &tensor.shape) });
+    }
+    Ok(())
+}
+
+fn kind_name(kind: ValueKind) -> &'static str {
+    match kind {
+        ValueKind::Tensor => "tensor",
+        ValueKind::Sequence => "sequence",
+        ValueKind::Map => "map",
+        ValueKind::Optional => "optional",
+        ValueKind::SparseTensor => "sparse tensor",
+        ValueKind::Other(_) => "value",
+    }
+}
+
+/// Recognises the common mistakes: channels-last data for a channels-first model and back, and
+/// a missing or extra batch axis.
+fn shape_hint(declared: &[Dim], got: &[i64]) -> String {
+    let fixed = |i: usize| match declared.get(i) {
+        Some(Dim::Fixed(n)) => Some(*n),
+        _ => None,
+    };
+    if declared.len() == 4 && got.len() == 4 {
+        if fixed(1).is_some_and(|c| c == got[3]) && fixed(3).is_none_or(|w| w == got[2]) {
+            return "; this looks like NHWC (channels-last) data for an NCHW model: transpose with `.permuted_axes([0, 3, 1, 2])` and make it contiguous".into();
+        }
+        if fixed(3).is_some_and(|c| c == got[1]) {
+            return "; this looks like NCHW (channels-first) data for an NHWC model: transpose with `.permuted_axes([0, 2, 3, 1])`".into();
+        }
+    }
+    if declared.len() == got.len() + 1 {
+        return "; the batch axis seems missing: add one with `.insert_axis(Axis(0))`".into();
+    }
+    if declared.len() + 1 == got.len() {
+        return "; there is one axis too many".into();
+    }
+    String::new()
+}

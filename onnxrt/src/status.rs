@@ -1,0 +1,62 @@
+//! Turning an `OrtStatus*` into a `Result`. The status is released here, where it is read, so an
+//! [`Error`] owns no ORT memory.
+
+use std::ffi::CStr;
+
+use onnxrt_sys::OrtStatus;
+
+use crate::api::api;
+use crate::error::{Error, ErrorCode, Result};
+
+/// Converts a status returned by `function`, releasing it.
+///
+/// # Safety
+/// `status` is null or a status just returned by an ORT function and not yet released.
+pub(crate) unsafe fn check(function: &'static str, status: *mut OrtStatus) -> Result<()> {
+    if status.is_null() {
+        return Ok(());
+    }
+    let api = api()?;
+    let ort = api.ort;
+    // SAFETY: `status` is a live status (caller's contract); these accessors only read it.
+    let (code, message) = unsafe {
+        let code = ort.GetErrorCode.map_or(1, |f| f(status));
+        let message = ort.GetErrorMessage.map(|f| f(status)).filter(|m| !m.is_null());
+        let message = message.map(|m| CStr::from_ptr(m).to_string_lossy().into_owned()).unwrap_or_default();
+        (code, message)
+    };
+    if let Some(release) = ort.ReleaseStatus {
+        // SAFETY: released exactly once, after the last read above.
+        unsafe { release(status) };
+    }
+    Err(classify(function, ErrorCode::from_raw(code), message))
+}
+
+/// Gives the failures people act on their own variant.
+fn classify(function: &'static str, code: ErrorCode, message: String) -> Error {
+    let lower = message.to_ascii_lowercase();
+    if lower.contains("out of memory") || lower.contains("failed to allocate memory") || lower.contains("cudaerrormemoryallocation") || lower.contains("bad_alloc") {
+        return Error::OutOfMemory { function, message };
+    }
+    if lower.contains("exiting due to terminate flag") {
+        return Error::Terminated { message };
+    }
+    if lower.contains("opset") && (lower.contains("is under development") || lower.contains("current official support for domain")) || lower.contains("unsupported model ir version") {
+        let runtime = api().map(|a| a.version.clone()).unwrap_or_default();
+        let max_opset = crate::api::max_opset(&runtime);
+        return Error::ModelTooNew { message, runtime, max_opset };
+    }
+    Error::Ort { function, code, message }
+}
+
+/// Calls an ORT function that returns a status and converts it. Use inside `unsafe { … }` with a
+/// `// SAFETY:` line for the call's arguments; a function missing from the table is an error.
+macro_rules! ort {
+    ($api:expr, $function:ident($($arg:expr),* $(,)?)) => {
+        match $api.ort.$function {
+            Some(f) => $crate::status::check(stringify!($function), f($($arg),*)),
+            None => Err($crate::error::Error::missing(stringify!($function))),
+        }
+    };
+}
+pub(crate) use ort;

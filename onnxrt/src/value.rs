@@ -1,0 +1,442 @@
+//! Values: tensors (from ndarray or `Vec` + shape, every element type, strings), sequences and
+//! maps, and typed reading of what a model returns.
+//!
+//! Making tensors from Rust memory:
+//! - [`Value::from_array`] takes an owned array. Standard-layout (C-contiguous) arrays are handed to
+//!   ORT without a copy; any other layout (transposed, sliced with steps) is copied once into
+//!   standard layout.
+//! - [`Value::from_view`] borrows an array view without copying; non-standard layouts are refused
+//!   with [`Error::NotContiguous`] (call `.as_standard_layout()` first), since a silent copy would
+//!   defeat the point of borrowing.
+//! - [`Value::from_vec`] takes a `Vec` and a shape.
+
+use std::any::Any;
+use std::ffi::{c_void, CString};
+use std::marker::PhantomData;
+
+use ndarray::{ArrayD, ArrayView, ArrayViewD, Dimension, IxDyn};
+
+use onnxrt_sys::OrtValue;
+
+use crate::api::api;
+use crate::element::{Element, ElementType};
+use crate::error::{Error, Result};
+use crate::handle::Owned;
+use crate::memory::{cpu_info, default_allocator};
+use crate::status::ort;
+
+/// What kind of value an `OrtValue` holds (`ONNXType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ValueKind {
+    /// A dense tensor.
+    Tensor,
+    /// A sequence of values.
+    Sequence,
+    /// A map.
+    Map,
+    /// An optional value.
+    Optional,
+    /// A sparse tensor.
+    SparseTensor,
+    /// Opaque or unknown.
+    Other(u32),
+}
+
+impl ValueKind {
+    pub(crate) fn from_raw(raw: u32) -> ValueKind {
+        match raw {
+            1 => ValueKind::Tensor,
+            2 => ValueKind::Sequence,
+            3 => ValueKind::Map,
+            5 => ValueKind::SparseTensor,
+            6 => ValueKind::Optional,
+            other => ValueKind::Other(other),
+        }
+    }
+
+    pub(crate) fn name(self) -> String {
+        match self {
+            ValueKind::Tensor => "tensor".into(),
+            ValueKind::Sequence => "sequence".into(),
+            ValueKind::Map => "map".into(),
+            ValueKind::Optional => "optional".into(),
+            ValueKind::SparseTensor => "sparse tensor".into(),
+            ValueKind::Other(raw) => format!("value of ONNX type #{raw}"),
+        }
+    }
+}
+
+/// Element type and shape of a tensor value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TensorInfo {
+    /// Element type.
+    pub element_type: ElementType,
+    /// Concrete shape.
+    pub shape: Vec<i64>,
+}
+
+impl TensorInfo {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.shape.iter().map(|&d| d.max(0) as usize).product()
+    }
+
+    /// Whether the tensor holds no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// An ONNX value owned by ORT. `'data` is the lifetime of Rust memory it borrows (`'static` when
+/// it borrows nothing).
+pub struct Value<'data> {
+    raw: Owned<OrtValue>,
+    // Rust memory ORT reads through `raw` (tensor data, sequence members); freed after `raw`.
+    _backing: Option<Box<dyn Any + Send + Sync>>,
+    _borrow: PhantomData<&'data [u8]>,
+}
+
+// SAFETY: an OrtValue has no thread affinity; ORT allows creating it on one thread and using or
+// releasing it on another. The backing data is itself Send.
+unsafe impl Send for Value<'_> {}
+// SAFETY: through &Value this crate only reads (type info, data views); ORT's read accessors do
+// not mutate the value, so concurrent shared reads are sound.
+unsafe impl Sync for Value<'_> {}
+
+impl std::fmt::Debug for Value<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (self.kind(), self.tensor_info()) {
+            (Ok(ValueKind::Tensor), Ok(info)) => write!(f, "Value(tensor {} {:?})", info.element_type, info.shape),
+            (Ok(kind), _) => write!(f, "Value({})", kind.name()),
+            (Err(_), _) => f.write_str("Value(?)"),
+        }
+    }
+}
+
+/// Checks a shape and returns its element count.
+pub(crate) fn element_count(shape: &[i64]) -> Result<usize> {
+    let mut count: usize = 1;
+    for &dim in shape {
+        let dim = usize::try_from(dim).map_err(|_| Error::BadShape { shape: shape.to_vec(), why: "negative dimension" })?;
+        count = count.checked_mul(dim).ok_or(Error::BadShape { shape: shape.to_vec(), why: "element count overflows" })?;
+    }
+    Ok(count)
+}
+
+impl Value<'static> {
+    /// A tensor from an owned array. Standard layout is passed without a copy; other layouts are
+    /// copied once into standard layout.
+    ///
+    /// # Errors
+    /// [`Error::BadShape`] for shapes whose byte size overflows.
+    ///
+    /// Corresponds to `OrtApi::CreateTensorWithDataAsOrtValue`.
+    #[doc(alias = "CreateTensorWithDataAsOrtValue")]
+    pub fn from_array<T: Element, D: Dimension>(array: ndarray::Array<T, D>) -> Result<Value<'static>> {
+        let shape: Vec<i64> = array.shape().iter().map(|&d| d as i64).collect();
+        let array = if array.is_standard_layout() { array } else { array.as_standard_layout().into_owned() };
+        let (data, offset) = array.into_raw_vec_and_offset();
+        let data = match offset {
+            Some(0) | None => data,
+            // A standard-layout owned array that does not start at its buffer's start: rare, copy.
+            Some(start) => data[start..].to_vec(),
+        };
+        Value::from_vec(&shape, data)
+    }
+
+    /// A tensor from a `Vec` in row-major order and a shape.
+    ///
+    /// # Errors
+    /// [`Error::DataLength`] when `data.len()` is not the product of `shape`; [`Error::BadShape`].
+    pub fn from_vec<T: Element>(shape: &[i64], data: Vec<T>) -> Result<Value<'static>> {
+        let expected = element_count(shape)?;
+        if expected != data.len() {
+            return Err(Error::DataLength { shape: shape.to_vec(), expected, got: data.len() });
+        }
+        let mut data = data.into_boxed_slice();
+        let ptr = data.as_mut_ptr().cast::<c_void>();
+        // SAFETY: `data` is moved into the value's backing below, so it outlives the OrtValue;
+        // the heap buffer does not move when the Box does.
+        let raw = unsafe { tensor_over(ptr, std::mem::size_of_val(&*data), shape, T::TYPE) }?;
+        Ok(Value { raw, _backing: Some(Box::new(data)), _borrow: PhantomData })
+    }
+
+    /// A rank-0 tensor.
+    pub fn scalar<T: Element>(value: T) -> Result<Value<'static>> {
+        Value::from_vec(&[], vec![value])
+    }
+
+    /// A string tensor. Strings must not contain NUL bytes (ORT stores C strings).
+    ///
+    /// # Errors
+    /// [`Error::InvalidString`] naming the first string with a NUL byte; [`Error::DataLength`].
+    ///
+    /// Corresponds to `OrtApi::CreateTensorAsOrtValue` + `OrtApi::FillStringTensor`.
+    #[doc(alias = "FillStringTensor")]
+    pub fn from_strings<S: AsRef<str>>(shape: &[i64], strings: &[S]) -> Result<Value<'static>> {
+        let expected = element_count(shape)?;
+        if expected != strings.len() {
+            return Err(Error::DataLength { shape: shape.to_vec(), expected, got: strings.len() });
+        }
+        let owned: Vec<CString> = strings
+            .iter()
+            .enumerate()
+            .map(|(index, s)| CString::new(s.as_ref()).map_err(|_| Error::InvalidString { index, why: "contains a NUL byte" }))
+            .collect::<Result<_>>()?;
+        let pointers: Vec<*const std::ffi::c_char> = owned.iter().map(|s| s.as_ptr()).collect();
+        let api = api()?;
+        let allocator = default_allocator()?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: shape pointer/length describe a live slice; the allocator is ORT's default.
+        unsafe { ort!(api, CreateTensorAsOrtValue(allocator, shape.as_ptr(), shape.len(), ElementType::String.to_raw(), &mut raw)) }?;
+        // SAFETY: on success `raw` is a new value we own.
+        let raw = unsafe { Owned::from_raw(raw) }?;
+        // SAFETY: `pointers` holds `len` NUL-terminated strings alive for the call; ORT copies them.
+        unsafe { ort!(api, FillStringTensor(raw.as_ptr(), pointers.as_ptr(), pointers.len())) }?;
+        Ok(Value { raw, _backing: None, _borrow: PhantomData })
+    }
+
+    /// A sequence of tensors (all of one element type, as ONNX requires).
+    ///
+    /// Corresponds to `OrtApi::CreateValue` with `ONNX_TYPE_SEQUENCE`.
+    #[doc(alias = "CreateValue")]
+    pub fn sequence(values: Vec<Value<'static>>) -> Result<Value<'static>> {
+        if values.is_empty() {
+            return Err(Error::InvalidArgument { what: "an empty sequence".into(), why: "ORT needs at least one element to know the type".into() });
+        }
+        let first = values[0].tensor_info()?.element_type;
+        for (index, value) in values.iter().enumerate() {
+            let info = value.tensor_info()?;
+            if info.element_type != first {
+                return Err(Error::ElementTypeMismatch { name: format!("sequence element {index}"), expected: first, got: info.element_type, hint: String::new() });
+            }
+        }
+        let api = api()?;
+        let pointers: Vec<*const OrtValue> = values.iter().map(|v| v.raw.as_ptr().cast_const()).collect();
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: `pointers` are live values for the call; the sequence keeps what it needs.
+        unsafe { ort!(api, CreateValue(pointers.as_ptr(), pointers.len(), onnxrt_sys::ONNX_TYPE_SEQUENCE, &mut raw)) }?;
+        // SAFETY: on success `raw` is a new value we own.
+        let raw = unsafe { Owned::from_raw(raw) }?;
+        // The members stay alive with the sequence in case ORT references rather than copies them.
+        Ok(Value { raw, _backing: Some(Box::new(values)), _borrow: PhantomData })
+    }
+
+    pub(crate) fn from_owned(raw: Owned<OrtValue>) -> Value<'static> {
+        Value { raw, _backing: None, _borrow: PhantomData }
+    }
+}
+
+impl<'data> Value<'data> {
+    /// A tensor that borrows `view` without copying.
+    ///
+    /// # Errors
+    /// [`Error::NotContiguous`] if the view is not in standard layout (call
+    /// `.as_standard_layout()` or use [`Value::from_array`], which copies).
+    pub fn from_view<T: Element, D: Dimension>(view: ArrayView<'data, T, D>) -> Result<Value<'data>> {
+        if !view.is_standard_layout() {
+            return Err(Error::NotContiguous { name: "view".into() });
+        }
+        let shape: Vec<i64> = view.shape().iter().map(|&d| d as i64).collect();
+        let len = view.len();
+        // ORT's API takes `void*` but does not write to tensors used as inputs; values made from
+        // views are never handed to ORT as outputs by this crate.
+        let ptr = view.as_ptr().cast_mut().cast::<c_void>();
+        // SAFETY: the memory is borrowed for 'data, which the returned Value carries.
+        let raw = unsafe { tensor_over(ptr, len * std::mem::size_of::<T>(), &shape, T::TYPE) }?;
+        Ok(Value { raw, _backing: None, _borrow: PhantomData })
+    }
+
+    /// The kind of value (tensor, sequence, map...).
+    ///
+    /// Corresponds to `OrtApi::GetValueType`.
+    #[doc(alias = "GetValueType")]
+    pub fn kind(&self) -> Result<ValueKind> {
+        let api = api()?;
+        let mut raw = 0;
+        // SAFETY: `self.raw` is a live value; the out-pointer is valid.
+        unsafe { ort!(api, GetValueType(self.raw.as_ptr(), &mut raw)) }?;
+        Ok(ValueKind::from_raw(raw))
+    }
+
+    /// Element type and shape, for tensors.
+    ///
+    /// Corresponds to `OrtApi::GetTensorTypeAndShape`.
+    #[doc(alias = "GetTensorTypeAndShape")]
+    pub fn tensor_info(&self) -> Result<TensorInfo> {
+        self.expect_kind(ValueKind::Tensor)?;
+        let api = api()?;
+        let mut info = std::ptr::null_mut();
+        // SAFETY: `self.raw` is a live tensor; the out-pointer is valid.
+        unsafe { ort!(api, GetTensorTypeAndShape(self.raw.as_ptr(), &mut info)) }?;
+        // SAFETY: on success we own `info`.
+        let info = unsafe { Owned::from_raw(info) }?;
+        crate::session::info::tensor_info_of(api, info.as_ptr())
+    }
+
+    fn expect_kind(&self, expected: ValueKind) -> Result<()> {
+        let kind = self.kind()?;
+        if kind == expected {
+            Ok(())
+        } else {
+            Err(Error::ValueKind { name: "value".into(), expected: if expected == ValueKind::Tensor { "tensor" } else { "sequence or map" }, got: kind.name() })
+        }
+    }
+
+    /// Whether the tensor's memory can be read by the CPU (not on a GPU).
+    fn host_data(&self) -> Result<*mut c_void> {
+        let api = api()?;
+        let mut info = std::ptr::null();
+        // SAFETY: `self.raw` is a live tensor; the memory info returned is owned by the value.
+        unsafe { ort!(api, GetTensorMemoryInfo(self.raw.as_ptr(), &mut info)) }?;
+        let mut name = std::ptr::null();
+        // SAFETY: `info` is valid while the value lives; the name is a static string in ORT.
+        unsafe { ort!(api, MemoryInfoGetName(info, &mut name)) }?;
+        // SAFETY: a NUL-terminated static string.
+        let name = unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy();
+        let mut mem_type = 0;
+        // SAFETY: as above.
+        unsafe { ort!(api, MemoryInfoGetMemType(info, &mut mem_type)) }?;
+        let on_host = name == "Cpu" || name == "CudaPinned" || mem_type == onnxrt_sys::OrtMemTypeCPUOutput || mem_type == onnxrt_sys::OrtMemTypeCPUInput;
+        if !on_host {
+            return Err(Error::InvalidArgument {
+                what: format!("reading a tensor that lives in `{name}` memory"),
+                why: "the CPU cannot read device memory; bind the output to MemoryInfo::cpu() or copy it with IoBinding::copy_outputs_to_host".into(),
+            });
+        }
+        let mut data = std::ptr::null_mut();
+        // SAFETY: `self.raw` is a live tensor; the out-pointer is valid.
+        unsafe { ort!(api, GetTensorMutableData(self.raw.as_ptr(), &mut data)) }?;
+        Ok(data)
+    }
+
+    /// Borrows a tensor's elements as an n-dimensional view.
+    ///
+    /// # Errors
+    /// [`Error::ElementTypeMismatch`] if `T` is not the tensor's element type; [`Error::ValueKind`]
+    /// if this is not a tensor; [`Error::InvalidArgument`] if the tensor is in device memory.
+    pub fn view<T: Element>(&self) -> Result<ArrayViewD<'_, T>> {
+        let info = self.tensor_info()?;
+        if info.element_type != T::TYPE {
+            return Err(Error::ElementTypeMismatch { name: "value".into(), expected: info.element_type, got: T::TYPE, hint: format!("; read it as {}", info.element_type) });
+        }
+        let shape: Vec<usize> = info.shape.iter().map(|&d| d.max(0) as usize).collect();
+        let len = info.len();
+        if len == 0 {
+            return ArrayViewD::from_shape(IxDyn(&shape), &[]).map_err(|e| Error::InvalidArgument { what: "empty tensor".into(), why: e.to_string() });
+        }
+        let data = self.host_data()?.cast::<T>();
+        // SAFETY: ORT guarantees the buffer holds `len` elements of the tensor's type, which is T
+        // (checked above), aligned for it; it lives as long as the value, which `&self` borrows.
+        let slice = unsafe { std::slice::from_raw_parts(data, len) };
+        ArrayViewD::from_shape(IxDyn(&shape), slice).map_err(|e| Error::InvalidArgument { what: "tensor shape".into(), why: e.to_string() })
+    }
+
+    /// Copies a tensor's elements into an owned array.
+    pub fn to_array<T: Element>(&self) -> Result<ArrayD<T>> {
+        self.view::<T>().map(|v| v.to_owned())
+    }
+
+    /// The strings of a string tensor, as bytes (ORT does not check UTF-8).
+    ///
+    /// Corresponds to `OrtApi::GetStringTensorContent`.
+    #[doc(alias = "GetStringTensorContent")]
+    pub fn string_bytes(&self) -> Result<Vec<Vec<u8>>> {
+        let info = self.tensor_info()?;
+        if info.element_type != ElementType::String {
+            return Err(Error::ElementTypeMismatch { name: "value".into(), expected: info.element_type, got: ElementType::String, hint: String::new() });
+        }
+        let count = info.len();
+        let api = api()?;
+        let mut total = 0usize;
+        // SAFETY: `self.raw` is a live string tensor.
+        unsafe { ort!(api, GetStringTensorDataLength(self.raw.as_ptr(), &mut total)) }?;
+        let mut buffer = vec![0u8; total];
+        let mut offsets = vec![0usize; count];
+        // SAFETY: `buffer` has `total` bytes and `offsets` `count` entries, as ORT requires.
+        unsafe { ort!(api, GetStringTensorContent(self.raw.as_ptr(), buffer.as_mut_ptr().cast(), total, offsets.as_mut_ptr(), count)) }?;
+        let mut out = Vec::with_capacity(count);
+        for i in 0..count {
+            let start = offsets[i];
+            let end = offsets.get(i + 1).copied().unwrap_or(total);
+            out.push(buffer.get(start..end).unwrap_or_default().to_vec());
+        }
+        Ok(out)
+    }
+
+    /// The strings of a string tensor.
+    ///
+    /// # Errors
+    /// [`Error::InvalidString`] naming the first element that is not UTF-8 (use
+    /// [`Value::string_bytes`] to read such data).
+    pub fn strings(&self) -> Result<Vec<String>> {
+        self.string_bytes()?
+            .into_iter()
+            .enumerate()
+            .map(|(index, bytes)| String::from_utf8(bytes).map_err(|_| Error::InvalidString { index, why: "not valid UTF-8; read it with string_bytes()" }))
+            .collect()
+    }
+
+    /// The members of a sequence (copies owned by the caller).
+    ///
+    /// Corresponds to `OrtApi::GetValueCount` + `OrtApi::GetValue`.
+    #[doc(alias = "GetValue")]
+    pub fn sequence_items(&self) -> Result<Vec<Value<'static>>> {
+        self.expect_kind(ValueKind::Sequence)?;
+        self.members()
+    }
+
+    /// The keys and values of a map, as two tensors.
+    pub fn map_entries(&self) -> Result<(Value<'static>, Value<'static>)> {
+        self.expect_kind(ValueKind::Map)?;
+        let mut members = self.members()?.into_iter();
+        match (members.next(), members.next()) {
+            (Some(keys), Some(values)) => Ok((keys, values)),
+            _ => Err(Error::InvalidArgument { what: "map value".into(), why: "ORT returned no keys/values".into() }),
+        }
+    }
+
+    fn members(&self) -> Result<Vec<Value<'static>>> {
+        let api = api()?;
+        let allocator = default_allocator()?;
+        let mut count = 0usize;
+        // SAFETY: `self.raw` is a live sequence or map.
+        unsafe { ort!(api, GetValueCount(self.raw.as_ptr(), &mut count)) }?;
+        let mut out = Vec::with_capacity(count);
+        for index in 0..count {
+            let index = i32::try_from(index).map_err(|_| Error::InvalidArgument { what: "sequence".into(), why: "too many members".into() })?;
+            let mut member = std::ptr::null_mut();
+            // SAFETY: index < count; ORT allocates a new value we own.
+            unsafe { ort!(api, GetValue(self.raw.as_ptr(), index, allocator, &mut member)) }?;
+            // SAFETY: on success `member` is a new value we own.
+            out.push(Value::from_owned(unsafe { Owned::from_raw(member) }?));
+        }
+        Ok(out)
+    }
+
+    pub(crate) fn as_ptr(&self) -> *mut OrtValue {
+        self.raw.as_ptr()
+    }
+}
+
+/// Creates a tensor over memory that ORT does not own.
+///
+/// # Safety
+/// `data` points to `bytes` bytes laid out as `shape` elements of `element_type`, valid for as
+/// long as the returned value.
+unsafe fn tensor_over(data: *mut c_void, bytes: usize, shape: &[i64], element_type: ElementType) -> Result<Owned<OrtValue>> {
+    let api = api()?;
+    let info = cpu_info()?;
+    let count = element_count(shape)?;
+    if count.checked_mul(element_type.size()).is_none() {
+        return Err(Error::BadShape { shape: shape.to_vec(), why: "byte size overflows" });
+    }
+    // ORT rejects a null pointer even for empty tensors.
+    let data = if data.is_null() { std::ptr::NonNull::<u64>::dangling().as_ptr().cast() } else { data };
+    let mut raw = std::ptr::null_mut();
+    // SAFETY: the caller's contract covers `data`; shape pointer/length describe a live slice.
+    unsafe { ort!(api, CreateTensorWithDataAsOrtValue(info.as_ptr(), data, bytes, shape.as_ptr(), shape.len(), element_type.to_raw(), &mut raw)) }?;
+    // SAFETY: on success `raw` is a new value we own.
+    unsafe { Owned::from_raw(raw) }
+}
