@@ -21,7 +21,13 @@ use crate::{check_files, verify, Config, Provisioned, Source};
 pub fn registry_key(dist: &Dist) -> String {
     let mut recipe = format!("registry\n{}\n{}\n", dist.name, dist.root);
     for part in &dist.parts {
-        recipe.push_str(&format!("{} {} {} {}\n", part.sha256, part.member, part.dest, part.member_sha256.as_deref().unwrap_or("-")));
+        recipe.push_str(&format!(
+            "{} {} {} {}\n",
+            part.sha256,
+            part.member,
+            part.dest,
+            part.member_sha256.as_deref().unwrap_or("-")
+        ));
     }
     verify::sha256_bytes(recipe.as_bytes())
 }
@@ -60,7 +66,8 @@ pub fn assemble(config: &Config, downloads: &Path) -> Result<Provisioned> {
 
 /// Version file and the library's usual symlinks, as in the official archive.
 fn finish_layout(dist: &Dist, root: &Path) -> Result<()> {
-    fs::write(root.join("VERSION_NUMBER"), format!("{}\n", dist.ort_version)).map_err(Error::io("writing VERSION_NUMBER"))?;
+    fs::write(root.join("VERSION_NUMBER"), format!("{}\n", dist.ort_version))
+        .map_err(Error::io("writing VERSION_NUMBER"))?;
     let library = root.join(&dist.library);
     let file_name = library.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
     let lib_dir = library.parent().map(Path::to_path_buf).unwrap_or_else(|| root.to_owned());
@@ -81,7 +88,9 @@ fn fetch(part: &Part, downloads: &Path) -> Result<PathBuf> {
         return Ok(file);
     }
     match part.registry.as_str() {
-        "npm" => run(Command::new("npm").args(["pack", "--silent", &format!("{}@{}", part.package, part.version), "--pack-destination"]).arg(downloads))?,
+        "npm" => run(Command::new("npm")
+            .args(["pack", "--silent", &format!("{}@{}", part.package, part.version), "--pack-destination"])
+            .arg(downloads))?,
         "pypi" => {
             let (python, platform) = wheel_tags(&part.file)?;
             run(Command::new("python3")
@@ -94,7 +103,10 @@ fn fetch(part: &Part, downloads: &Path) -> Result<PathBuf> {
         other => return Err(Error::Manifest(format!("unknown registry `{other}` for {}", part.package))),
     }
     if !file.is_file() {
-        return Err(Error::Tool { command: format!("fetching {}", part.package), why: format!("{} was not produced", file.display()) });
+        return Err(Error::Tool {
+            command: format!("fetching {}", part.package),
+            why: format!("{} was not produced", file.display()),
+        });
     }
     Ok(file)
 }
@@ -132,7 +144,11 @@ fn apt_download(part: &Part, downloads: &Path) -> Result<()> {
         "-oAPT::Sandbox::User=root".to_owned(),
     ];
     run(Command::new("apt-get").args(&options).args(["-qq", "update"]))?;
-    run(Command::new("apt-get").current_dir(downloads).args(&options).args(["-qq", "download", &format!("{}={}", part.package, part.version)]))?;
+    run(Command::new("apt-get").current_dir(downloads).args(&options).args([
+        "-qq",
+        "download",
+        &format!("{}={}", part.package, part.version),
+    ]))?;
     // apt names files with the epoch-less, URL-escaped version; rename to the manifest's name.
     let escaped = part.file.replace('+', "%2b");
     let saved = downloads.join(&escaped);
@@ -193,7 +209,10 @@ fn take_member(part: &Part, file: &Path, dest: &Path) -> Result<()> {
                 .stdout(std::process::Stdio::piped())
                 .spawn()
                 .map_err(|e| Error::Tool { command: "dpkg-deb --fsys-tarfile".into(), why: e.to_string() })?;
-            let stdout = child.stdout.take().ok_or_else(|| Error::Tool { command: "dpkg-deb".into(), why: "no output".into() })?;
+            let stdout = child
+                .stdout
+                .take()
+                .ok_or_else(|| Error::Tool { command: "dpkg-deb".into(), why: "no output".into() })?;
             let copied = copy_from_tar(tar::Archive::new(stdout), part, dest);
             let status = child.wait().map_err(|e| Error::Tool { command: "dpkg-deb".into(), why: e.to_string() })?;
             if !status.success() {
@@ -249,7 +268,11 @@ fn copy_from_tar<R: Read>(mut archive: tar::Archive<R>, part: &Part, dest: &Path
             found = true;
         }
     }
-    found.then_some(()).ok_or_else(|| Error::MissingFile { dist: part.file.clone(), missing: part.member.clone(), root: dest.to_owned() })
+    found.then_some(()).ok_or_else(|| Error::MissingFile {
+        dist: part.file.clone(),
+        missing: part.member.clone(),
+        root: dest.to_owned(),
+    })
 }
 
 /// From a wheel, only the runtime's own shared libraries (`libonnxruntime*.so*`) are taken.
@@ -272,7 +295,11 @@ fn copy_from_wheel(file: &Path, part: &Part, dest: &Path) -> Result<()> {
             found = true;
         }
     }
-    found.then_some(()).ok_or_else(|| Error::MissingFile { dist: part.file.clone(), missing: part.member.clone(), root: dest.to_owned() })
+    found.then_some(()).ok_or_else(|| Error::MissingFile {
+        dist: part.file.clone(),
+        missing: part.member.clone(),
+        root: dest.to_owned(),
+    })
 }
 
 #[cfg(test)]

@@ -58,8 +58,12 @@ pub fn download(url: &str, dest: &Path, limits: Limits) -> Result<Downloaded> {
         // A body that keeps ending early is reported as what it is.
         Some(error @ Error::Truncated { .. }) => error,
         // A transport failure already carries its own cause; keep it, with the attempt count.
-        Some(Error::Download { why, .. }) => Error::Download { url: url.to_owned(), attempts: limits.attempts.max(1), why },
-        Some(error) => Error::Download { url: url.to_owned(), attempts: limits.attempts.max(1), why: error.to_string() },
+        Some(Error::Download { why, .. }) => {
+            Error::Download { url: url.to_owned(), attempts: limits.attempts.max(1), why }
+        }
+        Some(error) => {
+            Error::Download { url: url.to_owned(), attempts: limits.attempts.max(1), why: error.to_string() }
+        }
         None => Error::Download { url: url.to_owned(), attempts: 0, why: "no attempt was made".into() },
     })
 }
@@ -74,7 +78,9 @@ enum Retry {
 fn attempt_once(agent: &ureq::Agent, url: &str, dest: &Path, limits: Limits) -> Result<Downloaded, Retry> {
     let response = match agent.get(url).call() {
         Ok(response) => response,
-        Err(ureq::Error::Status(status, _)) if status >= 500 => return Err(Retry::Yes(Error::HttpStatus { url: url.to_owned(), status })),
+        Err(ureq::Error::Status(status, _)) if status >= 500 => {
+            return Err(Retry::Yes(Error::HttpStatus { url: url.to_owned(), status }))
+        }
         Err(ureq::Error::Status(status, _)) => {
             return Err(Retry::No(Error::HttpStatus { url: url.to_owned(), status }))
         }
@@ -108,8 +114,7 @@ fn attempt_once(agent: &ureq::Agent, url: &str, dest: &Path, limits: Limits) -> 
                 return Err(Retry::Yes(Error::io(format!("reading the body of {url}"))(e)));
             }
         };
-        sink.write_all(&buf[..n])
-            .map_err(|e| Retry::No(Error::io(format!("writing {}", dest.display()))(e)))?;
+        sink.write_all(&buf[..n]).map_err(|e| Retry::No(Error::io(format!("writing {}", dest.display()))(e)))?;
         if sink.written() > limits.max_bytes {
             return Err(Retry::No(Error::TooLarge { what: url.to_owned(), cap: limits.max_bytes }));
         }
@@ -121,7 +126,8 @@ fn attempt_once(agent: &ureq::Agent, url: &str, dest: &Path, limits: Limits) -> 
         }
     }
     let (writer, sha256) = sink.finish();
-    let file = writer.into_inner().map_err(|e| Retry::No(Error::io(format!("writing {}", dest.display()))(e.into_error())))?;
+    let file =
+        writer.into_inner().map_err(|e| Retry::No(Error::io(format!("writing {}", dest.display()))(e.into_error())))?;
     file.sync_all().map_err(|e| Retry::No(Error::io(format!("syncing {}", dest.display()))(e)))?;
     Ok(Downloaded { bytes, sha256 })
 }

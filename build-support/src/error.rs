@@ -13,7 +13,9 @@ pub enum Error {
     Manifest(String),
 
     /// `ONNXRT_DIST` (or the manifest default) names no distribution.
-    #[error("no distribution named `{name}` in vendor-manifest.toml; known: {known:?}. Set ONNXRT_DIST to one of them")]
+    #[error(
+        "no distribution named `{name}` in vendor-manifest.toml; known: {known:?}. Set ONNXRT_DIST to one of them"
+    )]
     UnknownDist { name: String, known: Vec<String> },
 
     /// An environment variable holds a value we cannot use.
@@ -50,7 +52,9 @@ pub enum Error {
     HttpStatus { url: String, status: u16 },
 
     /// The body ended before the announced length.
-    #[error("{url}: the body ended after {got} of {expected} bytes (truncated download); nothing was installed, try again")]
+    #[error(
+        "{url}: the body ended after {got} of {expected} bytes (truncated download); nothing was installed, try again"
+    )]
     Truncated { url: String, got: u64, expected: u64 },
 
     /// The body is larger than the manifest allows.
@@ -81,7 +85,9 @@ pub enum Error {
     MissingFile { dist: String, missing: String, root: PathBuf },
 
     /// `ONNXRT_LIB_DIR` does not contain a runtime.
-    #[error("ONNXRT_LIB_DIR={dir} holds no libonnxruntime.so*; point it at the `lib` folder of an ONNX Runtime install")]
+    #[error(
+        "ONNXRT_LIB_DIR={dir} holds no libonnxruntime.so*; point it at the `lib` folder of an ONNX Runtime install"
+    )]
     NoLibrary { dir: PathBuf },
 
     /// No C API header where one was expected.
@@ -102,7 +108,11 @@ pub enum Error {
 
     /// An I/O error, with what we were doing.
     #[error("{context}: {source}")]
-    Io { context: String, #[source] source: std::io::Error },
+    Io {
+        context: String,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 impl Error {

@@ -39,7 +39,10 @@ pub fn extract_tgz(reader: impl Read, dest: &Path, root: &str, bounds: Bounds) -
         let mut entry = entry.map_err(corrupt)?;
         entries_seen += 1;
         if entries_seen > bounds.max_entries {
-            return Err(Error::UnsafeEntry { entry: format!("#{entries_seen}"), why: "more entries than any ONNX Runtime archive has" });
+            return Err(Error::UnsafeEntry {
+                entry: format!("#{entries_seen}"),
+                why: "more entries than any ONNX Runtime archive has",
+            });
         }
         let raw = entry.path_bytes().into_owned();
         let name = String::from_utf8_lossy(&raw).into_owned();
@@ -75,7 +78,9 @@ pub fn extract_tgz(reader: impl Read, dest: &Path, root: &str, bounds: Bounds) -
                 set_mode(&target, mode | 0o400)?;
             }
             tar::EntryType::Symlink => {
-                let link = entry.link_name_bytes().ok_or_else(|| Error::UnsafeEntry { entry: name.clone(), why: "symlink without a target" })?;
+                let link = entry
+                    .link_name_bytes()
+                    .ok_or_else(|| Error::UnsafeEntry { entry: name.clone(), why: "symlink without a target" })?;
                 let link = PathBuf::from(String::from_utf8_lossy(&link).into_owned());
                 let parent = relative.parent().unwrap_or(Path::new(""));
                 if link.is_absolute() || !parents_only_leading(&link) || !stays_inside(parent, &link, root) {
@@ -83,27 +88,42 @@ pub fn extract_tgz(reader: impl Read, dest: &Path, root: &str, bounds: Bounds) -
                 }
                 create_parent(&target)?;
                 remove_existing(&target)?;
-                std::os::unix::fs::symlink(&link, &target).map_err(Error::io(format!("linking {}", target.display())))?;
+                std::os::unix::fs::symlink(&link, &target)
+                    .map_err(Error::io(format!("linking {}", target.display())))?;
             }
             tar::EntryType::Link => {
-                let link = entry.link_name_bytes().ok_or_else(|| Error::UnsafeEntry { entry: name.clone(), why: "hard link without a target" })?;
+                let link = entry
+                    .link_name_bytes()
+                    .ok_or_else(|| Error::UnsafeEntry { entry: name.clone(), why: "hard link without a target" })?;
                 let link_name = String::from_utf8_lossy(&link).into_owned();
-                let link_rel = safe_relative(&link_name).map_err(|_| Error::UnsafeEntry { entry: name.clone(), why: "hard link pointing outside the archive root" })?;
+                let link_rel = safe_relative(&link_name).map_err(|_| Error::UnsafeEntry {
+                    entry: name.clone(),
+                    why: "hard link pointing outside the archive root",
+                })?;
                 if !root.is_empty() && !link_rel.starts_with(root) {
                     return Err(Error::UnsafeEntry { entry: name, why: "hard link pointing outside the archive root" });
                 }
                 no_link_on_the_way(dest, &link_rel, &name)?;
                 let source = dest.join(&link_rel);
                 // Only regular files already extracted from this archive may be linked to.
-                let meta = fs::symlink_metadata(&source).map_err(|_| Error::UnsafeEntry { entry: name.clone(), why: "hard link to a file the archive did not contain before it" })?;
+                let meta = fs::symlink_metadata(&source).map_err(|_| Error::UnsafeEntry {
+                    entry: name.clone(),
+                    why: "hard link to a file the archive did not contain before it",
+                })?;
                 if !meta.is_file() {
-                    return Err(Error::UnsafeEntry { entry: name, why: "hard link to something other than a regular file" });
+                    return Err(Error::UnsafeEntry {
+                        entry: name,
+                        why: "hard link to something other than a regular file",
+                    });
                 }
                 create_parent(&target)?;
                 remove_existing(&target)?;
                 fs::hard_link(&source, &target).map_err(Error::io(format!("linking {}", target.display())))?;
             }
-            tar::EntryType::XGlobalHeader | tar::EntryType::XHeader | tar::EntryType::GNULongName | tar::EntryType::GNULongLink => {}
+            tar::EntryType::XGlobalHeader
+            | tar::EntryType::XHeader
+            | tar::EntryType::GNULongName
+            | tar::EntryType::GNULongLink => {}
             tar::EntryType::Char | tar::EntryType::Block => {
                 return Err(Error::UnsafeEntry { entry: name, why: "device file" })
             }
@@ -125,7 +145,9 @@ fn safe_relative(name: &str) -> Result<PathBuf> {
         match component {
             Component::Normal(part) => out.push(part),
             Component::CurDir => {}
-            Component::ParentDir => return Err(Error::UnsafeEntry { entry: name.to_owned(), why: "path contains `..`" }),
+            Component::ParentDir => {
+                return Err(Error::UnsafeEntry { entry: name.to_owned(), why: "path contains `..`" })
+            }
             Component::RootDir | Component::Prefix(_) => {
                 return Err(Error::UnsafeEntry { entry: name.to_owned(), why: "absolute path" })
             }
@@ -177,7 +199,10 @@ fn no_link_on_the_way(dest: &Path, relative: &Path, entry: &str) -> Result<()> {
     for component in parents {
         walked.push(component);
         if fs::symlink_metadata(&walked).is_ok_and(|m| m.file_type().is_symlink()) {
-            return Err(Error::UnsafeEntry { entry: entry.to_owned(), why: "written through a symlink of the archive" });
+            return Err(Error::UnsafeEntry {
+                entry: entry.to_owned(),
+                why: "written through a symlink of the archive",
+            });
         }
     }
     Ok(())
@@ -193,7 +218,9 @@ fn create_parent(target: &Path) -> Result<()> {
 /// A later entry replaces an earlier one; never write through a link left by the archive.
 fn remove_existing(target: &Path) -> Result<()> {
     match fs::symlink_metadata(target) {
-        Ok(meta) if meta.is_dir() => Err(Error::UnsafeEntry { entry: target.display().to_string(), why: "a file entry replaces a folder" }),
+        Ok(meta) if meta.is_dir() => {
+            Err(Error::UnsafeEntry { entry: target.display().to_string(), why: "a file entry replaces a folder" })
+        }
         Ok(_) => fs::remove_file(target).map_err(Error::io(format!("replacing {}", target.display()))),
         Err(_) => Ok(()),
     }
@@ -201,7 +228,8 @@ fn remove_existing(target: &Path) -> Result<()> {
 
 fn set_mode(path: &Path, mode: u32) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
-    fs::set_permissions(path, fs::Permissions::from_mode(mode)).map_err(Error::io(format!("setting the mode of {}", path.display())))
+    fs::set_permissions(path, fs::Permissions::from_mode(mode))
+        .map_err(Error::io(format!("setting the mode of {}", path.display())))
 }
 
 #[cfg(test)]

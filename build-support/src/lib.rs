@@ -71,7 +71,9 @@ pub enum Source {
 impl fmt::Display for Source {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Source::LibDir { dir } => write!(f, "ONNXRT_LIB_DIR={} (not verified by hash; version checked)", dir.display()),
+            Source::LibDir { dir } => {
+                write!(f, "ONNXRT_LIB_DIR={} (not verified by hash; version checked)", dir.display())
+            }
             Source::Archive { path } => write!(f, "ONNXRT_ARCHIVE={} (sha256 verified)", path.display()),
             Source::Cache { entry } => write!(f, "the cache {} (sha256 verified when cached)", entry.display()),
             Source::Download { url } => write!(f, "a download of {url} (sha256 verified)"),
@@ -162,7 +164,8 @@ fn download_and_install(config: &Config, dist: &Dist, cache: &Cache, pin: Option
     let key = format!("{}.download", dist.name);
     cache.sweep(&key);
     let file = cache.temp(&key, true)?;
-    let limits = download::Limits { max_bytes: dist.max_bytes, stall_timeout: config.stall_timeout, attempts: config.attempts };
+    let limits =
+        download::Limits { max_bytes: dist.max_bytes, stall_timeout: config.stall_timeout, attempts: config.attempts };
     let got = download::download(&url, file.path(), limits)?;
     let Some(expected) = pin else {
         return Err(Error::Unpinned { dist: dist.name.clone(), computed: got.sha256 });

@@ -19,13 +19,8 @@ fn four_threads_on_a_fresh_cache_download_once() {
     let archive = good_archive();
     let sha = sha256(&archive);
     let path = format!("/{FILE_NAME}");
-    let server = Server::start(vec![(
-        path.as_str(),
-        Behaviour::Slow {
-            body: archive,
-            delay: Duration::from_millis(300),
-        },
-    )]);
+    let server =
+        Server::start(vec![(path.as_str(), Behaviour::Slow { body: archive, delay: Duration::from_millis(300) })]);
     let tmp = tempdir();
     let cache = tmp.path().join("cache");
     let config = config(manifest(&server.url(&path), &sha, MAX_BYTES), &cache);
@@ -40,10 +35,7 @@ fn four_threads_on_a_fresh_cache_download_once() {
                 })
             })
             .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().expect("a provisioning thread panicked"))
-            .collect()
+        handles.into_iter().map(|h| h.join().expect("a provisioning thread panicked")).collect()
     });
 
     let mut downloads = 0;
@@ -56,10 +48,7 @@ fn four_threads_on_a_fresh_cache_download_once() {
             other => panic!("unexpected source {other:?}"),
         }
     }
-    assert_eq!(
-        downloads, 1,
-        "exactly one thread downloads, the others wait for it"
-    );
+    assert_eq!(downloads, 1, "exactly one thread downloads, the others wait for it");
     assert_eq!(server.hits(&path), 1);
     assert_cache_holds_only(&cache, &sha);
 }
@@ -94,9 +83,7 @@ fn wait(mut child: Child, limit: Duration) -> Output {
         }
     }
     // The outputs are a few lines: they fit in the pipes, so reading after exit cannot block.
-    child
-        .wait_with_output()
-        .expect("collecting the output of onnxrt-dist")
+    child.wait_with_output().expect("collecting the output of onnxrt-dist")
 }
 
 fn describe(output: &Output) -> String {
@@ -113,38 +100,20 @@ fn four_processes_on_a_fresh_cache_download_once() {
     let archive = good_archive();
     let sha = sha256(&archive);
     let path = format!("/{FILE_NAME}");
-    let server = Server::start(vec![(
-        path.as_str(),
-        Behaviour::Slow {
-            body: archive,
-            delay: Duration::from_millis(300),
-        },
-    )]);
+    let server =
+        Server::start(vec![(path.as_str(), Behaviour::Slow { body: archive, delay: Duration::from_millis(300) })]);
     let tmp = tempdir();
     let cache = tmp.path().join("cache");
 
-    let children: Vec<Child> = (0..4)
-        .map(|_| fetch(&cache, &server.base(), &sha))
-        .collect();
-    let outputs: Vec<Output> = children
-        .into_iter()
-        .map(|c| wait(c, Duration::from_secs(30)))
-        .collect();
+    let children: Vec<Child> = (0..4).map(|_| fetch(&cache, &server.base(), &sha)).collect();
+    let outputs: Vec<Output> = children.into_iter().map(|c| wait(c, Duration::from_secs(30))).collect();
 
     let expected_lib = format!("{}\n", cache.join(&sha).join(ROOT).join("lib").display());
     for output in &outputs {
         assert!(output.status.success(), "{}", describe(output));
-        assert_eq!(
-            String::from_utf8_lossy(&output.stdout),
-            expected_lib,
-            "{}",
-            describe(output)
-        );
+        assert_eq!(String::from_utf8_lossy(&output.stdout), expected_lib, "{}", describe(output));
     }
-    let downloaded = outputs
-        .iter()
-        .filter(|o| String::from_utf8_lossy(&o.stderr).contains("a download of"))
-        .count();
+    let downloaded = outputs.iter().filter(|o| String::from_utf8_lossy(&o.stderr).contains("a download of")).count();
     assert_eq!(downloaded, 1, "exactly one process downloads");
     assert_eq!(server.hits(&path), 1);
     assert_cache_holds_only(&cache, &sha);
@@ -157,11 +126,7 @@ fn build_killed_mid_download_leaves_nothing_the_next_build_trips_on() {
     let path = format!("/{FILE_NAME}");
     let stalling = Server::start(vec![(
         path.as_str(),
-        Behaviour::StallInBody {
-            body: archive.clone(),
-            sent: archive.len() / 2,
-            stall: Duration::from_secs(20),
-        },
+        Behaviour::StallInBody { body: archive.clone(), sent: archive.len() / 2, stall: Duration::from_secs(20) },
     )]);
     let tmp = tempdir();
     let cache = tmp.path().join("cache");
@@ -171,31 +136,17 @@ fn build_killed_mid_download_leaves_nothing_the_next_build_trips_on() {
     while stalling.hits(&path) == 0 && started.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert_eq!(
-        stalling.hits(&path),
-        1,
-        "the first build never reached the server"
-    );
+    assert_eq!(stalling.hits(&path), 1, "the first build never reached the server");
     std::thread::sleep(Duration::from_secs(1).saturating_sub(started.elapsed()));
     child.kill().expect("killing the first build");
     let killed = wait(child, Duration::from_secs(10));
-    assert!(
-        !killed.status.success(),
-        "the first build was not killed: {}",
-        describe(&killed)
-    );
+    assert!(!killed.status.success(), "the first build was not killed: {}", describe(&killed));
     let leftovers = tmp_leftovers(&cache);
     assert!(
-        leftovers
-            .iter()
-            .any(|n| n.starts_with("cpu-1.16.2.download-")),
+        leftovers.iter().any(|n| n.starts_with("cpu-1.16.2.download-")),
         "the killed build left no partial download, so the sweep is not exercised: {leftovers:?}"
     );
-    assert_eq!(
-        cache_entries(&cache),
-        Vec::<String>::new(),
-        "a killed build published an entry"
-    );
+    assert_eq!(cache_entries(&cache), Vec::<String>::new(), "a killed build published an entry");
 
     let good = Server::start(vec![(path.as_str(), Behaviour::Serve(archive))]);
     let output = wait(fetch(&cache, &good.base(), &sha), Duration::from_secs(30));

@@ -22,22 +22,12 @@ fn good_archive_is_downloaded_verified_and_then_served_from_the_cache() {
     let config = config(manifest(&server.url(PATH), &sha, MAX_BYTES), &cache);
 
     let first = provision(&config).expect("a good archive provisions");
-    assert_eq!(
-        first.source,
-        Source::Download {
-            url: server.url(PATH)
-        }
-    );
+    assert_eq!(first.source, Source::Download { url: server.url(PATH) });
     assert_installed(&first, &cache, &sha);
     assert_cache_holds_only(&cache, &sha);
 
     let second = provision(&config).expect("the second build hits the cache");
-    assert_eq!(
-        second.source,
-        Source::Cache {
-            entry: cache.join(&sha)
-        }
-    );
+    assert_eq!(second.source, Source::Cache { entry: cache.join(&sha) });
     assert_installed(&second, &cache, &sha);
     assert_eq!(server.hits(PATH), 1, "a warm build must not download");
     assert_eq!(server.total_hits(), 1);
@@ -56,12 +46,7 @@ fn one_flipped_byte_is_a_hash_mismatch() {
     let config = config(manifest(&server.url(PATH), &sha, MAX_BYTES), &cache);
 
     let err = provision(&config).expect_err("a corrupted download must be refused");
-    let Error::HashMismatch {
-        expected, actual, ..
-    } = &err
-    else {
-        panic!("expected HashMismatch, got {err:?}")
-    };
+    let Error::HashMismatch { expected, actual, .. } = &err else { panic!("expected HashMismatch, got {err:?}") };
     assert_eq!(expected, &sha);
     assert_eq!(actual, &sha256(&flipped));
     assert_eq!(server.hits(PATH), 1, "a hash mismatch is not retried");
@@ -74,27 +59,15 @@ fn truncated_body_is_reported_as_truncated_after_bounded_retries() {
     let sha = sha256(&archive);
     let sent = archive.len() / 2;
     let announced = archive.len() as u64;
-    let server = Server::start(vec![(
-        PATH,
-        Behaviour::Truncated {
-            body: archive[..sent].to_vec(),
-            announced,
-        },
-    )]);
+    let server = Server::start(vec![(PATH, Behaviour::Truncated { body: archive[..sent].to_vec(), announced })]);
     let tmp = tempdir();
     let cache = tmp.path().join("cache");
     let config = config(manifest(&server.url(PATH), &sha, MAX_BYTES), &cache);
 
     let err = provision(&config).expect_err("a truncated body must be refused");
-    let Error::Truncated { got, expected, .. } = &err else {
-        panic!("expected Truncated, got {err:?}")
-    };
+    let Error::Truncated { got, expected, .. } = &err else { panic!("expected Truncated, got {err:?}") };
     assert_eq!((*got, *expected), (sent as u64, announced));
-    assert_eq!(
-        server.hits(PATH),
-        config.attempts as usize,
-        "a cut connection is retried, boundedly"
-    );
+    assert_eq!(server.hits(PATH), config.attempts as usize, "a cut connection is retried, boundedly");
     assert_cache_clean(&cache);
 }
 
@@ -103,15 +76,10 @@ fn http_404_is_final_and_not_retried() {
     let server = Server::start(vec![(PATH, Behaviour::Status(404))]);
     let tmp = tempdir();
     let cache = tmp.path().join("cache");
-    let config = config(
-        manifest(&server.url(PATH), &sha256(b"whatever"), MAX_BYTES),
-        &cache,
-    );
+    let config = config(manifest(&server.url(PATH), &sha256(b"whatever"), MAX_BYTES), &cache);
 
     let err = provision(&config).expect_err("404 must fail");
-    let Error::HttpStatus { status, url } = &err else {
-        panic!("expected HttpStatus, got {err:?}")
-    };
+    let Error::HttpStatus { status, url } = &err else { panic!("expected HttpStatus, got {err:?}") };
     assert_eq!(*status, 404);
     assert_eq!(url, &server.url(PATH));
     assert_eq!(server.hits(PATH), 1, "4xx is not retried");
@@ -122,25 +90,14 @@ fn http_404_is_final_and_not_retried() {
 fn http_503_twice_then_200_succeeds_on_the_third_attempt() {
     let archive = good_archive();
     let sha = sha256(&archive);
-    let server = Server::start(vec![(
-        PATH,
-        Behaviour::Flaky {
-            failures: 2,
-            body: archive,
-        },
-    )]);
+    let server = Server::start(vec![(PATH, Behaviour::Flaky { failures: 2, body: archive })]);
     let tmp = tempdir();
     let cache = tmp.path().join("cache");
     let config = config(manifest(&server.url(PATH), &sha, MAX_BYTES), &cache);
     assert_eq!(config.attempts, 3);
 
     let p = provision(&config).expect("5xx is retried and the third attempt succeeds");
-    assert_eq!(
-        p.source,
-        Source::Download {
-            url: server.url(PATH)
-        }
-    );
+    assert_eq!(p.source, Source::Download { url: server.url(PATH) });
     assert_installed(&p, &cache, &sha);
     assert_eq!(server.hits(PATH), 3);
     assert_cache_holds_only(&cache, &sha);
@@ -148,24 +105,13 @@ fn http_503_twice_then_200_succeeds_on_the_third_attempt() {
 
 #[test]
 fn http_503_forever_gives_up_after_the_allowed_attempts() {
-    let server = Server::start(vec![(
-        PATH,
-        Behaviour::Flaky {
-            failures: 100,
-            body: Vec::new(),
-        },
-    )]);
+    let server = Server::start(vec![(PATH, Behaviour::Flaky { failures: 100, body: Vec::new() })]);
     let tmp = tempdir();
     let cache = tmp.path().join("cache");
-    let config = config(
-        manifest(&server.url(PATH), &sha256(b"whatever"), MAX_BYTES),
-        &cache,
-    );
+    let config = config(manifest(&server.url(PATH), &sha256(b"whatever"), MAX_BYTES), &cache);
 
     let err = provision(&config).expect_err("a server that keeps failing must fail the build");
-    let Error::Download { attempts, why, .. } = &err else {
-        panic!("expected Download, got {err:?}")
-    };
+    let Error::Download { attempts, why, .. } = &err else { panic!("expected Download, got {err:?}") };
     assert_eq!(*attempts, 3);
     assert!(why.contains("503"), "{why}");
     assert_eq!(server.hits(PATH), 3, "retries are bounded");
@@ -181,9 +127,7 @@ fn announced_body_larger_than_the_cap_is_refused_before_reading() {
     let config = config(manifest(&server.url(PATH), &sha256(&body), 1000), &cache);
 
     let err = provision(&config).expect_err("an over-long body must be refused");
-    let Error::TooLarge { cap, .. } = &err else {
-        panic!("expected TooLarge, got {err:?}")
-    };
+    let Error::TooLarge { cap, .. } = &err else { panic!("expected TooLarge, got {err:?}") };
     assert_eq!(*cap, 1000);
     assert_eq!(server.hits(PATH), 1, "TooLarge is not retried");
     assert_cache_clean(&cache);
@@ -197,11 +141,8 @@ fn unannounced_body_larger_than_the_cap_is_cut_and_refused() {
     let cache = tmp.path().join("cache");
     let config = config(manifest(&server.url(PATH), &sha256(&body), 1000), &cache);
 
-    let err =
-        provision(&config).expect_err("an over-long body without Content-Length must be refused");
-    let Error::TooLarge { cap, .. } = &err else {
-        panic!("expected TooLarge, got {err:?}")
-    };
+    let err = provision(&config).expect_err("an over-long body without Content-Length must be refused");
+    let Error::TooLarge { cap, .. } = &err else { panic!("expected TooLarge, got {err:?}") };
     assert_eq!(*cap, 1000);
     assert_eq!(server.hits(PATH), 1, "TooLarge is not retried");
     assert_cache_clean(&cache);
@@ -213,14 +154,7 @@ fn server_stalling_inside_the_body_fails_within_seconds() {
     let sha = sha256(&archive);
     let sent = archive.len() / 3;
     let stall = Duration::from_secs(30);
-    let server = Server::start(vec![(
-        PATH,
-        Behaviour::StallInBody {
-            body: archive,
-            sent,
-            stall,
-        },
-    )]);
+    let server = Server::start(vec![(PATH, Behaviour::StallInBody { body: archive, sent, stall })]);
     let tmp = tempdir();
     let cache = tmp.path().join("cache");
     let mut config = config(manifest(&server.url(PATH), &sha, MAX_BYTES), &cache);
@@ -229,45 +163,29 @@ fn server_stalling_inside_the_body_fails_within_seconds() {
     let started = Instant::now();
     let err = provision(&config).expect_err("a stalled download must fail");
     let elapsed = started.elapsed();
-    let Error::Download { attempts, .. } = &err else {
-        panic!("expected Download, got {err:?}")
-    };
+    let Error::Download { attempts, .. } = &err else { panic!("expected Download, got {err:?}") };
     assert_eq!(*attempts, 3);
     // 3 attempts of 1 s, plus pauses of 0.25 s and 0.5 s between them.
-    assert!(
-        elapsed < Duration::from_secs(10),
-        "took {elapsed:?}: the stall timeout is not applied"
-    );
+    assert!(elapsed < Duration::from_secs(10), "took {elapsed:?}: the stall timeout is not applied");
     assert_eq!(server.hits(PATH), 3);
     assert_cache_clean(&cache);
 }
 
 #[test]
 fn server_stalling_before_the_headers_fails_within_seconds() {
-    let server = Server::start(vec![(
-        PATH,
-        Behaviour::StallBeforeHeaders(Duration::from_secs(30)),
-    )]);
+    let server = Server::start(vec![(PATH, Behaviour::StallBeforeHeaders(Duration::from_secs(30)))]);
     let tmp = tempdir();
     let cache = tmp.path().join("cache");
-    let mut config = config(
-        manifest(&server.url(PATH), &sha256(b"whatever"), MAX_BYTES),
-        &cache,
-    );
+    let mut config = config(manifest(&server.url(PATH), &sha256(b"whatever"), MAX_BYTES), &cache);
     config.stall_timeout = Duration::from_secs(1);
     config.attempts = 2;
 
     let started = Instant::now();
     let err = provision(&config).expect_err("a server that never answers must fail the build");
     let elapsed = started.elapsed();
-    let Error::Download { attempts, .. } = &err else {
-        panic!("expected Download, got {err:?}")
-    };
+    let Error::Download { attempts, .. } = &err else { panic!("expected Download, got {err:?}") };
     assert_eq!(*attempts, 2);
-    assert!(
-        elapsed < Duration::from_secs(8),
-        "took {elapsed:?}: the stall timeout is not applied"
-    );
+    assert!(elapsed < Duration::from_secs(8), "took {elapsed:?}: the stall timeout is not applied");
     assert_eq!(server.hits(PATH), 2);
     assert_cache_clean(&cache);
 }
@@ -282,26 +200,15 @@ fn unpinned_archive_fails_closed_with_the_computed_hash_until_the_user_pins_it()
     let mut config = config(manifest(&server.url(PATH), "", MAX_BYTES), &cache);
 
     let err = provision(&config).expect_err("nothing unpinned is trusted");
-    let Error::Unpinned { computed, dist } = &err else {
-        panic!("expected Unpinned, got {err:?}")
-    };
+    let Error::Unpinned { computed, dist } = &err else { panic!("expected Unpinned, got {err:?}") };
     assert_eq!(computed, &sha);
     assert_eq!(dist, DIST);
-    assert!(
-        err.to_string()
-            .contains(&format!("ONNXRT_ARCHIVE_SHA256={sha}")),
-        "{err}"
-    );
+    assert!(err.to_string().contains(&format!("ONNXRT_ARCHIVE_SHA256={sha}")), "{err}");
     assert_cache_clean(&cache);
 
     config.archive_sha256 = Some(sha.clone());
     let p = provision(&config).expect("the user's pin is accepted");
-    assert_eq!(
-        p.source,
-        Source::Download {
-            url: server.url(PATH)
-        }
-    );
+    assert_eq!(p.source, Source::Download { url: server.url(PATH) });
     assert_installed(&p, &cache, &sha);
     assert_eq!(server.hits(PATH), 2);
     assert_cache_holds_only(&cache, &sha);
@@ -318,9 +225,7 @@ fn users_pin_contradicting_the_manifest_is_refused_without_a_request() {
     config.archive_sha256 = Some(sha256(b"another file"));
 
     let err = provision(&config).expect_err("two different pins");
-    let Error::PinConflict { pinned, .. } = &err else {
-        panic!("expected PinConflict, got {err:?}")
-    };
+    let Error::PinConflict { pinned, .. } = &err else { panic!("expected PinConflict, got {err:?}") };
     assert_eq!(pinned, &sha);
     assert_eq!(server.total_hits(), 0);
     assert_cache_clean(&cache);
@@ -337,9 +242,7 @@ fn offline_with_an_empty_cache_fails_without_a_request() {
     config.offline = Some("ONNXRT_OFFLINE=1".into());
 
     let err = provision(&config).expect_err("offline and nothing cached");
-    let Error::Offline { reason, file, .. } = &err else {
-        panic!("expected Offline, got {err:?}")
-    };
+    let Error::Offline { reason, file, .. } = &err else { panic!("expected Offline, got {err:?}") };
     assert_eq!(reason, "ONNXRT_OFFLINE=1");
     assert_eq!(file, FILE_NAME);
     assert_eq!(server.total_hits(), 0, "offline means no request at all");
@@ -350,12 +253,7 @@ fn offline_with_an_empty_cache_fails_without_a_request() {
     provision(&config).expect("online build");
     config.offline = Some("ONNXRT_OFFLINE=1".into());
     let p = provision(&config).expect("offline build served by the cache");
-    assert_eq!(
-        p.source,
-        Source::Cache {
-            entry: cache.join(&sha)
-        }
-    );
+    assert_eq!(p.source, Source::Cache { entry: cache.join(&sha) });
     assert_eq!(server.total_hits(), 1);
 }
 
@@ -368,23 +266,11 @@ fn mirror_serves_the_same_file_name() {
     let tmp = tempdir();
     let cache = tmp.path().join("cache");
     // The manifest URL is unreachable (port 9, discard); only the mirror may be asked.
-    let mut config = config(
-        manifest(
-            &format!("http://127.0.0.1:9/x/{FILE_NAME}"),
-            &sha,
-            MAX_BYTES,
-        ),
-        &cache,
-    );
+    let mut config = config(manifest(&format!("http://127.0.0.1:9/x/{FILE_NAME}"), &sha, MAX_BYTES), &cache);
     config.mirror = Some(format!("{}/mirror/", server.base()));
 
     let p = provision(&config).expect("download from the mirror");
-    assert_eq!(
-        p.source,
-        Source::Download {
-            url: server.url(&mirror_path)
-        }
-    );
+    assert_eq!(p.source, Source::Download { url: server.url(&mirror_path) });
     assert_eq!(server.hits(&mirror_path), 1);
     assert_cache_holds_only(&cache, &sha);
 }
@@ -406,12 +292,7 @@ fn local_archive_is_verified_installed_then_served_from_the_cache() {
     assert_installed(&first, &cache, &sha);
 
     let second = provision(&config).expect("the same archive again");
-    assert_eq!(
-        second.source,
-        Source::Cache {
-            entry: cache.join(&sha)
-        }
-    );
+    assert_eq!(second.source, Source::Cache { entry: cache.join(&sha) });
     assert_installed(&second, &cache, &sha);
     assert_eq!(server.total_hits(), 0, "a local archive needs no network");
     assert_cache_holds_only(&cache, &sha);
@@ -419,12 +300,7 @@ fn local_archive_is_verified_installed_then_served_from_the_cache() {
     // And a download of the same distribution is now a cache hit too.
     config.archive = None;
     let third = provision(&config).expect("cache hit");
-    assert_eq!(
-        third.source,
-        Source::Cache {
-            entry: cache.join(&sha)
-        }
-    );
+    assert_eq!(third.source, Source::Cache { entry: cache.join(&sha) });
     assert_eq!(server.total_hits(), 0);
 }
 
@@ -438,19 +314,11 @@ fn local_archive_with_a_flipped_byte_is_a_hash_mismatch() {
     let cache = tmp.path().join("cache");
     let file = tmp.path().join(FILE_NAME);
     std::fs::write(&file, &flipped).expect("writing the local archive");
-    let mut config = config(
-        manifest("http://127.0.0.1:9/x.tgz", &sha, MAX_BYTES),
-        &cache,
-    );
+    let mut config = config(manifest("http://127.0.0.1:9/x.tgz", &sha, MAX_BYTES), &cache);
     config.archive = Some(file);
 
     let err = provision(&config).expect_err("corrupt local archive");
-    let Error::HashMismatch {
-        expected, actual, ..
-    } = &err
-    else {
-        panic!("expected HashMismatch, got {err:?}")
-    };
+    let Error::HashMismatch { expected, actual, .. } = &err else { panic!("expected HashMismatch, got {err:?}") };
     assert_eq!((expected, actual), (&sha, &sha256(&flipped)));
     assert_cache_clean(&cache);
 }
@@ -463,10 +331,7 @@ fn pack_is_deterministic_and_round_trips_through_onnxrt_archive() {
     let cache = tmp.path().join("cache");
     let file = tmp.path().join(FILE_NAME);
     std::fs::write(&file, &archive).expect("writing the local archive");
-    let mut config = config(
-        manifest("http://127.0.0.1:9/x.tgz", &sha, MAX_BYTES),
-        &cache,
-    );
+    let mut config = config(manifest("http://127.0.0.1:9/x.tgz", &sha, MAX_BYTES), &cache);
     config.archive = Some(file);
     let provisioned = provision(&config).expect("provisioning the synthetic archive");
 
@@ -479,10 +344,7 @@ fn pack_is_deterministic_and_round_trips_through_onnxrt_archive() {
     assert_eq!(sha1, sha2);
     assert!(bytes1 == bytes2, "pack is not deterministic");
     assert_eq!(sha1, sha256(&bytes1));
-    assert!(
-        !tmp.path().join("packed-1.tgz.partial").exists(),
-        "pack left its temporary file"
-    );
+    assert!(!tmp.path().join("packed-1.tgz.partial").exists(), "pack left its temporary file");
 
     // The packed archive provisions like the original, into a fresh cache, pinned by the user.
     let cache2 = tmp.path().join("cache2");

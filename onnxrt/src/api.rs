@@ -91,7 +91,11 @@ impl Api {
         if self.api_level >= level {
             Ok(self.ort)
         } else {
-            Err(Error::Unsupported { feature: function.to_owned(), since: format!("1.{level}"), found: self.version.clone() })
+            Err(Error::Unsupported {
+                feature: function.to_owned(),
+                since: format!("1.{level}"),
+                found: self.version.clone(),
+            })
         }
     }
 }
@@ -126,16 +130,6 @@ pub fn runtime_info() -> Result<RuntimeInfo> {
     })
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn api_level_follows_the_minor_version() {
-        assert_eq!(super::api_level_of("1.16.2"), 16);
-        assert_eq!(super::api_level_of("1.30.0"), 30);
-        assert_eq!(super::api_level_of("2.0.0"), 16);
-    }
-}
-
 /// Newest default-domain (`ai.onnx`) opset a runtime version supports, from ORT's release notes.
 pub(crate) fn max_opset(version: &str) -> u32 {
     match api_level_of(version) {
@@ -144,5 +138,15 @@ pub(crate) fn max_opset(version: &str) -> u32 {
         18..=20 => 21,
         21..=22 => 22,
         _ => 23,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn api_level_follows_the_minor_version() {
+        assert_eq!(super::api_level_of("1.16.2"), 16);
+        assert_eq!(super::api_level_of("1.30.0"), 30);
+        assert_eq!(super::api_level_of("2.0.0"), 16);
     }
 }

@@ -108,7 +108,10 @@ unsafe impl Sync for Environment {}
 
 impl std::fmt::Debug for Environment {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Environment").field("name", &self.name).field("global_thread_pools", &self.global_thread_pools).finish()
+        f.debug_struct("Environment")
+            .field("name", &self.name)
+            .field("global_thread_pools", &self.global_thread_pools)
+            .finish()
     }
 }
 
@@ -216,7 +219,18 @@ impl EnvironmentBuilder {
             None => {
                 // SAFETY: `param` points to the boxed logger state, which lives as long as the
                 // environment (dropped after it); `name` outlives the call.
-                unsafe { ort!(api, CreateEnvWithCustomLogger(Some(log_callback), param, self.level.to_raw(), name.as_ptr(), &mut raw)) }?;
+                unsafe {
+                    ort!(
+                        api,
+                        CreateEnvWithCustomLogger(
+                            Some(log_callback),
+                            param,
+                            self.level.to_raw(),
+                            name.as_ptr(),
+                            &mut raw
+                        )
+                    )
+                }?;
             }
             Some(pools) => {
                 let mut options = std::ptr::null_mut();
@@ -232,7 +246,17 @@ impl EnvironmentBuilder {
                 unsafe { ort!(api, SetGlobalInterOpNumThreads(options.as_ptr(), inter)) }?;
                 // SAFETY: as for CreateEnvWithCustomLogger; ORT copies the threading options.
                 unsafe {
-                    ort!(api, CreateEnvWithCustomLoggerAndGlobalThreadPools(Some(log_callback), param, self.level.to_raw(), name.as_ptr(), options.as_ptr(), &mut raw))
+                    ort!(
+                        api,
+                        CreateEnvWithCustomLoggerAndGlobalThreadPools(
+                            Some(log_callback),
+                            param,
+                            self.level.to_raw(),
+                            name.as_ptr(),
+                            options.as_ptr(),
+                            &mut raw
+                        )
+                    )
                 }?;
             }
         }

@@ -342,7 +342,11 @@ pub enum Error {
 
 impl Error {
     pub(crate) fn missing(function: &'static str) -> Error {
-        Error::Unsupported { feature: function.to_owned(), since: "a newer release".into(), found: "this runtime".into() }
+        Error::Unsupported {
+            feature: function.to_owned(),
+            since: "a newer release".into(),
+            found: "this runtime".into(),
+        }
     }
 
     pub(crate) fn nul(what: &'static str, value: &str) -> Error {

@@ -27,6 +27,7 @@ mod element;
 mod env;
 mod error;
 mod handle;
+mod io_binding;
 mod loader;
 mod memory;
 pub mod providers;
@@ -39,9 +40,13 @@ pub use api::{runtime_info, RuntimeInfo};
 pub use element::{Element, ElementType};
 pub use env::{Environment, EnvironmentBuilder, GlobalThreadPools, LogHook, LogLevel, LogRecord};
 pub use error::{Error, ErrorCode, LoadAttempt, Names, Result, ShapeText};
+pub use io_binding::IoBinding;
 pub use memory::{Device, MemoryInfo};
 pub use run_options::{RunOptions, RunTerminator};
-pub use session::{config_keys, Dim, ExecutionMode, ModelMetadata, OptimizationLevel, Outputs, RunFuture, Session, SessionBuilder, ValueInfo};
+pub use session::{
+    config_keys, Dim, ExecutionMode, ModelMetadata, OptimizationLevel, Outputs, RunFuture, Session, SessionBuilder,
+    ValueInfo,
+};
 pub use value::{TensorInfo, Value, ValueKind};
 
 /// Re-exported so callers use the same `half` and `ndarray` as this crate.

@@ -70,7 +70,8 @@ pub(crate) fn load(explicit: Option<&Path>) -> Result<Loaded, Error> {
             }
         };
         // SAFETY: every ORT release exports `OrtGetApiBase` with this signature.
-        let symbol = unsafe { library.get::<unsafe extern "C" fn() -> *const onnxrt_sys::OrtApiBase>(b"OrtGetApiBase\0") };
+        let symbol =
+            unsafe { library.get::<unsafe extern "C" fn() -> *const onnxrt_sys::OrtApiBase>(b"OrtGetApiBase\0") };
         let get_base = match symbol {
             Ok(symbol) => *symbol,
             Err(e) => {
@@ -98,7 +99,11 @@ pub(crate) fn load(_explicit: Option<&Path>) -> Result<Loaded, Error> {
     let base = unsafe { onnxrt_sys::OrtGetApiBase() };
     if base.is_null() {
         return Err(Error::RuntimeNotFound {
-            tried: vec![LoadAttempt { origin: "linked".into(), path: PathBuf::from(onnxrt_sys::BUILD_LIBRARY), why: "OrtGetApiBase returned null".into() }],
+            tried: vec![LoadAttempt {
+                origin: "linked".into(),
+                path: PathBuf::from(onnxrt_sys::BUILD_LIBRARY),
+                why: "OrtGetApiBase returned null".into(),
+            }],
         });
     }
     Ok(Loaded { base, path: PathBuf::from(onnxrt_sys::BUILD_LIBRARY) })

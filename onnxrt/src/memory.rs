@@ -43,7 +43,9 @@ impl MemoryInfo {
         let api = api()?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: valid enum values and an out-pointer that lives across the call.
-        unsafe { ort!(api, CreateCpuMemoryInfo(onnxrt_sys::OrtArenaAllocator, onnxrt_sys::OrtMemTypeDefault, &mut raw)) }?;
+        unsafe {
+            ort!(api, CreateCpuMemoryInfo(onnxrt_sys::OrtArenaAllocator, onnxrt_sys::OrtMemTypeDefault, &mut raw))
+        }?;
         // SAFETY: on success `raw` is a new memory info that we now own.
         Ok(MemoryInfo { raw: unsafe { Owned::from_raw(raw) }?, device: Device::Cpu })
     }
@@ -66,7 +68,10 @@ impl MemoryInfo {
 
     fn named(name: &str, id: i32, mem_type: onnxrt_sys::OrtMemType, device: Device) -> Result<MemoryInfo> {
         if id < 0 {
-            return Err(Error::InvalidArgument { what: format!("device id {id}"), why: "device ids start at 0".into() });
+            return Err(Error::InvalidArgument {
+                what: format!("device id {id}"),
+                why: "device ids start at 0".into(),
+            });
         }
         let api = api()?;
         let name = CString::new(name).map_err(|_| Error::nul("memory name", name))?;

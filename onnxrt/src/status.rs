@@ -35,13 +35,20 @@ pub(crate) unsafe fn check(function: &'static str, status: *mut OrtStatus) -> Re
 /// Gives the failures people act on their own variant.
 fn classify(function: &'static str, code: ErrorCode, message: String) -> Error {
     let lower = message.to_ascii_lowercase();
-    if lower.contains("out of memory") || lower.contains("failed to allocate memory") || lower.contains("cudaerrormemoryallocation") || lower.contains("bad_alloc") {
+    if lower.contains("out of memory")
+        || lower.contains("failed to allocate memory")
+        || lower.contains("cudaerrormemoryallocation")
+        || lower.contains("bad_alloc")
+    {
         return Error::OutOfMemory { function, message };
     }
     if lower.contains("exiting due to terminate flag") {
         return Error::Terminated { message };
     }
-    if lower.contains("opset") && (lower.contains("is under development") || lower.contains("current official support for domain")) || lower.contains("unsupported model ir version") {
+    if lower.contains("opset")
+        && (lower.contains("is under development") || lower.contains("current official support for domain"))
+        || lower.contains("unsupported model ir version")
+    {
         let runtime = api().map(|a| a.version.clone()).unwrap_or_default();
         let max_opset = crate::api::max_opset(&runtime);
         return Error::ModelTooNew { message, runtime, max_opset };

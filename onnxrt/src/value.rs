@@ -118,8 +118,10 @@ impl std::fmt::Debug for Value<'_> {
 pub(crate) fn element_count(shape: &[i64]) -> Result<usize> {
     let mut count: usize = 1;
     for &dim in shape {
-        let dim = usize::try_from(dim).map_err(|_| Error::BadShape { shape: shape.to_vec(), why: "negative dimension" })?;
-        count = count.checked_mul(dim).ok_or(Error::BadShape { shape: shape.to_vec(), why: "element count overflows" })?;
+        let dim =
+            usize::try_from(dim).map_err(|_| Error::BadShape { shape: shape.to_vec(), why: "negative dimension" })?;
+        count =
+            count.checked_mul(dim).ok_or(Error::BadShape { shape: shape.to_vec(), why: "element count overflows" })?;
     }
     Ok(count)
 }
@@ -182,14 +184,21 @@ impl Value<'static> {
         let owned: Vec<CString> = strings
             .iter()
             .enumerate()
-            .map(|(index, s)| CString::new(s.as_ref()).map_err(|_| Error::InvalidString { index, why: "contains a NUL byte" }))
+            .map(|(index, s)| {
+                CString::new(s.as_ref()).map_err(|_| Error::InvalidString { index, why: "contains a NUL byte" })
+            })
             .collect::<Result<_>>()?;
         let pointers: Vec<*const std::ffi::c_char> = owned.iter().map(|s| s.as_ptr()).collect();
         let api = api()?;
         let allocator = default_allocator()?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: shape pointer/length describe a live slice; the allocator is ORT's default.
-        unsafe { ort!(api, CreateTensorAsOrtValue(allocator, shape.as_ptr(), shape.len(), ElementType::String.to_raw(), &mut raw)) }?;
+        unsafe {
+            ort!(
+                api,
+                CreateTensorAsOrtValue(allocator, shape.as_ptr(), shape.len(), ElementType::String.to_raw(), &mut raw)
+            )
+        }?;
         // SAFETY: on success `raw` is a new value we own.
         let raw = unsafe { Owned::from_raw(raw) }?;
         // SAFETY: `pointers` holds `len` NUL-terminated strings alive for the call; ORT copies them.
@@ -203,13 +212,21 @@ impl Value<'static> {
     #[doc(alias = "CreateValue")]
     pub fn sequence(values: Vec<Value<'static>>) -> Result<Value<'static>> {
         if values.is_empty() {
-            return Err(Error::InvalidArgument { what: "an empty sequence".into(), why: "ORT needs at least one element to know the type".into() });
+            return Err(Error::InvalidArgument {
+                what: "an empty sequence".into(),
+                why: "ORT needs at least one element to know the type".into(),
+            });
         }
         let first = values[0].tensor_info()?.element_type;
         for (index, value) in values.iter().enumerate() {
             let info = value.tensor_info()?;
             if info.element_type != first {
-                return Err(Error::ElementTypeMismatch { name: format!("sequence element {index}"), expected: first, got: info.element_type, hint: String::new() });
+                return Err(Error::ElementTypeMismatch {
+                    name: format!("sequence element {index}"),
+                    expected: first,
+                    got: info.element_type,
+                    hint: String::new(),
+                });
             }
         }
         let api = api()?;
@@ -280,7 +297,11 @@ impl<'data> Value<'data> {
         if kind == expected {
             Ok(())
         } else {
-            Err(Error::ValueKind { name: "value".into(), expected: if expected == ValueKind::Tensor { "tensor" } else { "sequence or map" }, got: kind.name() })
+            Err(Error::ValueKind {
+                name: "value".into(),
+                expected: if expected == ValueKind::Tensor { "tensor" } else { "sequence or map" },
+                got: kind.name(),
+            })
         }
     }
 
@@ -298,7 +319,10 @@ impl<'data> Value<'data> {
         let mut mem_type = 0;
         // SAFETY: as above.
         unsafe { ort!(api, MemoryInfoGetMemType(info, &mut mem_type)) }?;
-        let on_host = name == "Cpu" || name == "CudaPinned" || mem_type == onnxrt_sys::OrtMemTypeCPUOutput || mem_type == onnxrt_sys::OrtMemTypeCPUInput;
+        let on_host = name == "Cpu"
+            || name == "CudaPinned"
+            || mem_type == onnxrt_sys::OrtMemTypeCPUOutput
+            || mem_type == onnxrt_sys::OrtMemTypeCPUInput;
         if !on_host {
             return Err(Error::InvalidArgument {
                 what: format!("reading a tensor that lives in `{name}` memory"),
@@ -319,18 +343,25 @@ impl<'data> Value<'data> {
     pub fn view<T: Element>(&self) -> Result<ArrayViewD<'_, T>> {
         let info = self.tensor_info()?;
         if info.element_type != T::TYPE {
-            return Err(Error::ElementTypeMismatch { name: "value".into(), expected: info.element_type, got: T::TYPE, hint: format!("; read it as {}", info.element_type) });
+            return Err(Error::ElementTypeMismatch {
+                name: "value".into(),
+                expected: info.element_type,
+                got: T::TYPE,
+                hint: format!("; read it as {}", info.element_type),
+            });
         }
         let shape: Vec<usize> = info.shape.iter().map(|&d| d.max(0) as usize).collect();
         let len = info.len();
         if len == 0 {
-            return ArrayViewD::from_shape(IxDyn(&shape), &[]).map_err(|e| Error::InvalidArgument { what: "empty tensor".into(), why: e.to_string() });
+            return ArrayViewD::from_shape(IxDyn(&shape), &[])
+                .map_err(|e| Error::InvalidArgument { what: "empty tensor".into(), why: e.to_string() });
         }
         let data = self.host_data()?.cast::<T>();
         // SAFETY: ORT guarantees the buffer holds `len` elements of the tensor's type, which is T
         // (checked above), aligned for it; it lives as long as the value, which `&self` borrows.
         let slice = unsafe { std::slice::from_raw_parts(data, len) };
-        ArrayViewD::from_shape(IxDyn(&shape), slice).map_err(|e| Error::InvalidArgument { what: "tensor shape".into(), why: e.to_string() })
+        ArrayViewD::from_shape(IxDyn(&shape), slice)
+            .map_err(|e| Error::InvalidArgument { what: "tensor shape".into(), why: e.to_string() })
     }
 
     /// Copies a tensor's elements into an owned array.
@@ -345,7 +376,12 @@ impl<'data> Value<'data> {
     pub fn string_bytes(&self) -> Result<Vec<Vec<u8>>> {
         let info = self.tensor_info()?;
         if info.element_type != ElementType::String {
-            return Err(Error::ElementTypeMismatch { name: "value".into(), expected: info.element_type, got: ElementType::String, hint: String::new() });
+            return Err(Error::ElementTypeMismatch {
+                name: "value".into(),
+                expected: info.element_type,
+                got: ElementType::String,
+                hint: String::new(),
+            });
         }
         let count = info.len();
         let api = api()?;
@@ -355,7 +391,18 @@ impl<'data> Value<'data> {
         let mut buffer = vec![0u8; total];
         let mut offsets = vec![0usize; count];
         // SAFETY: `buffer` has `total` bytes and `offsets` `count` entries, as ORT requires.
-        unsafe { ort!(api, GetStringTensorContent(self.raw.as_ptr(), buffer.as_mut_ptr().cast(), total, offsets.as_mut_ptr(), count)) }?;
+        unsafe {
+            ort!(
+                api,
+                GetStringTensorContent(
+                    self.raw.as_ptr(),
+                    buffer.as_mut_ptr().cast(),
+                    total,
+                    offsets.as_mut_ptr(),
+                    count
+                )
+            )
+        }?;
         let mut out = Vec::with_capacity(count);
         for i in 0..count {
             let start = offsets[i];
@@ -374,7 +421,10 @@ impl<'data> Value<'data> {
         self.string_bytes()?
             .into_iter()
             .enumerate()
-            .map(|(index, bytes)| String::from_utf8(bytes).map_err(|_| Error::InvalidString { index, why: "not valid UTF-8; read it with string_bytes()" }))
+            .map(|(index, bytes)| {
+                String::from_utf8(bytes)
+                    .map_err(|_| Error::InvalidString { index, why: "not valid UTF-8; read it with string_bytes()" })
+            })
             .collect()
     }
 
@@ -405,7 +455,8 @@ impl<'data> Value<'data> {
         unsafe { ort!(api, GetValueCount(self.raw.as_ptr(), &mut count)) }?;
         let mut out = Vec::with_capacity(count);
         for index in 0..count {
-            let index = i32::try_from(index).map_err(|_| Error::InvalidArgument { what: "sequence".into(), why: "too many members".into() })?;
+            let index = i32::try_from(index)
+                .map_err(|_| Error::InvalidArgument { what: "sequence".into(), why: "too many members".into() })?;
             let mut member = std::ptr::null_mut();
             // SAFETY: index < count; ORT allocates a new value we own.
             unsafe { ort!(api, GetValue(self.raw.as_ptr(), index, allocator, &mut member)) }?;
@@ -425,7 +476,12 @@ impl<'data> Value<'data> {
 /// # Safety
 /// `data` points to `bytes` bytes laid out as `shape` elements of `element_type`, valid for as
 /// long as the returned value.
-unsafe fn tensor_over(data: *mut c_void, bytes: usize, shape: &[i64], element_type: ElementType) -> Result<Owned<OrtValue>> {
+unsafe fn tensor_over(
+    data: *mut c_void,
+    bytes: usize,
+    shape: &[i64],
+    element_type: ElementType,
+) -> Result<Owned<OrtValue>> {
     let api = api()?;
     let info = cpu_info()?;
     let count = element_count(shape)?;
@@ -436,7 +492,20 @@ unsafe fn tensor_over(data: *mut c_void, bytes: usize, shape: &[i64], element_ty
     let data = if data.is_null() { std::ptr::NonNull::<u64>::dangling().as_ptr().cast() } else { data };
     let mut raw = std::ptr::null_mut();
     // SAFETY: the caller's contract covers `data`; shape pointer/length describe a live slice.
-    unsafe { ort!(api, CreateTensorWithDataAsOrtValue(info.as_ptr(), data, bytes, shape.as_ptr(), shape.len(), element_type.to_raw(), &mut raw)) }?;
+    unsafe {
+        ort!(
+            api,
+            CreateTensorWithDataAsOrtValue(
+                info.as_ptr(),
+                data,
+                bytes,
+                shape.as_ptr(),
+                shape.len(),
+                element_type.to_raw(),
+                &mut raw
+            )
+        )
+    }?;
     // SAFETY: on success `raw` is a new value we own.
     unsafe { Owned::from_raw(raw) }
 }

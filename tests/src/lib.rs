@@ -1,1 +1,147 @@
-//! Shared helpers of the integration tests.
+//! Shared helpers of the integration tests: where the committed models are, one environment kept
+//! alive for the whole test binary, scratch folders, and float comparison.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use ndarray::Array2;
+use onnxrt::{Environment, Session, SessionBuilder};
+
+/// The folder holding the committed test models (`tests/data/models`).
+pub fn models_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("data").join("models")
+}
+
+/// The path of a committed test model or data file, e.g. `model("add_f32.onnx")`.
+///
+/// # Panics
+/// If the file does not exist (the models are committed; regenerate them with
+/// `python3 tests/data/gen_models.py`).
+pub fn model(name: &str) -> PathBuf {
+    let path = models_dir().join(name);
+    assert!(
+        path.is_file(),
+        "test model {} is missing; run `python3 tests/data/gen_models.py`",
+        path.display()
+    );
+    path
+}
+
+/// The process's environment, created once and kept alive for the whole test binary, so tests
+/// running in parallel never release and re-create ORT's environment.
+///
+/// # Panics
+/// If the runtime cannot be loaded or the environment cannot be created.
+pub fn env() -> Arc<Environment> {
+    static ENV: OnceLock<Arc<Environment>> = OnceLock::new();
+    Arc::clone(ENV.get_or_init(|| {
+        Environment::global().expect("the ONNX Runtime environment should be created")
+    }))
+}
+
+/// A session builder in the shared environment, with one intra-op thread (the test machine
+/// has two cores and the test harness already runs tests in parallel).
+pub fn builder() -> SessionBuilder {
+    Session::builder().environment(env()).intra_op_threads(1)
+}
+
+/// A session of a committed model with [`builder`]'s settings.
+///
+/// # Panics
+/// If the session cannot be created.
+pub fn session(name: &str) -> Session {
+    let path = model(name);
+    builder()
+        .commit_from_file(&path)
+        .unwrap_or_else(|e| panic!("session for {} should load: {e}", path.display()))
+}
+
+/// The input `mlp_expected.bin` was computed for: `arange(32).reshape(2, 16) / 32` as f32.
+pub fn mlp_input() -> Array2<f32> {
+    Array2::from_shape_fn((2, 16), |(r, c)| (r * 16 + c) as f32 / 32.0)
+}
+
+/// Reads a file of raw little-endian f32 values (like `mlp_expected.bin`).
+///
+/// # Panics
+/// If the file cannot be read or its length is not a multiple of 4.
+pub fn read_f32_le(path: &Path) -> Vec<f32> {
+    let bytes = std::fs::read(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    assert_eq!(
+        bytes.len() % 4,
+        0,
+        "{} is not a whole number of f32s",
+        path.display()
+    );
+    bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+/// Whether `got` is within `atol + rtol * |expected|` of `expected` (numpy's `isclose`); NaN
+/// equals NaN, and infinities must match exactly.
+pub fn close(got: f64, expected: f64, rtol: f64, atol: f64) -> bool {
+    if got.is_nan() || expected.is_nan() {
+        return got.is_nan() && expected.is_nan();
+    }
+    if got.is_infinite() || expected.is_infinite() {
+        return got == expected;
+    }
+    (got - expected).abs() <= atol + rtol * expected.abs()
+}
+
+/// A scratch folder under the system temp dir, removed (with its contents) when dropped.
+#[derive(Debug)]
+pub struct TempDir {
+    path: PathBuf,
+}
+
+impl TempDir {
+    /// Creates a new, empty, uniquely named folder.
+    ///
+    /// # Panics
+    /// If the folder cannot be created.
+    pub fn new(label: &str) -> TempDir {
+        static COUNTER: AtomicUsize = AtomicUsize::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!(
+            "onnxrt-tests-{label}-{}-{n}",
+            std::process::id()
+        ));
+        // A leftover from a crashed run with the same pid would only hold stale files.
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path)
+            .unwrap_or_else(|e| panic!("cannot create {}: {e}", path.display()));
+        TempDir { path }
+    }
+
+    /// The folder.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::close;
+
+    #[test]
+    fn close_follows_numpy_isclose() {
+        assert!(close(1.0, 1.0005, 1e-3, 0.0));
+        assert!(!close(1.0, 1.01, 1e-3, 1e-5));
+        assert!(close(f64::NAN, f64::NAN, 0.0, 0.0));
+        assert!(!close(0.0, f64::NAN, 1.0, 1.0));
+        assert!(close(f64::INFINITY, f64::INFINITY, 0.0, 0.0));
+        assert!(!close(f64::INFINITY, f64::NEG_INFINITY, 1.0, 1.0));
+        assert!(!close(1e300, f64::INFINITY, 1.0, 1.0));
+    }
+}

@@ -5,6 +5,7 @@
 //! onnxrt-dist assemble DIST [DIR]     assemble a registry distribution (DIR keeps the registry files)
 //! onnxrt-dist pack DIST OUT.tgz       pack a provisioned distribution as an archive; print its sha256
 //! onnxrt-dist env [DIST]              print ONNXRT_LIB_DIR/ONNXRT_INCLUDE_DIR lines for a shell
+//! onnxrt-dist pinned [DIST]           exit 0 if the distribution can be verified (manifest or user pin)
 //! ```
 //! Exit status: 0 done, 1 provisioning failed (the message says what to do), 2 usage.
 
@@ -19,20 +20,26 @@ fn main() -> ExitCode {
     let result = match words.as_slice() {
         ["fetch"] => config(None).and_then(|c| provision(&c)).map(report),
         ["fetch", dist] => config(Some(dist)).and_then(|c| provision(&c)).map(report),
-        ["assemble", dist] => config(Some(dist)).and_then(|c| {
-            let downloads = c.cache_dir.join("registry-files");
-            assemble::assemble(&c, &downloads)
-        }).map(report),
-        ["assemble", dist, dir] => config(Some(dist)).and_then(|c| assemble::assemble(&c, &PathBuf::from(dir))).map(report),
+        ["assemble", dist] => config(Some(dist))
+            .and_then(|c| {
+                let downloads = c.cache_dir.join("registry-files");
+                assemble::assemble(&c, &downloads)
+            })
+            .map(report),
+        ["assemble", dist, dir] => {
+            config(Some(dist)).and_then(|c| assemble::assemble(&c, &PathBuf::from(dir))).map(report)
+        }
         ["pack", dist, out] => config(Some(dist)).and_then(|c| provision(&c)).and_then(|p| {
             let sha = build_support::pack::pack(&p, &PathBuf::from(out))?;
             println!("{sha}  {out}");
             Ok(())
         }),
+        ["pinned"] => config(None).and_then(pinned),
+        ["pinned", dist] => config(Some(dist)).and_then(pinned),
         ["env"] => config(None).and_then(|c| provision(&c)).map(shell_env),
         ["env", dist] => config(Some(dist)).and_then(|c| provision(&c)).map(shell_env),
         _ => {
-            eprintln!("usage: onnxrt-dist fetch [DIST] | assemble DIST [DIR] | pack DIST OUT.tgz | env [DIST]");
+            eprintln!("usage: onnxrt-dist fetch [DIST] | assemble DIST [DIR] | pack DIST OUT.tgz | env [DIST] | pinned [DIST]");
             return ExitCode::from(2);
         }
     };
@@ -52,6 +59,20 @@ fn config(dist: Option<&str>) -> build_support::Result<Config> {
         dist.clone_into(&mut config.dist);
     }
     Ok(config)
+}
+
+/// Whether a build of this distribution can verify what it fetches.
+fn pinned(config: Config) -> build_support::Result<()> {
+    let dist = config.manifest.dist(&config.dist)?;
+    let pinned = dist.kind == build_support::DistKind::Registry
+        || dist.pinned_sha256().is_some()
+        || config.archive_sha256.is_some();
+    println!("{}: {}", dist.name, if pinned { "pinned" } else { "not pinned" });
+    if pinned {
+        Ok(())
+    } else {
+        Err(build_support::Error::Unpinned { dist: dist.name.clone(), computed: "(not fetched yet)".into() })
+    }
 }
 
 fn report(p: Provisioned) {

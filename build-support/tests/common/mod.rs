@@ -42,11 +42,7 @@ pub enum Behaviour {
     /// Sleeps `stall` before sending anything, then closes.
     StallBeforeHeaders(Duration),
     /// Headers with the full `Content-Length`, the first `sent` bytes, a stall of `stall`, then close.
-    StallInBody {
-        body: Vec<u8>,
-        sent: usize,
-        stall: Duration,
-    },
+    StallInBody { body: Vec<u8>, sent: usize, stall: Duration },
     /// 503 for the first `failures` requests, then 200 with `body`.
     Flaky { failures: usize, body: Vec<u8> },
 }
@@ -69,46 +65,25 @@ pub struct Server {
 impl Server {
     /// Starts a server answering each `(path, behaviour)`; any other path gets 404.
     pub fn start(routes: Vec<(&str, Behaviour)>) -> Server {
-        let listener =
-            TcpListener::bind("127.0.0.1:0").expect("binding a test server on 127.0.0.1");
+        let listener = TcpListener::bind("127.0.0.1:0").expect("binding a test server on 127.0.0.1");
         let addr = listener.local_addr().expect("address of the test server");
-        listener
-            .set_nonblocking(true)
-            .expect("making the test listener non-blocking");
+        listener.set_nonblocking(true).expect("making the test listener non-blocking");
         let mut table = HashMap::new();
         let mut hits = HashMap::new();
         for (path, behaviour) in routes {
             let counter = Arc::new(AtomicUsize::new(0));
             hits.insert(path.to_owned(), counter.clone());
-            table.insert(
-                path.to_owned(),
-                Route {
-                    behaviour,
-                    hits: counter,
-                },
-            );
+            table.insert(path.to_owned(), Route { behaviour, hits: counter });
         }
         let table = Arc::new(table);
         let unknown = Arc::new(AtomicUsize::new(0));
         let stop = Arc::new(AtomicBool::new(false));
         let workers: Arc<Mutex<Vec<JoinHandle<()>>>> = Arc::default();
         let accept = {
-            let (table, unknown, stop, workers) = (
-                table.clone(),
-                unknown.clone(),
-                stop.clone(),
-                workers.clone(),
-            );
+            let (table, unknown, stop, workers) = (table.clone(), unknown.clone(), stop.clone(), workers.clone());
             std::thread::spawn(move || accept_loop(listener, table, unknown, stop, workers))
         };
-        Server {
-            addr,
-            hits,
-            unknown,
-            stop,
-            accept: Some(accept),
-            workers,
-        }
+        Server { addr, hits, unknown, stop, accept: Some(accept), workers }
     }
 
     /// `http://127.0.0.1:<port>` (a mirror base).
@@ -128,11 +103,7 @@ impl Server {
 
     /// Requests received for any path, known or not.
     pub fn total_hits(&self) -> usize {
-        self.hits
-            .values()
-            .map(|h| h.load(Ordering::SeqCst))
-            .sum::<usize>()
-            + self.unknown.load(Ordering::SeqCst)
+        self.hits.values().map(|h| h.load(Ordering::SeqCst)).sum::<usize>() + self.unknown.load(Ordering::SeqCst)
     }
 }
 
@@ -161,10 +132,7 @@ fn accept_loop(
 ) {
     let started = Instant::now();
     let mut accepted = 0;
-    while !stop.load(Ordering::SeqCst)
-        && started.elapsed() < SERVER_LIFETIME
-        && accepted < MAX_CONNECTIONS
-    {
+    while !stop.load(Ordering::SeqCst) && started.elapsed() < SERVER_LIFETIME && accepted < MAX_CONNECTIONS {
         match listener.accept() {
             Ok((stream, _)) => {
                 accepted += 1;
@@ -218,7 +186,8 @@ fn head(status: u16, length: Option<u64>) -> Vec<u8> {
         503 => "Service Unavailable",
         _ => "Status",
     };
-    let mut text = format!("HTTP/1.1 {status} {reason}\r\nContent-Type: application/octet-stream\r\nConnection: close\r\n");
+    let mut text =
+        format!("HTTP/1.1 {status} {reason}\r\nContent-Type: application/octet-stream\r\nConnection: close\r\n");
     if let Some(length) = length {
         text.push_str(&format!("Content-Length: {length}\r\n"));
     }
@@ -226,12 +195,7 @@ fn head(status: u16, length: Option<u64>) -> Vec<u8> {
     text.into_bytes()
 }
 
-fn handle(
-    mut stream: TcpStream,
-    table: &HashMap<String, Route>,
-    unknown: &AtomicUsize,
-    stop: &AtomicBool,
-) {
+fn handle(mut stream: TcpStream, table: &HashMap<String, Route>, unknown: &AtomicUsize, stop: &AtomicBool) {
     let _ = stream.set_nonblocking(false);
     let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
     let _ = stream.set_write_timeout(Some(Duration::from_secs(5)));
@@ -313,8 +277,7 @@ pub const FILE_NAME: &str = "onnxruntime-linux-x64-1.16.2.tgz";
 /// Bytes of the stand-in runtime library.
 pub const LIB_BYTES: &[u8] = b"\x7fELF stand-in for libonnxruntime.so.1.16.2 (never loaded)\n";
 /// Bytes of the stand-in C API header.
-pub const HEADER_BYTES: &[u8] =
-    b"/* stand-in for onnxruntime_c_api.h */\n#define ORT_API_VERSION 16\n";
+pub const HEADER_BYTES: &[u8] = b"/* stand-in for onnxruntime_c_api.h */\n#define ORT_API_VERSION 16\n";
 
 /// One tar entry, written with a raw header so that hostile names survive.
 #[derive(Clone, Debug)]
@@ -339,13 +302,10 @@ pub enum Kind {
 /// Names and link targets are written byte for byte into the header: `tar::Builder` would refuse
 /// `..` and absolute paths, which is exactly what the hostile archives need.
 pub fn tgz(entries: &[(&str, Kind)]) -> Vec<u8> {
-    let gz = flate2::GzBuilder::new()
-        .mtime(0)
-        .write(Vec::new(), flate2::Compression::fast());
+    let gz = flate2::GzBuilder::new().mtime(0).write(Vec::new(), flate2::Compression::fast());
     let mut builder = tar::Builder::new(gz);
     for (name, kind) in entries {
-        let (entry_type, size, link, data): (tar::EntryType, u64, Option<&str>, &[u8]) = match kind
-        {
+        let (entry_type, size, link, data): (tar::EntryType, u64, Option<&str>, &[u8]) = match kind {
             Kind::Dir => (tar::EntryType::Directory, 0, None, &[]),
             Kind::File(bytes) => (tar::EntryType::Regular, bytes.len() as u64, None, bytes),
             Kind::LyingFile { size } => (tar::EntryType::Regular, *size, None, &[]),
@@ -357,17 +317,11 @@ pub fn tgz(entries: &[(&str, Kind)]) -> Vec<u8> {
         let mut header = tar::Header::new_gnu();
         {
             let old = header.as_old_mut();
-            assert!(
-                name.len() < old.name.len(),
-                "test entry name too long for a raw header: {name}"
-            );
+            assert!(name.len() < old.name.len(), "test entry name too long for a raw header: {name}");
             old.name = [0; 100];
             old.name[..name.len()].copy_from_slice(name.as_bytes());
             if let Some(link) = link {
-                assert!(
-                    link.len() < old.linkname.len(),
-                    "test link target too long for a raw header: {link}"
-                );
+                assert!(link.len() < old.linkname.len(), "test link target too long for a raw header: {link}");
                 old.linkname = [0; 100];
                 old.linkname[..link.len()].copy_from_slice(link.as_bytes());
             }
@@ -383,17 +337,11 @@ pub fn tgz(entries: &[(&str, Kind)]) -> Vec<u8> {
         header.set_uid(0);
         header.set_gid(0);
         if let Kind::CharDevice = kind {
-            header
-                .set_device_major(1)
-                .expect("device numbers in a GNU header");
-            header
-                .set_device_minor(3)
-                .expect("device numbers in a GNU header");
+            header.set_device_major(1).expect("device numbers in a GNU header");
+            header.set_device_minor(3).expect("device numbers in a GNU header");
         }
         header.set_cksum();
-        builder
-            .append(&header, data)
-            .expect("appending to an in-memory tar");
+        builder.append(&header, data).expect("appending to an in-memory tar");
     }
     let gz = builder.into_inner().expect("finishing an in-memory tar");
     gz.finish().expect("finishing an in-memory gzip stream")
@@ -404,28 +352,16 @@ pub fn good_entries() -> Vec<(String, Kind)> {
     vec![
         (format!("{ROOT}/"), Kind::Dir),
         (format!("{ROOT}/lib/"), Kind::Dir),
-        (
-            format!("{ROOT}/lib/libonnxruntime.so.1.16.2"),
-            Kind::File(LIB_BYTES.to_vec()),
-        ),
-        (
-            format!("{ROOT}/lib/libonnxruntime.so"),
-            Kind::Symlink("libonnxruntime.so.1.16.2".into()),
-        ),
+        (format!("{ROOT}/lib/libonnxruntime.so.1.16.2"), Kind::File(LIB_BYTES.to_vec())),
+        (format!("{ROOT}/lib/libonnxruntime.so"), Kind::Symlink("libonnxruntime.so.1.16.2".into())),
         (format!("{ROOT}/include/"), Kind::Dir),
-        (
-            format!("{ROOT}/include/onnxruntime_c_api.h"),
-            Kind::File(HEADER_BYTES.to_vec()),
-        ),
+        (format!("{ROOT}/include/onnxruntime_c_api.h"), Kind::File(HEADER_BYTES.to_vec())),
     ]
 }
 
 /// A `.tgz` of owned entries.
 pub fn tgz_owned(entries: &[(String, Kind)]) -> Vec<u8> {
-    let borrowed: Vec<(&str, Kind)> = entries
-        .iter()
-        .map(|(n, k)| (n.as_str(), k.clone()))
-        .collect();
+    let borrowed: Vec<(&str, Kind)> = entries.iter().map(|(n, k)| (n.as_str(), k.clone())).collect();
     tgz(&borrowed)
 }
 
@@ -489,10 +425,8 @@ pub fn tempdir() -> tempfile::TempDir {
 fn names(dir: &Path) -> Vec<String> {
     match std::fs::read_dir(dir) {
         Ok(entries) => {
-            let mut names: Vec<String> = entries
-                .flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect();
+            let mut names: Vec<String> =
+                entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect();
             names.sort();
             names
         }
@@ -502,10 +436,7 @@ fn names(dir: &Path) -> Vec<String> {
 
 /// The complete and incomplete entries of a cache: everything at its top but `.locks` and `.tmp`.
 pub fn cache_entries(cache: &Path) -> Vec<String> {
-    names(cache)
-        .into_iter()
-        .filter(|n| n != ".locks" && n != ".tmp")
-        .collect()
+    names(cache).into_iter().filter(|n| n != ".locks" && n != ".tmp").collect()
 }
 
 /// Work left in the cache's `.tmp` folder.
@@ -518,50 +449,24 @@ fn assert_locks_are_lock_files(cache: &Path) {
     for name in names(&cache.join(".locks")) {
         let path = cache.join(".locks").join(&name);
         let is_file = std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_file());
-        assert!(
-            is_file && name.ends_with(".lock"),
-            "unexpected {} in the cache's .locks",
-            path.display()
-        );
+        assert!(is_file && name.ends_with(".lock"), "unexpected {} in the cache's .locks", path.display());
     }
 }
 
 /// The cache holds no entry and no leftover work: at most a `.tmp` folder that is empty and a
 /// `.locks` folder of lock files.
 pub fn assert_cache_clean(cache: &Path) {
-    assert_eq!(
-        cache_entries(cache),
-        Vec::<String>::new(),
-        "entries in the cache {}",
-        cache.display()
-    );
-    assert_eq!(
-        tmp_leftovers(cache),
-        Vec::<String>::new(),
-        "leftover work in {}/.tmp",
-        cache.display()
-    );
+    assert_eq!(cache_entries(cache), Vec::<String>::new(), "entries in the cache {}", cache.display());
+    assert_eq!(tmp_leftovers(cache), Vec::<String>::new(), "leftover work in {}/.tmp", cache.display());
     assert_locks_are_lock_files(cache);
 }
 
 /// The cache holds exactly the complete entry `sha256` and no leftover work.
 pub fn assert_cache_holds_only(cache: &Path, sha256: &str) {
-    assert_eq!(
-        cache_entries(cache),
-        vec![sha256.to_owned()],
-        "entries in the cache {}",
-        cache.display()
-    );
-    let marker = cache
-        .join(sha256)
-        .join(build_support::cache::COMPLETE_MARKER);
+    assert_eq!(cache_entries(cache), vec![sha256.to_owned()], "entries in the cache {}", cache.display());
+    let marker = cache.join(sha256).join(build_support::cache::COMPLETE_MARKER);
     assert!(marker.is_file(), "{} is missing", marker.display());
-    assert_eq!(
-        tmp_leftovers(cache),
-        Vec::<String>::new(),
-        "leftover work in {}/.tmp",
-        cache.display()
-    );
+    assert_eq!(tmp_leftovers(cache), Vec::<String>::new(), "leftover work in {}/.tmp", cache.display());
     assert_locks_are_lock_files(cache);
 }
 
@@ -571,27 +476,16 @@ pub fn assert_installed(p: &Provisioned, cache: &Path, sha256: &str) {
     assert_eq!(p.library, root.join("lib/libonnxruntime.so.1.16.2"));
     assert_eq!(p.lib_dir, root.join("lib"));
     assert_eq!(p.include_dir, root.join("include"));
-    assert_eq!(
-        std::fs::read(&p.library).expect("reading the installed library"),
-        LIB_BYTES
-    );
+    assert_eq!(std::fs::read(&p.library).expect("reading the installed library"), LIB_BYTES);
     let link = p.lib_dir.join("libonnxruntime.so");
     assert_eq!(
         std::fs::read_link(&link).expect("the unversioned name is a symlink"),
         PathBuf::from("libonnxruntime.so.1.16.2")
     );
-    assert_eq!(
-        std::fs::read(&link).expect("reading through the symlink"),
-        LIB_BYTES
-    );
+    assert_eq!(std::fs::read(&link).expect("reading through the symlink"), LIB_BYTES);
     let header = p.include_dir.join("onnxruntime_c_api.h");
-    assert_eq!(
-        std::fs::read(&header).expect("reading the installed header"),
-        HEADER_BYTES
-    );
-    let marker = cache
-        .join(sha256)
-        .join(build_support::cache::COMPLETE_MARKER);
+    assert_eq!(std::fs::read(&header).expect("reading the installed header"), HEADER_BYTES);
+    let marker = cache.join(sha256).join(build_support::cache::COMPLETE_MARKER);
     assert!(marker.is_file(), "{} is missing", marker.display());
 }
 

@@ -65,19 +65,25 @@ impl CudaOptions {
 
     /// How the arena grows.
     pub fn arena_extend_strategy(self, strategy: ArenaExtendStrategy) -> Self {
-        self.set("arena_extend_strategy", match strategy {
-            ArenaExtendStrategy::NextPowerOfTwo => "kNextPowerOfTwo",
-            ArenaExtendStrategy::SameAsRequested => "kSameAsRequested",
-        })
+        self.set(
+            "arena_extend_strategy",
+            match strategy {
+                ArenaExtendStrategy::NextPowerOfTwo => "kNextPowerOfTwo",
+                ArenaExtendStrategy::SameAsRequested => "kSameAsRequested",
+            },
+        )
     }
 
     /// How cuDNN picks convolution algorithms.
     pub fn cudnn_conv_algo_search(self, search: ConvAlgoSearch) -> Self {
-        self.set("cudnn_conv_algo_search", match search {
-            ConvAlgoSearch::Exhaustive => "EXHAUSTIVE",
-            ConvAlgoSearch::Heuristic => "HEURISTIC",
-            ConvAlgoSearch::Default => "DEFAULT",
-        })
+        self.set(
+            "cudnn_conv_algo_search",
+            match search {
+                ConvAlgoSearch::Exhaustive => "EXHAUSTIVE",
+                ConvAlgoSearch::Heuristic => "HEURISTIC",
+                ConvAlgoSearch::Default => "DEFAULT",
+            },
+        )
     }
 
     /// Copy inputs/outputs in the default stream (ORT's default: true).
@@ -137,7 +143,12 @@ impl SessionBuilder {
     }
 }
 
-pub(crate) fn append(api: &Api, env: &Arc<Environment>, session_options: *mut OrtSessionOptions, options: &CudaOptions) -> Result<()> {
+pub(crate) fn append(
+    api: &Api,
+    env: &Arc<Environment>,
+    session_options: *mut OrtSessionOptions,
+    options: &CudaOptions,
+) -> Result<()> {
     super::require(api, "CUDAExecutionProvider", "CUDA")?;
     let mut raw = std::ptr::null_mut();
     // SAFETY: the out-pointer is valid.
@@ -145,23 +156,41 @@ pub(crate) fn append(api: &Api, env: &Arc<Environment>, session_options: *mut Or
     created.map_err(|e| super::diagnose::provider_load_failure(api, env, "CUDA", e))?;
     // SAFETY: on success we own the options.
     let cuda = unsafe { Owned::from_raw(raw) }?;
-    let keys: Vec<CString> = options.entries.iter().map(|(k, _)| CString::new(*k).map_err(|_| Error::nul("CUDA option key", k))).collect::<Result<_>>()?;
-    let values: Vec<CString> = options.entries.iter().map(|(k, v)| CString::new(v.as_str()).map_err(|_| Error::nul("CUDA option value", k))).collect::<Result<_>>()?;
+    let keys: Vec<CString> = options
+        .entries
+        .iter()
+        .map(|(k, _)| CString::new(*k).map_err(|_| Error::nul("CUDA option key", k)))
+        .collect::<Result<_>>()?;
+    let values: Vec<CString> = options
+        .entries
+        .iter()
+        .map(|(k, v)| CString::new(v.as_str()).map_err(|_| Error::nul("CUDA option value", k)))
+        .collect::<Result<_>>()?;
     let key_ptrs: Vec<_> = keys.iter().map(|k| k.as_ptr()).collect();
     let value_ptrs: Vec<_> = values.iter().map(|v| v.as_ptr()).collect();
     if !key_ptrs.is_empty() {
         // SAFETY: both arrays hold `len` NUL-terminated strings alive for the call; ORT copies them.
-        unsafe { ort!(api, UpdateCUDAProviderOptions(cuda.as_ptr(), key_ptrs.as_ptr(), value_ptrs.as_ptr(), key_ptrs.len())) }.map_err(|e| Error::InvalidArgument {
+        unsafe {
+            ort!(api, UpdateCUDAProviderOptions(cuda.as_ptr(), key_ptrs.as_ptr(), value_ptrs.as_ptr(), key_ptrs.len()))
+        }
+        .map_err(|e| Error::InvalidArgument {
             what: format!("CUDA options {:?}", options.entries),
             why: format!("ONNX Runtime {} refused them: {e}", api.version),
         })?;
     }
     if let Some(stream) = options.user_stream {
         let ort_api = api.since(16, "UpdateCUDAProviderOptionsWithValue")?;
-        let update = ort_api.UpdateCUDAProviderOptionsWithValue.ok_or_else(|| Error::missing("UpdateCUDAProviderOptionsWithValue"))?;
+        let update = ort_api
+            .UpdateCUDAProviderOptionsWithValue
+            .ok_or_else(|| Error::missing("UpdateCUDAProviderOptionsWithValue"))?;
         let key = c"user_compute_stream";
         // SAFETY: the caller of `user_compute_stream` promised a valid stream; ORT stores the pointer.
-        unsafe { crate::status::check("UpdateCUDAProviderOptionsWithValue", update(cuda.as_ptr(), key.as_ptr(), stream as *mut std::ffi::c_void)) }?;
+        unsafe {
+            crate::status::check(
+                "UpdateCUDAProviderOptionsWithValue",
+                update(cuda.as_ptr(), key.as_ptr(), stream as *mut std::ffi::c_void),
+            )
+        }?;
     }
     // SAFETY: both option objects are live; ORT copies the CUDA options.
     let appended = unsafe { ort!(api, SessionOptionsAppendExecutionProvider_CUDA_V2(session_options, cuda.as_ptr())) };

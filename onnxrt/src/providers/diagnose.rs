@@ -27,7 +27,8 @@ pub fn provider_library_path(runtime: &Path, short: &str) -> PathBuf {
 pub fn missing_library_in(message: &str) -> Option<String> {
     let marker = ": cannot open shared object file";
     let end = message.find(marker)?;
-    let start = message[..end].rfind(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == '[').map_or(0, |i| i + 1);
+    let start =
+        message[..end].rfind(|c: char| c.is_whitespace() || c == '"' || c == '\'' || c == '[').map_or(0, |i| i + 1);
     let name = message[start..end].trim_matches(|c| c == ':' || c == ' ');
     (!name.is_empty()).then(|| name.to_owned())
 }
@@ -96,11 +97,25 @@ pub(crate) fn provider_load_failure(api: &Api, env: &Arc<Environment>, short: &'
         Ok(_) => None,
         Err(e) => Some(e.to_string()),
     };
-    let logged = env.recent_log().into_iter().rev().map(|r| r.message).find(|m| m.contains("cannot open shared object file") || m.contains("Failed to load"));
+    let logged = env
+        .recent_log()
+        .into_iter()
+        .rev()
+        .map(|r| r.message)
+        .find(|m| m.contains("cannot open shared object file") || m.contains("Failed to load"));
     let cause_text = loader_message.clone().or(logged.clone()).unwrap_or_else(|| original.clone());
-    let missing = loader_message.as_deref().and_then(missing_library_in).or_else(|| logged.as_deref().and_then(missing_library_in));
+    let missing = loader_message
+        .as_deref()
+        .and_then(missing_library_in)
+        .or_else(|| logged.as_deref().and_then(missing_library_in));
     match missing {
-        Some(missing) => Error::ProviderLoad { provider: short, library, fix: fix_for(&missing, short), missing: Some(missing), cause: cause_text },
+        Some(missing) => Error::ProviderLoad {
+            provider: short,
+            library,
+            fix: fix_for(&missing, short),
+            missing: Some(missing),
+            cause: cause_text,
+        },
         None => Error::ProviderLoad {
             provider: short,
             library,

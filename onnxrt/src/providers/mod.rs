@@ -84,7 +84,13 @@ impl Prepared {
 
 /// Appends every requested provider, in order, to the session options.
 #[allow(unused_variables, unused_mut)]
-pub(crate) fn append_all(api: &Api, env: &Arc<Environment>, options: *mut OrtSessionOptions, requests: &[ProviderRequest], strict: bool) -> Result<Prepared> {
+pub(crate) fn append_all(
+    api: &Api,
+    env: &Arc<Environment>,
+    options: *mut OrtSessionOptions,
+    requests: &[ProviderRequest],
+    strict: bool,
+) -> Result<Prepared> {
     let mut registered = Vec::new();
     let mut serialize_runs = false;
     for request in requests {
@@ -107,7 +113,10 @@ pub(crate) fn append_all(api: &Api, env: &Arc<Environment>, options: *mut OrtSes
         }
     }
     if strict && registered.is_empty() {
-        return Err(Error::InvalidArgument { what: "strict_gpu".into(), why: "no GPU provider was requested; add one with SessionBuilder::cuda or ::tensorrt".into() });
+        return Err(Error::InvalidArgument {
+            what: "strict_gpu".into(),
+            why: "no GPU provider was requested; add one with SessionBuilder::cuda or ::tensorrt".into(),
+        });
     }
     registered.push("CPUExecutionProvider");
     Ok(Prepared { registered, serialize_runs, strict })
@@ -122,10 +131,17 @@ pub(crate) fn require(api: &Api, name: &'static str, short: &'static str) -> Res
         return Ok(());
     }
     let fix = match short {
-        "TensorRT" => "use a GPU build of ONNX Runtime that includes TensorRT (e.g. ONNXRT_DIST=gpu-1.16.2, the default)",
+        "TensorRT" => {
+            "use a GPU build of ONNX Runtime that includes TensorRT (e.g. ONNXRT_DIST=gpu-1.16.2, the default)"
+        }
         _ => "use a GPU build of ONNX Runtime (e.g. ONNXRT_DIST=gpu-1.16.2, the default, or gpu-cuda13-1.30.0)",
     };
-    Err(Error::ProviderNotAvailable { provider: short, available: Names(have), runtime: format!("{} at {}", api.version, api.library.display()), fix: fix.into() })
+    Err(Error::ProviderNotAvailable {
+        provider: short,
+        available: Names(have),
+        runtime: format!("{} at {}", api.version, api.library.display()),
+        fix: fix.into(),
+    })
 }
 
 impl SessionBuilder {

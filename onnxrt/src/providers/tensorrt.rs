@@ -99,7 +99,12 @@ impl SessionBuilder {
     }
 }
 
-pub(crate) fn append(api: &Api, env: &Arc<Environment>, session_options: *mut OrtSessionOptions, options: &TensorRtOptions) -> Result<()> {
+pub(crate) fn append(
+    api: &Api,
+    env: &Arc<Environment>,
+    session_options: *mut OrtSessionOptions,
+    options: &TensorRtOptions,
+) -> Result<()> {
     super::require(api, "TensorrtExecutionProvider", "TensorRT")?;
     let mut raw = std::ptr::null_mut();
     // SAFETY: the out-pointer is valid.
@@ -107,18 +112,33 @@ pub(crate) fn append(api: &Api, env: &Arc<Environment>, session_options: *mut Or
     created.map_err(|e| super::diagnose::provider_load_failure(api, env, "TensorRT", e))?;
     // SAFETY: on success we own the options.
     let trt = unsafe { Owned::from_raw(raw) }?;
-    let keys: Vec<CString> = options.entries.iter().map(|(k, _)| CString::new(*k).map_err(|_| Error::nul("TensorRT option key", k))).collect::<Result<_>>()?;
-    let values: Vec<CString> = options.entries.iter().map(|(k, v)| CString::new(v.as_str()).map_err(|_| Error::nul("TensorRT option value", k))).collect::<Result<_>>()?;
+    let keys: Vec<CString> = options
+        .entries
+        .iter()
+        .map(|(k, _)| CString::new(*k).map_err(|_| Error::nul("TensorRT option key", k)))
+        .collect::<Result<_>>()?;
+    let values: Vec<CString> = options
+        .entries
+        .iter()
+        .map(|(k, v)| CString::new(v.as_str()).map_err(|_| Error::nul("TensorRT option value", k)))
+        .collect::<Result<_>>()?;
     let key_ptrs: Vec<_> = keys.iter().map(|k| k.as_ptr()).collect();
     let value_ptrs: Vec<_> = values.iter().map(|v| v.as_ptr()).collect();
     if !key_ptrs.is_empty() {
         // SAFETY: both arrays hold `len` NUL-terminated strings alive for the call; ORT copies them.
-        unsafe { ort!(api, UpdateTensorRTProviderOptions(trt.as_ptr(), key_ptrs.as_ptr(), value_ptrs.as_ptr(), key_ptrs.len())) }.map_err(|e| Error::InvalidArgument {
+        unsafe {
+            ort!(
+                api,
+                UpdateTensorRTProviderOptions(trt.as_ptr(), key_ptrs.as_ptr(), value_ptrs.as_ptr(), key_ptrs.len())
+            )
+        }
+        .map_err(|e| Error::InvalidArgument {
             what: format!("TensorRT options {:?}", options.entries),
             why: format!("ONNX Runtime {} refused them: {e}", api.version),
         })?;
     }
     // SAFETY: both option objects are live; ORT copies the TensorRT options.
-    let appended = unsafe { ort!(api, SessionOptionsAppendExecutionProvider_TensorRT_V2(session_options, trt.as_ptr())) };
+    let appended =
+        unsafe { ort!(api, SessionOptionsAppendExecutionProvider_TensorRT_V2(session_options, trt.as_ptr())) };
     appended.map_err(|e| super::diagnose::provider_load_failure(api, env, "TensorRT", e))
 }

@@ -207,7 +207,8 @@ impl SessionBuilder {
     pub fn commit_from_file(self, path: impl AsRef<Path>) -> Result<Session> {
         let path = path.as_ref();
         std::fs::metadata(path).map_err(|e| Error::ModelFile { path: path.to_owned(), message: e.to_string() })?;
-        let path_c = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| Error::nul("model path", &path.display().to_string()))?;
+        let path_c = CString::new(path.as_os_str().as_encoded_bytes())
+            .map_err(|_| Error::nul("model path", &path.display().to_string()))?;
         let (env, options, prepared) = self.prepare()?;
         let api = api()?;
         let mut raw = std::ptr::null_mut();
@@ -228,7 +229,12 @@ impl SessionBuilder {
         let api = api()?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: env and options are live; `model` is a live slice for the call.
-        let created = unsafe { ort!(api, CreateSessionFromArray(env.as_ptr(), model.as_ptr().cast(), model.len(), options.as_ptr(), &mut raw)) };
+        let created = unsafe {
+            ort!(
+                api,
+                CreateSessionFromArray(env.as_ptr(), model.as_ptr().cast(), model.len(), options.as_ptr(), &mut raw)
+            )
+        };
         created.map_err(|e| prepared.explain(e, &env))?;
         // SAFETY: on success we own the session.
         Session::new(unsafe { Owned::from_raw(raw) }?, env, prepared)
@@ -253,16 +259,19 @@ impl SessionBuilder {
             OptimizationLevel::Extended => onnxrt_sys::ORT_ENABLE_EXTENDED,
             OptimizationLevel::All => onnxrt_sys::ORT_ENABLE_ALL,
         };
-        // SAFETY (this and the calls below): `o` is the live options object created above;
-        // strings passed are NUL-terminated CStrings that outlive each call (ORT copies them).
+        // SAFETY: `o` is the live options object created above; strings passed are NUL-terminated
+        // CStrings that outlive each call (ORT copies them). This holds for every call below
+        // marked "see above".
         unsafe { ort!(api, SetSessionGraphOptimizationLevel(o, level)) }?;
         if let Some(n) = self.intra_op_threads {
-            let n = i32::try_from(n).map_err(|_| Error::InvalidArgument { what: "intra_op_threads".into(), why: "too large".into() })?;
+            let n = i32::try_from(n)
+                .map_err(|_| Error::InvalidArgument { what: "intra_op_threads".into(), why: "too large".into() })?;
             // SAFETY: see above.
             unsafe { ort!(api, SetIntraOpNumThreads(o, n)) }?;
         }
         if let Some(n) = self.inter_op_threads {
-            let n = i32::try_from(n).map_err(|_| Error::InvalidArgument { what: "inter_op_threads".into(), why: "too large".into() })?;
+            let n = i32::try_from(n)
+                .map_err(|_| Error::InvalidArgument { what: "inter_op_threads".into(), why: "too large".into() })?;
             // SAFETY: see above.
             unsafe { ort!(api, SetInterOpNumThreads(o, n)) }?;
         }
@@ -287,7 +296,8 @@ impl SessionBuilder {
             None => {}
         }
         if let Some(prefix) = &self.profiling_prefix {
-            let prefix_c = CString::new(prefix.as_os_str().as_encoded_bytes()).map_err(|_| Error::nul("profiling prefix", &prefix.display().to_string()))?;
+            let prefix_c = CString::new(prefix.as_os_str().as_encoded_bytes())
+                .map_err(|_| Error::nul("profiling prefix", &prefix.display().to_string()))?;
             // SAFETY: see above.
             unsafe { ort!(api, EnableProfiling(o, prefix_c.as_ptr())) }?;
         }
@@ -322,14 +332,18 @@ impl SessionBuilder {
         }
         for (name, size) in &self.free_dimensions {
             if *size < 0 {
-                return Err(Error::InvalidArgument { what: format!("free dimension `{name}` = {size}"), why: "sizes are 0 or more".into() });
+                return Err(Error::InvalidArgument {
+                    what: format!("free dimension `{name}` = {size}"),
+                    why: "sizes are 0 or more".into(),
+                });
             }
             let name_c = CString::new(name.as_str()).map_err(|_| Error::nul("dimension name", name))?;
             // SAFETY: see above.
             unsafe { ort!(api, AddFreeDimensionOverrideByName(o, name_c.as_ptr(), *size)) }?;
         }
         for library in &self.custom_op_libraries {
-            let lib_c = CString::new(library.as_os_str().as_encoded_bytes()).map_err(|_| Error::nul("custom op library", &library.display().to_string()))?;
+            let lib_c = CString::new(library.as_os_str().as_encoded_bytes())
+                .map_err(|_| Error::nul("custom op library", &library.display().to_string()))?;
             // SAFETY: see above. ORT loads the library and keeps it for the session's life.
             unsafe { ort!(api, RegisterCustomOpsLibrary_V2(o, lib_c.as_ptr())) }?;
         }

@@ -95,21 +95,23 @@ pub(crate) fn describe(session: *mut OrtSession, side: Side) -> Result<Vec<Value
     let api = api()?;
     let allocator = default_allocator()?;
     let mut count = 0usize;
-    // SAFETY: `session` is live for the duration of this call (the caller owns it).
     match side {
+        // SAFETY: `session` is live for the duration of this call (the caller owns it).
         Side::Input => unsafe { ort!(api, SessionGetInputCount(session, &mut count)) }?,
+        // SAFETY: as above.
         Side::Output => unsafe { ort!(api, SessionGetOutputCount(session, &mut count)) }?,
     }
     let mut out = Vec::with_capacity(count);
     for index in 0..count {
         let mut name = std::ptr::null_mut();
         let mut type_info = std::ptr::null_mut();
-        // SAFETY: index < count; ORT allocates the name with `allocator` and a type info we own.
         match side {
+            // SAFETY: index < count; ORT allocates the name with `allocator` and a type info we own.
             Side::Input => unsafe {
                 ort!(api, SessionGetInputName(session, index, allocator, &mut name))?;
                 ort!(api, SessionGetInputTypeInfo(session, index, &mut type_info))?;
             },
+            // SAFETY: as above.
             Side::Output => unsafe {
                 ort!(api, SessionGetOutputName(session, index, allocator, &mut name))?;
                 ort!(api, SessionGetOutputTypeInfo(session, index, &mut type_info))?;

@@ -29,7 +29,11 @@ pub struct ModelMetadata {
     pub custom: BTreeMap<String, String>,
 }
 
-type Getter = unsafe extern "C" fn(*const OrtModelMetadata, *mut OrtAllocator, *mut *mut std::ffi::c_char) -> *mut onnxrt_sys::OrtStatus;
+type Getter = unsafe extern "C" fn(
+    *const OrtModelMetadata,
+    *mut OrtAllocator,
+    *mut *mut std::ffi::c_char,
+) -> *mut onnxrt_sys::OrtStatus;
 
 pub(crate) fn read(session: *mut OrtSession) -> Result<ModelMetadata> {
     let api = api()?;
@@ -71,7 +75,9 @@ pub(crate) fn read(session: *mut OrtSession) -> Result<ModelMetadata> {
             let c_key = std::ffi::CString::new(key.clone()).map_err(|_| Error::nul("metadata key", &key))?;
             let mut value = std::ptr::null_mut();
             // SAFETY: `c_key` is NUL-terminated; ORT allocates the value with `allocator`.
-            unsafe { ort!(api, ModelMetadataLookupCustomMetadataMap(meta.as_ptr(), allocator, c_key.as_ptr(), &mut value)) }?;
+            unsafe {
+                ort!(api, ModelMetadataLookupCustomMetadataMap(meta.as_ptr(), allocator, c_key.as_ptr(), &mut value))
+            }?;
             // SAFETY: allocated by `allocator`, freed once inside.
             metadata.custom.insert(key, unsafe { take_string(allocator, value) });
         }

@@ -11,7 +11,7 @@ pub(crate) mod builder;
 pub(crate) mod info;
 pub(crate) mod metadata;
 mod run_async;
-mod validate;
+pub(crate) mod validate;
 
 use std::ffi::{c_char, CString};
 use std::path::PathBuf;
@@ -39,10 +39,10 @@ pub(crate) struct Inner {
     env: Arc<Environment>,
     inputs: Vec<ValueInfo>,
     outputs: Vec<ValueInfo>,
-    input_names: Vec<CString>,
-    output_names: Vec<CString>,
+    pub(crate) input_names: Vec<CString>,
+    pub(crate) output_names: Vec<CString>,
     // Some when ORT's Run is not thread-safe for this session's providers (TensorRT < 1.17).
-    run_lock: Option<Mutex<()>>,
+    pub(crate) run_lock: Option<Mutex<()>>,
     providers: Vec<&'static str>,
 }
 
@@ -75,17 +75,33 @@ impl Session {
         SessionBuilder::new()
     }
 
-    pub(crate) fn new(raw: Owned<OrtSession>, env: Arc<Environment>, prepared: crate::providers::Prepared) -> Result<Session> {
+    pub(crate) fn new(
+        raw: Owned<OrtSession>,
+        env: Arc<Environment>,
+        prepared: crate::providers::Prepared,
+    ) -> Result<Session> {
         let inputs = info::describe(raw.as_ptr(), info::Side::Input)?;
         let outputs = info::describe(raw.as_ptr(), info::Side::Output)?;
         let c_names = |infos: &[ValueInfo]| -> Result<Vec<CString>> {
-            infos.iter().map(|i| CString::new(i.name.as_str()).map_err(|_| Error::nul("model value name", &i.name))).collect()
+            infos
+                .iter()
+                .map(|i| CString::new(i.name.as_str()).map_err(|_| Error::nul("model value name", &i.name)))
+                .collect()
         };
         let input_names = c_names(&inputs)?;
         let output_names = c_names(&outputs)?;
         let run_lock = prepared.serialize_runs.then(|| Mutex::new(()));
         Ok(Session {
-            inner: Arc::new(Inner { raw, env, inputs, outputs, input_names, output_names, run_lock, providers: prepared.registered }),
+            inner: Arc::new(Inner {
+                raw,
+                env,
+                inputs,
+                outputs,
+                input_names,
+                output_names,
+                run_lock,
+                providers: prepared.registered,
+            }),
         })
     }
 
@@ -124,12 +140,18 @@ impl Session {
 
     /// Position of the input called `name`.
     pub fn input_index(&self, name: &str) -> Result<usize> {
-        self.inner.inputs.iter().position(|i| i.name == name).ok_or_else(|| Error::UnknownInput { name: name.to_owned(), valid: Names(self.inner.inputs.iter().map(|i| i.name.clone()).collect()) })
+        self.inner.inputs.iter().position(|i| i.name == name).ok_or_else(|| Error::UnknownInput {
+            name: name.to_owned(),
+            valid: Names(self.inner.inputs.iter().map(|i| i.name.clone()).collect()),
+        })
     }
 
     /// Position of the output called `name`.
     pub fn output_index(&self, name: &str) -> Result<usize> {
-        self.inner.outputs.iter().position(|o| o.name == name).ok_or_else(|| Error::UnknownOutput { name: name.to_owned(), valid: Names(self.inner.outputs.iter().map(|o| o.name.clone()).collect()) })
+        self.inner.outputs.iter().position(|o| o.name == name).ok_or_else(|| Error::UnknownOutput {
+            name: name.to_owned(),
+            valid: Names(self.inner.outputs.iter().map(|o| o.name.clone()).collect()),
+        })
     }
 
     /// Runs the model on named inputs and returns every output.
@@ -148,7 +170,12 @@ impl Session {
     ///
     /// Corresponds to `OrtApi::Run`.
     #[doc(alias = "Run")]
-    pub fn run_with(&self, inputs: &[(&str, &Value<'_>)], outputs: &[&str], options: Option<&RunOptions>) -> Result<Outputs<'_>> {
+    pub fn run_with(
+        &self,
+        inputs: &[(&str, &Value<'_>)],
+        outputs: &[&str],
+        options: Option<&RunOptions>,
+    ) -> Result<Outputs<'_>> {
         let api = api()?;
         let order = validate::inputs(self, inputs)?;
         let output_indices: Vec<usize> = if outputs.is_empty() {
@@ -156,9 +183,11 @@ impl Session {
         } else {
             outputs.iter().map(|name| self.output_index(name)).collect::<Result<_>>()?
         };
-        let input_names: Vec<*const c_char> = order.iter().map(|&(index, _)| self.inner.input_names[index].as_ptr()).collect();
+        let input_names: Vec<*const c_char> =
+            order.iter().map(|&(index, _)| self.inner.input_names[index].as_ptr()).collect();
         let input_values: Vec<*const OrtValue> = order.iter().map(|&(_, value)| value.as_ptr().cast_const()).collect();
-        let output_names: Vec<*const c_char> = output_indices.iter().map(|&i| self.inner.output_names[i].as_ptr()).collect();
+        let output_names: Vec<*const c_char> =
+            output_indices.iter().map(|&i| self.inner.output_names[i].as_ptr()).collect();
         let mut output_values: Vec<*mut OrtValue> = vec![std::ptr::null_mut(); output_indices.len()];
         let run_options = options.map_or(std::ptr::null(), RunOptions::as_ptr);
         let _serialized = self.inner.run_lock.as_ref().map(|lock| lock.lock().unwrap_or_else(|e| e.into_inner()));
@@ -166,7 +195,19 @@ impl Session {
         // point to CStrings/values that outlive the call; ORT fills `output_values` with new
         // values we then own.
         let status = unsafe {
-            ort!(api, Run(self.inner.raw.as_ptr(), run_options, input_names.as_ptr(), input_values.as_ptr(), input_values.len(), output_names.as_ptr(), output_names.len(), output_values.as_mut_ptr()))
+            ort!(
+                api,
+                Run(
+                    self.inner.raw.as_ptr(),
+                    run_options,
+                    input_names.as_ptr(),
+                    input_values.as_ptr(),
+                    input_values.len(),
+                    output_names.as_ptr(),
+                    output_names.len(),
+                    output_values.as_mut_ptr()
+                )
+            )
         };
         // Take ownership of whatever ORT produced before looking at the status, so nothing leaks.
         let values: Vec<Option<Owned<OrtValue>>> = output_values
@@ -175,11 +216,14 @@ impl Session {
             .map(|p| if p.is_null() { None } else { unsafe { Owned::from_raw(p) }.ok() })
             .collect();
         status?;
-        let values = values.into_iter().map(|v| v.map(Value::from_owned)).collect::<Option<Vec<_>>>().ok_or_else(|| Error::Ort {
-            function: "Run",
-            code: crate::error::ErrorCode::Fail,
-            message: "ORT reported success but returned no value for an output".into(),
-        })?;
+        let values =
+            values.into_iter().map(|v| v.map(Value::from_owned)).collect::<Option<Vec<_>>>().ok_or_else(|| {
+                Error::Ort {
+                    function: "Run",
+                    code: crate::error::ErrorCode::Fail,
+                    message: "ORT reported success but returned no value for an output".into(),
+                }
+            })?;
         Ok(Outputs { session: self, indices: output_indices, values })
     }
 
@@ -222,7 +266,10 @@ impl<'s> Outputs<'s> {
             .iter()
             .position(|&i| self.session.inner.outputs[i].name == name)
             .map(|p| &self.values[p])
-            .ok_or_else(|| Error::UnknownOutput { name: name.to_owned(), valid: Names(self.names().map(str::to_owned).collect()) })
+            .ok_or_else(|| Error::UnknownOutput {
+                name: name.to_owned(),
+                valid: Names(self.names().map(str::to_owned).collect()),
+            })
     }
 
     /// Removes and returns the output called `name`.
@@ -233,7 +280,10 @@ impl<'s> Outputs<'s> {
                 self.indices.remove(p);
                 Ok(self.values.remove(p))
             }
-            None => Err(Error::UnknownOutput { name: name.to_owned(), valid: Names(self.names().map(str::to_owned).collect()) }),
+            None => Err(Error::UnknownOutput {
+                name: name.to_owned(),
+                valid: Names(self.names().map(str::to_owned).collect()),
+            }),
         }
     }
 

@@ -103,18 +103,21 @@ impl Session {
         // SAFETY: every pointer passed lives in `state`, which the callback keeps alive through
         // `user_data` (one strong count) until it runs; ORT calls the callback exactly once.
         let started = unsafe {
-            ort!(api, RunAsync(
-                self.inner.raw.as_ptr(),
-                std::ptr::null(),
-                state.input_names.as_ptr(),
-                state.input_values.as_ptr(),
-                state.input_values.len(),
-                state.output_names.as_ptr(),
-                state.output_names.len(),
-                outputs_ptr,
-                Some(on_done),
-                user_data,
-            ))
+            ort!(
+                api,
+                RunAsync(
+                    self.inner.raw.as_ptr(),
+                    std::ptr::null(),
+                    state.input_names.as_ptr(),
+                    state.input_values.as_ptr(),
+                    state.input_values.len(),
+                    state.output_names.as_ptr(),
+                    state.output_names.len(),
+                    outputs_ptr,
+                    Some(on_done),
+                    user_data,
+                )
+            )
         };
         if let Err(error) = started {
             // ORT did not take the run, so the callback will not fire: drop its reference here.
@@ -127,7 +130,12 @@ impl Session {
 }
 
 /// ORT's completion callback. Never unwinds into C.
-unsafe extern "C" fn on_done(user_data: *mut c_void, outputs: *mut *mut OrtValue, count: usize, status: *mut OrtStatus) {
+unsafe extern "C" fn on_done(
+    user_data: *mut c_void,
+    outputs: *mut *mut OrtValue,
+    count: usize,
+    status: *mut OrtStatus,
+) {
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         // SAFETY: `user_data` is the reference created by Arc::into_raw in run_async; consumed once.
         let state = unsafe { Arc::from_raw(user_data.cast::<State>().cast_const()) };
@@ -146,7 +154,11 @@ unsafe extern "C" fn on_done(user_data: *mut c_void, outputs: *mut *mut OrtValue
         }
         let result = match checked {
             Ok(()) if values.len() == count => Ok(values),
-            Ok(()) => Err(Error::Ort { function: "RunAsync", code: crate::error::ErrorCode::Fail, message: "missing outputs".into() }),
+            Ok(()) => Err(Error::Ort {
+                function: "RunAsync",
+                code: crate::error::ErrorCode::Fail,
+                message: "missing outputs".into(),
+            }),
             Err(e) => Err(e),
         };
         let mut done = state.done.lock().unwrap_or_else(|e| e.into_inner());

@@ -6,7 +6,10 @@ use crate::session::{Dim, Session, ValueInfo};
 use crate::value::{Value, ValueKind};
 
 /// Returns (model input index, value) pairs, after checking names, kinds, types and shapes.
-pub(crate) fn inputs<'v, 'd>(session: &Session, given: &[(&str, &'v Value<'d>)]) -> Result<Vec<(usize, &'v Value<'d>)>> {
+pub(crate) fn inputs<'v, 'd>(
+    session: &Session,
+    given: &[(&str, &'v Value<'d>)],
+) -> Result<Vec<(usize, &'v Value<'d>)>> {
     let declared = session.inputs();
     let mut order = Vec::with_capacity(given.len());
     let mut seen = vec![false; declared.len()];
@@ -45,13 +48,23 @@ fn check_value(info: &ValueInfo, value: &Value<'_>) -> Result<()> {
                 (ElementType::F32, ElementType::F64) => "; convert with `.mapv(|x| x as f32)`".to_owned(),
                 (expected, got) => format!("; convert the data to {expected} (got {got})"),
             };
-            return Err(Error::ElementTypeMismatch { name: info.name.clone(), expected, got: tensor.element_type, hint });
+            return Err(Error::ElementTypeMismatch {
+                name: info.name.clone(),
+                expected,
+                got: tensor.element_type,
+                hint,
+            });
         }
     }
     let fits = info.shape.len() == tensor.shape.len()
         && info.shape.iter().zip(&tensor.shape).all(|(dim, &got)| !matches!(dim, Dim::Fixed(n) if *n != got));
     if !fits {
-        return Err(Error::ShapeMismatch { name: info.name.clone(), expected: ShapeText(info.shape_text()), got: tensor.shape.clone(), hint: shape_hint(&info.shape, &tensor.shape) });
+        return Err(Error::ShapeMismatch {
+            name: info.name.clone(),
+            expected: ShapeText(info.shape_text()),
+            got: tensor.shape.clone(),
+            hint: shape_hint(&info.shape, &tensor.shape),
+        });
     }
     Ok(())
 }
@@ -89,4 +102,10 @@ fn shape_hint(declared: &[Dim], got: &[i64]) -> String {
         return "; there is one axis too many".into();
     }
     String::new()
+}
+
+/// Checks one value against input `name` (for IoBinding, where inputs are bound one by one).
+pub(crate) fn inputs_partial(session: &Session, name: &str, value: &Value<'_>) -> Result<()> {
+    let index = session.input_index(name)?;
+    check_value(&session.inputs()[index], value)
 }

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# The README's two commands, and everything they need on a fresh Debian/Ubuntu machine:
+#   bash tools/dev.sh run    the main job: the resnet_cuda example (embedded model + image)
+#   bash tools/dev.sh test   the whole test suite
+# Provisioning: if you set none of ONNXRT_LIB_DIR / ONNXRT_ARCHIVE / ONNXRT_DIST, the pinned
+# default (the official GPU archive) is used when it can be verified; otherwise (nobody could
+# pin its hash yet, or the release assets are unreachable) the runtime is assembled from package
+# registries (ONNXRT_DIST=cpu-1.16.2-registry), and this script says so.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+say() { printf '\033[1mdev.sh:\033[0m %s\n' "$*" >&2; }
+
+apt_updated=0
+apt_install() {
+  if [ "$apt_updated" = 0 ]; then apt-get update -qq; apt_updated=1; fi
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
+setup_build() {
+  # bindgen needs libclang; dpkg-deb, npm and pip assemble the registry runtime.
+  if ! ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 && ! ldconfig -p | grep -q libclang; then
+    say "installing libclang for bindgen"; apt_install libclang-dev
+  fi
+  command -v npm >/dev/null || { say "installing npm"; apt_install npm; }
+  command -v readelf >/dev/null || apt_install binutils
+  if [ -z "${ONNXRT_LIB_DIR:-}${ONNXRT_ARCHIVE:-}${ONNXRT_DIST:-}" ]; then
+    if cargo run -q -p onnxrt-build-support --bin onnxrt-dist -- pinned >/dev/null 2>&1 \
+       && cargo run -q -p onnxrt-build-support --bin onnxrt-dist -- fetch >/dev/null; then
+      say "using the pinned default distribution"
+    else
+      say "the default distribution cannot be verified here (unpinned or unreachable): assembling ONNX Runtime 1.16.2 from package registries"
+      export ONNXRT_DIST=cpu-1.16.2-registry
+    fi
+  fi
+  if [ "${ONNXRT_DIST:-}" = cpu-1.16.2-registry ] || [ "${ONNXRT_DIST:-}" = gpu-cuda13-1.30.0-wheel ]; then
+    cargo run -q -p onnxrt-build-support --bin onnxrt-dist -- assemble "$ONNXRT_DIST" >/dev/null
+  fi
+}
+
+setup_test() {
+  # The conformance test reads the ONNX backend test data shipped in the onnx wheel.
+  python3 -c 'import onnx, numpy' 2>/dev/null || { say "installing onnx 1.14.1 (backend test data)"; python3 -m pip install -q onnx==1.14.1 numpy; }
+}
+
+case "${1:-}" in
+  run)
+    setup_build
+    shift
+    cargo run --release --example resnet_cuda -- "$@"
+    ;;
+  test)
+    setup_build
+    setup_test
+    cargo test --workspace --no-fail-fast
+    # Loading without LD_LIBRARY_PATH, in both modes, as a user would run the binary.
+    cargo build -q --example resnet_cuda
+    env -i ./target/debug/examples/resnet_cuda | grep -q 'ONNX Runtime 1.16' && say "default mode: example runs under env -i"
+    cargo build -q --example resnet_cuda --features link --target-dir target/link
+    readelf -d target/link/debug/examples/resnet_cuda | grep -E 'RUNPATH|NEEDED.*onnxruntime'
+    env -i ./target/link/debug/examples/resnet_cuda | grep -q 'ONNX Runtime 1.16' && say "link mode: RUNPATH baked in, example runs under env -i"
+    ;;
+  *)
+    echo "usage: bash tools/dev.sh run|test" >&2
+    exit 2
+    ;;
+esac
