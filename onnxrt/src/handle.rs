@@ -42,6 +42,7 @@ release_with! {
     OrtTensorTypeAndShapeInfo => ReleaseTensorTypeAndShapeInfo,
     OrtModelMetadata => ReleaseModelMetadata,
     OrtIoBinding => ReleaseIoBinding,
+    OrtAllocator => ReleaseAllocator,
     OrtThreadingOptions => ReleaseThreadingOptions,
     OrtCUDAProviderOptionsV2 => ReleaseCUDAProviderOptions,
     OrtTensorRTProviderOptionsV2 => ReleaseTensorRTProviderOptions,

@@ -78,7 +78,7 @@ impl<'s, 'v> IoBinding<'s, 'v> {
     ///
     /// Corresponds to `OrtApi::BindOutput`.
     #[doc(alias = "BindOutput")]
-    pub fn bind_output(&mut self, name: &str, value: &'v mut Value<'static>) -> Result<()> {
+    pub fn bind_output(&mut self, name: &str, value: &'v mut Value<'_>) -> Result<()> {
         let name = self.name(name, false)?;
         let api = api()?;
         // SAFETY: binding and value are live; the value is exclusively borrowed for 'v.

@@ -22,7 +22,10 @@
 //! loading it at first use).
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod allocator;
 mod api;
+#[cfg(feature = "cuda")]
+mod cuda_runtime;
 mod element;
 mod env;
 mod error;
@@ -36,6 +39,7 @@ mod session;
 mod status;
 mod value;
 
+pub use allocator::Allocator;
 pub use api::{runtime_info, RuntimeInfo};
 pub use element::{Element, ElementType};
 pub use env::{Environment, EnvironmentBuilder, GlobalThreadPools, LogHook, LogLevel, LogRecord};

@@ -39,6 +39,8 @@ fn classify(function: &'static str, code: ErrorCode, message: String) -> Error {
         || lower.contains("failed to allocate memory")
         || lower.contains("cudaerrormemoryallocation")
         || lower.contains("bad_alloc")
+        // The CUDA arena refusing past gpu_mem_limit.
+        || lower.contains("is smaller than requested bytes")
     {
         return Error::OutOfMemory { function, message };
     }

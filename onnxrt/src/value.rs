@@ -509,3 +509,58 @@ unsafe fn tensor_over(
     // SAFETY: on success `raw` is a new value we own.
     unsafe { Owned::from_raw(raw) }
 }
+
+/// Copies between host memory and tensors in device memory (the `cuda` feature).
+#[cfg(feature = "cuda")]
+impl Value<'_> {
+    fn raw_data(&self) -> Result<(*mut c_void, TensorInfo)> {
+        let info = self.tensor_info()?;
+        let api = api()?;
+        let mut data = std::ptr::null_mut();
+        // SAFETY: `self.raw` is a live tensor; the out-pointer is valid.
+        unsafe { ort!(api, GetTensorMutableData(self.raw.as_ptr(), &mut data)) }?;
+        Ok((data, info))
+    }
+
+    /// Fills a tensor (host or CUDA memory) from host data of the same element type and length.
+    pub fn copy_from_host<T: Element>(&mut self, data: &[T]) -> Result<()> {
+        let (ptr, info) = self.raw_data()?;
+        if info.element_type != T::TYPE {
+            return Err(Error::ElementTypeMismatch {
+                name: "value".into(),
+                expected: info.element_type,
+                got: T::TYPE,
+                hint: String::new(),
+            });
+        }
+        if info.len() != data.len() {
+            return Err(Error::DataLength { expected: info.len(), shape: info.shape, got: data.len() });
+        }
+        // SAFETY: the tensor holds exactly `len` elements of T (checked above) and `data` is a
+        // separate host slice of the same size.
+        unsafe { crate::cuda_runtime::copy(ptr, data.as_ptr().cast(), std::mem::size_of_val(data)) }
+    }
+
+    /// Copies a tensor (host or CUDA memory) into a host array.
+    pub fn copy_to_host<T: Element>(&self) -> Result<ArrayD<T>> {
+        let (ptr, info) = self.raw_data()?;
+        if info.element_type != T::TYPE {
+            return Err(Error::ElementTypeMismatch {
+                name: "value".into(),
+                expected: info.element_type,
+                got: T::TYPE,
+                hint: format!("; read it as {}", info.element_type),
+            });
+        }
+        let mut host: Vec<T> = Vec::with_capacity(info.len());
+        // SAFETY: the tensor holds `len` elements of T; `host` has capacity for them and is
+        // initialised by the copy before `set_len`.
+        unsafe {
+            crate::cuda_runtime::copy(host.as_mut_ptr().cast(), ptr, info.len() * std::mem::size_of::<T>())?;
+            host.set_len(info.len());
+        }
+        let shape: Vec<usize> = info.shape.iter().map(|&d| d.max(0) as usize).collect();
+        ArrayD::from_shape_vec(IxDyn(&shape), host)
+            .map_err(|e| Error::InvalidArgument { what: "tensor shape".into(), why: e.to_string() })
+    }
+}

@@ -20,11 +20,7 @@ pub fn models_dir() -> PathBuf {
 /// `python3 tests/data/gen_models.py`).
 pub fn model(name: &str) -> PathBuf {
     let path = models_dir().join(name);
-    assert!(
-        path.is_file(),
-        "test model {} is missing; run `python3 tests/data/gen_models.py`",
-        path.display()
-    );
+    assert!(path.is_file(), "test model {} is missing; run `python3 tests/data/gen_models.py`", path.display());
     path
 }
 
@@ -35,9 +31,7 @@ pub fn model(name: &str) -> PathBuf {
 /// If the runtime cannot be loaded or the environment cannot be created.
 pub fn env() -> Arc<Environment> {
     static ENV: OnceLock<Arc<Environment>> = OnceLock::new();
-    Arc::clone(ENV.get_or_init(|| {
-        Environment::global().expect("the ONNX Runtime environment should be created")
-    }))
+    Arc::clone(ENV.get_or_init(|| Environment::global().expect("the ONNX Runtime environment should be created")))
 }
 
 /// A session builder in the shared environment, with one intra-op thread (the test machine
@@ -52,9 +46,7 @@ pub fn builder() -> SessionBuilder {
 /// If the session cannot be created.
 pub fn session(name: &str) -> Session {
     let path = model(name);
-    builder()
-        .commit_from_file(&path)
-        .unwrap_or_else(|e| panic!("session for {} should load: {e}", path.display()))
+    builder().commit_from_file(&path).unwrap_or_else(|e| panic!("session for {} should load: {e}", path.display()))
 }
 
 /// The input `mlp_expected.bin` was computed for: `arange(32).reshape(2, 16) / 32` as f32.
@@ -67,18 +59,9 @@ pub fn mlp_input() -> Array2<f32> {
 /// # Panics
 /// If the file cannot be read or its length is not a multiple of 4.
 pub fn read_f32_le(path: &Path) -> Vec<f32> {
-    let bytes = std::fs::read(path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    assert_eq!(
-        bytes.len() % 4,
-        0,
-        "{} is not a whole number of f32s",
-        path.display()
-    );
-    bytes
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect()
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    assert_eq!(bytes.len() % 4, 0, "{} is not a whole number of f32s", path.display());
+    bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
 }
 
 /// Whether `got` is within `atol + rtol * |expected|` of `expected` (numpy's `isclose`); NaN
@@ -107,14 +90,10 @@ impl TempDir {
     pub fn new(label: &str) -> TempDir {
         static COUNTER: AtomicUsize = AtomicUsize::new(0);
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let path = std::env::temp_dir().join(format!(
-            "onnxrt-tests-{label}-{}-{n}",
-            std::process::id()
-        ));
+        let path = std::env::temp_dir().join(format!("onnxrt-tests-{label}-{}-{n}", std::process::id()));
         // A leftover from a crashed run with the same pid would only hold stale files.
         let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path)
-            .unwrap_or_else(|e| panic!("cannot create {}: {e}", path.display()));
+        std::fs::create_dir_all(&path).unwrap_or_else(|e| panic!("cannot create {}: {e}", path.display()));
         TempDir { path }
     }
 

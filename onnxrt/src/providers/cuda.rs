@@ -134,6 +134,24 @@ impl CudaOptions {
     }
 }
 
+/// A device id that does not exist is an error here, not a crash or a silent device 0 later.
+fn check_device(options: &CudaOptions) -> Result<()> {
+    let Some((_, id)) = options.entries.iter().find(|(k, _)| *k == "device_id") else { return Ok(()) };
+    let id: i32 = id
+        .parse()
+        .map_err(|_| Error::InvalidArgument { what: format!("CUDA device_id {id}"), why: "not a number".into() })?;
+    // Without libcudart ORT's own load will fail with a better diagnosis; do not hide it.
+    if let Ok(count) = crate::cuda_runtime::device_count() {
+        if id < 0 || id >= count {
+            return Err(Error::InvalidArgument {
+                what: format!("CUDA device_id {id}"),
+                why: format!("this machine has {count} CUDA device(s) (ids 0..{count}); check CUDA_VISIBLE_DEVICES and nvidia-smi"),
+            });
+        }
+    }
+    Ok(())
+}
+
 impl SessionBuilder {
     /// Runs the model on CUDA (nodes without a CUDA kernel fall back to the CPU unless
     /// [`SessionBuilder::strict_gpu`] is set).
@@ -150,6 +168,7 @@ pub(crate) fn append(
     options: &CudaOptions,
 ) -> Result<()> {
     super::require(api, "CUDAExecutionProvider", "CUDA")?;
+    check_device(options)?;
     let mut raw = std::ptr::null_mut();
     // SAFETY: the out-pointer is valid.
     let created = unsafe { ort!(api, CreateCUDAProviderOptions(&mut raw)) };

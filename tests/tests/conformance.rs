@@ -1,0 +1,458 @@
+//! The ONNX backend conformance suite (the test data shipped in the `onnx` Python package) run
+//! through onnxrt on the real runtime. See `tests/CONFORMANCE.md` for the results and how to
+//! reproduce them.
+//!
+//! Each case's model is loaded with `commit_from_file`, its `input_*.pb` files are decoded and
+//! turned into `Value`s, and every output is compared with its `output_*.pb`: floats with
+//! `rtol = 1e-3, atol = 1e-5` (NaN equals NaN), everything else exactly, same element type and
+//! shape. Every case ends up in one bucket:
+//! - passed;
+//! - failed: it ran, and an output differs (or onnxrt refused data that matches the model);
+//! - unsupported by the runtime: ORT returned an error creating the session or running it;
+//! - not expressible through onnxrt: the data needs a value this crate cannot build or read
+//!   (8-bit floats, optional values, maps as inputs, empty sequences, non-UTF-8 strings).
+//!
+//! Set `ONNXRT_CONFORMANCE_REPORT=/some/file.tsv` to get one line per case.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::{Duration, Instant};
+
+use half::{bf16, f16};
+use onnxrt::{ElementType, Error, Session, Value, ValueKind};
+use onnxrt_testdata::{
+    case_dirs, light_input, load_model_summary, load_value, onnx_backend_data_dir, DataSet, DecodeError, MapKeys,
+    MapValue, ModelSummary, Tensor, TensorData, TestCase, TestValue, CASE_GROUPS,
+};
+use onnxrt_tests::{builder, close};
+
+const RTOL: f64 = 1e-3;
+const ATOL: f64 = 1e-5;
+
+/// Cases that must pass: 90% of the 1171 that passed on ORT 1.16.2 when this was written (see
+/// CONFORMANCE.md), so a regression in value conversion or reading fails the test.
+const PASSED_FLOOR: usize = 1054;
+/// At least this many cases must be found, or the data is not the full suite.
+const CASES_FLOOR: usize = 1200;
+
+#[derive(Debug, Clone)]
+enum Outcome {
+    Passed,
+    Failed(String),
+    Unsupported(String),
+    NotExpressible(String),
+    Panicked(String),
+}
+
+impl Outcome {
+    fn bucket(&self) -> &'static str {
+        match self {
+            Outcome::Passed => "passed",
+            Outcome::Failed(_) => "failed",
+            Outcome::Unsupported(_) => "unsupported",
+            Outcome::NotExpressible(_) => "not expressible",
+            Outcome::Panicked(_) => "panicked",
+        }
+    }
+
+    fn detail(&self) -> &str {
+        match self {
+            Outcome::Passed => "",
+            Outcome::Failed(d) | Outcome::Unsupported(d) | Outcome::NotExpressible(d) | Outcome::Panicked(d) => d,
+        }
+    }
+}
+
+type Step<T> = Result<T, Outcome>;
+
+/// The variant name of an error (`Ort(NotImplemented)`, `ModelTooNew`...) and the first line of
+/// its message, without the model's path.
+fn describe(error: &Error, case: &TestCase) -> String {
+    let debug = format!("{error:?}");
+    let variant = debug.split([' ', '{', '(']).next().unwrap_or("?");
+    let variant = match error {
+        Error::Ort { code, .. } => format!("{variant}({code:?})"),
+        _ => variant.to_owned(),
+    };
+    let message = error.to_string();
+    let first = message.lines().next().unwrap_or("").replace(&case.model.display().to_string(), "model.onnx");
+    format!("{variant}: {first}")
+}
+
+fn decode_failure(what: &str, error: DecodeError) -> Outcome {
+    if error.is_unsupported() {
+        Outcome::NotExpressible(format!("{what}: {error}"))
+    } else {
+        Outcome::Failed(format!("cannot decode {what}: {error}"))
+    }
+}
+
+/// Whether onnxrt itself refused the inputs (before ORT saw them).
+fn refused_by_onnxrt(error: &Error) -> bool {
+    matches!(
+        error,
+        Error::UnknownInput { .. }
+            | Error::MissingInput { .. }
+            | Error::DuplicateInput { .. }
+            | Error::ElementTypeMismatch { .. }
+            | Error::ShapeMismatch { .. }
+            | Error::ValueKind { .. }
+    )
+}
+
+fn tensor_value(tensor: &Tensor) -> Step<Value<'static>> {
+    let dims = &tensor.dims;
+    let made = match &tensor.data {
+        TensorData::F32(v) => Value::from_vec(dims, v.clone()),
+        TensorData::F64(v) => Value::from_vec(dims, v.clone()),
+        TensorData::F16(v) => Value::from_vec(dims, v.clone()),
+        TensorData::BF16(v) => Value::from_vec(dims, v.clone()),
+        TensorData::I8(v) => Value::from_vec(dims, v.clone()),
+        TensorData::I16(v) => Value::from_vec(dims, v.clone()),
+        TensorData::I32(v) => Value::from_vec(dims, v.clone()),
+        TensorData::I64(v) => Value::from_vec(dims, v.clone()),
+        TensorData::U8(v) => Value::from_vec(dims, v.clone()),
+        TensorData::U16(v) => Value::from_vec(dims, v.clone()),
+        TensorData::U32(v) => Value::from_vec(dims, v.clone()),
+        TensorData::U64(v) => Value::from_vec(dims, v.clone()),
+        TensorData::Bool(v) => Value::from_vec(dims, v.clone()),
+        TensorData::String(v) => {
+            let strings: Vec<&str> = v
+                .iter()
+                .map(|s| std::str::from_utf8(s))
+                .collect::<Result<_, _>>()
+                .map_err(|_| Outcome::NotExpressible("non-UTF-8 string input".into()))?;
+            match Value::from_strings(dims, &strings) {
+                Err(Error::InvalidString { index, why }) => {
+                    return Err(Outcome::NotExpressible(format!("string input #{index}: {why}")));
+                }
+                other => other,
+            }
+        }
+    };
+    made.map_err(|e| Outcome::Failed(format!("onnxrt cannot build a {:?} tensor {dims:?}: {e}", tensor.elem_type())))
+}
+
+fn input_value(value: &TestValue) -> Step<Value<'static>> {
+    match value {
+        TestValue::Tensor(t) => tensor_value(t),
+        TestValue::Sequence(items) if items.is_empty() => Err(Outcome::NotExpressible(
+            "empty sequence input (Value::sequence needs an element to know the type)".into(),
+        )),
+        TestValue::Sequence(items) => {
+            let members = items
+                .iter()
+                .map(|item| match item {
+                    TestValue::Tensor(t) => tensor_value(t),
+                    _ => Err(Outcome::NotExpressible("sequence input of non-tensors".into())),
+                })
+                .collect::<Step<Vec<_>>>()?;
+            Value::sequence(members).map_err(|e| Outcome::Failed(format!("Value::sequence: {e}")))
+        }
+        TestValue::Map(_) => Err(Outcome::NotExpressible("map input (onnxrt has no map constructor)".into())),
+        TestValue::Optional(_) => Err(Outcome::NotExpressible("optional input (onnxrt has no optional values)".into())),
+    }
+}
+
+/// The inputs of one data set, by name, in the model's order.
+fn inputs_of(set: &DataSet, summary: &ModelSummary) -> Step<Vec<(String, Value<'static>)>> {
+    if set.generated_inputs {
+        // light/ models: the runner feeds arange(n)/n in the declared shape.
+        return summary
+            .inputs
+            .iter()
+            .zip(&summary.input_shapes)
+            .map(|((name, _), shape)| {
+                let tensor =
+                    light_input(shape.as_deref().unwrap_or(&[])).map_err(|e| decode_failure("light input", e))?;
+                Ok((name.clone(), tensor_value(&tensor)?))
+            })
+            .collect();
+    }
+    set.inputs
+        .iter()
+        .enumerate()
+        .map(|(i, path)| {
+            let (name, kind) =
+                summary.inputs.get(i).ok_or_else(|| Outcome::Failed(format!("input_{i}.pb has no model input")))?;
+            let value = load_value(path, *kind).map_err(|e| decode_failure(&format!("input_{i}.pb"), e))?;
+            Ok((name.clone(), input_value(&value)?))
+        })
+        .collect()
+}
+
+/// A tensor's elements, read through onnxrt, in the decoder's representation.
+fn read_tensor(value: &Value<'_>) -> Step<(Vec<i64>, TensorData)> {
+    let info = value.tensor_info().map_err(|e| Outcome::Failed(format!("tensor_info: {e}")))?;
+    let fail = |e: Error| Outcome::Failed(format!("reading a {} tensor: {e}", info.element_type));
+    fn flat<T: onnxrt::Element>(value: &Value<'_>) -> onnxrt::Result<Vec<T>> {
+        Ok(value.view::<T>()?.iter().copied().collect())
+    }
+    let data = match info.element_type {
+        ElementType::F32 => TensorData::F32(flat(value).map_err(fail)?),
+        ElementType::F64 => TensorData::F64(flat(value).map_err(fail)?),
+        ElementType::F16 => TensorData::F16(flat::<f16>(value).map_err(fail)?),
+        ElementType::BF16 => TensorData::BF16(flat::<bf16>(value).map_err(fail)?),
+        ElementType::I8 => TensorData::I8(flat(value).map_err(fail)?),
+        ElementType::I16 => TensorData::I16(flat(value).map_err(fail)?),
+        ElementType::I32 => TensorData::I32(flat(value).map_err(fail)?),
+        ElementType::I64 => TensorData::I64(flat(value).map_err(fail)?),
+        ElementType::U8 => TensorData::U8(flat(value).map_err(fail)?),
+        ElementType::U16 => TensorData::U16(flat(value).map_err(fail)?),
+        ElementType::U32 => TensorData::U32(flat(value).map_err(fail)?),
+        ElementType::U64 => TensorData::U64(flat(value).map_err(fail)?),
+        ElementType::Bool => TensorData::Bool(flat(value).map_err(fail)?),
+        ElementType::String => TensorData::String(value.string_bytes().map_err(fail)?),
+        other => return Err(Outcome::NotExpressible(format!("{other} output (no Rust element type)"))),
+    };
+    Ok((info.shape, data))
+}
+
+fn compare_data(what: &str, expected: &TensorData, got: &TensorData) -> Step<()> {
+    if expected.elem_type() != got.elem_type() {
+        return Err(Outcome::Failed(format!(
+            "{what}: element type {} expected, got {}",
+            expected.elem_type(),
+            got.elem_type()
+        )));
+    }
+    if expected.len() != got.len() {
+        return Err(Outcome::Failed(format!("{what}: {} elements expected, got {}", expected.len(), got.len())));
+    }
+    let is_float =
+        matches!(expected, TensorData::F32(_) | TensorData::F64(_) | TensorData::F16(_) | TensorData::BF16(_));
+    if !is_float {
+        return if expected == got {
+            Ok(())
+        } else {
+            let index = mismatch_index(expected, got);
+            Err(Outcome::Failed(format!("{what}: element {index} differs (exact comparison)")))
+        };
+    }
+    let (Some(e), Some(g)) = (expected.to_f64(), got.to_f64()) else {
+        return Err(Outcome::Failed(format!("{what}: not numeric")));
+    };
+    let bad: Vec<usize> = (0..e.len()).filter(|&i| !close(g[i], e[i], RTOL, ATOL)).collect();
+    match bad.first() {
+        None => Ok(()),
+        Some(&i) => Err(Outcome::Failed(format!(
+            "{what}: {} of {} elements off; first #{i}: got {}, expected {}",
+            bad.len(),
+            e.len(),
+            g[i],
+            e[i]
+        ))),
+    }
+}
+
+fn mismatch_index(expected: &TensorData, got: &TensorData) -> String {
+    match (expected.to_f64(), got.to_f64()) {
+        (Some(e), Some(g)) => e.iter().zip(&g).position(|(a, b)| a != b).map_or("?".into(), |i| i.to_string()),
+        _ => match (expected, got) {
+            (TensorData::String(e), TensorData::String(g)) => {
+                e.iter().zip(g).position(|(a, b)| a != b).map_or("?".into(), |i| i.to_string())
+            }
+            _ => "?".into(),
+        },
+    }
+}
+
+fn compare_map(what: &str, expected: &MapValue, got: &Value<'_>) -> Step<()> {
+    let (keys, values) = got.map_entries().map_err(|e| Outcome::Failed(format!("{what}: map_entries: {e}")))?;
+    let (_, keys) = read_tensor(&keys)?;
+    let keys_match = match (&expected.keys, &keys) {
+        (MapKeys::String(e), TensorData::String(g)) => e == g,
+        (MapKeys::Int(e), got) => got.to_f64().is_some_and(|g| e.iter().map(|&k| k as f64).eq(g)),
+        _ => false,
+    };
+    if !keys_match {
+        return Err(Outcome::Failed(format!("{what}: map keys differ")));
+    }
+    let (_, values) = read_tensor(&values)?;
+    let expected_values = expected
+        .values
+        .iter()
+        .map(|v| v.as_tensor().and_then(|t| t.data.to_f64()).and_then(|d| d.first().copied()))
+        .collect::<Option<Vec<f64>>>()
+        .ok_or_else(|| Outcome::NotExpressible(format!("{what}: map of non-scalar values")))?;
+    let got_values = values.to_f64().ok_or_else(|| Outcome::Failed(format!("{what}: map values not numeric")))?;
+    if expected_values.len() == got_values.len()
+        && expected_values.iter().zip(&got_values).all(|(&e, &g)| close(g, e, RTOL, ATOL))
+    {
+        Ok(())
+    } else {
+        Err(Outcome::Failed(format!("{what}: map values differ")))
+    }
+}
+
+fn compare(what: &str, expected: &TestValue, got: &Value<'_>) -> Step<()> {
+    let kind = got.kind().map_err(|e| Outcome::Failed(format!("{what}: kind: {e}")))?;
+    match (expected, kind) {
+        (TestValue::Tensor(t), ValueKind::Tensor) => {
+            let (shape, data) = read_tensor(got)?;
+            if shape != t.dims {
+                return Err(Outcome::Failed(format!("{what}: shape {:?} expected, got {shape:?}", t.dims)));
+            }
+            compare_data(what, &t.data, &data)
+        }
+        (TestValue::Sequence(items), ValueKind::Sequence) => {
+            let members = got.sequence_items().map_err(|e| Outcome::Failed(format!("{what}: sequence_items: {e}")))?;
+            if members.len() != items.len() {
+                return Err(Outcome::Failed(format!("{what}: {} items expected, got {}", items.len(), members.len())));
+            }
+            items.iter().zip(&members).enumerate().try_for_each(|(i, (e, g))| compare(&format!("{what}[{i}]"), e, g))
+        }
+        (TestValue::Map(m), ValueKind::Map) => compare_map(what, m, got),
+        (_, ValueKind::Optional) | (TestValue::Optional(_), _) => {
+            Err(Outcome::NotExpressible(format!("{what}: optional output (onnxrt cannot read optional values)")))
+        }
+        (_, kind) => Err(Outcome::Failed(format!("{what}: expected {expected:.40?}, got a {kind:?}"))),
+    }
+}
+
+fn run_case(case: &TestCase) -> Step<()> {
+    let summary = load_model_summary(&case.model).map_err(|e| decode_failure("model.onnx", e))?;
+    if case.data_sets.is_empty() {
+        return Err(Outcome::NotExpressible("no test data set".into()));
+    }
+    let session: Session =
+        builder().commit_from_file(&case.model).map_err(|e| Outcome::Unsupported(describe(&e, case)))?;
+    for set in &case.data_sets {
+        let inputs = inputs_of(set, &summary)?;
+        let named: Vec<(&str, &Value<'static>)> = inputs.iter().map(|(n, v)| (n.as_str(), v)).collect();
+        let outputs = session.run(&named).map_err(|e| {
+            if refused_by_onnxrt(&e) {
+                Outcome::Failed(format!("onnxrt refused the inputs: {}", describe(&e, case)))
+            } else {
+                Outcome::Unsupported(describe(&e, case))
+            }
+        })?;
+        for (j, path) in set.outputs.iter().enumerate() {
+            let (name, kind) =
+                summary.outputs.get(j).ok_or_else(|| Outcome::Failed(format!("output_{j}.pb has no model output")))?;
+            let expected = load_value(path, *kind).map_err(|e| decode_failure(&format!("output_{j}.pb"), e))?;
+            let got = outputs.get(name).map_err(|e| Outcome::Failed(format!("output `{name}`: {e}")))?;
+            compare(&format!("output `{name}`"), &expected, got)?;
+        }
+    }
+    Ok(())
+}
+
+fn guarded(case: &TestCase) -> Outcome {
+    match catch_unwind(AssertUnwindSafe(|| run_case(case))) {
+        Ok(Ok(())) => Outcome::Passed,
+        Ok(Err(outcome)) => outcome,
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "non-string panic".into());
+            Outcome::Panicked(message)
+        }
+    }
+}
+
+#[test]
+fn onnx_backend_conformance() {
+    let Some(root) = onnx_backend_data_dir() else {
+        println!(
+            "skipped: no ONNX backend test data. Install the onnx Python package (CI uses onnx==1.14.1: \
+             `pip install onnx==1.14.1`) or set ONNXRT_ONNX_BACKEND_DATA to its backend/test/data folder"
+        );
+        return;
+    };
+    let cases = case_dirs(&root).expect("the backend test cases can be listed");
+    println!("{} cases under {}", cases.len(), root.display());
+    assert!(cases.len() >= CASES_FLOOR, "only {} cases found under {}", cases.len(), root.display());
+
+    let started = Instant::now();
+    let mut results: Vec<(&TestCase, Outcome, Duration)> = Vec::with_capacity(cases.len());
+    for case in &cases {
+        let t = Instant::now();
+        let outcome = guarded(case);
+        results.push((case, outcome, t.elapsed()));
+    }
+    let elapsed = started.elapsed();
+
+    // Counts per group and bucket.
+    let buckets = ["passed", "failed", "unsupported", "not expressible", "panicked"];
+    let mut counts: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    for (case, outcome, _) in &results {
+        *counts.entry((case.group.as_str(), outcome.bucket())).or_default() += 1;
+    }
+    let total = |bucket: &str| results.iter().filter(|(_, o, _)| o.bucket() == bucket).count();
+    let mut table = format!(
+        "{:<18} {:>6} {:>6} {:>6} {:>11} {:>15} {:>8}\n",
+        "group", "cases", buckets[0], buckets[1], buckets[2], buckets[3], buckets[4]
+    );
+    for group in CASE_GROUPS {
+        let n: Vec<usize> = buckets.iter().map(|b| counts.get(&(group, *b)).copied().unwrap_or(0)).collect();
+        let cases_in_group: usize = n.iter().sum();
+        let _ = writeln!(
+            table,
+            "{group:<18} {cases_in_group:>6} {:>6} {:>6} {:>11} {:>15} {:>8}",
+            n[0], n[1], n[2], n[3], n[4]
+        );
+    }
+    let n: Vec<usize> = buckets.iter().map(|b| total(b)).collect();
+    let _ = writeln!(
+        table,
+        "{:<18} {:>6} {:>6} {:>6} {:>11} {:>15} {:>8}",
+        "all",
+        results.len(),
+        n[0],
+        n[1],
+        n[2],
+        n[3],
+        n[4]
+    );
+    println!("{table}in {:.1} s", elapsed.as_secs_f64());
+
+    for (case, outcome, _) in &results {
+        if matches!(outcome, Outcome::Failed(_) | Outcome::Panicked(_)) {
+            println!("{} {}/{}: {}", outcome.bucket().to_uppercase(), case.group, case.name, outcome.detail());
+        }
+    }
+    let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+    for (_, outcome, _) in &results {
+        if matches!(outcome, Outcome::Unsupported(_) | Outcome::NotExpressible(_)) {
+            let key: String = outcome.detail().chars().take(100).collect();
+            *reasons.entry(format!("{}: {key}", outcome.bucket())).or_default() += 1;
+        }
+    }
+    let mut reasons: Vec<_> = reasons.into_iter().collect();
+    reasons.sort_by(|a, b| b.1.cmp(&a.1));
+    println!("most common reasons:");
+    for (reason, n) in reasons.iter().take(15) {
+        println!("{n:>5}  {reason}");
+    }
+    let mut slowest: Vec<_> = results.iter().map(|(c, _, d)| (*d, c.name.as_str())).collect();
+    slowest.sort_by(|a, b| b.0.cmp(&a.0));
+    println!("slowest: {:?}", &slowest[..slowest.len().min(5)]);
+
+    if let Some(path) = std::env::var_os("ONNXRT_CONFORMANCE_REPORT") {
+        let mut report = String::from("group\tcase\toutcome\tdetail\n");
+        for (case, outcome, d) in &results {
+            let detail = outcome.detail().replace(['\t', '\n'], " ");
+            let _ = writeln!(
+                report,
+                "{}\t{}\t{}\t{detail}\t{:.3}",
+                case.group,
+                case.name,
+                outcome.bucket(),
+                d.as_secs_f64()
+            );
+        }
+        std::fs::write(&path, report).expect("the report can be written");
+        println!("report written to {}", std::path::Path::new(&path).display());
+    }
+
+    assert_eq!(n[4], 0, "a case panicked inside onnxrt or this test (see PANICKED lines above)");
+    assert!(
+        n[0] >= PASSED_FLOOR,
+        "only {} cases passed; at least {PASSED_FLOOR} did when CONFORMANCE.md was written",
+        n[0]
+    );
+}

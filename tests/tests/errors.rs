@@ -1,0 +1,241 @@
+//! Every mistake a caller can make gives its own `Error` variant, and the message says what to
+//! do. Each test checks the variant, its fields, and the actionable part of `Display`.
+
+use ndarray::{Array3, Array4};
+use onnxrt::{ElementType, Environment, Error, ErrorCode, Value};
+use onnxrt_tests::{builder, env, model, session};
+
+fn add_inputs() -> (Value<'static>, Value<'static>) {
+    (Value::from_vec(&[2, 3], vec![1.0f32; 6]).expect("a"), Value::from_vec(&[2, 3], vec![2.0f32; 6]).expect("b"))
+}
+
+fn assert_mentions(error: &Error, parts: &[&str]) {
+    let message = error.to_string();
+    for part in parts {
+        assert!(message.contains(part), "the message should mention {part:?}: {message}");
+    }
+}
+
+#[test]
+fn unknown_input_lists_valid_names() {
+    let s = session("add_f32.onnx");
+    let (a, b) = add_inputs();
+    let error = s.run(&[("a", &a), ("c", &b)]).expect_err("no input named c");
+    match &error {
+        Error::UnknownInput { name, valid } => {
+            assert_eq!(name, "c");
+            assert_eq!(valid.0, ["a", "b"]);
+        }
+        other => panic!("expected UnknownInput, got {other:?}"),
+    }
+    assert_mentions(&error, &["`c`", r#"["a", "b"]"#]);
+}
+
+#[test]
+fn unknown_output_lists_valid_names() {
+    let s = session("add_f32.onnx");
+    let (a, b) = add_inputs();
+    let error = s.run_with(&[("a", &a), ("b", &b)], &["total"], None).expect_err("no output named total");
+    match &error {
+        Error::UnknownOutput { name, valid } => {
+            assert_eq!(name, "total");
+            assert_eq!(valid.0, ["sum"]);
+        }
+        other => panic!("expected UnknownOutput, got {other:?}"),
+    }
+    assert_mentions(&error, &["`total`", r#"["sum"]"#]);
+}
+
+#[test]
+fn missing_input() {
+    let s = session("add_f32.onnx");
+    let (a, _) = add_inputs();
+    let error = s.run(&[("a", &a)]).expect_err("b is missing");
+    match &error {
+        Error::MissingInput { name, element_type, shape, required } => {
+            assert_eq!(name, "b");
+            assert_eq!(*element_type, ElementType::F32);
+            assert_eq!(shape.0, "[2, 3]");
+            assert_eq!(required.0, ["a", "b"]);
+        }
+        other => panic!("expected MissingInput, got {other:?}"),
+    }
+    assert_mentions(&error, &["`b`", "f32", "[2, 3]", "missing"]);
+    // No inputs at all names the first one.
+    assert!(matches!(
+        s.run(&[]),
+        Err(Error::MissingInput { ref name, .. }) if name == "a"
+    ));
+}
+
+#[test]
+fn duplicate_input() {
+    let s = session("add_f32.onnx");
+    let (a, b) = add_inputs();
+    let error = s.run(&[("a", &a), ("b", &b), ("a", &b)]).expect_err("a twice");
+    assert!(matches!(&error, Error::DuplicateInput { name } if name == "a"), "expected DuplicateInput, got {error:?}");
+    assert_mentions(&error, &["`a`", "more than once"]);
+}
+
+#[test]
+fn element_type_mismatch_suggests_conversion() {
+    let s = session("add_f32.onnx");
+    let (a, _) = add_inputs();
+    let b = Value::from_vec(&[2, 3], vec![2.0f64; 6]).expect("f64");
+    let error = s.run(&[("a", &a), ("b", &b)]).expect_err("f64 for f32");
+    match &error {
+        Error::ElementTypeMismatch { name, expected, got, .. } => {
+            assert_eq!(name, "b");
+            assert_eq!((*expected, *got), (ElementType::F32, ElementType::F64));
+        }
+        other => panic!("expected ElementTypeMismatch, got {other:?}"),
+    }
+    assert_mentions(&error, &["`b`", "f32", "f64", "as f32"]);
+
+    // Other pairs get a generic conversion hint.
+    let b = Value::from_vec(&[2, 3], vec![2i64; 6]).expect("i64");
+    let error = s.run(&[("a", &a), ("b", &b)]).expect_err("i64 for f32");
+    assert!(matches!(error, Error::ElementTypeMismatch { got: ElementType::I64, .. }));
+    assert_mentions(&error, &["convert", "f32"]);
+}
+
+#[test]
+fn nhwc_input_for_an_nchw_model() {
+    let s = session("dynamic_batch.onnx");
+    let nhwc = Value::from_array(Array4::<f32>::zeros((1, 4, 4, 3))).expect("nhwc");
+    let error = s.run(&[("images", &nhwc)]).expect_err("NHWC for NCHW");
+    match &error {
+        Error::ShapeMismatch { name, expected, got, hint } => {
+            assert_eq!(name, "images");
+            assert_eq!(expected.0, "[batch, 3, 4, 4]");
+            assert_eq!(*got, [1, 4, 4, 3]);
+            assert!(hint.contains("permuted_axes"), "{hint}");
+        }
+        other => panic!("expected ShapeMismatch, got {other:?}"),
+    }
+    assert_mentions(&error, &["NHWC", "[batch, 3, 4, 4]", "[1, 4, 4, 3]", "transpose"]);
+
+    // The suggested fix works: permute, make contiguous, run.
+    let fixed = Array4::<f32>::zeros((1, 4, 4, 3)).permuted_axes([0, 3, 1, 2]).as_standard_layout().into_owned();
+    let fixed = Value::from_array(fixed).expect("nchw");
+    s.run(&[("images", &fixed)]).expect("NCHW runs");
+}
+
+#[test]
+fn rank_and_dimension_mismatch() {
+    let s = session("dynamic_batch.onnx");
+    let no_batch = Value::from_array(Array3::<f32>::zeros((3, 4, 4))).expect("rank 3");
+    let error = s.run(&[("images", &no_batch)]).expect_err("rank 3 for rank 4");
+    match &error {
+        Error::ShapeMismatch { got, .. } => assert_eq!(*got, [3, 4, 4]),
+        other => panic!("expected ShapeMismatch, got {other:?}"),
+    }
+    assert_mentions(&error, &["batch axis", "insert_axis"]);
+
+    let s = session("add_f32.onnx");
+    let (a, _) = add_inputs();
+    let b = Value::from_vec(&[3, 2], vec![0.0f32; 6]).expect("3x2");
+    let error = s.run(&[("a", &a), ("b", &b)]).expect_err("[3, 2] for [2, 3]");
+    match &error {
+        Error::ShapeMismatch { name, expected, got, .. } => {
+            assert_eq!(name, "b");
+            assert_eq!(expected.0, "[2, 3]");
+            assert_eq!(*got, [3, 2]);
+        }
+        other => panic!("expected ShapeMismatch, got {other:?}"),
+    }
+    assert_mentions(&error, &["[2, 3]", "[3, 2]"]);
+}
+
+#[test]
+fn model_file_missing() {
+    let path = std::env::temp_dir().join("onnxrt-tests-no-such-model.onnx");
+    let error = builder().commit_from_file(&path).expect_err("the file does not exist");
+    match &error {
+        Error::ModelFile { path: p, message } => {
+            assert_eq!(p, &path);
+            assert!(message.contains("No such file"), "{message}");
+        }
+        other => panic!("expected ModelFile, got {other:?}"),
+    }
+    assert_mentions(&error, &["onnxrt-tests-no-such-model.onnx", "No such file"]);
+}
+
+#[test]
+fn truncated_model_is_invalid_protobuf() {
+    let path = model("bad_truncated.onnx");
+    let error = builder().commit_from_file(&path).expect_err("truncated protobuf");
+    match &error {
+        Error::Ort { function, code, message } => {
+            assert_eq!(*function, "CreateSession");
+            assert_eq!(*code, ErrorCode::InvalidProtobuf);
+            assert!(message.contains("Protobuf parsing failed"), "{message}");
+        }
+        other => panic!("expected Error::Ort, got {other:?}"),
+    }
+    assert_mentions(&error, &["CreateSession", "InvalidProtobuf", "bad_truncated.onnx"]);
+
+    // The same from memory.
+    let bytes = std::fs::read(&path).expect("bytes");
+    let error = builder().commit_from_memory(&bytes).expect_err("truncated protobuf");
+    assert!(
+        matches!(error, Error::Ort { function: "CreateSessionFromArray", code: ErrorCode::InvalidProtobuf, .. }),
+        "{error:?}"
+    );
+}
+
+#[test]
+fn too_new_model() {
+    let error = builder().commit_from_file(model("opset_too_new.onnx")).expect_err("IR version 10 on ORT 1.16");
+    match &error {
+        Error::ModelTooNew { message, runtime, max_opset } => {
+            assert!(message.contains("Unsupported model IR version: 10"), "{message}");
+            assert_eq!(runtime, "1.16.2");
+            assert_eq!(*max_opset, 19);
+        }
+        other => panic!("expected ModelTooNew, got {other:?}"),
+    }
+    assert_mentions(&error, &["IR version: 10", "up to 19", "newer ONNX Runtime"]);
+}
+
+#[test]
+fn second_environment_is_refused() {
+    let live = env();
+    let error = Environment::builder().name("second").commit().expect_err("an environment is alive");
+    match &error {
+        Error::InvalidArgument { what, why } => {
+            assert!(what.contains("second"), "{what}");
+            assert!(why.contains(live.name()), "{why}");
+        }
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+    assert_mentions(&error, &["one per process", "Environment::global()"]);
+    // The live one is unaffected.
+    assert!(std::sync::Arc::ptr_eq(&live, &Environment::global().expect("global")));
+}
+
+#[test]
+fn strict_gpu_without_a_gpu_provider() {
+    let error = builder()
+        .strict_gpu(true)
+        .commit_from_file(model("add_f32.onnx"))
+        .expect_err("strict_gpu needs a GPU provider");
+    match &error {
+        Error::InvalidArgument { what, .. } => assert_eq!(what, "strict_gpu"),
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+    assert_mentions(&error, &["no GPU provider", "cuda"]);
+}
+
+#[test]
+fn nul_in_names_and_paths() {
+    let s = session("add_f32.onnx");
+    let (a, b) = add_inputs();
+    // A name with a NUL cannot match any model input: it is an unknown input, not a crash.
+    assert!(matches!(s.run(&[("a\0", &a), ("b", &b)]), Err(Error::UnknownInput { .. })));
+    let error = builder()
+        .config_entry("session.bad\0key", "1")
+        .commit_from_file(model("add_f32.onnx"))
+        .expect_err("NUL in a config key");
+    assert!(matches!(&error, Error::InteriorNul { what, .. } if what.contains("config key")), "{error:?}");
+}

@@ -1,0 +1,242 @@
+//! GPU tests, run by hand on the GPU machine (CI has no GPU): `--features gpu-tests`.
+//!
+//! ```text
+//! cargo test -p onnxrt-tests --features gpu-tests --test gpu -- --test-threads 1 --nocapture
+//! ```
+//! On the device, point `ONNXRT_DYLIB_PATH` at the GPU runtime and `ONNXRT_TEST_MODELS` at the
+//! copied `tests/data/models`; `ONNXRT_GPU_RESNET` may name a ResNet-50 to compare too.
+#![cfg(feature = "gpu-tests")]
+
+use std::path::PathBuf;
+
+use ndarray::{ArrayD, IxDyn};
+use onnxrt::providers::cuda::CudaOptions;
+use onnxrt::providers::tensorrt::TensorRtOptions;
+use onnxrt::{Error, MemoryInfo, Session, Value};
+
+fn model(name: &str) -> PathBuf {
+    let dir = std::env::var_os("ONNXRT_TEST_MODELS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/data/models")));
+    dir.join(name)
+}
+
+/// Deterministic pseudo-random floats in [-1, 1).
+fn noise(len: usize, seed: u64) -> Vec<f32> {
+    let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    (0..len)
+        .map(|_| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+fn max_abs_diff(a: &ArrayD<f32>, b: &ArrayD<f32>) -> f32 {
+    assert_eq!(a.shape(), b.shape());
+    a.iter().zip(b.iter()).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+}
+
+/// GPU and CPU results agree within this fraction of the largest CPU value: cuBLAS/cuDNN reorder
+/// sums (and use TF32 on Ampere+ unless `use_tf32(false)`), so bit equality is not expected.
+fn assert_close(gpu: &ArrayD<f32>, cpu: &ArrayD<f32>, what: &str) {
+    let diff = max_abs_diff(gpu, cpu);
+    let scale = cpu.iter().fold(0.0f32, |m, x| m.max(x.abs())).max(1.0);
+    println!("{what}: max |gpu - cpu| = {diff:e} (max |cpu| = {scale:e})");
+    assert!(diff <= 1e-3 * scale, "{what}: {diff} > 1e-3 * {scale}");
+}
+
+fn cuda_session(name: &str) -> Session {
+    Session::builder()
+        .cuda(CudaOptions::new().device_id(0))
+        .strict_gpu(true)
+        .commit_from_file(model(name))
+        .expect("CUDA session")
+}
+
+fn run_f32(session: &Session, input: &str, shape: &[i64], data: &[f32]) -> ArrayD<f32> {
+    let value = Value::from_vec(shape, data.to_vec()).expect("input");
+    let outputs = session.run(&[(input, &value)]).expect("run");
+    outputs[0].to_array::<f32>().expect("f32 output")
+}
+
+#[test]
+fn runtime_and_providers() {
+    let info = onnxrt::runtime_info().expect("runtime");
+    println!("runtime {} (API {}) at {}", info.version, info.api_level, info.library.display());
+    let providers = onnxrt::providers::available().expect("providers");
+    println!("compiled-in providers: {providers:?}");
+    assert!(providers.iter().any(|p| p == "CUDAExecutionProvider"));
+}
+
+#[test]
+fn cuda_is_registered_and_strict_gpu_runs_mlp_like_the_cpu() {
+    let gpu = cuda_session("mlp.onnx");
+    assert_eq!(gpu.providers(), ["CUDAExecutionProvider", "CPUExecutionProvider"]);
+    let cpu = Session::builder().commit_from_file(model("mlp.onnx")).expect("cpu");
+    let data = noise(8 * 16, 1);
+    let expected = run_f32(&cpu, "x", &[8, 16], &data);
+    assert_close(&run_f32(&gpu, "x", &[8, 16], &data), &expected, "mlp, default CUDA options");
+    // Without TF32 the GPU matches the CPU to fp32 rounding.
+    let exact = Session::builder()
+        .cuda(CudaOptions::new().use_tf32(false))
+        .strict_gpu(true)
+        .commit_from_file(model("mlp.onnx"))
+        .expect("CUDA session without TF32");
+    let diff = max_abs_diff(&run_f32(&exact, "x", &[8, 16], &data), &expected);
+    println!("mlp, use_tf32(false): max |gpu - cpu| = {diff:e}");
+    assert!(diff < 1e-5, "{diff}");
+}
+
+#[test]
+fn iobinding_keeps_outputs_on_the_device() {
+    let session = cuda_session("mlp.onnx");
+    let cpu = Session::builder().commit_from_file(model("mlp.onnx")).expect("cpu");
+    let data = noise(4 * 16, 2);
+    let input = Value::from_vec(&[4, 16], data.clone()).expect("input");
+    let device = MemoryInfo::cuda(0).expect("cuda memory info");
+    let mut binding = session.io_binding().expect("binding");
+    binding.bind_input("x", &input).expect("bind input");
+    binding.bind_output_to_device("logits", &device).expect("bind output");
+    for _ in 0..3 {
+        binding.run(None).expect("run");
+    }
+    binding.synchronize_outputs().expect("sync");
+    let outputs = binding.outputs().expect("outputs");
+    // The CPU cannot read device memory: a typed error, not a crash.
+    let err = outputs[0].view::<f32>().expect_err("device memory is not readable from the host");
+    println!("reading device memory directly: {err}");
+    assert!(matches!(err, Error::InvalidArgument { .. }));
+    let on_host = outputs[0].copy_to_host::<f32>().expect("copy to host");
+    assert_close(&on_host, &run_f32(&cpu, "x", &[4, 16], &data), "device-resident output copied back");
+}
+
+#[test]
+fn device_resident_input_from_the_session_allocator() {
+    let session = cuda_session("mlp.onnx");
+    let cpu = Session::builder().commit_from_file(model("mlp.onnx")).expect("cpu");
+    let device = MemoryInfo::cuda(0).expect("cuda memory info");
+    let allocator = session.allocator(&device).expect("cuda allocator");
+    let mut input = allocator.tensor::<f32>(&[2, 16]).expect("device tensor");
+    let data = noise(32, 3);
+    input.copy_from_host(&data).expect("host to device");
+    let mut binding = session.io_binding().expect("binding");
+    binding.bind_input("x", &input).expect("bind device input");
+    binding.bind_output_to_device("logits", &MemoryInfo::cpu().expect("cpu info")).expect("bind");
+    binding.run(None).expect("run");
+    let out = binding.outputs().expect("outputs")[0].to_array::<f32>().expect("host output");
+    assert_close(&out, &run_f32(&cpu, "x", &[2, 16], &data), "device-resident input");
+}
+
+#[test]
+fn cuda_graph_replays_with_new_input_contents() {
+    let session = Session::builder()
+        .cuda(CudaOptions::new().enable_cuda_graph(true))
+        .strict_gpu(true)
+        .commit_from_file(model("mlp.onnx"))
+        .expect("CUDA graph session");
+    let cpu = Session::builder().commit_from_file(model("mlp.onnx")).expect("cpu");
+    let device = MemoryInfo::cuda(0).expect("cuda memory info");
+    let allocator = session.allocator(&device).expect("allocator");
+    let mut input = allocator.tensor::<f32>(&[4, 16]).expect("input");
+    let mut output = allocator.tensor::<f32>(&[4, 4]).expect("output");
+    let first = noise(64, 4);
+    input.copy_from_host(&first).expect("copy");
+    let expected_first = run_f32(&cpu, "x", &[4, 16], &first);
+    {
+        let mut binding = session.io_binding().expect("binding");
+        binding.bind_input("x", &input).expect("bind");
+        // The graph captures addresses: output preallocated on the device.
+        binding.bind_output("logits", &mut output).expect("bind out");
+        for _ in 0..5 {
+            binding.run(None).expect("graph run");
+        }
+    }
+    assert_close(&output.copy_to_host::<f32>().expect("host"), &expected_first, "CUDA graph, 5 replays");
+    // New contents at the same address: the replayed graph must see them.
+    let second = noise(64, 5);
+    input.copy_from_host(&second).expect("copy");
+    {
+        let mut binding = session.io_binding().expect("binding");
+        binding.bind_input("x", &input).expect("bind");
+        binding.bind_output("logits", &mut output).expect("bind out");
+        binding.run(None).expect("graph replay");
+    }
+    let replayed = output.copy_to_host::<f32>().expect("host");
+    assert_close(&replayed, &run_f32(&cpu, "x", &[4, 16], &second), "CUDA graph replay with new input");
+    assert!(max_abs_diff(&replayed, &expected_first) > 1e-2, "the replay must not return the first result");
+}
+
+#[test]
+fn gpu_mem_limit_exceeded_is_out_of_memory() {
+    let session = Session::builder()
+        .cuda(CudaOptions::new().gpu_mem_limit(1 << 20))
+        .strict_gpu(true)
+        .commit_from_file(model("identity_f32.onnx"))
+        .expect("session");
+    let big = Value::from_array(ArrayD::<f32>::zeros(IxDyn(&[4096, 4096]))).expect("64 MB input");
+    let err = session.run(&[("x", &big)]).expect_err("64 MB cannot fit a 1 MB arena");
+    println!("gpu_mem_limit 1 MiB, 64 MiB tensor: {err}");
+    assert!(matches!(err, Error::OutOfMemory { .. }), "{err:?}");
+}
+
+#[test]
+fn strict_gpu_refuses_a_model_with_cpu_only_ops() {
+    // StringNormalizer has no CUDA kernel.
+    let err = Session::builder()
+        .cuda(CudaOptions::new())
+        .strict_gpu(true)
+        .commit_from_file(model("strings.onnx"))
+        .expect_err("strict GPU with a CPU-only op");
+    println!("strict GPU, CPU-only op: {err}");
+    let relaxed = Session::builder().cuda(CudaOptions::new()).commit_from_file(model("strings.onnx"));
+    assert!(relaxed.is_ok(), "without strict_gpu the CPU fallback works");
+}
+
+#[test]
+fn device_id_that_does_not_exist_is_a_typed_error() {
+    let err = Session::builder()
+        .cuda(CudaOptions::new().device_id(7))
+        .commit_from_file(model("mlp.onnx"))
+        .expect_err("device 7");
+    println!("device_id 7: {err}");
+    assert!(matches!(err, Error::InvalidArgument { .. }), "{err:?}");
+}
+
+#[test]
+fn tensorrt_without_tensorrt_names_the_missing_library() {
+    let err = Session::builder()
+        .tensorrt(TensorRtOptions::new())
+        .commit_from_file(model("mlp.onnx"))
+        .expect_err("no TensorRT on this machine");
+    println!("TensorRT: {err}");
+    match err {
+        Error::ProviderLoad { missing: Some(missing), .. } => assert!(missing.starts_with("libnvinfer"), "{missing}"),
+        other => panic!("expected ProviderLoad naming libnvinfer, got {other:?}"),
+    }
+}
+
+#[test]
+fn models_match_the_cpu() {
+    let mut cases: Vec<(PathBuf, &str, Vec<i64>)> = vec![
+        (model("mlp.onnx"), "x", vec![32, 16]),
+        (model("dynamic_batch.onnx"), "images", vec![5, 3, 4, 4]),
+        (model("add_f32.onnx"), "a", vec![2, 3]),
+    ];
+    if let Some(resnet) = std::env::var_os("ONNXRT_GPU_RESNET") {
+        cases.push((PathBuf::from(resnet), "input", vec![8, 3, 224, 224]));
+    }
+    for (path, input, shape) in cases {
+        let gpu = Session::builder().cuda(CudaOptions::new()).strict_gpu(true).commit_from_file(&path).expect("gpu");
+        let cpu = Session::builder().commit_from_file(&path).expect("cpu");
+        let len: i64 = shape.iter().product();
+        let mut values = vec![(input.to_owned(), Value::from_vec(&shape, noise(len as usize, 9)).expect("input"))];
+        for extra in gpu.inputs().iter().filter(|i| i.name != input) {
+            values.push((extra.name.clone(), Value::from_vec(&shape, noise(len as usize, 10)).expect("input")));
+        }
+        let named: Vec<(&str, &Value<'_>)> = values.iter().map(|(n, v)| (n.as_str(), v)).collect();
+        let a = gpu.run(&named).expect("gpu run")[0].to_array::<f32>().expect("f32");
+        let b = cpu.run(&named).expect("cpu run")[0].to_array::<f32>().expect("f32");
+        assert_close(&a, &b, &format!("{} {:?}", path.display(), a.shape()));
+    }
+}
