@@ -33,6 +33,7 @@ mod handle;
 mod io_binding;
 mod loader;
 mod memory;
+pub mod profiling;
 pub mod providers;
 mod run_options;
 mod session;

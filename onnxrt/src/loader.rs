@@ -1,10 +1,14 @@
 //! Finding and loading the runtime library, without `LD_LIBRARY_PATH`.
 //!
-//! Search order (first that loads wins; a failure lists every place tried and why):
+//! Search order (a failure lists every place tried and why):
 //! 1. a path given in code ([`crate::init_from`]);
 //! 2. `ONNXRT_DYLIB_PATH` (a file, or a folder holding `libonnxruntime.so*`);
 //! 3. `<exe dir>/onnxruntime/lib` (a deployment bundle made by `onnxrt bundle`);
 //! 4. the verified library recorded at build time ([`onnxrt_sys::BUILD_LIBRARY`]).
+//!
+//! No silent fallback: a place the user chose (1, 2) or a bundle that exists (3) but does not load
+//! is an error, never quietly replaced by the next candidate; only places that do not exist are
+//! skipped.
 //!
 //! With the `link` feature the runtime is linked instead and none of this runs.
 
@@ -23,7 +27,7 @@ pub(crate) struct Loaded {
 pub(crate) fn candidates(explicit: Option<&Path>) -> Vec<(String, PathBuf)> {
     let mut out = Vec::new();
     if let Some(path) = explicit {
-        out.push(("given in code".to_owned(), path.to_owned()));
+        out.push((GIVEN_IN_CODE.to_owned(), path.to_owned()));
     }
     if let Some(value) = std::env::var_os("ONNXRT_DYLIB_PATH").filter(|v| !v.is_empty()) {
         out.push(("ONNXRT_DYLIB_PATH".to_owned(), PathBuf::from(value)));
@@ -35,16 +39,26 @@ pub(crate) fn candidates(explicit: Option<&Path>) -> Vec<(String, PathBuf)> {
     out
 }
 
+/// Places the user named (in code or in the environment): if they fail, nothing else is tried.
+fn chosen_by_user(origin: &str) -> bool {
+    origin == GIVEN_IN_CODE || origin == "ONNXRT_DYLIB_PATH"
+}
+
+const GIVEN_IN_CODE: &str = "given in code";
+
 /// Resolves a folder to the library inside it.
 fn library_in(path: &Path) -> Option<PathBuf> {
     if !path.is_dir() {
         return Some(path.to_owned());
     }
     let versioned = Path::new(onnxrt_sys::BUILD_LIBRARY).file_name().map(|f| path.join(f));
-    [versioned, Some(path.join("libonnxruntime.so")), Some(path.join("libonnxruntime.so.1"))]
-        .into_iter()
-        .flatten()
-        .find(|p| p.exists())
+    let usual = [versioned, Some(path.join("libonnxruntime.so")), Some(path.join("libonnxruntime.so.1"))];
+    usual.into_iter().flatten().find(|p| p.exists()).or_else(|| {
+        // Any versioned runtime in the folder (e.g. a bundle of a newer release).
+        std::fs::read_dir(path).ok()?.flatten().map(|e| e.path()).find(|p| {
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("libonnxruntime.so."))
+        })
+    })
 }
 
 /// Loads the first candidate that works.
@@ -53,11 +67,17 @@ pub(crate) fn load(explicit: Option<&Path>) -> Result<Loaded, Error> {
     let mut tried = Vec::new();
     for (origin, path) in candidates(explicit) {
         let Some(file) = library_in(&path) else {
-            tried.push(LoadAttempt { origin, path, why: "folder holds no libonnxruntime.so*".into() });
+            tried.push(LoadAttempt { origin: origin.clone(), path, why: "folder holds no libonnxruntime.so*".into() });
+            if chosen_by_user(&origin) {
+                break;
+            }
             continue;
         };
         if !file.exists() {
-            tried.push(LoadAttempt { origin, path: file, why: "no such file".into() });
+            tried.push(LoadAttempt { origin: origin.clone(), path: file, why: "no such file".into() });
+            if chosen_by_user(&origin) {
+                break;
+            }
             continue;
         }
         // SAFETY: loading runs the library's initialisers; ONNX Runtime's only set up static
@@ -65,8 +85,9 @@ pub(crate) fn load(explicit: Option<&Path>) -> Result<Loaded, Error> {
         let library = match unsafe { libloading::Library::new(&file) } {
             Ok(library) => library,
             Err(e) => {
+                // It exists but does not load (unreadable, wrong architecture, missing deps): say so.
                 tried.push(LoadAttempt { origin, path: file, why: e.to_string() });
-                continue;
+                break;
             }
         };
         // SAFETY: every ORT release exports `OrtGetApiBase` with this signature.

@@ -30,9 +30,9 @@ use onnxrt_tests::{builder, close};
 const RTOL: f64 = 1e-3;
 const ATOL: f64 = 1e-5;
 
-/// Cases that must pass: 90% of the 1171 that passed on ORT 1.16.2 when this was written (see
-/// CONFORMANCE.md), so a regression in value conversion or reading fails the test.
-const PASSED_FLOOR: usize = 1054;
+/// Cases that must pass: 90% of the 1158 that passed on ORT 1.16.2 with onnx 1.14.1's data when
+/// this was written (see CONFORMANCE.md), so a regression in value conversion or reading fails.
+const PASSED_FLOOR: usize = 1042;
 /// At least this many cases must be found, or the data is not the full suite.
 const CASES_FLOOR: usize = 1200;
 
@@ -423,13 +423,13 @@ fn onnx_backend_conformance() {
         }
     }
     let mut reasons: Vec<_> = reasons.into_iter().collect();
-    reasons.sort_by(|a, b| b.1.cmp(&a.1));
+    reasons.sort_by_key(|r| std::cmp::Reverse(r.1));
     println!("most common reasons:");
     for (reason, n) in reasons.iter().take(15) {
         println!("{n:>5}  {reason}");
     }
     let mut slowest: Vec<_> = results.iter().map(|(c, _, d)| (*d, c.name.as_str())).collect();
-    slowest.sort_by(|a, b| b.0.cmp(&a.0));
+    slowest.sort_by_key(|s| std::cmp::Reverse(s.0));
     println!("slowest: {:?}", &slowest[..slowest.len().min(5)]);
 
     if let Some(path) = std::env::var_os("ONNXRT_CONFORMANCE_REPORT") {

@@ -305,6 +305,10 @@ fn free_dimension_override() {
         .free_dimension("N", 2)
         .commit_from_file(model("multi_output.onnx"))
         .expect("session with N fixed to 2");
+    // The override shows in the description, and other sizes are refused before ORT runs.
+    assert_eq!(s.inputs()[0].shape, [Dim::Fixed(2)]);
+    let three = Value::from_vec(&[3], vec![1.0f32; 3]).expect("x");
+    assert!(matches!(s.run(&[("x", &three)]), Err(Error::ShapeMismatch { .. })));
     let x = array![4.0f32, -0.5];
     let value = Value::from_array(x.clone()).expect("x");
     let outputs = s.run(&[("x", &value)]).expect("runs with N = 2");

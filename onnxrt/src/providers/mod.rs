@@ -73,7 +73,7 @@ impl Prepared {
                 function,
                 code,
                 message: format!(
-                    "{message}\nStrict GPU: some nodes of this model have no kernel in {:?}; run without strict_gpu to let them run on the CPU, or see Session::placement",
+                    "{message}\nStrict GPU: some nodes of this model have no kernel in {:?}; run without strict_gpu to let them run on the CPU, or see onnxrt::profiling::placement for which nodes need the CPU",
                     self.registered
                 ),
             },
