@@ -97,7 +97,7 @@ pub(crate) fn load(explicit: Option<&Path>) -> Result<Loaded, Error> {
             Ok(symbol) => *symbol,
             Err(e) => {
                 tried.push(LoadAttempt { origin, path: file, why: format!("not an ONNX Runtime library: {e}") });
-                continue;
+                break;
             }
         };
         std::mem::forget(library);
@@ -106,7 +106,7 @@ pub(crate) fn load(explicit: Option<&Path>) -> Result<Loaded, Error> {
         let base = unsafe { get_base() };
         if base.is_null() {
             tried.push(LoadAttempt { origin, path: file, why: "OrtGetApiBase returned null".into() });
-            continue;
+            break;
         }
         return Ok(Loaded { base, path: file });
     }

@@ -16,9 +16,27 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 fn probe(command: &mut Command) -> String {
-    let output = command.output().expect("onnxrt-probe runs");
+    let output = run(command);
     assert!(output.status.success(), "probe failed: {}", String::from_utf8_lossy(&output.stderr));
     String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Copies an executable; spawning it right after can meet ETXTBSY while another test thread forks
+/// with the copy's write handle still open in the child, so `run` retries that case briefly.
+fn copy_exe(to: &Path) {
+    std::fs::copy(env!("CARGO_BIN_EXE_onnxrt-probe"), to).expect("copy probe");
+}
+
+fn run(command: &mut Command) -> std::process::Output {
+    for _ in 0..50 {
+        match command.output() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            other => return other.expect("probe runs"),
+        }
+    }
+    panic!("the copied executable stayed busy")
 }
 
 fn probe_cmd() -> Command {
@@ -86,7 +104,7 @@ fn an_unreadable_library_says_permission_denied() {
     std::fs::copy(model("add_f32.onnx"), &model_copy).expect("copy model");
     std::fs::set_permissions(&model_copy, std::fs::Permissions::from_mode(0o644)).expect("chmod model");
     let probe_copy = dir.join("onnxrt-probe");
-    std::fs::copy(env!("CARGO_BIN_EXE_onnxrt-probe"), &probe_copy).expect("copy probe");
+    copy_exe(&probe_copy);
     std::fs::set_permissions(&probe_copy, std::fs::Permissions::from_mode(0o755)).expect("chmod probe");
     let out = probe(
         Command::new("setpriv")

@@ -4,7 +4,7 @@
 //! ```text
 //! onnxrt-probe [--init PATH] [cuda|tensorrt|none] MODEL
 //! ```
-//! Prints `OK <version> <providers>` or `ERR <variant>: <Display>`; exit status 0 either way, 2 on
+//! Prints `OK <version> <providers> <library path>` or `ERR <variant>: <Display>`; exit status 0 either way, 2 on
 //! usage errors. Variants are printed from `Debug` up to the first `{` or `(`.
 
 use onnxrt::Session;
@@ -43,8 +43,9 @@ fn main() {
     }
     match builder.commit_from_file(&model) {
         Ok(session) => {
-            let version = onnxrt::runtime_info().map(|i| i.version).unwrap_or_default();
-            println!("OK {version} {:?}", session.providers());
+            let (version, library) =
+                onnxrt::runtime_info().map(|i| (i.version, i.library.display().to_string())).unwrap_or_default();
+            println!("OK {version} {:?} {library}", session.providers());
         }
         Err(e) => report(&e),
     }
