@@ -127,19 +127,15 @@ fn a_bundle_beside_the_executable_is_preferred_over_the_build_record() {
     std::fs::create_dir_all(&lib_dir).expect("lib dir");
     std::fs::copy(onnxrt_sys::BUILD_LIBRARY, lib_dir.join("libonnxruntime.so.1.16.2")).expect("copy runtime");
     let exe = dir.join("onnxrt-probe");
-    std::fs::copy(env!("CARGO_BIN_EXE_onnxrt-probe"), &exe).expect("copy probe");
-    let output = Command::new(&exe)
-        .env_clear()
-        .env("RUST_LOG", "")
-        .arg("none")
-        .arg(model("add_f32.onnx"))
-        .output()
-        .expect("run");
-    let out = String::from_utf8_lossy(&output.stdout);
-    assert!(out.starts_with("OK 1.16.2"), "{out}");
-    // Remove the bundle's library: the folder exists but is empty, so the build record is used.
-    std::fs::remove_file(lib_dir.join("libonnxruntime.so.1.16.2")).expect("remove");
+    copy_exe(&exe);
     let out = probe(Command::new(&exe).env_clear().arg("none").arg(model("add_f32.onnx")));
     assert!(out.starts_with("OK 1.16.2"), "{out}");
+    let bundled = lib_dir.join("libonnxruntime.so.1.16.2");
+    assert!(out.trim_end().ends_with(&bundled.display().to_string()), "{out}");
+    // Remove the bundle's library: the folder exists but is empty, so the build record is used.
+    std::fs::remove_file(&bundled).expect("remove");
+    let out = probe(Command::new(&exe).env_clear().arg("none").arg(model("add_f32.onnx")));
+    assert!(out.starts_with("OK 1.16.2"), "{out}");
+    assert!(out.trim_end().ends_with(onnxrt_sys::BUILD_LIBRARY), "{out}");
     let _ = std::fs::remove_dir_all(&dir);
 }
