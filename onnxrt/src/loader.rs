@@ -55,9 +55,11 @@ fn library_in(path: &Path) -> Option<PathBuf> {
     let usual = [versioned, Some(path.join("libonnxruntime.so")), Some(path.join("libonnxruntime.so.1"))];
     usual.into_iter().flatten().find(|p| p.exists()).or_else(|| {
         // Any versioned runtime in the folder (e.g. a bundle of a newer release).
-        std::fs::read_dir(path).ok()?.flatten().map(|e| e.path()).find(|p| {
-            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("libonnxruntime.so."))
-        })
+        std::fs::read_dir(path)
+            .ok()?
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("libonnxruntime.so.")))
     })
 }
 

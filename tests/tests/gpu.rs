@@ -240,3 +240,22 @@ fn models_match_the_cpu() {
         assert_close(&a, &b, &format!("{} {:?}", path.display(), a.shape()));
     }
 }
+
+#[test]
+fn cuda_pinned_host_memory_is_readable_on_the_host() {
+    let session = cuda_session("mlp.onnx");
+    let pinned = MemoryInfo::cuda_pinned().expect("pinned memory info");
+    let allocator = session.allocator(&pinned).expect("pinned allocator");
+    let mut input = allocator.tensor::<f32>(&[2, 16]).expect("pinned tensor");
+    let data = noise(32, 6);
+    input.copy_from_host(&data).expect("fill pinned memory");
+    // Pinned memory is host memory: the CPU reads it directly.
+    assert_eq!(input.view::<f32>().expect("host-readable").iter().copied().collect::<Vec<_>>(), data);
+    let mut binding = session.io_binding().expect("binding");
+    binding.bind_input("x", &input).expect("bind pinned input");
+    binding.bind_output_to_device("logits", &pinned).expect("bind pinned output");
+    binding.run(None).expect("run");
+    let out = binding.outputs().expect("outputs")[0].to_array::<f32>().expect("pinned output readable on the host");
+    let cpu = Session::builder().commit_from_file(model("mlp.onnx")).expect("cpu");
+    assert_close(&out, &run_f32(&cpu, "x", &[2, 16], &data), "pinned input and output");
+}

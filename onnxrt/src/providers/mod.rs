@@ -104,8 +104,7 @@ pub(crate) fn append_all(
             ProviderRequest::TensorRt(trt) => {
                 tensorrt::append(api, env, options, trt)?;
                 registered.push("TensorrtExecutionProvider");
-                // ORT made concurrent Run safe for TensorRT in 1.17.
-                serialize_runs |= api.api_level < 17;
+                serialize_runs |= tensorrt_runs_need_serializing(api.api_level);
             }
             // Without the `cuda`/`tensorrt` features there is nothing to request.
             #[allow(unreachable_patterns)]
@@ -120,6 +119,13 @@ pub(crate) fn append_all(
     }
     registered.push("CPUExecutionProvider");
     Ok(Prepared { registered, serialize_runs, strict })
+}
+
+/// ORT made concurrent `Run` safe with the TensorRT provider in 1.17 (C API 17); before that a
+/// session using it must not run on two threads at once.
+#[cfg_attr(not(feature = "tensorrt"), allow(dead_code))]
+pub(crate) fn tensorrt_runs_need_serializing(api_level: u32) -> bool {
+    api_level < 17
 }
 
 /// Checks that `name` is compiled into the runtime.
@@ -150,5 +156,15 @@ impl SessionBuilder {
     pub fn strict_gpu(mut self, strict: bool) -> Self {
         self.strict_gpu = strict;
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn tensorrt_sessions_serialize_runs_only_before_ort_1_17() {
+        assert!(super::tensorrt_runs_need_serializing(16));
+        assert!(!super::tensorrt_runs_need_serializing(17));
+        assert!(!super::tensorrt_runs_need_serializing(30));
     }
 }
