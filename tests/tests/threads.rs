@@ -125,20 +125,15 @@ fn block_on<F: Future>(future: F) -> F::Output {
     }
 }
 
-/// A session that is never released. ORT calls `run_async`'s completion callback on the
-/// session's own intra-op thread, and (see `run_async_release_from_callback`) if that callback
-/// drops the last reference to the session, the session tears down its thread pool from inside
-/// it and the process crashes. Keeping these sessions for the life of the process keeps the
-/// tests of what `run_async` computes independent of that bug.
-fn immortal_async_session(name: &str) -> &'static Session {
-    // ORT's RunAsync runs on the intra-op pool, which needs more than one thread.
-    let session = builder().intra_op_threads(2).commit_from_file(model(name)).expect("session loads");
-    Box::leak(Box::new(session))
+/// A session for `run_async` (ORT's RunAsync runs on the intra-op pool, which needs more than
+/// one thread).
+fn async_session(name: &str) -> Session {
+    builder().intra_op_threads(2).commit_from_file(model(name)).expect("session loads")
 }
 
 #[test]
 fn run_async_adds() {
-    let session = immortal_async_session("add_f32.onnx");
+    let session = &async_session("add_f32.onnx");
     let a = array![[1.0f32, -2.0, 3.5], [0.25, 8.0, -1.0]];
     let b = array![[10.0f32, 20.0, -30.0], [0.5, 0.125, 1.0]];
     let expected = (&a + &b).into_dyn();
@@ -170,7 +165,7 @@ fn run_async_adds() {
 
 #[test]
 fn run_async_futures_can_be_dropped_early() {
-    let session = immortal_async_session("mlp.onnx");
+    let session = &async_session("mlp.onnx");
     let reference = mlp_bits(session, &Value::from_array(mlp_input()).expect("x"));
     // Started and dropped without polling: the run still finishes safely in the background.
     for _ in 0..20 {
@@ -187,6 +182,25 @@ fn run_async_futures_can_be_dropped_early() {
     assert_eq!(outputs.len(), 1);
     let bits: Vec<u32> = outputs[0].1.view::<f32>().expect("f32").iter().map(|v| v.to_bits()).collect();
     assert_eq!(bits, reference);
+}
+
+#[test]
+fn run_async_needs_an_intra_op_pool() {
+    // With one intra-op thread there is no pool for ORT to run on: a typed error, not a hang.
+    let session = builder().intra_op_threads(1).commit_from_file(model("add_f32.onnx")).expect("add_f32 loads");
+    let value = || Value::from_vec(&[2, 3], vec![1.0f32; 6]).expect("input");
+    match session.run_async(vec![("a".to_owned(), value()), ("b".to_owned(), value())], &[]) {
+        Err(Error::Ort { function, code, message }) => {
+            assert_eq!((function, code), ("RunAsync", onnxrt::ErrorCode::InvalidArgument));
+            assert!(message.contains("intra op thread pool"), "{message}");
+        }
+        Err(other) => panic!("expected Error::Ort from RunAsync, got {other:?}"),
+        Ok(_) => panic!("RunAsync started without an intra-op pool"),
+    }
+    // The session is still usable synchronously.
+    let (a, b) = (value(), value());
+    let outputs = session.run(&[("a", &a), ("b", &b)]).expect("sync run");
+    assert!(outputs[0].view::<f32>().expect("f32").iter().all(|&v| v == 2.0));
 }
 
 /// Set in the child process that `run_async_release_from_callback` starts.
@@ -214,9 +228,9 @@ fn release_sessions_with_runs_in_flight() {
     thread::sleep(Duration::from_millis(500));
 }
 
+/// Sessions dropped right after (or while) their asynchronous runs complete: the session waits
+/// for its in-flight runs and is released on the dropping thread, never on ORT's pool thread.
 #[test]
-#[ignore = "onnxrt bug: run_async's on_done callback can drop the last Arc<Inner>, releasing the session \
-            (and its thread pool) on that pool's own thread; the process then dies with SIGFPE/SIGSEGV"]
 fn run_async_release_from_callback() {
     if std::env::var_os(RELEASE_CHILD).is_some() {
         release_sessions_with_runs_in_flight();
@@ -226,7 +240,7 @@ fn run_async_release_from_callback() {
     let exe = std::env::current_exe().expect("the test binary's path");
     for attempt in 0..3 {
         let status = std::process::Command::new(&exe)
-            .args(["--exact", "run_async_release_from_callback", "--ignored", "--test-threads=1"])
+            .args(["--exact", "run_async_release_from_callback", "--test-threads=1"])
             .env(RELEASE_CHILD, "1")
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())

@@ -44,6 +44,16 @@ pub(crate) struct Inner {
     // Some when ORT's Run is not thread-safe for this session's providers (TensorRT < 1.17).
     pub(crate) run_lock: Option<Mutex<()>>,
     providers: Vec<&'static str>,
+    // Asynchronous runs not yet called back; the session is released only when this is zero.
+    pub(crate) in_flight: Arc<run_async::InFlight>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        // Never release the session while ORT may still call back into it, and never from ORT's
+        // own pool thread (that is where the last reference would otherwise be dropped).
+        self.in_flight.wait_idle();
+    }
 }
 
 // SAFETY: ORT documents OrtSession::Run (and RunAsync, IoBinding runs) as safe to call
@@ -100,6 +110,7 @@ impl Session {
                 input_names,
                 output_names,
                 run_lock,
+                in_flight: Arc::default(),
                 providers: prepared.registered,
             }),
         })

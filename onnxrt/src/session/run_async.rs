@@ -8,7 +8,7 @@
 use std::ffi::{c_char, c_void};
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::task::{Context, Poll, Waker};
 
 use onnxrt_sys::{OrtStatus, OrtValue};
@@ -16,13 +16,42 @@ use onnxrt_sys::{OrtStatus, OrtValue};
 use crate::api::api;
 use crate::error::{Error, Result};
 use crate::handle::Owned;
-use crate::session::{validate, Inner, Session};
+use crate::session::{validate, Session};
 use crate::status::ort;
 use crate::value::Value;
 
+/// Counts asynchronous runs in flight, so the session outlives them (see `Drop for Inner`).
+#[derive(Debug, Default)]
+pub(crate) struct InFlight {
+    count: Mutex<usize>,
+    idle: Condvar,
+}
+
+impl InFlight {
+    fn start(&self) {
+        *self.count.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+    }
+
+    fn finish(&self) {
+        let mut count = self.count.lock().unwrap_or_else(|e| e.into_inner());
+        *count = count.saturating_sub(1);
+        if *count == 0 {
+            self.idle.notify_all();
+        }
+    }
+
+    pub(crate) fn wait_idle(&self) {
+        let mut count = self.count.lock().unwrap_or_else(|e| e.into_inner());
+        while *count > 0 {
+            count = self.idle.wait(count).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
 struct State {
-    // Keep-alives: ORT reads these until the callback.
-    _session: Arc<Inner>,
+    // The session waits for this to reach zero before it is released (it owns the names below).
+    in_flight: Arc<InFlight>,
+    // Keep-alive: ORT reads the inputs until the callback.
     _inputs: Vec<Value<'static>>,
     input_names: Vec<*const c_char>,
     input_values: Vec<*const OrtValue>,
@@ -37,7 +66,8 @@ struct Done {
     waker: Option<Waker>,
 }
 
-// SAFETY: the raw pointers point into `_session` and `_inputs`, which the state owns; they are
+// SAFETY: the raw pointers point into the session's names (alive until `in_flight` is zero) and
+// into `_inputs`, which the state owns; they are
 // only read by ORT's thread and by the callback, and the mutable parts sit behind Mutexes.
 unsafe impl Send for State {}
 // SAFETY: as above.
@@ -90,7 +120,7 @@ impl Session {
         let input_values = inputs.iter().map(|(_, v)| v.as_ptr().cast_const()).collect();
         let values: Vec<Value<'static>> = inputs.into_iter().map(|(_, v)| v).collect();
         let state = Arc::new(State {
-            _session: Arc::clone(&self.inner),
+            in_flight: Arc::clone(&self.inner.in_flight),
             input_names: order.iter().map(|&i| self.inner.input_names[i].as_ptr()).collect(),
             input_values,
             _inputs: values,
@@ -98,6 +128,7 @@ impl Session {
             output_values: Mutex::new(vec![std::ptr::null_mut(); output_indices.len()]),
             done: Mutex::new(Done::default()),
         });
+        state.in_flight.start();
         let user_data = Arc::into_raw(Arc::clone(&state)).cast_mut().cast::<c_void>();
         let outputs_ptr = state.output_values.lock().unwrap_or_else(|e| e.into_inner()).as_mut_ptr();
         // SAFETY: every pointer passed lives in `state`, which the callback keeps alive through
@@ -123,6 +154,7 @@ impl Session {
             // ORT did not take the run, so the callback will not fire: drop its reference here.
             // SAFETY: `user_data` came from Arc::into_raw above and was not consumed.
             drop(unsafe { Arc::from_raw(user_data.cast::<State>().cast_const()) });
+            state.in_flight.finish();
             return Err(error);
         }
         Ok(RunFuture { state, names })
@@ -166,5 +198,8 @@ unsafe extern "C" fn on_done(
         if let Some(waker) = done.waker.take() {
             waker.wake();
         }
+        drop(done);
+        // Last: from here on the session may be released (on the thread that drops it, not here).
+        state.in_flight.finish();
     }));
 }
