@@ -276,7 +276,10 @@ pub enum Error {
     },
 
     /// The model needs a newer runtime (opset or IR version too new).
-    #[error("{message}\nFix: export the model with an older opset (ONNX Runtime {runtime} supports opsets up to {max_opset}) or use a newer ONNX Runtime")]
+    #[error(
+        "{message}\nFix: export the model with an older opset / IR version (ONNX Runtime {runtime} supports \
+         default-domain opsets up to {max_opset}; ORT 1.16 reads IR versions up to 9), or use a newer ONNX Runtime"
+    )]
     ModelTooNew {
         /// ORT's message.
         message: String,

@@ -83,6 +83,12 @@ pub struct RunFuture {
 /// Outputs of an asynchronous run, with their names.
 pub type NamedOutputs = Vec<(String, Value<'static>)>;
 
+impl std::fmt::Debug for RunFuture {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunFuture").field("outputs", &self.names).finish()
+    }
+}
+
 impl Future for RunFuture {
     type Output = Result<NamedOutputs>;
 
