@@ -33,6 +33,8 @@ mod handle;
 mod io_binding;
 mod loader;
 mod memory;
+#[cfg(feature = "cuda")]
+pub mod pool;
 pub mod profiling;
 pub mod providers;
 mod run_options;

@@ -259,3 +259,73 @@ fn cuda_pinned_host_memory_is_readable_on_the_host() {
     let cpu = Session::builder().commit_from_file(model("mlp.onnx")).expect("cpu");
     assert_close(&out, &run_f32(&cpu, "x", &[2, 16], &data), "pinned input and output");
 }
+
+#[test]
+fn pool_spreads_requests_over_every_gpu_and_matches_the_cpu() {
+    use onnxrt::pool::GpuPool;
+    let pool = GpuPool::all_devices(model("mlp.onnx"), |b, _| b, |_| CudaOptions::new()).expect("pool");
+    println!("pool devices: {:?}", pool.devices());
+    let cpu = Session::builder().commit_from_file(model("mlp.onnx")).expect("cpu");
+    let data = noise(4 * 16, 7);
+    let expected = run_f32(&cpu, "x", &[4, 16], &data);
+    let used = std::sync::Mutex::new(std::collections::BTreeMap::<i32, usize>::new());
+    std::thread::scope(|scope| {
+        for _ in 0..4 {
+            scope.spawn(|| {
+                let input = Value::from_vec(&[4, 16], data.clone()).expect("input");
+                for _ in 0..50 {
+                    let (device, outputs) = pool.run(&[("x", &input)]).expect("pool run");
+                    assert_close(&outputs[0].to_array::<f32>().expect("f32"), &expected, "pool run");
+                    *used.lock().expect("lock").entry(device).or_default() += 1;
+                }
+            });
+        }
+    });
+    let used = used.into_inner().expect("lock");
+    println!("runs per device: {used:?}");
+    assert_eq!(used.values().sum::<usize>(), 200);
+    assert_eq!(used.len(), pool.devices().len(), "every device took requests");
+}
+
+#[test]
+fn pool_with_a_device_that_does_not_exist_is_refused() {
+    use onnxrt::pool::GpuPool;
+    let err = GpuPool::new(model("mlp.onnx"), &[0, 9], |b, _| b, |_| CudaOptions::new()).expect_err("no device 9");
+    println!("pool over [0, 9]: {err}");
+    assert!(matches!(err, Error::InvalidArgument { .. }), "{err:?}");
+}
+
+#[test]
+fn pool_throughput_against_one_gpu() {
+    use onnxrt::pool::GpuPool;
+    let Some(resnet) = std::env::var_os("ONNXRT_GPU_RESNET") else {
+        println!("skipped: set ONNXRT_GPU_RESNET to a ResNet-50");
+        return;
+    };
+    let input = Value::from_vec(&[32, 3, 224, 224], noise(32 * 3 * 224 * 224, 8)).expect("batch 32");
+    let measure = |pool: &GpuPool, threads: usize| {
+        for _ in 0..3 {
+            pool.run(&[("input", &input)]).expect("warm-up");
+        }
+        let start = std::time::Instant::now();
+        std::thread::scope(|scope| {
+            for _ in 0..threads {
+                scope.spawn(|| {
+                    for _ in 0..20 {
+                        pool.run(&[("input", &input)]).expect("run");
+                    }
+                });
+            }
+        });
+        (threads * 20 * 32) as f64 / start.elapsed().as_secs_f64()
+    };
+    let all = GpuPool::all_devices(&resnet, |b, _| b, |_| CudaOptions::new()).expect("pool");
+    let one = GpuPool::new(&resnet, &[0], |b, _| b, |_| CudaOptions::new()).expect("one");
+    let threads = 2 * all.devices().len();
+    let (one_rate, all_rate) = (measure(&one, threads), measure(&all, threads));
+    println!(
+        "ResNet-50 batch 32, {threads} threads: 1 GPU {one_rate:.0} images/s; {} GPU(s) {all_rate:.0} images/s; ratio {:.2}",
+        all.devices().len(),
+        all_rate / one_rate
+    );
+}

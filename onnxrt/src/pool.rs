@@ -1,0 +1,109 @@
+//! [`GpuPool`]: one session per GPU, requests spread over them.
+//!
+//! Servers with several GPUs pin one session per device (`device_id`) and send each request to the
+//! least busy one. ORT sessions are thread-safe, so one pool serves any number of threads; each
+//! request runs on the session of the device with the fewest runs in flight.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::error::{Error, Result};
+use crate::providers::cuda::CudaOptions;
+use crate::session::{Outputs, Session, SessionBuilder};
+use crate::value::Value;
+
+/// One session per CUDA device, sharing the work.
+#[derive(Debug)]
+pub struct GpuPool {
+    members: Vec<Member>,
+    next: AtomicUsize,
+}
+
+#[derive(Debug)]
+struct Member {
+    device: i32,
+    session: Session,
+    busy: AtomicUsize,
+}
+
+/// Decrements a member's busy count when a run ends, even by error.
+struct Busy<'a>(&'a AtomicUsize);
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+impl GpuPool {
+    /// Loads `model` once per device in `devices`. `configure` adjusts each device's builder (the
+    /// CUDA provider for that device is added after it, so its options come first in priority).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an empty device list, a repeated device or a device that
+    /// does not exist; any session-creation error, naming nothing half-built (all or nothing).
+    pub fn new(
+        model: impl AsRef<Path>,
+        devices: &[i32],
+        configure: impl Fn(SessionBuilder, i32) -> SessionBuilder,
+        cuda: impl Fn(i32) -> CudaOptions,
+    ) -> Result<GpuPool> {
+        if devices.is_empty() {
+            return Err(Error::InvalidArgument {
+                what: "GpuPool devices".into(),
+                why: "give at least one device id".into(),
+            });
+        }
+        for (i, device) in devices.iter().enumerate() {
+            if devices[..i].contains(device) {
+                return Err(Error::InvalidArgument {
+                    what: format!("GpuPool device {device}"),
+                    why: "listed twice; one session per device".into(),
+                });
+            }
+        }
+        let members = devices
+            .iter()
+            .map(|&device| {
+                let builder = configure(Session::builder(), device).cuda(cuda(device).device_id(device));
+                Ok(Member { device, session: builder.commit_from_file(model.as_ref())?, busy: AtomicUsize::new(0) })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(GpuPool { members, next: AtomicUsize::new(0) })
+    }
+
+    /// A pool over every CUDA device of the machine.
+    pub fn all_devices(
+        model: impl AsRef<Path>,
+        configure: impl Fn(SessionBuilder, i32) -> SessionBuilder,
+        cuda: impl Fn(i32) -> CudaOptions,
+    ) -> Result<GpuPool> {
+        let count = crate::cuda_runtime::device_count()?;
+        let devices: Vec<i32> = (0..count).collect();
+        GpuPool::new(model, &devices, configure, cuda)
+    }
+
+    /// The device ids, in pool order.
+    pub fn devices(&self) -> Vec<i32> {
+        self.members.iter().map(|m| m.device).collect()
+    }
+
+    /// The session of `device`.
+    pub fn session(&self, device: i32) -> Option<&Session> {
+        self.members.iter().find(|m| m.device == device).map(|m| &m.session)
+    }
+
+    /// Runs on the least busy device (ties rotate) and returns which device ran it.
+    pub fn run(&self, inputs: &[(&str, &Value<'_>)]) -> Result<(i32, Outputs<'_>)> {
+        let start = self.next.fetch_add(1, Ordering::Relaxed);
+        let n = self.members.len();
+        let member = (0..n)
+            .map(|k| &self.members[(start + k) % n])
+            .min_by_key(|m| m.busy.load(Ordering::Acquire))
+            .unwrap_or(&self.members[0]);
+        member.busy.fetch_add(1, Ordering::AcqRel);
+        let _busy = Busy(&member.busy);
+        let outputs = member.session.run(inputs)?;
+        Ok((member.device, outputs))
+    }
+}
