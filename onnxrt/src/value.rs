@@ -13,6 +13,7 @@
 use std::any::Any;
 use std::ffi::{c_void, CString};
 use std::marker::PhantomData;
+use std::sync::OnceLock;
 
 use ndarray::{ArrayD, ArrayView, ArrayViewD, Dimension, IxDyn};
 
@@ -94,7 +95,18 @@ pub struct Value<'data> {
     raw: Owned<OrtValue>,
     // Rust memory ORT reads through `raw` (tensor data, sequence members); freed after `raw`.
     _backing: Option<Box<dyn Any + Send + Sync>>,
+    // Kind, element type and shape never change after creation: read once (or known at
+    // creation), so checking inputs on every run costs no FFI call and no allocation.
+    meta: OnceLock<Meta>,
     _borrow: PhantomData<&'data [u8]>,
+}
+
+/// What a value is, cached.
+#[derive(Debug, Clone)]
+pub(crate) struct Meta {
+    pub(crate) kind: ValueKind,
+    /// Element type and shape, for tensors.
+    pub(crate) tensor: Option<TensorInfo>,
 }
 
 // SAFETY: an OrtValue has no thread affinity; ORT allows creating it on one thread and using or
@@ -161,7 +173,7 @@ impl Value<'static> {
         // SAFETY: `data` is moved into the value's backing below, so it outlives the OrtValue;
         // the heap buffer does not move when the Box does.
         let raw = unsafe { tensor_over(ptr, std::mem::size_of_val(&*data), shape, T::TYPE) }?;
-        Ok(Value { raw, _backing: Some(Box::new(data)), _borrow: PhantomData })
+        Ok(Value::new(raw, Some(Box::new(data)), Some(TensorInfo { element_type: T::TYPE, shape: shape.to_vec() })))
     }
 
     /// A rank-0 tensor.
@@ -203,7 +215,7 @@ impl Value<'static> {
         let raw = unsafe { Owned::from_raw(raw) }?;
         // SAFETY: `pointers` holds `len` NUL-terminated strings alive for the call; ORT copies them.
         unsafe { ort!(api, FillStringTensor(raw.as_ptr(), pointers.as_ptr(), pointers.len())) }?;
-        Ok(Value { raw, _backing: None, _borrow: PhantomData })
+        Ok(Value::new(raw, None, Some(TensorInfo { element_type: ElementType::String, shape: shape.to_vec() })))
     }
 
     /// A sequence of tensors (all of one element type, as ONNX requires).
@@ -237,11 +249,11 @@ impl Value<'static> {
         // SAFETY: on success `raw` is a new value we own.
         let raw = unsafe { Owned::from_raw(raw) }?;
         // The members stay alive with the sequence in case ORT references rather than copies them.
-        Ok(Value { raw, _backing: Some(Box::new(values)), _borrow: PhantomData })
+        Ok(Value::new(raw, Some(Box::new(values)), None))
     }
 
     pub(crate) fn from_owned(raw: Owned<OrtValue>) -> Value<'static> {
-        Value { raw, _backing: None, _borrow: PhantomData }
+        Value::new(raw, None, None)
     }
 }
 
@@ -262,7 +274,42 @@ impl<'data> Value<'data> {
         let ptr = view.as_ptr().cast_mut().cast::<c_void>();
         // SAFETY: the memory is borrowed for 'data, which the returned Value carries.
         let raw = unsafe { tensor_over(ptr, len * std::mem::size_of::<T>(), &shape, T::TYPE) }?;
-        Ok(Value { raw, _backing: None, _borrow: PhantomData })
+        Ok(Value::new(raw, None, Some(TensorInfo { element_type: T::TYPE, shape })))
+    }
+
+    fn new(
+        raw: Owned<OrtValue>,
+        backing: Option<Box<dyn Any + Send + Sync>>,
+        tensor: Option<TensorInfo>,
+    ) -> Value<'data> {
+        let meta = OnceLock::new();
+        if let Some(tensor) = tensor {
+            let _ = meta.set(Meta { kind: ValueKind::Tensor, tensor: Some(tensor) });
+        }
+        Value { raw, _backing: backing, meta, _borrow: PhantomData }
+    }
+
+    /// Kind, element type and shape, read from ORT on first use.
+    pub(crate) fn meta(&self) -> Result<&Meta> {
+        if let Some(meta) = self.meta.get() {
+            return Ok(meta);
+        }
+        let api = api()?;
+        let mut raw = 0;
+        // SAFETY: `self.raw` is a live value; the out-pointer is valid.
+        unsafe { ort!(api, GetValueType(self.raw.as_ptr(), &mut raw)) }?;
+        let kind = ValueKind::from_raw(raw);
+        let tensor = if kind == ValueKind::Tensor {
+            let mut info = std::ptr::null_mut();
+            // SAFETY: `self.raw` is a live tensor; the out-pointer is valid.
+            unsafe { ort!(api, GetTensorTypeAndShape(self.raw.as_ptr(), &mut info)) }?;
+            // SAFETY: on success we own `info`.
+            let info = unsafe { Owned::from_raw(info) }?;
+            Some(crate::session::info::tensor_info_of(api, info.as_ptr())?)
+        } else {
+            None
+        };
+        Ok(self.meta.get_or_init(|| Meta { kind, tensor }))
     }
 
     /// The kind of value (tensor, sequence, map...).
@@ -270,11 +317,7 @@ impl<'data> Value<'data> {
     /// Corresponds to `OrtApi::GetValueType`.
     #[doc(alias = "GetValueType")]
     pub fn kind(&self) -> Result<ValueKind> {
-        let api = api()?;
-        let mut raw = 0;
-        // SAFETY: `self.raw` is a live value; the out-pointer is valid.
-        unsafe { ort!(api, GetValueType(self.raw.as_ptr(), &mut raw)) }?;
-        Ok(ValueKind::from_raw(raw))
+        self.meta().map(|m| m.kind)
     }
 
     /// Element type and shape, for tensors.
@@ -282,14 +325,17 @@ impl<'data> Value<'data> {
     /// Corresponds to `OrtApi::GetTensorTypeAndShape`.
     #[doc(alias = "GetTensorTypeAndShape")]
     pub fn tensor_info(&self) -> Result<TensorInfo> {
-        self.expect_kind(ValueKind::Tensor)?;
-        let api = api()?;
-        let mut info = std::ptr::null_mut();
-        // SAFETY: `self.raw` is a live tensor; the out-pointer is valid.
-        unsafe { ort!(api, GetTensorTypeAndShape(self.raw.as_ptr(), &mut info)) }?;
-        // SAFETY: on success we own `info`.
-        let info = unsafe { Owned::from_raw(info) }?;
-        crate::session::info::tensor_info_of(api, info.as_ptr())
+        self.tensor_meta().cloned()
+    }
+
+    /// The cached tensor info, or [`Error::ValueKind`] for non-tensors.
+    pub(crate) fn tensor_meta(&self) -> Result<&TensorInfo> {
+        let meta = self.meta()?;
+        meta.tensor.as_ref().ok_or_else(|| Error::ValueKind {
+            name: "value".into(),
+            expected: "tensor",
+            got: meta.kind.name(),
+        })
     }
 
     fn expect_kind(&self, expected: ValueKind) -> Result<()> {
@@ -341,7 +387,7 @@ impl<'data> Value<'data> {
     /// [`Error::ElementTypeMismatch`] if `T` is not the tensor's element type; [`Error::ValueKind`]
     /// if this is not a tensor; [`Error::InvalidArgument`] if the tensor is in device memory.
     pub fn view<T: Element>(&self) -> Result<ArrayViewD<'_, T>> {
-        let info = self.tensor_info()?;
+        let info = self.tensor_meta()?;
         if info.element_type != T::TYPE {
             return Err(Error::ElementTypeMismatch {
                 name: "value".into(),
@@ -374,7 +420,7 @@ impl<'data> Value<'data> {
     /// Corresponds to `OrtApi::GetStringTensorContent`.
     #[doc(alias = "GetStringTensorContent")]
     pub fn string_bytes(&self) -> Result<Vec<Vec<u8>>> {
-        let info = self.tensor_info()?;
+        let info = self.tensor_meta()?;
         if info.element_type != ElementType::String {
             return Err(Error::ElementTypeMismatch {
                 name: "value".into(),

@@ -58,8 +58,22 @@ impl ValueInfo {
 
 /// Reads element type and concrete dims from a tensor type-and-shape info (not released here).
 pub(crate) fn tensor_info_of(api: &Api, info: *const OrtTensorTypeAndShapeInfo) -> Result<TensorInfo> {
-    let (element_type, dims, _) = read_tensor_type(api, info)?;
+    let (element_type, dims) = read_type_and_dims(api, info)?;
     Ok(TensorInfo { element_type, shape: dims })
+}
+
+/// Element type and concrete dims (no symbolic names: values have none worth reading).
+fn read_type_and_dims(api: &Api, info: *const OrtTensorTypeAndShapeInfo) -> Result<(ElementType, Vec<i64>)> {
+    let mut raw_type = 0;
+    // SAFETY: `info` is a live type info for the duration of this function.
+    unsafe { ort!(api, GetTensorElementType(info, &mut raw_type)) }?;
+    let mut rank = 0usize;
+    // SAFETY: as above.
+    unsafe { ort!(api, GetDimensionsCount(info, &mut rank)) }?;
+    let mut dims = vec![0i64; rank];
+    // SAFETY: `dims` has room for `rank` values.
+    unsafe { ort!(api, GetDimensions(info, dims.as_mut_ptr(), rank)) }?;
+    Ok((ElementType::from_raw(raw_type), dims))
 }
 
 fn read_tensor_type(api: &Api, info: *const OrtTensorTypeAndShapeInfo) -> Result<(ElementType, Vec<i64>, Vec<String>)> {

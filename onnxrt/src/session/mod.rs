@@ -17,6 +17,8 @@ use std::ffi::{c_char, CString};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use smallvec::{smallvec, SmallVec};
+
 use onnxrt_sys::{OrtSession, OrtValue};
 
 use crate::api::api;
@@ -27,6 +29,9 @@ use crate::memory::{default_allocator, take_string};
 use crate::run_options::RunOptions;
 use crate::status::ort;
 use crate::value::Value;
+
+/// Output positions of one run (on the stack for up to 8 outputs).
+type Indices = SmallVec<[usize; 8]>;
 
 pub use builder::{config_keys, ExecutionMode, OptimizationLevel, SessionBuilder};
 pub use info::{Dim, ValueInfo};
@@ -189,17 +194,18 @@ impl Session {
     ) -> Result<Outputs<'_>> {
         let api = api()?;
         let order = validate::inputs(self, inputs)?;
-        let output_indices: Vec<usize> = if outputs.is_empty() {
+        let output_indices: Indices = if outputs.is_empty() {
             (0..self.inner.outputs.len()).collect()
         } else {
             outputs.iter().map(|name| self.output_index(name)).collect::<Result<_>>()?
         };
-        let input_names: Vec<*const c_char> =
+        let input_names: SmallVec<[*const c_char; 8]> =
             order.iter().map(|&(index, _)| self.inner.input_names[index].as_ptr()).collect();
-        let input_values: Vec<*const OrtValue> = order.iter().map(|&(_, value)| value.as_ptr().cast_const()).collect();
-        let output_names: Vec<*const c_char> =
+        let input_values: SmallVec<[*const OrtValue; 8]> =
+            order.iter().map(|&(_, value)| value.as_ptr().cast_const()).collect();
+        let output_names: SmallVec<[*const c_char; 8]> =
             output_indices.iter().map(|&i| self.inner.output_names[i].as_ptr()).collect();
-        let mut output_values: Vec<*mut OrtValue> = vec![std::ptr::null_mut(); output_indices.len()];
+        let mut output_values: SmallVec<[*mut OrtValue; 8]> = smallvec![std::ptr::null_mut(); output_indices.len()];
         let run_options = options.map_or(std::ptr::null(), RunOptions::as_ptr);
         let _serialized = self.inner.run_lock.as_ref().map(|lock| lock.lock().unwrap_or_else(|e| e.into_inner()));
         // SAFETY: the session is live; the name and value arrays have the lengths passed and
@@ -221,20 +227,23 @@ impl Session {
             )
         };
         // Take ownership of whatever ORT produced before looking at the status, so nothing leaks.
-        let values: Vec<Option<Owned<OrtValue>>> = output_values
-            .into_iter()
+        let mut values = Vec::with_capacity(output_values.len());
+        let mut missing = false;
+        for p in output_values {
             // SAFETY: each non-null pointer is a new value ORT handed to us.
-            .map(|p| if p.is_null() { None } else { unsafe { Owned::from_raw(p) }.ok() })
-            .collect();
+            match unsafe { Owned::from_raw(p) } {
+                Ok(owned) => values.push(Value::from_owned(owned)),
+                Err(_) => missing = true,
+            }
+        }
         status?;
-        let values =
-            values.into_iter().map(|v| v.map(Value::from_owned)).collect::<Option<Vec<_>>>().ok_or_else(|| {
-                Error::Ort {
-                    function: "Run",
-                    code: crate::error::ErrorCode::Fail,
-                    message: "ORT reported success but returned no value for an output".into(),
-                }
-            })?;
+        if missing {
+            return Err(Error::Ort {
+                function: "Run",
+                code: crate::error::ErrorCode::Fail,
+                message: "ORT reported success but returned no value for an output".into(),
+            });
+        }
         Ok(Outputs { session: self, indices: output_indices, values })
     }
 
@@ -263,7 +272,7 @@ impl Session {
 #[derive(Debug)]
 pub struct Outputs<'s> {
     session: &'s Session,
-    indices: Vec<usize>,
+    indices: Indices,
     values: Vec<Value<'static>>,
 }
 

@@ -9,19 +9,20 @@ use crate::value::{Value, ValueKind};
 pub(crate) fn inputs<'v, 'd>(
     session: &Session,
     given: &[(&str, &'v Value<'d>)],
-) -> Result<Vec<(usize, &'v Value<'d>)>> {
+) -> Result<smallvec::SmallVec<[(usize, &'v Value<'d>); 8]>> {
     let declared = session.inputs();
-    let mut order = Vec::with_capacity(given.len());
-    let mut seen = vec![false; declared.len()];
+    let mut order = smallvec::SmallVec::with_capacity(given.len());
+    // A bit per declared input (models with more than 128 inputs fall back to a Vec).
+    let mut seen = Seen::new(declared.len());
     for &(name, value) in given {
         let index = session.input_index(name)?;
-        if std::mem::replace(&mut seen[index], true) {
+        if seen.insert(index) {
             return Err(Error::DuplicateInput { name: name.to_owned() });
         }
         check_value(&declared[index], value)?;
         order.push((index, value));
     }
-    if let Some(missing) = seen.iter().position(|s| !s) {
+    if let Some(missing) = seen.first_missing(declared.len()) {
         let info = &declared[missing];
         return Err(Error::MissingInput {
             name: info.name.clone(),
@@ -34,14 +35,15 @@ pub(crate) fn inputs<'v, 'd>(
 }
 
 fn check_value(info: &ValueInfo, value: &Value<'_>) -> Result<()> {
-    let kind = value.kind()?;
-    if kind != info.kind {
-        return Err(Error::ValueKind { name: info.name.clone(), expected: kind_name(info.kind), got: kind.name() });
+    let meta = value.meta()?;
+    if meta.kind != info.kind {
+        return Err(Error::ValueKind {
+            name: info.name.clone(),
+            expected: kind_name(info.kind),
+            got: meta.kind.name(),
+        });
     }
-    if kind != ValueKind::Tensor {
-        return Ok(());
-    }
-    let tensor = value.tensor_info()?;
+    let Some(tensor) = &meta.tensor else { return Ok(()) };
     if let Some(expected) = info.element_type {
         if expected != tensor.element_type {
             let hint = match (expected, tensor.element_type) {
@@ -108,4 +110,39 @@ fn shape_hint(declared: &[Dim], got: &[i64]) -> String {
 pub(crate) fn inputs_partial(session: &Session, name: &str, value: &Value<'_>) -> Result<()> {
     let index = session.input_index(name)?;
     check_value(&session.inputs()[index], value)
+}
+
+/// Which inputs were given, without allocating for ordinary models.
+enum Seen {
+    Bits(u128),
+    Many(Vec<bool>),
+}
+
+impl Seen {
+    fn new(len: usize) -> Seen {
+        if len <= 128 {
+            Seen::Bits(0)
+        } else {
+            Seen::Many(vec![false; len])
+        }
+    }
+
+    /// Marks `index`; true if it was already marked.
+    fn insert(&mut self, index: usize) -> bool {
+        match self {
+            Seen::Bits(bits) => {
+                let was = *bits & (1 << index) != 0;
+                *bits |= 1 << index;
+                was
+            }
+            Seen::Many(flags) => std::mem::replace(&mut flags[index], true),
+        }
+    }
+
+    fn first_missing(&self, len: usize) -> Option<usize> {
+        match self {
+            Seen::Bits(bits) => (0..len).find(|&i| bits & (1 << i) == 0),
+            Seen::Many(flags) => flags.iter().position(|f| !f),
+        }
+    }
 }

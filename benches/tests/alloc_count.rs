@@ -1,0 +1,109 @@
+//! Heap allocations on the Rust side per run, counted by a global allocator (a count, not a
+//! timing, so it is asserted): a steady-state `IoBinding::run` (inputs and a preallocated output
+//! bound once) makes none; `Session::run` makes a few, which are printed
+//! (`cargo test -p onnxrt-benches --test alloc_count -- --nocapture`).
+//!
+//! ORT's own C++ allocations (its arena, its output tensors) do not go through Rust's allocator
+//! and are not counted. Counts are per thread, so tests running beside these are not counted.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use onnxrt_benches::{bound, cases, inputs, session};
+
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: Cell<u64> = const { Cell::new(0) };
+}
+
+fn bump() {
+    // try_with: the allocator may be called while this thread's locals are being torn down.
+    let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+}
+
+// SAFETY: every method forwards to the system allocator unchanged; counting touches only a
+// const-initialised thread-local Cell, which never allocates.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        bump();
+        // SAFETY: the caller's contract, forwarded.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        bump();
+        // SAFETY: the caller's contract, forwarded.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        bump();
+        // SAFETY: the caller's contract, forwarded.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: the caller's contract, forwarded.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Allocations (alloc, alloc_zeroed, realloc) this thread makes inside `f`.
+fn allocations_in(f: impl FnOnce()) -> u64 {
+    let before = ALLOCATIONS.with(Cell::get);
+    f();
+    ALLOCATIONS.with(Cell::get) - before
+}
+
+const RUNS: u64 = 100;
+
+#[test]
+fn steady_state_io_binding_run_allocates_nothing() {
+    for case in cases() {
+        let mut binding = bound(&case).expect("bind");
+        // Warm-up: first runs may initialise lazily (the API table is loaded already by `bound`).
+        for _ in 0..3 {
+            binding.run(None).expect("run");
+        }
+        let count = allocations_in(|| {
+            for _ in 0..RUNS {
+                binding.run(None).expect("run");
+            }
+        });
+        println!("{}: IoBinding::run: {count} Rust heap allocations in {RUNS} runs", case.key);
+        assert_eq!(count, 0, "{}: IoBinding::run allocated {count} times in {RUNS} runs", case.key);
+    }
+}
+
+#[test]
+fn session_run_allocations_are_reported() {
+    for case in cases() {
+        let session = session(&case).expect("session");
+        let values = inputs(&case).expect("inputs");
+        let feeds: Vec<(&str, &onnxrt::Value<'_>)> = case.inputs.iter().copied().zip(values.iter()).collect();
+        for _ in 0..3 {
+            drop(session.run(&feeds).expect("run"));
+        }
+        let count = allocations_in(|| {
+            for _ in 0..RUNS {
+                let outputs = session.run(&feeds).expect("run");
+                std::hint::black_box(&outputs);
+            }
+        });
+        println!(
+            "{}: Session::run ({} input(s), 1 output): {} Rust heap allocations per run ({count} in {RUNS} runs)",
+            case.key,
+            case.inputs.len(),
+            count as f64 / RUNS as f64
+        );
+    }
+}
+
+#[test]
+fn counting_allocator_counts() {
+    let count = allocations_in(|| {
+        std::hint::black_box(vec![1u8; 10]);
+    });
+    assert_eq!(count, 1, "the counter sees this thread's allocations");
+}
