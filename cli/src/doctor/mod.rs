@@ -1,0 +1,229 @@
+//! `onnxrt doctor [--json] [--dist NAME] [--provider-dir DIR]`: one row per check of what the
+//! field guides say goes wrong on GPU servers, each OK/WARN/FAIL/SKIP with the fix in the row.
+//! Exit status 1 if any row is FAIL.
+//!
+//! Checks, in order: the machine's architecture; the GPU, driver and compute capability
+//! (`nvidia-smi`) against the manifest entry's `driver_min` / `max_compute_capability`; the
+//! runtime the crate loads (version, path, how it was found, the search order) and its compiled-in
+//! providers; the manifest entry compared with; each provider library beside the runtime
+//! (readable? its `NEEDED` libraries, found where?); CUDA versions on `LD_LIBRARY_PATH`; and test
+//! sessions on an embedded model, on the CPU and, when the runtime has CUDA, on the GPU.
+
+mod cuda_env;
+pub mod elf;
+mod gpu;
+mod providers;
+mod runtime;
+pub mod search;
+pub mod session;
+
+use std::path::PathBuf;
+
+use serde_json::json;
+
+use crate::error::{CliError, Result};
+use crate::output::{self, Table};
+
+/// A check's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    /// Fine.
+    Ok,
+    /// Works, but likely to bite (or cannot be fully checked).
+    Warn,
+    /// Will not work until fixed.
+    Fail,
+    /// Not applicable here.
+    Skip,
+}
+
+impl Status {
+    fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "OK",
+            Status::Warn => "WARN",
+            Status::Fail => "FAIL",
+            Status::Skip => "SKIP",
+        }
+    }
+
+    fn parse(text: &str) -> Option<Status> {
+        [Status::Ok, Status::Warn, Status::Fail, Status::Skip].into_iter().find(|s| s.as_str() == text)
+    }
+}
+
+/// One line of the report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row {
+    /// What was checked.
+    pub check: String,
+    /// The outcome.
+    pub status: Status,
+    /// What was found.
+    pub detail: String,
+    /// What to do, for WARN and FAIL.
+    pub fix: Option<String>,
+}
+
+impl Row {
+    /// A row without a fix.
+    pub fn new(check: impl Into<String>, status: Status, detail: impl Into<String>) -> Row {
+        Row { check: check.into(), status, detail: detail.into(), fix: None }
+    }
+
+    /// The same row with a fix.
+    pub fn fix(mut self, fix: impl Into<String>) -> Row {
+        self.fix = Some(fix.into());
+        self
+    }
+
+    /// `{check, status, detail, fix}`.
+    pub fn to_json(&self) -> serde_json::Value {
+        json!({ "check": self.check, "status": self.status.as_str(), "detail": self.detail, "fix": self.fix })
+    }
+
+    /// Reads what [`Row::to_json`] wrote.
+    pub fn from_json(value: &serde_json::Value) -> Option<Row> {
+        Some(Row {
+            check: value.get("check")?.as_str()?.to_owned(),
+            status: Status::parse(value.get("status")?.as_str()?)?,
+            detail: value.get("detail")?.as_str()?.to_owned(),
+            fix: value.get("fix").and_then(|f| f.as_str()).map(str::to_owned),
+        })
+    }
+}
+
+/// Splits an error message whose last part is `\nFix: ...` into what happened and the fix.
+pub fn split_fix(message: &str) -> (String, Option<String>) {
+    match message.split_once("\nFix: ") {
+        Some((what, fix)) => (what.to_owned(), Some(fix.to_owned())),
+        None => (message.to_owned(), None),
+    }
+}
+
+/// What `doctor` was asked.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Print JSON instead of the table.
+    pub json: bool,
+    /// The manifest entry to compare with.
+    pub dist: Option<String>,
+    /// Check the provider libraries in this folder instead of the runtime's.
+    pub provider_dir: Option<PathBuf>,
+}
+
+/// The machine's architecture, as the kernel reports it.
+fn machine_arch() -> String {
+    if let Ok(arch) = std::fs::read_to_string("/proc/sys/kernel/arch") {
+        return arch.trim().to_owned();
+    }
+    match std::process::Command::new("uname").arg("-m").output() {
+        Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).trim().to_owned(),
+        _ => std::env::consts::ARCH.to_owned(),
+    }
+}
+
+fn arch_row() -> Row {
+    let arch = machine_arch();
+    if arch == "x86_64" {
+        Row::new("architecture", Status::Ok, "x86_64")
+    } else {
+        Row::new(
+            "architecture",
+            Status::Fail,
+            format!("{arch}: the distributions in vendor-manifest.toml are built for x86_64 only"),
+        )
+        .fix("run on an x86_64 Linux machine, or bring an ONNX Runtime built for this architecture (ONNXRT_LIB_DIR)")
+    }
+}
+
+/// Runs every check.
+///
+/// # Errors
+/// A `--dist` the manifest does not have, or an unreadable built-in manifest.
+pub fn checks(options: &Options) -> Result<Vec<Row>> {
+    let manifest = build_support::Manifest::builtin()?;
+    let facts = runtime::Facts::load();
+    let own_dir = options.provider_dir.is_none();
+    let (dist, manifest_row) = runtime::select_dist(&manifest, options.dist.as_deref(), &facts, own_dir)?;
+    let gpus = gpu::query();
+    let gpu_found = matches!(gpus, gpu::Query::Gpus(_));
+    let mut rows = vec![arch_row()];
+    rows.extend(gpu::rows(&gpus, dist.as_ref(), Some(&manifest)));
+    rows.extend(runtime::rows(&facts));
+    rows.push(manifest_row);
+    let searcher = search::Searcher::from_env();
+    let dir = match (&options.provider_dir, &facts.info) {
+        (Some(dir), _) => Some(dir.clone()),
+        (None, Ok(info)) => info.library.parent().map(|p| p.to_path_buf()),
+        (None, Err(_)) => None,
+    };
+    match dir {
+        Some(dir) => rows.extend(providers::rows(&providers::Inputs {
+            dir: &dir,
+            own_dir,
+            compiled: &facts.providers,
+            dist: dist.as_ref(),
+            searcher: &searcher,
+        })),
+        None => rows.push(Row::new(
+            "provider libraries",
+            Status::Skip,
+            "the runtime did not load, so there is no folder to check (or pass --provider-dir)",
+        )),
+    }
+    rows.push(cuda_env::row(&searcher.ld_library_path, dist.as_ref()));
+    rows.push(session::cpu_row(&facts));
+    rows.push(session::gpu_row(&facts, gpu_found));
+    Ok(rows)
+}
+
+/// The report as a table; each fix on its own line under its row.
+pub fn render(rows: &[Row]) -> String {
+    let mut table = Table::new(&["STATUS", "CHECK", "DETAIL"]);
+    for row in rows {
+        let flat = |text: &str| text.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ");
+        let fix = row.fix.as_deref().map(|f| format!("fix: {}", flat(f)));
+        table.row_with_note([row.status.as_str().to_owned(), row.check.clone(), flat(&row.detail)], fix);
+    }
+    table.render()
+}
+
+/// Runs `doctor`.
+pub fn run(options: &Options) -> Result<()> {
+    let rows = checks(options)?;
+    if options.json {
+        output::print_json(&serde_json::Value::Array(rows.iter().map(Row::to_json).collect()));
+    } else {
+        print!("{}", render(&rows));
+    }
+    let failed: Vec<&str> = rows.iter().filter(|r| r.status == Status::Fail).map(|r| r.check.as_str()).collect();
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError::Failed(format!(
+            "doctor: {} check(s) failed ({}); each FAIL row says what to do",
+            failed.len(),
+            failed.join(", ")
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_round_trip_through_json_and_fixes_split() {
+        let row = Row::new("gpu session", Status::Fail, "boom").fix("do this");
+        assert_eq!(Row::from_json(&row.to_json()), Some(row));
+        let (what, fix) = split_fix("libonnxruntime.so could not be loaded\nFix: set ONNXRT_DYLIB_PATH");
+        assert_eq!(
+            (what.as_str(), fix.as_deref()),
+            ("libonnxruntime.so could not be loaded", Some("set ONNXRT_DYLIB_PATH"))
+        );
+        let text = render(&[Row::new("a", Status::Ok, "fine"), Row::new("b", Status::Warn, "hm\n  more").fix("x")]);
+        assert!(text.contains("WARN    b      hm more\n"), "{text}");
+        assert!(text.contains("fix: x"), "{text}");
+    }
+}

@@ -1,0 +1,137 @@
+//! The runtime the crate loads (where, which version, how it was found, what it has compiled in)
+//! and the manifest entry the machine is compared with.
+
+use build_support::manifest::{Dist, Manifest};
+use onnxrt::RuntimeInfo;
+
+use super::{split_fix, Row, Status};
+use crate::version;
+
+/// What the loaded runtime is.
+pub struct Facts {
+    /// The runtime, or why it could not be loaded.
+    pub info: Result<RuntimeInfo, onnxrt::Error>,
+    /// Providers compiled into it (empty when it did not load).
+    pub providers: Vec<String>,
+}
+
+impl Facts {
+    /// Loads the runtime (as any program using the crate would) and reads its providers.
+    pub fn load() -> Facts {
+        let info = onnxrt::runtime_info();
+        let providers = if info.is_ok() { onnxrt::providers::available().unwrap_or_default() } else { Vec::new() };
+        Facts { info, providers }
+    }
+
+    /// Whether the CUDA provider is compiled in.
+    pub fn has_cuda(&self) -> bool {
+        self.providers.iter().any(|p| p == "CUDAExecutionProvider")
+    }
+}
+
+/// The runtime, search-path and compiled-in provider rows.
+pub fn rows(facts: &Facts) -> Vec<Row> {
+    let mut rows = Vec::new();
+    match &facts.info {
+        Ok(info) => {
+            let via = match version::found_via(&info.library) {
+                Some((origin, _)) => format!(", found via: {origin}"),
+                None => String::new(),
+            };
+            let mut detail =
+                format!("ONNX Runtime {} (C API {}) at {}{via}", info.version, info.api_level, info.library.display());
+            if info.version != info.build_version {
+                detail.push_str(&format!(" (the crate was built against {})", info.build_version));
+            }
+            rows.push(Row::new("runtime", Status::Ok, detail));
+        }
+        Err(error) => {
+            let (detail, fix) = split_fix(&error.to_string());
+            rows.push(
+                Row::new("runtime", Status::Fail, detail)
+                    .fix(fix.unwrap_or_else(|| "set ONNXRT_DYLIB_PATH to a libonnxruntime.so of 1.16 or newer".into())),
+            );
+        }
+    }
+    let searched: Vec<String> = onnxrt::search_paths()
+        .iter()
+        .enumerate()
+        .map(|(i, (origin, path))| {
+            let loaded = facts.info.as_ref().ok().and_then(|i| version::found_via(&i.library));
+            let state = match loaded {
+                Some((_, place)) if place == *path => " (loaded)",
+                _ if !path.exists() => " (absent)",
+                _ => "",
+            };
+            format!("{}. {origin}: {}{state}", i + 1, path.display())
+        })
+        .collect();
+    rows.push(Row::new("search paths", Status::Ok, searched.join("; ")));
+    if facts.info.is_ok() {
+        rows.push(Row::new(
+            "providers compiled in",
+            Status::Ok,
+            format!("{:?} (what the build has, not what can load: see the rows below)", facts.providers),
+        ));
+    }
+    rows
+}
+
+/// The manifest entry to compare with: `--dist`, else `ONNXRT_DIST`, else the entry of the loaded
+/// runtime's version and kind (GPU when it has CUDA compiled in). Returns it with its row.
+///
+/// # Errors
+/// [`build_support::Error::UnknownDist`] for a `--dist` the manifest does not have.
+pub fn select_dist(
+    manifest: &Manifest,
+    explicit: Option<&str>,
+    facts: &Facts,
+    own_provider_dir: bool,
+) -> Result<(Option<Dist>, Row), build_support::Error> {
+    let from_env = std::env::var("ONNXRT_DIST").ok().filter(|d| manifest.dist(d).is_ok());
+    let (dist, why) = if let Some(name) = explicit {
+        (Some(manifest.dist(name)?.clone()), "--dist".to_owned())
+    } else if let Some(name) = from_env {
+        (manifest.dist(&name).ok().cloned(), "ONNXRT_DIST".to_owned())
+    } else {
+        let version = facts.info.as_ref().map(|i| i.version.clone()).unwrap_or_default();
+        let matching =
+            manifest.dists.iter().find(|d| d.ort_version == version && d.requires.is_some() == facts.has_cuda());
+        (matching.cloned(), format!("matches the loaded runtime {version}"))
+    };
+    let Some(dist) = dist else {
+        let row = Row::new(
+            "manifest",
+            Status::Skip,
+            "no vendor-manifest.toml entry matches the loaded runtime; nothing to compare the machine with",
+        )
+        .fix("pass --dist NAME to compare with a distribution of vendor-manifest.toml");
+        return Ok((None, row));
+    };
+    let needs = match &dist.requires {
+        Some(r) => format!(
+            "CUDA {}, cuDNN {}, driver {} or newer, compute capability up to {}",
+            r.cuda, r.cudnn, r.driver_min, r.max_compute_capability
+        ),
+        None => "a CPU build: no GPU requirements".into(),
+    };
+    let mut row = Row::new(
+        "manifest",
+        Status::Ok,
+        format!("comparing with `{}` ({why}): ONNX Runtime {}, {needs}", dist.name, dist.ort_version),
+    );
+    if let Ok(info) = &facts.info {
+        if own_provider_dir && info.version != dist.ort_version {
+            row = Row::new(
+                "manifest",
+                Status::Warn,
+                format!(
+                    "`{}` is ONNX Runtime {} but the loaded runtime is {}; the comparisons below may not apply",
+                    dist.name, dist.ort_version, info.version
+                ),
+            )
+            .fix("pass --dist with the entry of the runtime you deploy (or set ONNXRT_DYLIB_PATH to that runtime)");
+        }
+    }
+    Ok((Some(dist), row))
+}
