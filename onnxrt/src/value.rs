@@ -372,7 +372,7 @@ impl<'data> Value<'data> {
         if !on_host {
             return Err(Error::InvalidArgument {
                 what: format!("reading a tensor that lives in `{name}` memory"),
-                why: "the CPU cannot read device memory; bind the output to MemoryInfo::cpu() or copy it with IoBinding::copy_outputs_to_host".into(),
+                why: "the CPU cannot read device memory; bind the output to MemoryInfo::cpu() or MemoryInfo::cuda_pinned(), or copy it with Value::copy_to_host (feature `cuda`)".into(),
             });
         }
         let mut data = std::ptr::null_mut();

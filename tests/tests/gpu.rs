@@ -275,7 +275,8 @@ fn pool_spreads_requests_over_every_gpu_and_matches_the_cpu() {
                 let input = Value::from_vec(&[4, 16], data.clone()).expect("input");
                 for _ in 0..50 {
                     let (device, outputs) = pool.run(&[("x", &input)]).expect("pool run");
-                    assert_close(&outputs[0].to_array::<f32>().expect("f32"), &expected, "pool run");
+                    let got = outputs[0].to_array::<f32>().expect("f32");
+                    assert!(max_abs_diff(&got, &expected) <= 1e-3 * 2.0, "pool run differs from the CPU");
                     *used.lock().expect("lock").entry(device).or_default() += 1;
                 }
             });
