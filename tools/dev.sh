@@ -58,10 +58,16 @@ case "${1:-}" in
     ONNXRT_REQUIRE_GPU_WHEEL=1 cargo test -p onnxrt-tests --features cuda,tensorrt --test provider_load
     # Loading without LD_LIBRARY_PATH, in both modes, as a user would run the binary.
     cargo build -q --example resnet_cuda
-    env -i ./target/debug/examples/resnet_cuda | grep -q 'ONNX Runtime 1.16' && say "default mode: example runs under env -i"
+    out=$(env -i ./target/debug/examples/resnet_cuda)
+    grep -q '^ONNX Runtime 1.16' <<<"$out" || { echo "$out"; say "FAIL: default mode under env -i"; exit 1; }
+    say "default mode: the example runs under env -i (no LD_LIBRARY_PATH)"
     cargo build -q --example resnet_cuda --features link --target-dir target/link
-    readelf -d target/link/debug/examples/resnet_cuda | grep -E 'RUNPATH|NEEDED.*onnxruntime'
-    env -i ./target/link/debug/examples/resnet_cuda | grep -q 'ONNX Runtime 1.16' && say "link mode: RUNPATH baked in, example runs under env -i"
+    dynamic=$(readelf -d target/link/debug/examples/resnet_cuda)
+    grep -E 'RUNPATH|NEEDED.*onnxruntime' <<<"$dynamic"
+    grep -q 'NEEDED.*libonnxruntime' <<<"$dynamic" && grep -q 'RUNPATH' <<<"$dynamic" || { say "FAIL: no NEEDED/RUNPATH in link mode"; exit 1; }
+    out=$(env -i ./target/link/debug/examples/resnet_cuda)
+    grep -q '^ONNX Runtime 1.16' <<<"$out" || { echo "$out"; say "FAIL: link mode under env -i"; exit 1; }
+    say "link mode: NEEDED + RUNPATH baked in, the example runs under env -i"
     ;;
   *)
     echo "usage: bash tools/dev.sh run|test" >&2

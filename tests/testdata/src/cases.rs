@@ -8,13 +8,7 @@ use crate::{DecodeError, Dim, Tensor, TensorData};
 /// The folders under the backend data root that hold runnable cases.
 ///
 /// `real/` is left out: it only has `data.json` files pointing at downloads.
-pub const CASE_GROUPS: [&str; 5] = [
-    "node",
-    "simple",
-    "pytorch-converted",
-    "pytorch-operator",
-    "light",
-];
+pub const CASE_GROUPS: [&str; 5] = ["node", "simple", "pytorch-converted", "pytorch-operator", "light"];
 
 /// One backend test case: a model and its data sets.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,12 +82,7 @@ fn folder_case(group: &str, dir: &Path) -> Result<Option<TestCase>, DecodeError>
             generated_inputs: false,
         });
     }
-    Ok(Some(TestCase {
-        group: group.to_string(),
-        name: file_name(dir).to_string(),
-        model,
-        data_sets,
-    }))
+    Ok(Some(TestCase { group: group.to_string(), name: file_name(dir).to_string(), model, data_sets }))
 }
 
 /// `light/` keeps `light_<name>.onnx` next to `light_<name>_output_<N>.pb`, with no inputs.
@@ -108,19 +97,9 @@ fn light_cases(dir: &Path) -> Result<Vec<TestCase>, DecodeError> {
         let data_sets = if outputs.is_empty() {
             Vec::new()
         } else {
-            vec![DataSet {
-                dir: dir.to_path_buf(),
-                inputs: Vec::new(),
-                outputs,
-                generated_inputs: true,
-            }]
+            vec![DataSet { dir: dir.to_path_buf(), inputs: Vec::new(), outputs, generated_inputs: true }]
         };
-        cases.push(TestCase {
-            group: "light".to_string(),
-            name: stem.to_string(),
-            model: model.clone(),
-            data_sets,
-        });
+        cases.push(TestCase { group: "light".to_string(), name: stem.to_string(), model: model.clone(), data_sets });
     }
     Ok(cases)
 }
@@ -161,18 +140,12 @@ pub fn light_input(shape: &[Dim]) -> Result<Tensor, DecodeError> {
         })
         .collect();
     let n = dims.iter().try_fold(1usize, |acc, &d| {
-        let d = usize::try_from(d)
-            .map_err(|_| DecodeError::Malformed(format!("negative dimension {d}")))?;
-        acc.checked_mul(d)
-            .ok_or_else(|| DecodeError::Malformed("element count overflows usize".into()))
+        let d = usize::try_from(d).map_err(|_| DecodeError::Malformed(format!("negative dimension {d}")))?;
+        acc.checked_mul(d).ok_or_else(|| DecodeError::Malformed("element count overflows usize".into()))
     })?;
     // numpy divides in float64 and then casts, so do the same to match bit for bit.
     let values = (0..n).map(|i| (i as f64 / n as f64) as f32).collect();
-    Ok(Tensor {
-        name: String::new(),
-        dims,
-        data: TensorData::F32(values),
-    })
+    Ok(Tensor { name: String::new(), dims, data: TensorData::F32(values) })
 }
 
 /// Finds the backend test data of the installed `onnx` Python package.
@@ -184,13 +157,8 @@ pub fn onnx_backend_data_dir() -> Option<PathBuf> {
         let dir = PathBuf::from(dir);
         return dir.is_dir().then_some(dir);
     }
-    let out = Command::new("python3")
-        .args([
-            "-c",
-            "import onnx, os; print(os.path.dirname(onnx.__file__))",
-        ])
-        .output()
-        .ok()?;
+    let out =
+        Command::new("python3").args(["-c", "import onnx, os; print(os.path.dirname(onnx.__file__))"]).output().ok()?;
     if !out.status.success() {
         return None;
     }
@@ -205,20 +173,14 @@ mod tests {
 
     #[test]
     fn numbered_sorting() {
-        let files: Vec<PathBuf> = ["input_10.pb", "input_2.pb", "output_0.pb", "input_x.pb"]
-            .iter()
-            .map(PathBuf::from)
-            .collect();
-        assert_eq!(
-            numbered_files(&files, "input_"),
-            vec![PathBuf::from("input_2.pb"), PathBuf::from("input_10.pb")]
-        );
+        let files: Vec<PathBuf> =
+            ["input_10.pb", "input_2.pb", "output_0.pb", "input_x.pb"].iter().map(PathBuf::from).collect();
+        assert_eq!(numbered_files(&files, "input_"), vec![PathBuf::from("input_2.pb"), PathBuf::from("input_10.pb")]);
     }
 
     #[test]
     fn light_input_matches_numpy() {
-        let t =
-            light_input(&[Dim::Param("N".into()), Dim::Value(2), Dim::Unknown]).expect("builds");
+        let t = light_input(&[Dim::Param("N".into()), Dim::Value(2), Dim::Unknown]).expect("builds");
         assert_eq!(t.dims, vec![1, 2, 1]);
         assert_eq!(t.data, TensorData::F32(vec![0.0, 0.5]));
         assert!(light_input(&[Dim::Value(-3)]).is_err());

@@ -33,19 +33,11 @@ pub enum DecodeError {
 impl DecodeError {
     /// True when the data is well-formed but uses something this crate deliberately skips.
     pub fn is_unsupported(&self) -> bool {
-        matches!(
-            self,
-            DecodeError::Unsupported(_)
-                | DecodeError::UnsupportedValue(_)
-                | DecodeError::ExternalData
-        )
+        matches!(self, DecodeError::Unsupported(_) | DecodeError::UnsupportedValue(_) | DecodeError::ExternalData)
     }
 
     pub(crate) fn io(path: impl Into<PathBuf>, err: &std::io::Error) -> Self {
-        DecodeError::Io {
-            path: path.into(),
-            message: err.to_string(),
-        }
+        DecodeError::Io { path: path.into(), message: err.to_string() }
     }
 }
 
@@ -59,10 +51,9 @@ impl fmt::Display for DecodeError {
             }
             DecodeError::UnsupportedValue(what) => write!(f, "unsupported value kind: {what}"),
             DecodeError::ExternalData => write!(f, "external data not supported"),
-            DecodeError::CountMismatch { expected, actual } => write!(
-                f,
-                "tensor has {actual} elements but its dims call for {expected}"
-            ),
+            DecodeError::CountMismatch { expected, actual } => {
+                write!(f, "tensor has {actual} elements but its dims call for {expected}")
+            }
             DecodeError::Io { path, message } => {
                 write!(f, "cannot read {}: {message}", path.display())
             }

@@ -33,7 +33,4 @@ pub use cases::{case_dirs, light_input, onnx_backend_data_dir, DataSet, TestCase
 pub use error::DecodeError;
 pub use model::{decode_model_summary, load_model_summary, Dim, ModelSummary, TypeKind};
 pub use tensor::{decode_tensor, elem_type, Tensor, TensorData};
-pub use value::{
-    decode_map, decode_optional, decode_sequence, decode_value, load_value, MapKeys, MapValue,
-    TestValue,
-};
+pub use value::{decode_map, decode_optional, decode_sequence, decode_value, load_value, MapKeys, MapValue, TestValue};

@@ -100,8 +100,7 @@ fn decode_type(buf: &[u8]) -> Result<(TypeKind, Option<Vec<Dim>>), DecodeError> 
         // `value` is a oneof; each arm still checks the wire type so garbage is reported.
         result = match number {
             1 => {
-                let (elem_type, shape) =
-                    decode_tensor_type(wire::expect_bytes("tensor_type", value)?)?;
+                let (elem_type, shape) = decode_tensor_type(wire::expect_bytes("tensor_type", value)?)?;
                 (TypeKind::Tensor { elem_type }, shape)
             }
             4 => {
@@ -133,11 +132,7 @@ struct ValueInfo {
 }
 
 fn decode_value_info(buf: &[u8]) -> Result<ValueInfo, DecodeError> {
-    let mut info = ValueInfo {
-        name: String::new(),
-        kind: TypeKind::Unknown,
-        shape: None,
-    };
+    let mut info = ValueInfo { name: String::new(), kind: TypeKind::Unknown, shape: None };
     for field in wire::fields(buf) {
         let (number, value) = field?;
         match number {
@@ -228,9 +223,7 @@ pub fn decode_model_summary(buf: &[u8]) -> Result<ModelSummary, DecodeError> {
         match number {
             1 => summary.ir_version = wire::expect_varint("ir_version", value)? as i64,
             7 => graph = Some(wire::expect_bytes("graph", value)?),
-            8 => summary
-                .opsets
-                .push(decode_opset(wire::expect_bytes("opset_import", value)?)?),
+            8 => summary.opsets.push(decode_opset(wire::expect_bytes("opset_import", value)?)?),
             _ => {}
         }
     }
@@ -284,10 +277,7 @@ mod tests {
         let s = decode_model_summary(&model).expect("decodes");
         assert_eq!(s.ir_version, 7);
         assert_eq!(s.opsets, vec![(String::new(), 13)]);
-        assert_eq!(
-            s.inputs,
-            vec![("x".to_string(), TypeKind::Tensor { elem_type: 1 })]
-        );
+        assert_eq!(s.inputs, vec![("x".to_string(), TypeKind::Tensor { elem_type: 1 })]);
         assert_eq!(s.input_shapes, vec![None]);
         assert_eq!(s.outputs.len(), 1);
     }

@@ -191,9 +191,7 @@ fn read_fields(buf: &[u8]) -> Result<RawFields<'_>, DecodeError> {
             2 => t.data_type = wire::expect_i32("data_type", value)?,
             4 => wire::push_fixed32("float_data", value, &mut t.float_data)?,
             5 => wire::push_varints("int32_data", value, &mut t.int32_data)?,
-            6 => t
-                .string_data
-                .push(wire::expect_bytes("string_data", value)?.to_vec()),
+            6 => t.string_data.push(wire::expect_bytes("string_data", value)?.to_vec()),
             7 => wire::push_varints("int64_data", value, &mut t.int64_data)?,
             8 => t.name = wire::expect_string("name", value)?,
             // Protobuf semantics: the last occurrence of a singular field wins.
@@ -215,18 +213,13 @@ fn read_fields(buf: &[u8]) -> Result<RawFields<'_>, DecodeError> {
 /// Product of the dims, refusing negative dims and overflow.
 fn element_count(dims: &[i64]) -> Result<usize, DecodeError> {
     dims.iter().try_fold(1usize, |acc, &d| {
-        let d = usize::try_from(d)
-            .map_err(|_| DecodeError::Malformed(format!("negative dimension {d}")))?;
-        acc.checked_mul(d)
-            .ok_or_else(|| DecodeError::Malformed("element count overflows usize".into()))
+        let d = usize::try_from(d).map_err(|_| DecodeError::Malformed(format!("negative dimension {d}")))?;
+        acc.checked_mul(d).ok_or_else(|| DecodeError::Malformed("element count overflows usize".into()))
     })
 }
 
 /// Splits little-endian raw data into `N`-byte elements.
-fn from_le<const N: usize, T>(
-    raw: &[u8],
-    convert: impl Fn([u8; N]) -> T,
-) -> Result<Vec<T>, DecodeError> {
+fn from_le<const N: usize, T>(raw: &[u8], convert: impl Fn([u8; N]) -> T) -> Result<Vec<T>, DecodeError> {
     if !raw.len().is_multiple_of(N) {
         return Err(DecodeError::Malformed(format!(
             "raw_data length {} is not a multiple of the element size {N}",
@@ -248,9 +241,8 @@ fn int32_values(values: &[u64]) -> Result<Vec<i32>, DecodeError> {
     values
         .iter()
         .map(|&v| {
-            i32::try_from(v as i64).map_err(|_| {
-                DecodeError::Malformed(format!("int32_data value {} exceeds int32", v as i64))
-            })
+            i32::try_from(v as i64)
+                .map_err(|_| DecodeError::Malformed(format!("int32_data value {} exceeds int32", v as i64)))
         })
         .collect()
 }
@@ -260,9 +252,8 @@ fn narrow<T: TryFrom<i32>>(values: &[u64], type_name: &str) -> Result<Vec<T>, De
     int32_values(values)?
         .into_iter()
         .map(|v| {
-            T::try_from(v).map_err(|_| {
-                DecodeError::Malformed(format!("int32_data value {v} out of range for {type_name}"))
-            })
+            T::try_from(v)
+                .map_err(|_| DecodeError::Malformed(format!("int32_data value {v} out of range for {type_name}")))
         })
         .collect()
 }
@@ -285,11 +276,7 @@ fn typed_data(t: &RawFields<'_>) -> Result<TensorData, DecodeError> {
             et::UINT32 => TensorData::U32(from_le(raw, u32::from_le_bytes)?),
             et::UINT64 => TensorData::U64(from_le(raw, u64::from_le_bytes)?),
             et::BOOL => TensorData::Bool(raw.iter().map(|&b| b != 0).collect()),
-            et::STRING => {
-                return Err(DecodeError::Malformed(
-                    "string tensors cannot use raw_data".into(),
-                ))
-            }
+            et::STRING => return Err(DecodeError::Malformed("string tensors cannot use raw_data".into())),
             et::UNDEFINED => return Err(DecodeError::Malformed("tensor has no data_type".into())),
             other => return Err(DecodeError::Unsupported(other)),
         });
@@ -297,18 +284,12 @@ fn typed_data(t: &RawFields<'_>) -> Result<TensorData, DecodeError> {
     Ok(match t.data_type {
         et::FLOAT => TensorData::F32(t.float_data.iter().map(|&b| f32::from_bits(b)).collect()),
         et::DOUBLE => TensorData::F64(t.double_data.iter().map(|&b| f64::from_bits(b)).collect()),
-        et::FLOAT16 => TensorData::F16(
-            narrow::<u16>(&t.int32_data, "float16 bits")?
-                .into_iter()
-                .map(f16::from_bits)
-                .collect(),
-        ),
-        et::BFLOAT16 => TensorData::BF16(
-            narrow::<u16>(&t.int32_data, "bfloat16 bits")?
-                .into_iter()
-                .map(bf16::from_bits)
-                .collect(),
-        ),
+        et::FLOAT16 => {
+            TensorData::F16(narrow::<u16>(&t.int32_data, "float16 bits")?.into_iter().map(f16::from_bits).collect())
+        }
+        et::BFLOAT16 => {
+            TensorData::BF16(narrow::<u16>(&t.int32_data, "bfloat16 bits")?.into_iter().map(bf16::from_bits).collect())
+        }
         et::INT8 => TensorData::I8(narrow(&t.int32_data, "int8")?),
         et::INT16 => TensorData::I16(narrow(&t.int32_data, "int16")?),
         et::INT32 => TensorData::I32(int32_values(&t.int32_data)?),
@@ -320,9 +301,8 @@ fn typed_data(t: &RawFields<'_>) -> Result<TensorData, DecodeError> {
             t.uint64_data
                 .iter()
                 .map(|&v| {
-                    u32::try_from(v).map_err(|_| {
-                        DecodeError::Malformed(format!("uint64_data value {v} exceeds uint32"))
-                    })
+                    u32::try_from(v)
+                        .map_err(|_| DecodeError::Malformed(format!("uint64_data value {v} exceeds uint32")))
                 })
                 .collect::<Result<_, _>>()?,
         ),
@@ -347,16 +327,9 @@ pub fn decode_tensor(buf: &[u8]) -> Result<Tensor, DecodeError> {
     let expected = element_count(&dims)?;
     let data = typed_data(&fields)?;
     if data.len() != expected {
-        return Err(DecodeError::CountMismatch {
-            expected,
-            actual: data.len(),
-        });
+        return Err(DecodeError::CountMismatch { expected, actual: data.len() });
     }
-    Ok(Tensor {
-        name: fields.name,
-        dims,
-        data,
-    })
+    Ok(Tensor { name: fields.name, dims, data })
 }
 
 #[cfg(test)]
@@ -435,10 +408,7 @@ pub(crate) mod tests {
 
         let mut bad = header(&[1], elem_type::INT8);
         varint_field(5, 300, &mut bad);
-        assert!(matches!(
-            decode_tensor(&bad),
-            Err(DecodeError::Malformed(_))
-        ));
+        assert!(matches!(decode_tensor(&bad), Err(DecodeError::Malformed(_))));
 
         let mut half = header(&[1], elem_type::FLOAT16);
         varint_field(5, u64::from(f16::from_f32(0.5).to_bits()), &mut half);
@@ -450,10 +420,7 @@ pub(crate) mod tests {
     fn uint64_data_for_u32() {
         let mut msg = header(&[1], elem_type::UINT32);
         varint_field(11, u64::from(u32::MAX), &mut msg);
-        assert_eq!(
-            decode_tensor(&msg).expect("decodes").data,
-            TensorData::U32(vec![u32::MAX])
-        );
+        assert_eq!(decode_tensor(&msg).expect("decodes").data, TensorData::U32(vec![u32::MAX]));
         let mut bad = header(&[1], elem_type::UINT32);
         varint_field(11, u64::from(u32::MAX) + 1, &mut bad);
         assert!(decode_tensor(&bad).is_err());
@@ -463,23 +430,11 @@ pub(crate) mod tests {
     fn count_mismatch_and_overflow() {
         let mut msg = header(&[2, 2], elem_type::FLOAT);
         len_field(9, &[0u8; 12], &mut msg);
-        assert_eq!(
-            decode_tensor(&msg),
-            Err(DecodeError::CountMismatch {
-                expected: 4,
-                actual: 3
-            })
-        );
+        assert_eq!(decode_tensor(&msg), Err(DecodeError::CountMismatch { expected: 4, actual: 3 }));
         let huge = header(&[i64::MAX, i64::MAX], elem_type::FLOAT);
-        assert!(matches!(
-            decode_tensor(&huge),
-            Err(DecodeError::Malformed(_))
-        ));
+        assert!(matches!(decode_tensor(&huge), Err(DecodeError::Malformed(_))));
         let negative = header(&[-1], elem_type::FLOAT);
-        assert!(matches!(
-            decode_tensor(&negative),
-            Err(DecodeError::Malformed(_))
-        ));
+        assert!(matches!(decode_tensor(&negative), Err(DecodeError::Malformed(_))));
         let mut ragged = header(&[1], elem_type::FLOAT);
         len_field(9, &[0u8; 5], &mut ragged);
         assert!(decode_tensor(&ragged).is_err());
@@ -536,9 +491,6 @@ pub(crate) mod tests {
         key(100, 1, &mut msg);
         msg.extend_from_slice(&[0; 8]);
         varint_field(7, (-9i64) as u64, &mut msg);
-        assert_eq!(
-            decode_tensor(&msg).expect("decodes").data,
-            TensorData::I64(vec![-9])
-        );
+        assert_eq!(decode_tensor(&msg).expect("decodes").data, TensorData::I64(vec![-9]));
     }
 }

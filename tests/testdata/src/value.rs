@@ -93,9 +93,9 @@ fn decode_element(kind: i32, bytes: &[u8], depth: usize) -> Result<TestValue, De
 /// Checks that a message's declared `elem_type` agrees with the field its values used.
 fn check_kind(declared: i32, seen: Option<i32>) -> Result<(), DecodeError> {
     match seen {
-        Some(seen) if declared != KIND_UNDEFINED && declared != seen => Err(
-            DecodeError::Malformed(format!("elem_type {declared} but values of kind {seen}")),
-        ),
+        Some(seen) if declared != KIND_UNDEFINED && declared != seen => {
+            Err(DecodeError::Malformed(format!("elem_type {declared} but values of kind {seen}")))
+        }
         _ => Ok(()),
     }
 }
@@ -117,9 +117,7 @@ fn sequence_values(buf: &[u8], depth: usize) -> Result<Vec<TestValue>, DecodeErr
             _ => continue,
         };
         if seen.is_some_and(|s| s != kind) {
-            return Err(DecodeError::Malformed(
-                "sequence mixes values of different kinds".into(),
-            ));
+            return Err(DecodeError::Malformed("sequence mixes values of different kinds".into()));
         }
         seen = Some(kind);
         let bytes = wire::expect_bytes("sequence value", value)?;
@@ -145,9 +143,7 @@ fn optional_value(buf: &[u8], depth: usize) -> Result<Option<Box<TestValue>>, De
             _ => continue,
         };
         if found.is_some_and(|(k, _)| k != kind) {
-            return Err(DecodeError::Malformed(
-                "optional holds more than one value".into(),
-            ));
+            return Err(DecodeError::Malformed("optional holds more than one value".into()));
         }
         // A repeated singular message field merges on the wire; test data never does this,
         // so keeping the last occurrence is enough.
@@ -186,24 +182,12 @@ fn map_value(buf: &[u8], depth: usize) -> Result<MapValue, DecodeError> {
         | elem_type::UINT16
         | elem_type::UINT32
         | elem_type::UINT64 => MapKeys::Int(int_keys.into_iter().map(|k| k as i64).collect()),
-        other => {
-            return Err(DecodeError::Malformed(format!(
-                "invalid map key_type {other}"
-            )))
-        }
+        other => return Err(DecodeError::Malformed(format!("invalid map key_type {other}"))),
     };
     if keys.len() != values.len() {
-        return Err(DecodeError::Malformed(format!(
-            "map has {} keys but {} values",
-            keys.len(),
-            values.len()
-        )));
+        return Err(DecodeError::Malformed(format!("map has {} keys but {} values", keys.len(), values.len())));
     }
-    Ok(MapValue {
-        key_type,
-        keys,
-        values,
-    })
+    Ok(MapValue { key_type, keys, values })
 }
 
 /// Decodes a serialized `SequenceProto` into its elements.
@@ -246,10 +230,7 @@ fn apply_declared_type(mut tensor: Tensor, declared: i32) -> Tensor {
 /// FLOAT16 or BFLOAT16, data stored as UINT16 bit patterns comes back as that float type.
 pub fn decode_value(buf: &[u8], kind: TypeKind) -> Result<TestValue, DecodeError> {
     match kind {
-        TypeKind::Tensor { elem_type } => Ok(TestValue::Tensor(apply_declared_type(
-            decode_tensor(buf)?,
-            elem_type,
-        ))),
+        TypeKind::Tensor { elem_type } => Ok(TestValue::Tensor(apply_declared_type(decode_tensor(buf)?, elem_type))),
         TypeKind::Unknown => Ok(TestValue::Tensor(decode_tensor(buf)?)),
         TypeKind::Sequence => Ok(TestValue::Sequence(decode_sequence(buf)?)),
         TypeKind::Map => Ok(TestValue::Map(decode_map(buf)?)),
@@ -335,10 +316,7 @@ mod tests {
         len_field(4, b"dog", &mut map);
         len_field(5, &values, &mut map);
         let m = decode_map(&map).expect("decodes");
-        assert_eq!(
-            m.keys,
-            MapKeys::String(vec![b"cat".to_vec(), b"dog".to_vec()])
-        );
+        assert_eq!(m.keys, MapKeys::String(vec![b"cat".to_vec(), b"dog".to_vec()]));
         assert_eq!(m.values.len(), 2);
 
         // One key too many.
@@ -365,10 +343,7 @@ mod tests {
             len_field(5, &msg, &mut outer);
             msg = outer;
         }
-        assert!(matches!(
-            decode_sequence(&msg),
-            Err(DecodeError::Malformed(_))
-        ));
+        assert!(matches!(decode_sequence(&msg), Err(DecodeError::Malformed(_))));
     }
 
     #[test]

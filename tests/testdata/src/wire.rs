@@ -54,10 +54,7 @@ impl<'a> Reader<'a> {
     pub fn read_varint(&mut self) -> Result<u64, DecodeError> {
         let mut result: u64 = 0;
         for i in 0..10 {
-            let byte = *self
-                .buf
-                .get(self.pos)
-                .ok_or(DecodeError::Truncated("varint"))?;
+            let byte = *self.buf.get(self.pos).ok_or(DecodeError::Truncated("varint"))?;
             self.pos += 1;
             let bits = u64::from(byte & 0x7f);
             // The 10th byte may only carry the single remaining bit of a u64.
@@ -73,11 +70,7 @@ impl<'a> Reader<'a> {
     }
 
     fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], DecodeError> {
-        let end = self
-            .pos
-            .checked_add(n)
-            .filter(|&end| end <= self.buf.len())
-            .ok_or(DecodeError::Truncated(what))?;
+        let end = self.pos.checked_add(n).filter(|&end| end <= self.buf.len()).ok_or(DecodeError::Truncated(what))?;
         let bytes = &self.buf[self.pos..end];
         self.pos = end;
         Ok(bytes)
@@ -111,9 +104,7 @@ impl<'a> Reader<'a> {
         let number = key >> 3;
         // Field numbers are 29-bit and start at 1.
         if number == 0 || number > 0x1fff_ffff {
-            return Err(DecodeError::Malformed(format!(
-                "invalid field number {number}"
-            )));
+            return Err(DecodeError::Malformed(format!("invalid field number {number}")));
         }
         let number = number as u32;
         let value = match wire_type {
@@ -121,11 +112,7 @@ impl<'a> Reader<'a> {
             1 => Value::Fixed64(self.read_fixed64()?),
             2 => Value::Len(self.read_len_delimited()?),
             5 => Value::Fixed32(self.read_fixed32()?),
-            other => {
-                return Err(DecodeError::Malformed(format!(
-                    "unsupported wire type {other} for field {number}"
-                )))
-            }
+            other => return Err(DecodeError::Malformed(format!("unsupported wire type {other} for field {number}"))),
         };
         Ok((number, value))
     }
@@ -140,10 +127,7 @@ pub struct Fields<'a> {
 
 /// Returns an iterator over the `(field number, value)` pairs of a message.
 pub fn fields(buf: &[u8]) -> Fields<'_> {
-    Fields {
-        reader: Reader::new(buf),
-        failed: false,
-    }
+    Fields { reader: Reader::new(buf), failed: false }
 }
 
 impl<'a> Iterator for Fields<'a> {
@@ -160,10 +144,7 @@ impl<'a> Iterator for Fields<'a> {
 }
 
 fn wrong_type(field: &'static str, value: &Value<'_>) -> DecodeError {
-    DecodeError::Malformed(format!(
-        "field `{field}` has unexpected wire type {}",
-        value.wire_type()
-    ))
+    DecodeError::Malformed(format!("field `{field}` has unexpected wire type {}", value.wire_type()))
 }
 
 /// The value of a scalar varint field.
@@ -177,8 +158,7 @@ pub fn expect_varint(field: &'static str, value: Value<'_>) -> Result<u64, Decod
 /// A varint field holding an `int32`/enum; negative values arrive sign-extended to 64 bits.
 pub fn expect_i32(field: &'static str, value: Value<'_>) -> Result<i32, DecodeError> {
     let raw = expect_varint(field, value)? as i64;
-    i32::try_from(raw)
-        .map_err(|_| DecodeError::Malformed(format!("field `{field}` value {raw} exceeds int32")))
+    i32::try_from(raw).map_err(|_| DecodeError::Malformed(format!("field `{field}` value {raw} exceeds int32")))
 }
 
 /// The bytes of a length-delimited field.
@@ -192,16 +172,11 @@ pub fn expect_bytes<'a>(field: &'static str, value: Value<'a>) -> Result<&'a [u8
 /// A length-delimited field that must be UTF-8.
 pub fn expect_string(field: &'static str, value: Value<'_>) -> Result<String, DecodeError> {
     let bytes = expect_bytes(field, value)?;
-    String::from_utf8(bytes.to_vec())
-        .map_err(|_| DecodeError::Malformed(format!("field `{field}` is not valid UTF-8")))
+    String::from_utf8(bytes.to_vec()).map_err(|_| DecodeError::Malformed(format!("field `{field}` is not valid UTF-8")))
 }
 
 /// Appends a repeated varint field, packed or not.
-pub fn push_varints(
-    field: &'static str,
-    value: Value<'_>,
-    out: &mut Vec<u64>,
-) -> Result<(), DecodeError> {
+pub fn push_varints(field: &'static str, value: Value<'_>, out: &mut Vec<u64>) -> Result<(), DecodeError> {
     match value {
         Value::Varint(v) => out.push(v),
         Value::Len(bytes) => {
@@ -216,11 +191,7 @@ pub fn push_varints(
 }
 
 /// Appends a repeated fixed32 field (`float`), packed or not.
-pub fn push_fixed32(
-    field: &'static str,
-    value: Value<'_>,
-    out: &mut Vec<u32>,
-) -> Result<(), DecodeError> {
+pub fn push_fixed32(field: &'static str, value: Value<'_>, out: &mut Vec<u32>) -> Result<(), DecodeError> {
     match value {
         Value::Fixed32(v) => out.push(v),
         Value::Len(bytes) => {
@@ -241,11 +212,7 @@ pub fn push_fixed32(
 }
 
 /// Appends a repeated fixed64 field (`double`), packed or not.
-pub fn push_fixed64(
-    field: &'static str,
-    value: Value<'_>,
-    out: &mut Vec<u64>,
-) -> Result<(), DecodeError> {
+pub fn push_fixed64(field: &'static str, value: Value<'_>, out: &mut Vec<u64>) -> Result<(), DecodeError> {
     match value {
         Value::Fixed64(v) => out.push(v),
         Value::Len(bytes) => {
@@ -289,20 +256,14 @@ mod tests {
 
     #[test]
     fn truncated_varint_is_error() {
-        assert_eq!(
-            Reader::new(&[0x80, 0x80]).read_varint(),
-            Err(DecodeError::Truncated("varint"))
-        );
+        assert_eq!(Reader::new(&[0x80, 0x80]).read_varint(), Err(DecodeError::Truncated("varint")));
         assert!(Reader::new(&[]).read_varint().is_err());
     }
 
     #[test]
     fn overlong_varint_is_error() {
         let too_long = [0xff; 11];
-        assert!(matches!(
-            Reader::new(&too_long).read_varint(),
-            Err(DecodeError::Malformed(_))
-        ));
+        assert!(matches!(Reader::new(&too_long).read_varint(), Err(DecodeError::Malformed(_))));
         let overflow = [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02];
         assert!(Reader::new(&overflow).read_varint().is_err());
     }
@@ -311,15 +272,10 @@ mod tests {
     fn length_past_end_is_error() {
         // Field 1, wire type 2, claims 5 bytes but only 2 follow.
         let mut f = fields(&[0x0a, 0x05, 0x01, 0x02]);
-        assert_eq!(
-            f.next(),
-            Some(Err(DecodeError::Truncated("length-delimited")))
-        );
+        assert_eq!(f.next(), Some(Err(DecodeError::Truncated("length-delimited"))));
         assert_eq!(f.next(), None);
         // A length near u64::MAX must not overflow the position arithmetic.
-        let huge = [
-            0x0a, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01,
-        ];
+        let huge = [0x0a, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01];
         assert!(fields(&huge).any(|r| r.is_err()));
     }
 

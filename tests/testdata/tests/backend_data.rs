@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use onnxrt_testdata::{
-    case_dirs, elem_type, light_input, load_model_summary, load_value, onnx_backend_data_dir,
-    DecodeError, TensorData, TestCase, TestValue, TypeKind,
+    case_dirs, elem_type, light_input, load_model_summary, load_value, onnx_backend_data_dir, DecodeError, TensorData,
+    TestCase, TestValue, TypeKind,
 };
 
 fn data_root() -> Option<PathBuf> {
@@ -31,10 +31,7 @@ fn case_files(case: &TestCase) -> Vec<(PathBuf, TypeKind)> {
             files.push((path.clone(), kind));
         }
         for (i, path) in set.outputs.iter().enumerate() {
-            let kind = summary
-                .outputs
-                .get(i)
-                .map_or(TypeKind::Unknown, |(_, k)| *k);
+            let kind = summary.outputs.get(i).map_or(TypeKind::Unknown, |(_, k)| *k);
             files.push((path.clone(), kind));
         }
     }
@@ -91,15 +88,8 @@ fn node_data_decodes() {
     for (path, err) in tally.failed.iter().take(20) {
         println!("  failed {}: {err}", path.display());
     }
-    assert!(
-        total > 3000,
-        "expected the full node/ suite, found {total} files"
-    );
-    assert!(
-        tally.decoded * 100 >= total * 95,
-        "only {} of {total} decoded",
-        tally.decoded
-    );
+    assert!(total > 3000, "expected the full node/ suite, found {total} files");
+    assert!(tally.decoded * 100 >= total * 95, "only {} of {total} decoded", tally.decoded);
     assert!(tally.failed.is_empty(), "real data must not look malformed");
 }
 
@@ -107,9 +97,7 @@ fn node_data_decodes() {
 fn abs_output_is_abs_of_input() {
     let Some(root) = data_root() else { return };
     let set = root.join("node/test_abs/test_data_set_0");
-    let kind = TypeKind::Tensor {
-        elem_type: elem_type::FLOAT,
-    };
+    let kind = TypeKind::Tensor { elem_type: elem_type::FLOAT };
     let input = load_value(set.join("input_0.pb"), kind).expect("input decodes");
     let output = load_value(set.join("output_0.pb"), kind).expect("output decodes");
     let (Some(input), Some(output)) = (input.as_tensor(), output.as_tensor()) else {
@@ -143,11 +131,7 @@ fn sequence_and_optional_data() {
     let opt_case = root.join("node/test_identity_opt");
     let summary = load_model_summary(opt_case.join("model.onnx")).expect("model decodes");
     assert_eq!(summary.inputs[0].1, TypeKind::Optional);
-    let v = load_value(
-        opt_case.join("test_data_set_0/input_0.pb"),
-        TypeKind::Optional,
-    )
-    .expect("optional decodes");
+    let v = load_value(opt_case.join("test_data_set_0/input_0.pb"), TypeKind::Optional).expect("optional decodes");
     assert!(matches!(v, TestValue::Optional(Some(_))), "{v:?}");
 }
 
@@ -155,16 +139,10 @@ fn sequence_and_optional_data() {
 fn half_and_bfloat_data() {
     let Some(root) = data_root() else { return };
     let kind = TypeKind::Unknown;
-    let f16_in = load_value(
-        root.join("node/test_cast_FLOAT16_to_FLOAT/test_data_set_0/input_0.pb"),
-        kind,
-    )
-    .expect("f16 decodes");
-    let f32_out = load_value(
-        root.join("node/test_cast_FLOAT16_to_FLOAT/test_data_set_0/output_0.pb"),
-        kind,
-    )
-    .expect("f32 decodes");
+    let f16_in =
+        load_value(root.join("node/test_cast_FLOAT16_to_FLOAT/test_data_set_0/input_0.pb"), kind).expect("f16 decodes");
+    let f32_out = load_value(root.join("node/test_cast_FLOAT16_to_FLOAT/test_data_set_0/output_0.pb"), kind)
+        .expect("f32 decodes");
     let (Some(a), Some(b)) = (f16_in.as_tensor(), f32_out.as_tensor()) else {
         panic!("tensors expected");
     };
@@ -184,24 +162,15 @@ fn half_and_bfloat_data() {
     let case = root.join("node/test_cast_BFLOAT16_to_FLOAT");
     let summary = load_model_summary(case.join("model.onnx")).expect("model decodes");
     let bf16_kind = summary.inputs[0].1;
-    assert_eq!(
-        bf16_kind,
-        TypeKind::Tensor {
-            elem_type: elem_type::BFLOAT16
-        }
-    );
+    assert_eq!(bf16_kind, TypeKind::Tensor { elem_type: elem_type::BFLOAT16 });
     let input = case.join("test_data_set_0/input_0.pb");
     let raw = load_value(&input, kind).expect("decodes");
-    assert_eq!(
-        raw.as_tensor().map(|t| t.elem_type()),
-        Some(elem_type::UINT16)
-    );
+    assert_eq!(raw.as_tensor().map(|t| t.elem_type()), Some(elem_type::UINT16));
     let bf = load_value(&input, bf16_kind).expect("bf16 decodes");
     let out = load_value(case.join("test_data_set_0/output_0.pb"), kind).expect("decodes");
-    let (Some(TensorData::BF16(x)), Some(TensorData::F32(y))) = (
-        bf.as_tensor().map(|t| &t.data),
-        out.as_tensor().map(|t| &t.data),
-    ) else {
+    let (Some(TensorData::BF16(x)), Some(TensorData::F32(y))) =
+        (bf.as_tensor().map(|t| &t.data), out.as_tensor().map(|t| &t.data))
+    else {
         panic!("bf16 in, f32 out expected");
     };
     for (b, f) in x.iter().zip(y) {
@@ -217,8 +186,7 @@ fn every_group_lists_and_summarizes() {
     let mut per_group: BTreeMap<&str, usize> = BTreeMap::new();
     for case in &cases {
         *per_group.entry(case.group.as_str()).or_default() += 1;
-        let summary = load_model_summary(&case.model)
-            .unwrap_or_else(|e| panic!("{}: {e}", case.model.display()));
+        let summary = load_model_summary(&case.model).unwrap_or_else(|e| panic!("{}: {e}", case.model.display()));
         assert!(!case.data_sets.is_empty(), "{} has no data", case.name);
         for set in &case.data_sets {
             assert_eq!(set.outputs.len(), summary.outputs.len(), "{}", case.name);
@@ -228,22 +196,10 @@ fn every_group_lists_and_summarizes() {
         }
     }
     println!("cases per group: {per_group:?}");
-    for group in [
-        "node",
-        "simple",
-        "pytorch-converted",
-        "pytorch-operator",
-        "light",
-    ] {
-        assert!(
-            per_group.get(group).copied().unwrap_or(0) > 0,
-            "no {group} cases"
-        );
+    for group in ["node", "simple", "pytorch-converted", "pytorch-operator", "light"] {
+        assert!(per_group.get(group).copied().unwrap_or(0) > 0, "no {group} cases");
     }
-    let abs = cases
-        .iter()
-        .find(|c| c.group == "node" && c.name == "test_abs")
-        .expect("test_abs listed");
+    let abs = cases.iter().find(|c| c.group == "node" && c.name == "test_abs").expect("test_abs listed");
     assert_eq!(abs.data_sets.len(), 1);
     assert_eq!(abs.data_sets[0].inputs.len(), 1);
 }
@@ -267,10 +223,8 @@ fn other_groups_decode() {
 fn light_models_get_generated_inputs() {
     let Some(root) = data_root() else { return };
     let cases = case_dirs(&root).expect("cases list");
-    let resnet = cases
-        .iter()
-        .find(|c| c.group == "light" && c.name == "light_resnet50")
-        .expect("light_resnet50 listed");
+    let resnet =
+        cases.iter().find(|c| c.group == "light" && c.name == "light_resnet50").expect("light_resnet50 listed");
     let set = &resnet.data_sets[0];
     assert!(set.generated_inputs && set.inputs.is_empty());
     let summary = load_model_summary(&resnet.model).expect("decodes");
@@ -352,35 +306,23 @@ fn tensors_match_numpy_helper() {
                 }
             }
             let dims: Vec<String> = t.dims.iter().map(i64::to_string).collect();
-            let line = format!(
-                "{}\t{}\t{}",
-                dims.join(","),
-                t.elem_type(),
-                hex(&le_bytes(&t.data))
-            );
+            let line = format!("{}\t{}\t{}", dims.join(","), t.elem_type(), hex(&le_bytes(&t.data)));
             ours.insert(path_key(&path), line);
         }
     }
-    let mut child = match Command::new("python3")
-        .args(["-c", NUMPY_DUMP])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-    {
-        Ok(c) => c,
-        Err(e) => {
-            println!("skipped: cannot run python3: {e}");
-            return;
-        }
-    };
+    let mut child =
+        match Command::new("python3").args(["-c", NUMPY_DUMP]).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn() {
+            Ok(c) => c,
+            Err(e) => {
+                println!("skipped: cannot run python3: {e}");
+                return;
+            }
+        };
     let list: String = ours.keys().map(|p| format!("{p}\n")).collect();
     let mut stdin = child.stdin.take().expect("stdin piped");
     let writer = std::thread::spawn(move || stdin.write_all(list.as_bytes()));
     let out = child.wait_with_output().expect("python runs");
-    writer
-        .join()
-        .expect("writer thread")
-        .expect("write file list");
+    writer.join().expect("writer thread").expect("write file list");
     assert!(out.status.success(), "python dump failed");
     let text = String::from_utf8(out.stdout).expect("utf-8 output");
     let mut compared = 0;

@@ -31,14 +31,10 @@ fn identity_models_cover_every_type() {
         ("string", elem_type::STRING),
     ];
     for (suffix, code) in types {
-        let s = load_model_summary(models_dir().join(format!("identity_{suffix}.onnx")))
-            .expect("decodes");
+        let s = load_model_summary(models_dir().join(format!("identity_{suffix}.onnx"))).expect("decodes");
         assert_eq!(s.inputs, vec![("x".to_string(), tensor(code))], "{suffix}");
         assert_eq!(s.outputs, vec![("y".to_string(), tensor(code))], "{suffix}");
-        assert_eq!(
-            s.input_shapes[0],
-            Some(vec![Dim::Param("N".into()), Dim::Param("M".into())])
-        );
+        assert_eq!(s.input_shapes[0], Some(vec![Dim::Param("N".into()), Dim::Param("M".into())]));
         assert_eq!(s.ir_version, 8);
         assert_eq!(s.opsets, vec![(String::new(), 17)]);
     }
@@ -47,15 +43,7 @@ fn identity_models_cover_every_type() {
 #[test]
 fn interfaces() {
     let s = load_model_summary(models_dir().join("dynamic_batch.onnx")).expect("decodes");
-    assert_eq!(
-        s.input_shapes[0],
-        Some(vec![
-            Dim::Param("batch".into()),
-            Dim::Value(3),
-            Dim::Value(4),
-            Dim::Value(4)
-        ])
-    );
+    assert_eq!(s.input_shapes[0], Some(vec![Dim::Param("batch".into()), Dim::Value(3), Dim::Value(4), Dim::Value(4)]));
     let s = load_model_summary(models_dir().join("multi_output.onnx")).expect("decodes");
     let names: Vec<&str> = s.outputs.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(names, ["doubled", "squared", "negated"]);
@@ -73,10 +61,7 @@ fn interfaces() {
     let s = load_model_summary(models_dir().join("scalar.onnx")).expect("decodes");
     assert_eq!(s.input_shapes[0], Some(vec![]));
     let s = load_model_summary(models_dir().join("slow_loop.onnx")).expect("decodes");
-    assert_eq!(
-        s.inputs,
-        vec![("iters".to_string(), tensor(elem_type::INT64))]
-    );
+    assert_eq!(s.inputs, vec![("iters".to_string(), tensor(elem_type::INT64))]);
     let s = load_model_summary(models_dir().join("opset_too_new.onnx")).expect("decodes");
     assert_eq!((s.ir_version, s.opsets[0].1), (10, 21));
 }
@@ -97,9 +82,6 @@ fn truncated_model_is_rejected() {
 fn mlp_expected_is_two_by_four_floats() {
     let bytes = std::fs::read(models_dir().join("mlp_expected.bin")).expect("read");
     assert_eq!(bytes.len(), 2 * 4 * 4);
-    let values: Vec<f32> = bytes
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
+    let values: Vec<f32> = bytes.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect();
     assert!(values.iter().all(|v| v.is_finite() && v.abs() < 10.0));
 }
