@@ -2,6 +2,7 @@
 # The README's two commands, and everything they need on a fresh Debian/Ubuntu machine:
 #   bash tools/dev.sh run    the main job: the resnet_cuda example (embedded model + image)
 #   bash tools/dev.sh test   the whole test suite
+#   bash tools/dev.sh lint   rustfmt and clippy, as CI runs them
 # Provisioning: if you set none of ONNXRT_LIB_DIR / ONNXRT_ARCHIVE / ONNXRT_DIST, the pinned
 # default (the official GPU archive) is used when it can be verified; otherwise (nobody could
 # pin its hash yet, or the release assets are unreachable) the runtime is assembled from package
@@ -69,8 +70,16 @@ case "${1:-}" in
     grep -q '^ONNX Runtime 1.16' <<<"$out" || { echo "$out"; say "FAIL: link mode under env -i"; exit 1; }
     say "link mode: NEEDED + RUNPATH baked in, the example runs under env -i"
     ;;
+  lint)
+    setup_build
+    rustup component add rustfmt clippy >/dev/null 2>&1 || true
+    cargo fmt --all -- --check
+    cargo clippy --workspace --all-targets -- -D warnings
+    cargo clippy --workspace --all-targets --features onnxrt/cuda,onnxrt/tensorrt -- -D warnings
+    say "lint: rustfmt and clippy clean (default and cuda+tensorrt features)"
+    ;;
   *)
-    echo "usage: bash tools/dev.sh run|test" >&2
+    echo "usage: bash tools/dev.sh run|test|lint" >&2
     exit 2
     ;;
 esac
