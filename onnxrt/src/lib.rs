@@ -1,16 +1,23 @@
 //! Safe Rust bindings to ONNX Runtime for Linux x86-64 servers with NVIDIA GPUs.
 //!
-//! ```no_run
-//! use onnxrt::{Session, Value};
+//! ```
+//! use onnxrt::{ndarray::array, Session, Value};
 //!
 //! fn main() -> onnxrt::Result<()> {
 //!     // The runtime was downloaded and verified at build time; it is found at run time without
-//!     // LD_LIBRARY_PATH.
-//!     let session = Session::builder().commit_from_file("model.onnx")?;
-//!     let input = Value::from_array(ndarray::Array4::<f32>::zeros((1, 3, 224, 224)))?;
-//!     let outputs = session.run(&[("input", &input)])?;
-//!     let scores = outputs[0].view::<f32>()?;
-//!     println!("{} scores, runtime {}", scores.len(), onnxrt::runtime_info()?.version);
+//!     // LD_LIBRARY_PATH. (`add_f32.onnx`: sum = a + b, both float [2, 3].)
+//!     let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/add_f32.onnx");
+//!     let session = Session::builder().commit_from_file(model)?;
+//!     let a = Value::from_array(array![[1.0f32, 2.0, 3.0], [4.0, 5.0, 6.0]])?;
+//!     let b = Value::from_array(array![[0.5f32, 0.5, 0.5], [1.0, 1.0, 1.0]])?;
+//!     let outputs = session.run(&[("a", &a), ("b", &b)])?;
+//!     let sum = outputs.get("sum")?.view::<f32>()?;
+//!     assert_eq!(sum[[1, 2]], 7.0);
+//!
+//!     // Mistakes are typed errors that say what the model wants.
+//!     let err = session.run(&[("a", &a), ("c", &b)]).unwrap_err();
+//!     assert!(err.to_string().contains(r#"the model's inputs are ["a", "b"]"#));
+//!     println!("runtime {}", onnxrt::runtime_info()?.version);
 //!     Ok(())
 //! }
 //! ```

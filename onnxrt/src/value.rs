@@ -161,6 +161,15 @@ impl Value<'static> {
 
     /// A tensor from a `Vec` in row-major order and a shape.
     ///
+    /// ```
+    /// let value = onnxrt::Value::from_vec(&[2, 2], vec![1i64, 2, 3, 4])?;
+    /// assert_eq!(value.tensor_info()?.shape, [2, 2]);
+    /// assert_eq!(value.view::<i64>()?[[1, 0]], 3);
+    /// // The wrong length is refused before ORT sees it.
+    /// assert!(onnxrt::Value::from_vec(&[2, 2], vec![1i64, 2, 3]).is_err());
+    /// # Ok::<(), onnxrt::Error>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::DataLength`] when `data.len()` is not the product of `shape`; [`Error::BadShape`].
     pub fn from_vec<T: Element>(shape: &[i64], data: Vec<T>) -> Result<Value<'static>> {

@@ -121,7 +121,16 @@ impl Session {
         })
     }
 
-    /// The model's inputs, in order.
+    /// The model's inputs, in order, with element types and shapes (symbolic axes by name).
+    ///
+    /// ```
+    /// let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/dynamic_batch.onnx");
+    /// let session = onnxrt::Session::builder().commit_from_file(model)?;
+    /// let input = &session.inputs()[0];
+    /// assert_eq!(input.name, "images");
+    /// assert_eq!(input.shape_text(), "[batch, 3, 4, 4]");
+    /// # Ok::<(), onnxrt::Error>(())
+    /// ```
     pub fn inputs(&self) -> &[ValueInfo] {
         &self.inner.inputs
     }
@@ -183,6 +192,16 @@ impl Session {
 
     /// Runs the model, returning only the outputs named in `outputs` (all when empty), with
     /// optional [`RunOptions`] (tag, log level, termination from another thread).
+    ///
+    /// ```
+    /// let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/multi_output.onnx");
+    /// let session = onnxrt::Session::builder().commit_from_file(model)?;
+    /// let x = onnxrt::Value::from_vec(&[3], vec![1.0f32, 2.0, 3.0])?;
+    /// let outputs = session.run_with(&[("x", &x)], &["squared"], None)?;
+    /// assert_eq!(outputs.names().collect::<Vec<_>>(), ["squared"]);
+    /// assert_eq!(outputs[0].view::<f32>()?.as_slice(), Some(&[1.0f32, 4.0, 9.0][..]));
+    /// # Ok::<(), onnxrt::Error>(())
+    /// ```
     ///
     /// Corresponds to `OrtApi::Run`.
     #[doc(alias = "Run")]
