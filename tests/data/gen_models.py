@@ -304,6 +304,14 @@ def opset_too_new():
     return model(g, [helper.make_opsetid("", 21)], ir_version=10)
 
 
+def custom_add_one():
+    """x -> AddOne(x) in the custom domain ai.onnxrt.test, implemented by tests/custom_op/add_one.c."""
+    node = helper.make_node("AddOne", ["x"], ["y"], domain="ai.onnxrt.test")
+    graph = helper.make_graph([node], "custom_add_one", [tensor("x", TensorProto.FLOAT, ["N"])],
+                              [tensor("y", TensorProto.FLOAT, ["N"])])
+    return model(graph, opsets=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnxrt.test", 1)])
+
+
 def write(name, data):
     path = os.path.join(OUT_DIR, name)
     with open(path, "wb") as f:
@@ -352,6 +360,8 @@ def main():
     save("scalar.onnx", scalar())
     save("slow_loop.onnx", slow_loop())
     save("opset_too_new.onnx", opset_too_new(), check=None)
+    # The checker does not know the custom domain's schema.
+    save("custom_add_one.onnx", custom_add_one(), check=None)
     truncated = add_bytes[: len(add_bytes) // 2]
     write("bad_truncated.onnx", truncated)
     print(f"{'bad_truncated.onnx':24} {len(truncated):7} bytes  first half of add_f32.onnx")
