@@ -330,3 +330,14 @@ fn pool_throughput_against_one_gpu() {
         all_rate / one_rate
     );
 }
+
+#[test]
+fn a_cuda_option_the_runtime_does_not_know_is_refused() {
+    let err = Session::builder()
+        .cuda(CudaOptions::new().raw("no_such_option", 1))
+        .commit_from_file(model("mlp.onnx"))
+        .expect_err("unknown CUDA option");
+    println!("unknown CUDA option: {err}");
+    assert!(matches!(err, Error::InvalidArgument { .. }), "{err:?}");
+    assert!(err.to_string().contains("no_such_option"), "{err}");
+}
