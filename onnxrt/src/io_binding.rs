@@ -26,6 +26,8 @@ use crate::value::Value;
 pub struct IoBinding<'s, 'v> {
     raw: Owned<OrtIoBinding>,
     session: &'s Session,
+    // Which inputs are bound (bit i = input i), so a run with one missing is a typed error.
+    bound_inputs: u128,
     // Names are kept as CStrings so repeated binds of the same name do not allocate again.
     _values: PhantomData<&'v Value<'v>>,
 }
@@ -47,7 +49,7 @@ impl Session {
         // SAFETY: the session is live; the out-pointer is valid.
         unsafe { ort!(api, CreateIoBinding(self.as_ptr(), &mut raw)) }?;
         // SAFETY: on success we own the binding.
-        Ok(IoBinding { raw: unsafe { Owned::from_raw(raw) }?, session: self, _values: PhantomData })
+        Ok(IoBinding { raw: unsafe { Owned::from_raw(raw) }?, session: self, bound_inputs: 0, _values: PhantomData })
     }
 }
 
@@ -67,11 +69,16 @@ impl<'s, 'v> IoBinding<'s, 'v> {
     #[doc(alias = "BindInput")]
     pub fn bind_input(&mut self, name: &str, value: &'v Value<'_>) -> Result<()> {
         crate::session::validate::inputs_partial(self.session, name, value)?;
+        let index = self.session.input_index(name)?;
         let name = self.name(name, true)?;
         let api = api()?;
         // SAFETY: binding and value are live; the value stays borrowed for 'v, longer than any
         // run of this binding; ORT copies the name.
-        unsafe { ort!(api, BindInput(self.raw.as_ptr(), name.as_ptr(), value.as_ptr())) }
+        unsafe { ort!(api, BindInput(self.raw.as_ptr(), name.as_ptr(), value.as_ptr())) }?;
+        if index < 128 {
+            self.bound_inputs |= 1 << index;
+        }
+        Ok(())
     }
 
     /// Binds a preallocated tensor to output `name`; runs write into it.
@@ -79,6 +86,15 @@ impl<'s, 'v> IoBinding<'s, 'v> {
     /// Corresponds to `OrtApi::BindOutput`.
     #[doc(alias = "BindOutput")]
     pub fn bind_output(&mut self, name: &str, value: &'v mut Value<'_>) -> Result<()> {
+        if !value.is_writable() {
+            return Err(Error::InvalidArgument {
+                what: format!("binding a borrowed view to output `{name}`"),
+                why: "ORT would write into memory that is only borrowed for reading; bind a tensor made by \
+                      Value::from_vec / from_array or an Allocator"
+                    .into(),
+            });
+        }
+        crate::session::validate::output_partial(self.session, name, value)?;
         let name = self.name(name, false)?;
         let api = api()?;
         // SAFETY: binding and value are live; the value is exclusively borrowed for 'v.
@@ -106,6 +122,7 @@ impl<'s, 'v> IoBinding<'s, 'v> {
         let clear = api.ort.ClearBoundInputs.ok_or_else(|| Error::missing("ClearBoundInputs"))?;
         // SAFETY: the binding is live.
         unsafe { clear(self.raw.as_ptr()) };
+        self.bound_inputs = 0;
         Ok(())
     }
 
@@ -135,6 +152,16 @@ impl<'s, 'v> IoBinding<'s, 'v> {
     /// Corresponds to `OrtApi::RunWithBinding`.
     #[doc(alias = "RunWithBinding")]
     pub fn run(&mut self, options: Option<&RunOptions>) -> Result<()> {
+        let declared = self.session.inputs();
+        if let Some(missing) = (0..declared.len().min(128)).find(|&i| self.bound_inputs & (1 << i) == 0) {
+            let info = &declared[missing];
+            return Err(Error::MissingInput {
+                name: info.name.clone(),
+                element_type: info.element_type.unwrap_or(crate::ElementType::Unknown(0)),
+                shape: crate::error::ShapeText(info.shape_text()),
+                required: crate::error::Names(declared.iter().map(|i| i.name.clone()).collect()),
+            });
+        }
         let api = api()?;
         let inner = &self.session.inner;
         let _serialized = inner.run_lock.as_ref().map(|lock| lock.lock().unwrap_or_else(|e| e.into_inner()));

@@ -98,6 +98,8 @@ pub struct Value<'data> {
     // Kind, element type and shape never change after creation: read once (or known at
     // creation), so checking inputs on every run costs no FFI call and no allocation.
     meta: OnceLock<Meta>,
+    // False for values over borrowed read-only memory (`from_view`): ORT must never write them.
+    writable: bool,
     _borrow: PhantomData<&'data [u8]>,
 }
 
@@ -128,14 +130,34 @@ impl std::fmt::Debug for Value<'_> {
 
 /// Checks a shape and returns its element count.
 pub(crate) fn element_count(shape: &[i64]) -> Result<usize> {
-    let mut count: usize = 1;
+    let bad = |why| Error::BadShape { shape: shape.to_vec(), why };
+    // The product of the non-zero dimensions must fit too: ORT computes strides from it even when
+    // another dimension is 0.
+    let mut nonzero: usize = 1;
+    let mut empty = false;
     for &dim in shape {
-        let dim =
-            usize::try_from(dim).map_err(|_| Error::BadShape { shape: shape.to_vec(), why: "negative dimension" })?;
-        count =
-            count.checked_mul(dim).ok_or(Error::BadShape { shape: shape.to_vec(), why: "element count overflows" })?;
+        let dim = usize::try_from(dim).map_err(|_| bad("negative dimension"))?;
+        if dim == 0 {
+            empty = true;
+        } else {
+            nonzero = nonzero.checked_mul(dim).ok_or(bad("element count overflows"))?;
+        }
     }
-    Ok(count)
+    if nonzero > isize::MAX as usize {
+        return Err(bad("element count overflows"));
+    }
+    Ok(if empty { 0 } else { nonzero })
+}
+
+/// Rust's `bool` may only hold 0 or 1; a model can produce other bytes in a bool tensor.
+fn check_bools(bytes: &[u8]) -> Result<()> {
+    match bytes.iter().position(|&b| b > 1) {
+        None => Ok(()),
+        Some(index) => Err(Error::InvalidArgument {
+            what: format!("bool tensor element {index} = {}", bytes[index]),
+            why: "ONNX bools are 0 or 1; read the tensor as u8 bytes via a Cast in the model, or fix the model".into(),
+        }),
+    }
 }
 
 impl Value<'static> {
@@ -283,7 +305,9 @@ impl<'data> Value<'data> {
         let ptr = view.as_ptr().cast_mut().cast::<c_void>();
         // SAFETY: the memory is borrowed for 'data, which the returned Value carries.
         let raw = unsafe { tensor_over(ptr, len * std::mem::size_of::<T>(), &shape, T::TYPE) }?;
-        Ok(Value::new(raw, None, Some(TensorInfo { element_type: T::TYPE, shape })))
+        let mut value = Value::new(raw, None, Some(TensorInfo { element_type: T::TYPE, shape }));
+        value.writable = false;
+        Ok(value)
     }
 
     fn new(
@@ -295,7 +319,7 @@ impl<'data> Value<'data> {
         if let Some(tensor) = tensor {
             let _ = meta.set(Meta { kind: ValueKind::Tensor, tensor: Some(tensor) });
         }
-        Value { raw, _backing: backing, meta, _borrow: PhantomData }
+        Value { raw, _backing: backing, meta, writable: true, _borrow: PhantomData }
     }
 
     /// Kind, element type and shape, read from ORT on first use.
@@ -411,10 +435,15 @@ impl<'data> Value<'data> {
             return ArrayViewD::from_shape(IxDyn(&shape), &[])
                 .map_err(|e| Error::InvalidArgument { what: "empty tensor".into(), why: e.to_string() });
         }
-        let data = self.host_data()?.cast::<T>();
+        let data = self.host_data()?;
+        if T::TYPE == ElementType::Bool {
+            // SAFETY: a bool tensor holds `len` bytes; reading them as u8 is always valid.
+            check_bools(unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) })?;
+        }
         // SAFETY: ORT guarantees the buffer holds `len` elements of the tensor's type, which is T
-        // (checked above), aligned for it; it lives as long as the value, which `&self` borrows.
-        let slice = unsafe { std::slice::from_raw_parts(data, len) };
+        // (checked above), aligned for it, and for bool every byte was checked to be 0 or 1; it
+        // lives as long as the value, which `&self` borrows.
+        let slice = unsafe { std::slice::from_raw_parts(data.cast::<T>(), len) };
         ArrayViewD::from_shape(IxDyn(&shape), slice)
             .map_err(|e| Error::InvalidArgument { what: "tensor shape".into(), why: e.to_string() })
     }
@@ -521,6 +550,11 @@ impl<'data> Value<'data> {
         Ok(out)
     }
 
+    /// Whether ORT may write into this value's memory (not for borrowed views).
+    pub(crate) fn is_writable(&self) -> bool {
+        self.writable
+    }
+
     pub(crate) fn as_ptr(&self) -> *mut OrtValue {
         self.raw.as_ptr()
     }
@@ -607,11 +641,18 @@ impl Value<'_> {
                 hint: format!("; read it as {}", info.element_type),
             });
         }
+        let bytes = info.len() * std::mem::size_of::<T>();
+        let mut raw_bytes = vec![0u8; bytes];
+        // SAFETY: the tensor holds `bytes` bytes; `raw_bytes` has exactly that many.
+        unsafe { crate::cuda_runtime::copy(raw_bytes.as_mut_ptr().cast(), ptr, bytes) }?;
+        if T::TYPE == ElementType::Bool {
+            check_bools(&raw_bytes)?;
+        }
         let mut host: Vec<T> = Vec::with_capacity(info.len());
-        // SAFETY: the tensor holds `len` elements of T; `host` has capacity for them and is
-        // initialised by the copy before `set_len`.
+        // SAFETY: `raw_bytes` holds `len` valid elements of T (bools checked above); `host` has
+        // capacity for them and is initialised by the copy before `set_len`.
         unsafe {
-            crate::cuda_runtime::copy(host.as_mut_ptr().cast(), ptr, info.len() * std::mem::size_of::<T>())?;
+            std::ptr::copy_nonoverlapping(raw_bytes.as_ptr(), host.as_mut_ptr().cast::<u8>(), bytes);
             host.set_len(info.len());
         }
         let shape: Vec<usize> = info.shape.iter().map(|&d| d.max(0) as usize).collect();

@@ -206,7 +206,11 @@ impl SessionBuilder {
     #[doc(alias = "CreateSession")]
     pub fn commit_from_file(self, path: impl AsRef<Path>) -> Result<Session> {
         let path = path.as_ref();
-        std::fs::metadata(path).map_err(|e| Error::ModelFile { path: path.to_owned(), message: e.to_string() })?;
+        let meta =
+            std::fs::metadata(path).map_err(|e| Error::ModelFile { path: path.to_owned(), message: e.to_string() })?;
+        if !meta.is_file() {
+            return Err(Error::ModelFile { path: path.to_owned(), message: "not a file (a directory?)".into() });
+        }
         let path_c = CString::new(path.as_os_str().as_encoded_bytes())
             .map_err(|_| Error::nul("model path", &path.display().to_string()))?;
         let (env, options, prepared) = self.prepare()?;

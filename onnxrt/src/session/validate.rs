@@ -106,6 +106,12 @@ fn shape_hint(declared: &[Dim], got: &[i64]) -> String {
     String::new()
 }
 
+/// Checks a preallocated value against output `name` (IoBinding::bind_output).
+pub(crate) fn output_partial(session: &Session, name: &str, value: &Value<'_>) -> Result<()> {
+    let index = session.output_index(name)?;
+    check_value(&session.outputs()[index], value)
+}
+
 /// Checks one value against input `name` (for IoBinding, where inputs are bound one by one).
 pub(crate) fn inputs_partial(session: &Session, name: &str, value: &Value<'_>) -> Result<()> {
     let index = session.input_index(name)?;

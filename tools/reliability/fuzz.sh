@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Builds the cargo-fuzz targets (nightly, libFuzzer + AddressSanitizer) and runs each one.
+#
+#   cargo install cargo-fuzz        # once
+#   source /work/env.sh             # or whatever ONNXRT_* settings your builds use
+#   tools/reliability/fuzz.sh [model_bytes|tensor_build|archive_extract ...]   # default: all three
+#
+# Settings (environment): RUNS (executions for tensor_build and archive_extract, default 100000),
+# MODEL_SECONDS (model_bytes runs time-bounded, default 240: ~1.7 million executions here),
+# FUZZ_WORK (grown corpora and crash artifacts, default $CARGO_TARGET_DIR/fuzz-work; never the
+# committed fuzz/corpus, which libFuzzer only reads).
+#
+# model_bytes runs in fork mode with -ignore_crashes: ONNX Runtime 1.16.2 itself crashes on some
+# models (fuzz/artifacts-known, RELIABILITY.md), and fork mode keeps fuzzing past them; every
+# crash is still written to FUZZ_WORK/model_bytes/artifacts for triage. archive_extract runs as
+# `nobody` when started as root, so that a real escape could not overwrite anything that matters.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+out=${CARGO_TARGET_DIR:-$repo/target}
+work=${FUZZ_WORK:-$out/fuzz-work}
+runs=${RUNS:-100000}
+model_seconds=${MODEL_SECONDS:-240}
+targets=("$@")
+[[ ${#targets[@]} -gt 0 ]] || targets=(model_bytes tensor_build archive_extract)
+
+cd "$repo/fuzz"
+cargo +nightly fuzz build --target-dir "$out/fuzz"
+bin=$out/fuzz/x86_64-unknown-linux-gnu/release
+
+for t in "${targets[@]}"; do
+    mkdir -p "$work/$t/corpus" "$work/$t/artifacts"
+    log=$work/$t.log
+    common=(-rss_limit_mb=4096 -timeout=30 -print_final_stats=1 "-artifact_prefix=$work/$t/artifacts/")
+    echo "== $t (log: $log)"
+    case $t in
+    model_bytes)
+        # The known ORT crashes still crash? (A "no longer fails" means a runtime upgrade fixed it.)
+        for known in "$repo"/fuzz/artifacts-known/model_bytes-*; do
+            if "$bin/model_bytes" -rss_limit_mb=4096 "$known" >/dev/null 2>&1; then
+                echo "   known input $(basename "$known"): no longer fails"
+            else
+                echo "   known input $(basename "$known"): still crashes (or exhausts memory) inside libonnxruntime"
+            fi
+        done
+        "$bin/model_bytes" -fork=1 -ignore_crashes=1 -ignore_ooms=1 -ignore_timeouts=1 \
+            "-max_total_time=$model_seconds" "${common[@]}" "$work/$t/corpus" corpus/model_bytes >"$log" 2>&1 || true
+        ;;
+    archive_extract)
+        as=()
+        if [[ $(id -u) -eq 0 ]]; then
+            chown -R nobody:nogroup "$work/$t"
+            as=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+        fi
+        "${as[@]}" "$bin/$t" "-runs=$runs" "${common[@]}" "$work/$t/corpus" corpus/$t >"$log" 2>&1 || true
+        ;;
+    *)
+        "$bin/$t" "-runs=$runs" "${common[@]}" "$work/$t/corpus" corpus/$t >"$log" 2>&1 || true
+        ;;
+    esac
+    # Executions: the last status line (#N); crashes: fork mode's counter, or a crash report.
+    last=$(grep -aoE '^#[0-9]+' "$log" | tail -1 || true)
+    crashes=$(grep -aoE 'oom/timeout/crash: [0-9/]+' "$log" | tail -1 || true)
+    died=$(grep -acE 'ERROR: (libFuzzer|AddressSanitizer)' "$log" || true)
+    echo "   executions ${last#\#}; ${crashes:-crash reports: $died}; artifacts: $(ls "$work/$t/artifacts" | wc -l)"
+done
