@@ -52,7 +52,7 @@ case "${1:-}" in
   test)
     setup_build
     setup_test
-    cargo test --workspace --no-fail-fast
+    ONNXRT_REQUIRE_CONFORMANCE=1 cargo test --workspace --no-fail-fast
     # Provider-load diagnosis against the real CUDA 13 build of ORT 1.30 (its provider libraries
     # present, CUDA absent, as on a misconfigured server): assembled from the onnxruntime-gpu wheel.
     cargo run -q -p onnxrt-build-support --bin onnxrt-dist -- assemble gpu-cuda13-1.30.0-wheel >/dev/null
