@@ -85,8 +85,6 @@ fn api_level_of(version: &str) -> u32 {
 
 impl Api {
     /// The table, if the runtime serves C API `level` (for functions added after 16).
-    // Used by the provider and IoBinding code, which CPU-only builds leave out.
-    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn since(&self, level: u32, function: &'static str) -> Result<&'static OrtApi> {
         if self.api_level >= level {
             Ok(self.ort)

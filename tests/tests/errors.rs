@@ -239,3 +239,21 @@ fn nul_in_names_and_paths() {
         .expect_err("NUL in a config key");
     assert!(matches!(&error, Error::InteriorNul { what, .. } if what.contains("config key")), "{error:?}");
 }
+
+/// A function newer than C API 16 is only called after checking the loaded runtime's version:
+/// on ORT 1.16.2 `deterministic_compute` (SetDeterministicCompute, C API 17) is refused by name.
+#[test]
+fn a_feature_newer_than_the_runtime_is_unsupported_not_undefined() {
+    let err = onnxrt::Session::builder()
+        .deterministic_compute(true)
+        .commit_from_file(onnxrt_tests::model("add_f32.onnx"))
+        .expect_err("ORT 1.16 has no SetDeterministicCompute");
+    match &err {
+        onnxrt::Error::Unsupported { since, found, .. } => {
+            assert_eq!(since, "1.17");
+            assert!(found.starts_with("1.16"), "{found}");
+        }
+        other => panic!("expected Unsupported, got {other:?}"),
+    }
+    assert!(err.to_string().contains("needs ONNX Runtime 1.17 or newer"), "{err}");
+}

@@ -78,6 +78,7 @@ pub struct SessionBuilder {
     free_dimensions: Vec<(String, i64)>,
     custom_op_libraries: Vec<PathBuf>,
     global_thread_pools: bool,
+    deterministic: bool,
     pub(crate) providers: Vec<ProviderRequest>,
     pub(crate) strict_gpu: bool,
 }
@@ -106,6 +107,7 @@ impl SessionBuilder {
             free_dimensions: Vec::new(),
             custom_op_libraries: Vec::new(),
             global_thread_pools: false,
+            deterministic: false,
             providers: Vec::new(),
             strict_gpu: false,
         }
@@ -187,6 +189,17 @@ impl SessionBuilder {
     /// Loads a shared library of custom operators before the model.
     pub fn custom_op_library(mut self, path: impl Into<PathBuf>) -> Self {
         self.custom_op_libraries.push(path.into());
+        self
+    }
+
+    /// Asks ORT for deterministic kernels (same output bits on every run, at some speed cost).
+    /// Needs ONNX Runtime 1.17 or newer: on older runtimes `commit_from_*` returns
+    /// [`Error::Unsupported`] instead of silently ignoring the request.
+    ///
+    /// Corresponds to `OrtApi::SetDeterministicCompute` (C API 17).
+    #[doc(alias = "SetDeterministicCompute")]
+    pub fn deterministic_compute(mut self, yes: bool) -> Self {
+        self.deterministic = yes;
         self
     }
 
@@ -323,6 +336,13 @@ impl SessionBuilder {
             }
             // SAFETY: see above.
             unsafe { ort!(api, DisablePerSessionThreads(o)) }?;
+        }
+        if self.deterministic {
+            // C API 17: the field exists in the table only on runtimes that serve it.
+            let table = api.since(17, "SessionBuilder::deterministic_compute (SetDeterministicCompute)")?;
+            let set = table.SetDeterministicCompute.ok_or_else(|| Error::missing("SetDeterministicCompute"))?;
+            // SAFETY: see above; the runtime serves C API 17, so the function exists.
+            unsafe { crate::status::check("SetDeterministicCompute", set(o, true)) }?;
         }
         let mut config = self.config.clone();
         if self.strict_gpu && !config.iter().any(|(k, _)| k == config_keys::DISABLE_CPU_EP_FALLBACK) {

@@ -33,6 +33,9 @@ use crate::value::Value;
 /// Output positions of one run (on the stack for up to 8 outputs).
 type Indices = SmallVec<[usize; 8]>;
 
+/// Output values of one run (on the stack for up to 4 outputs, so a run allocates nothing).
+type OutputValues = SmallVec<[Value<'static>; 4]>;
+
 pub use builder::{config_keys, ExecutionMode, OptimizationLevel, SessionBuilder};
 pub use info::{Dim, ValueInfo};
 pub use metadata::ModelMetadata;
@@ -46,6 +49,8 @@ pub(crate) struct Inner {
     outputs: Vec<ValueInfo>,
     pub(crate) input_names: Vec<CString>,
     pub(crate) output_names: Vec<CString>,
+    // Pointers into `output_names` (heap data that never moves), ready for Run.
+    output_name_ptrs: Vec<*const c_char>,
     // Some when ORT's Run is not thread-safe for this session's providers (TensorRT < 1.17).
     pub(crate) run_lock: Option<Mutex<()>>,
     providers: Vec<&'static str>,
@@ -105,6 +110,7 @@ impl Session {
         };
         let input_names = c_names(&inputs)?;
         let output_names = c_names(&outputs)?;
+        let output_name_ptrs = output_names.iter().map(|n| n.as_ptr()).collect();
         let run_lock = prepared.serialize_runs.then(|| Mutex::new(()));
         Ok(Session {
             inner: Arc::new(Inner {
@@ -114,6 +120,7 @@ impl Session {
                 outputs,
                 input_names,
                 output_names,
+                output_name_ptrs,
                 run_lock,
                 in_flight: Arc::default(),
                 providers: prepared.registered,
@@ -218,12 +225,20 @@ impl Session {
         } else {
             outputs.iter().map(|name| self.output_index(name)).collect::<Result<_>>()?
         };
-        let input_names: SmallVec<[*const c_char; 8]> =
-            order.iter().map(|&(index, _)| self.inner.input_names[index].as_ptr()).collect();
-        let input_values: SmallVec<[*const OrtValue; 8]> =
-            order.iter().map(|&(_, value)| value.as_ptr().cast_const()).collect();
-        let output_names: SmallVec<[*const c_char; 8]> =
-            output_indices.iter().map(|&i| self.inner.output_names[i].as_ptr()).collect();
+        let mut input_names: SmallVec<[*const c_char; 8]> = SmallVec::new();
+        let mut input_values: SmallVec<[*const OrtValue; 8]> = SmallVec::new();
+        for &(index, value) in &order {
+            input_names.push(self.inner.input_names[index].as_ptr());
+            input_values.push(value.as_ptr().cast_const());
+        }
+        // Asking for every output (the common case) reuses the session's own name array.
+        let chosen_names: SmallVec<[*const c_char; 8]>;
+        let output_names: &[*const c_char] = if outputs.is_empty() {
+            &self.inner.output_name_ptrs
+        } else {
+            chosen_names = output_indices.iter().map(|&i| self.inner.output_names[i].as_ptr()).collect();
+            &chosen_names
+        };
         let mut output_values: SmallVec<[*mut OrtValue; 8]> = smallvec![std::ptr::null_mut(); output_indices.len()];
         let run_options = options.map_or(std::ptr::null(), RunOptions::as_ptr);
         let _serialized = self.inner.run_lock.as_ref().map(|lock| lock.lock().unwrap_or_else(|e| e.into_inner()));
@@ -246,7 +261,7 @@ impl Session {
             )
         };
         // Take ownership of whatever ORT produced before looking at the status, so nothing leaks.
-        let mut values = Vec::with_capacity(output_values.len());
+        let mut values = OutputValues::new();
         let mut missing = false;
         for p in output_values {
             // SAFETY: each non-null pointer is a new value ORT handed to us.
@@ -292,7 +307,7 @@ impl Session {
 pub struct Outputs<'s> {
     session: &'s Session,
     indices: Indices,
-    values: Vec<Value<'static>>,
+    values: OutputValues,
 }
 
 impl<'s> Outputs<'s> {
@@ -343,7 +358,7 @@ impl<'s> Outputs<'s> {
 
     /// The values, in order.
     pub fn into_values(self) -> Vec<Value<'static>> {
-        self.values
+        self.values.into_vec()
     }
 }
 
