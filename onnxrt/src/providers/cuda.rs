@@ -1,7 +1,6 @@
 //! CUDA execution provider options, through ORT's V2 options API (string keys, so options that a
 //! runtime does not know are refused by that runtime, as a typed error, never silently ignored).
 
-use std::ffi::CString;
 use std::sync::Arc;
 
 use onnxrt_sys::OrtSessionOptions;
@@ -10,6 +9,7 @@ use crate::api::Api;
 use crate::env::Environment;
 use crate::error::{Error, Result};
 use crate::handle::Owned;
+use crate::providers::options::KeyValues;
 use crate::session::SessionBuilder;
 use crate::status::ort;
 
@@ -36,7 +36,7 @@ pub enum ConvAlgoSearch {
 /// Options of the CUDA provider. Unset options keep ORT's defaults.
 #[derive(Debug, Clone, Default)]
 pub struct CudaOptions {
-    entries: Vec<(&'static str, String)>,
+    options: KeyValues,
     // Raw cudaStream_t; kept as an address so the options stay Send.
     user_stream: Option<usize>,
 }
@@ -48,8 +48,7 @@ impl CudaOptions {
     }
 
     fn set(mut self, key: &'static str, value: impl ToString) -> Self {
-        self.entries.retain(|(k, _)| *k != key);
-        self.entries.push((key, value.to_string()));
+        self.options.set(key, value);
         self
     }
 
@@ -130,13 +129,13 @@ impl CudaOptions {
 
     /// The options as key/value pairs, as given to ORT.
     pub fn entries(&self) -> &[(&'static str, String)] {
-        &self.entries
+        &self.options.entries
     }
 }
 
 /// A device id that does not exist is an error here, not a crash or a silent device 0 later.
 fn check_device(options: &CudaOptions) -> Result<()> {
-    let Some((_, id)) = options.entries.iter().find(|(k, _)| *k == "device_id") else { return Ok(()) };
+    let Some(id) = options.options.get("device_id") else { return Ok(()) };
     let id: i32 = id
         .parse()
         .map_err(|_| Error::InvalidArgument { what: format!("CUDA device_id {id}"), why: "not a number".into() })?;
@@ -175,28 +174,10 @@ pub(crate) fn append(
     created.map_err(|e| super::diagnose::provider_load_failure(api, env, "CUDA", e))?;
     // SAFETY: on success we own the options.
     let cuda = unsafe { Owned::from_raw(raw) }?;
-    let keys: Vec<CString> = options
-        .entries
-        .iter()
-        .map(|(k, _)| CString::new(*k).map_err(|_| Error::nul("CUDA option key", k)))
-        .collect::<Result<_>>()?;
-    let values: Vec<CString> = options
-        .entries
-        .iter()
-        .map(|(k, v)| CString::new(v.as_str()).map_err(|_| Error::nul("CUDA option value", k)))
-        .collect::<Result<_>>()?;
-    let key_ptrs: Vec<_> = keys.iter().map(|k| k.as_ptr()).collect();
-    let value_ptrs: Vec<_> = values.iter().map(|v| v.as_ptr()).collect();
-    if !key_ptrs.is_empty() {
+    options.options.apply(api, "CUDA", |keys, values, len| {
         // SAFETY: both arrays hold `len` NUL-terminated strings alive for the call; ORT copies them.
-        unsafe {
-            ort!(api, UpdateCUDAProviderOptions(cuda.as_ptr(), key_ptrs.as_ptr(), value_ptrs.as_ptr(), key_ptrs.len()))
-        }
-        .map_err(|e| Error::InvalidArgument {
-            what: format!("CUDA options {:?}", options.entries),
-            why: format!("ONNX Runtime {} refused them: {e}", api.version),
-        })?;
-    }
+        unsafe { ort!(api, UpdateCUDAProviderOptions(cuda.as_ptr(), keys, values, len)) }
+    })?;
     if let Some(stream) = options.user_stream {
         let ort_api = api.since(16, "UpdateCUDAProviderOptionsWithValue")?;
         let update = ort_api

@@ -9,6 +9,8 @@
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod diagnose;
+#[cfg(feature = "cuda")]
+mod options;
 #[cfg(feature = "tensorrt")]
 pub mod tensorrt;
 

@@ -3,7 +3,6 @@
 //! ORT before 1.17 does not make concurrent `Run` safe with TensorRT; a session using it on such
 //! a runtime serializes its own runs ([`crate::Session::serializes_runs`]).
 
-use std::ffi::CString;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -11,15 +10,16 @@ use onnxrt_sys::OrtSessionOptions;
 
 use crate::api::Api;
 use crate::env::Environment;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::handle::Owned;
+use crate::providers::options::KeyValues;
 use crate::session::SessionBuilder;
 use crate::status::ort;
 
 /// Options of the TensorRT provider. Unset options keep ORT's defaults.
 #[derive(Debug, Clone, Default)]
 pub struct TensorRtOptions {
-    entries: Vec<(&'static str, String)>,
+    options: KeyValues,
 }
 
 impl TensorRtOptions {
@@ -29,8 +29,7 @@ impl TensorRtOptions {
     }
 
     fn set(mut self, key: &'static str, value: impl ToString) -> Self {
-        self.entries.retain(|(k, _)| *k != key);
-        self.entries.push((key, value.to_string()));
+        self.options.set(key, value);
         self
     }
 
@@ -86,7 +85,7 @@ impl TensorRtOptions {
 
     /// The options as key/value pairs.
     pub fn entries(&self) -> &[(&'static str, String)] {
-        &self.entries
+        &self.options.entries
     }
 }
 
@@ -112,31 +111,10 @@ pub(crate) fn append(
     created.map_err(|e| super::diagnose::provider_load_failure(api, env, "TensorRT", e))?;
     // SAFETY: on success we own the options.
     let trt = unsafe { Owned::from_raw(raw) }?;
-    let keys: Vec<CString> = options
-        .entries
-        .iter()
-        .map(|(k, _)| CString::new(*k).map_err(|_| Error::nul("TensorRT option key", k)))
-        .collect::<Result<_>>()?;
-    let values: Vec<CString> = options
-        .entries
-        .iter()
-        .map(|(k, v)| CString::new(v.as_str()).map_err(|_| Error::nul("TensorRT option value", k)))
-        .collect::<Result<_>>()?;
-    let key_ptrs: Vec<_> = keys.iter().map(|k| k.as_ptr()).collect();
-    let value_ptrs: Vec<_> = values.iter().map(|v| v.as_ptr()).collect();
-    if !key_ptrs.is_empty() {
+    options.options.apply(api, "TensorRT", |keys, values, len| {
         // SAFETY: both arrays hold `len` NUL-terminated strings alive for the call; ORT copies them.
-        unsafe {
-            ort!(
-                api,
-                UpdateTensorRTProviderOptions(trt.as_ptr(), key_ptrs.as_ptr(), value_ptrs.as_ptr(), key_ptrs.len())
-            )
-        }
-        .map_err(|e| Error::InvalidArgument {
-            what: format!("TensorRT options {:?}", options.entries),
-            why: format!("ONNX Runtime {} refused them: {e}", api.version),
-        })?;
-    }
+        unsafe { ort!(api, UpdateTensorRTProviderOptions(trt.as_ptr(), keys, values, len)) }
+    })?;
     // SAFETY: both option objects are live; ORT copies the TensorRT options.
     let appended =
         unsafe { ort!(api, SessionOptionsAppendExecutionProvider_TensorRT_V2(session_options, trt.as_ptr())) };
