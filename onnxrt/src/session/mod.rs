@@ -219,27 +219,28 @@ impl Session {
         options: Option<&RunOptions>,
     ) -> Result<Outputs<'_>> {
         let api = api()?;
-        let order = validate::inputs(self, inputs)?;
-        let output_indices: Indices = if outputs.is_empty() {
-            (0..self.inner.outputs.len()).collect()
-        } else {
-            outputs.iter().map(|name| self.output_index(name)).collect::<Result<_>>()?
-        };
         let mut input_names: SmallVec<[*const c_char; 8]> = SmallVec::new();
         let mut input_values: SmallVec<[*const OrtValue; 8]> = SmallVec::new();
-        for &(index, value) in &order {
+        validate::inputs(self, inputs, |index, value| {
             input_names.push(self.inner.input_names[index].as_ptr());
             input_values.push(value.as_ptr().cast_const());
-        }
+        })?;
+        // `None` means every output, in model order (the common case: nothing to build).
+        let output_indices: Option<Indices> = if outputs.is_empty() {
+            None
+        } else {
+            Some(outputs.iter().map(|name| self.output_index(name)).collect::<Result<_>>()?)
+        };
         // Asking for every output (the common case) reuses the session's own name array.
         let chosen_names: SmallVec<[*const c_char; 8]>;
-        let output_names: &[*const c_char] = if outputs.is_empty() {
-            &self.inner.output_name_ptrs
-        } else {
-            chosen_names = output_indices.iter().map(|&i| self.inner.output_names[i].as_ptr()).collect();
-            &chosen_names
+        let output_names: &[*const c_char] = match &output_indices {
+            None => &self.inner.output_name_ptrs,
+            Some(indices) => {
+                chosen_names = indices.iter().map(|&i| self.inner.output_names[i].as_ptr()).collect();
+                &chosen_names
+            }
         };
-        let mut output_values: SmallVec<[*mut OrtValue; 8]> = smallvec![std::ptr::null_mut(); output_indices.len()];
+        let mut output_values: SmallVec<[*mut OrtValue; 8]> = smallvec![std::ptr::null_mut(); output_names.len()];
         let run_options = options.map_or(std::ptr::null(), RunOptions::as_ptr);
         let _serialized = self.inner.run_lock.as_ref().map(|lock| lock.lock().unwrap_or_else(|e| e.into_inner()));
         // SAFETY: the session is live; the name and value arrays have the lengths passed and
@@ -306,44 +307,44 @@ impl Session {
 #[derive(Debug)]
 pub struct Outputs<'s> {
     session: &'s Session,
-    indices: Indices,
+    // Model output positions of `values`; `None` when every output was returned, in order.
+    indices: Option<Indices>,
     values: OutputValues,
 }
 
 impl<'s> Outputs<'s> {
+    /// Model output position of the value at `p`.
+    fn model_index(&self, p: usize) -> usize {
+        self.indices.as_ref().map_or(p, |indices| indices[p])
+    }
+
+    fn position(&self, name: &str) -> Option<usize> {
+        (0..self.values.len()).find(|&p| self.session.inner.outputs[self.model_index(p)].name == name)
+    }
+
+    fn unknown(&self, name: &str) -> Error {
+        Error::UnknownOutput { name: name.to_owned(), valid: Names(self.names().map(str::to_owned).collect()) }
+    }
+
     /// The output called `name`.
     ///
     /// # Errors
     /// [`Error::UnknownOutput`] listing the outputs this run returned.
     pub fn get(&self, name: &str) -> Result<&Value<'static>> {
-        self.indices
-            .iter()
-            .position(|&i| self.session.inner.outputs[i].name == name)
-            .map(|p| &self.values[p])
-            .ok_or_else(|| Error::UnknownOutput {
-                name: name.to_owned(),
-                valid: Names(self.names().map(str::to_owned).collect()),
-            })
+        self.position(name).map(|p| &self.values[p]).ok_or_else(|| self.unknown(name))
     }
 
     /// Removes and returns the output called `name`.
     pub fn take(&mut self, name: &str) -> Result<Value<'static>> {
-        let position = self.indices.iter().position(|&i| self.session.inner.outputs[i].name == name);
-        match position {
-            Some(p) => {
-                self.indices.remove(p);
-                Ok(self.values.remove(p))
-            }
-            None => Err(Error::UnknownOutput {
-                name: name.to_owned(),
-                valid: Names(self.names().map(str::to_owned).collect()),
-            }),
-        }
+        let p = self.position(name).ok_or_else(|| self.unknown(name))?;
+        let n = self.values.len();
+        self.indices.get_or_insert_with(|| (0..n).collect()).remove(p);
+        Ok(self.values.remove(p))
     }
 
     /// Names of the outputs, in order.
     pub fn names(&self) -> impl Iterator<Item = &str> + '_ {
-        self.indices.iter().map(|&i| self.session.inner.outputs[i].name.as_str())
+        (0..self.values.len()).map(|p| self.session.inner.outputs[self.model_index(p)].name.as_str())
     }
 
     /// Number of outputs.

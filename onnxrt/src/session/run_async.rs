@@ -116,7 +116,8 @@ impl Session {
     pub fn run_async(&self, inputs: Vec<(String, Value<'static>)>, outputs: &[&str]) -> Result<RunFuture> {
         let api = api()?;
         let borrowed: Vec<(&str, &Value<'static>)> = inputs.iter().map(|(n, v)| (n.as_str(), v)).collect();
-        let order: Vec<usize> = validate::inputs(self, &borrowed)?.into_iter().map(|(i, _)| i).collect();
+        let mut order: Vec<usize> = Vec::with_capacity(borrowed.len());
+        validate::inputs(self, &borrowed, |index, _| order.push(index))?;
         let output_indices: Vec<usize> = if outputs.is_empty() {
             (0..self.inner.outputs.len()).collect()
         } else {

@@ -5,13 +5,14 @@ use crate::error::{Error, Names, Result, ShapeText};
 use crate::session::{Dim, Session, ValueInfo};
 use crate::value::{Value, ValueKind};
 
-/// Returns (model input index, value) pairs, after checking names, kinds, types and shapes.
+/// Checks names, kinds, types and shapes, handing each accepted (model input index, value) to
+/// `accept` in the order given (so callers build their arrays without an intermediate one).
 pub(crate) fn inputs<'v, 'd>(
     session: &Session,
     given: &[(&str, &'v Value<'d>)],
-) -> Result<smallvec::SmallVec<[(usize, &'v Value<'d>); 8]>> {
+    mut accept: impl FnMut(usize, &'v Value<'d>),
+) -> Result<()> {
     let declared = session.inputs();
-    let mut order = smallvec::SmallVec::with_capacity(given.len());
     // A bit per declared input (models with more than 128 inputs fall back to a Vec).
     let mut seen = Seen::new(declared.len());
     for &(name, value) in given {
@@ -20,7 +21,7 @@ pub(crate) fn inputs<'v, 'd>(
             return Err(Error::DuplicateInput { name: name.to_owned() });
         }
         check_value(&declared[index], value)?;
-        order.push((index, value));
+        accept(index, value);
     }
     if let Some(missing) = seen.first_missing(declared.len()) {
         let info = &declared[missing];
@@ -31,7 +32,7 @@ pub(crate) fn inputs<'v, 'd>(
             required: Names(declared.iter().map(|i| i.name.clone()).collect()),
         });
     }
-    Ok(order)
+    Ok(())
 }
 
 fn check_value(info: &ValueInfo, value: &Value<'_>) -> Result<()> {
