@@ -155,3 +155,51 @@ fn build_killed_mid_download_leaves_nothing_the_next_build_trips_on() {
     // The next build swept the dead build's partial download (and published one entry).
     assert_cache_holds_only(&cache, &sha);
 }
+
+/// A build killed while it extracts (a 256 MiB entry, so there is time to catch it) leaves only
+/// its work folder in `.tmp`; the next build sweeps that, extracts again and publishes one entry.
+#[test]
+fn build_killed_mid_extraction_leaves_nothing_the_next_build_trips_on() {
+    let mut entries =
+        vec![(format!("{ROOT}/"), Kind::Dir), (format!("{ROOT}/padding.bin"), Kind::File(vec![0u8; 256 << 20]))];
+    entries.extend(good_entries().into_iter().skip(1));
+    let archive = tgz_owned(&entries);
+    let sha = sha256(&archive);
+    let tmp = tempdir();
+    let file = tmp.path().join(FILE_NAME);
+    std::fs::write(&file, &archive).expect("writing the archive");
+    let cache = tmp.path().join("cache");
+    let build = || {
+        Command::new(BIN)
+            .args(["fetch", "cpu-1.16.2"])
+            .env_clear()
+            .env("ONNXRT_CACHE_DIR", &cache)
+            .env("ONNXRT_ARCHIVE", &file)
+            .env("ONNXRT_ARCHIVE_SHA256", &sha)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("starting onnxrt-dist")
+    };
+
+    let mut child = build();
+    // Wait until the padding is being written inside a work folder, then kill the build.
+    let started = Instant::now();
+    let extracting = || {
+        find_named(&cache.join(".tmp"), "padding.bin").iter().any(|p| std::fs::metadata(p).is_ok_and(|m| m.len() > 0))
+    };
+    while !extracting() && started.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert!(extracting(), "the build never started extracting");
+    child.kill().expect("killing the first build");
+    let killed = wait(child, Duration::from_secs(10));
+    assert!(!killed.status.success(), "the build finished before it was killed: {}", describe(&killed));
+    assert!(!tmp_leftovers(&cache).is_empty(), "the killed build left no work folder, so the sweep is not exercised");
+    assert_eq!(cache_entries(&cache), Vec::<String>::new(), "a killed build published an entry");
+
+    let output = wait(build(), Duration::from_secs(60));
+    assert!(output.status.success(), "{}", describe(&output));
+    assert_cache_holds_only(&cache, &sha);
+}
