@@ -353,3 +353,29 @@ fn session_is_usable_after_clone_and_many_runs() {
         assert_eq!(sum, ArrayD::from_elem(IxDyn(&[2, 3]), 1.0 + i as f32));
     }
 }
+
+/// Every named configuration key is one ORT 1.16.2 accepts (a wrong name would be ignored by ORT
+/// or refused; the session must load and run with each set to a valid value).
+#[test]
+fn every_named_config_key_is_accepted() {
+    use onnxrt::config_keys::*;
+    let entries = [
+        (DISABLE_CPU_EP_FALLBACK, "0"),
+        (STRICT_SHAPE_TYPE_INFERENCE, "1"),
+        (ALLOW_RELEASED_OPSETS_ONLY, "1"),
+        (DISABLE_PREPACKING, "1"),
+        (INTRA_OP_ALLOW_SPINNING, "0"),
+        (INTER_OP_ALLOW_SPINNING, "0"),
+        (USE_DEVICE_ALLOCATOR_FOR_INITIALIZERS, "1"),
+        (DISABLE_AOT_FUNCTION_INLINING, "1"),
+        (SET_DENORMAL_AS_ZERO, "1"),
+        (LOAD_MODEL_FORMAT, "ONNX"),
+    ];
+    let mut b = builder();
+    for (key, value) in entries {
+        b = b.config_entry(key, value);
+    }
+    let s = b.commit_from_file(model("mlp.onnx")).expect("session with every named key");
+    let x = Value::from_vec(&[1, 16], vec![0.5f32; 16]).expect("input");
+    assert_eq!(s.run(&[("x", &x)]).expect("run")[0].tensor_info().expect("info").shape, [1, 4]);
+}

@@ -14,26 +14,33 @@ use crate::providers::ProviderRequest;
 use crate::session::Session;
 use crate::status::ort;
 
-/// Session configuration keys people need, for [`SessionBuilder::config_entry`].
+/// Session configuration keys people need, for [`SessionBuilder::config_entry`] (names as in
+/// ORT's `onnxruntime_session_options_config_keys.h`; values are strings, usually `"0"`/`"1"`).
 pub mod config_keys {
-    /// `"1"`: fail instead of running nodes on the CPU when a GPU provider was requested.
+    /// `"1"`: fail instead of running nodes on the CPU when a GPU provider was requested
+    /// ([`super::SessionBuilder::strict_gpu`] sets it).
     pub const DISABLE_CPU_EP_FALLBACK: &str = "session.disable_cpu_ep_fallback";
-    /// `"1"`: no shape-dependent allocation planning (helps with highly dynamic shapes).
+    /// `"1"`: reject shapes and types that contradict the model instead of warning (catches
+    /// dynamic-shape mistakes at load time).
+    pub const STRICT_SHAPE_TYPE_INFERENCE: &str = "session.strict_shape_type_inference";
+    /// `"1"`: refuse opsets that are still in development.
+    pub const ALLOW_RELEASED_OPSETS_ONLY: &str = "session.allow_released_opsets_only";
+    /// `"1"`: do not pre-pack constant weights (lower peak memory, slower kernels).
     pub const DISABLE_PREPACKING: &str = "session.disable_prepacking";
-    /// `"1"`: let intra-op threads spin-wait (lower latency, more CPU).
+    /// `"0"` to stop intra-op threads spin-waiting between ops (less CPU burned, more latency).
     pub const INTRA_OP_ALLOW_SPINNING: &str = "session.intra_op.allow_spinning";
-    /// `"1"`: let inter-op threads spin-wait.
+    /// `"0"` to stop inter-op threads spin-waiting.
     pub const INTER_OP_ALLOW_SPINNING: &str = "session.inter_op.allow_spinning";
-    /// `"1"`: use device allocators for initializers (reduces peak memory at load).
+    /// `"1"`: allocate initializers with the device allocator (lower peak memory at load).
     pub const USE_DEVICE_ALLOCATOR_FOR_INITIALIZERS: &str = "session.use_device_allocator_for_initializers";
-    /// `"1"`: do not fuse and reorder when the model has dynamic shapes that change often.
+    /// `"1"`: do not inline the model's local functions ahead of time.
     pub const DISABLE_AOT_FUNCTION_INLINING: &str = "session.disable_aot_function_inlining";
-    /// Path to save the optimized model (ORT format when it ends in `.ort`).
-    pub const SAVE_MODEL_FORMAT: &str = "session.save_model_format";
-    /// `"1"`: load the model bytes without copying (with `commit_from_memory`).
+    /// `"1"`: flush denormal floats to zero (avoids slow denormal arithmetic on CPU).
+    pub const SET_DENORMAL_AS_ZERO: &str = "session.set_denormal_as_zero";
+    /// Format of the model given (`"ORT"` or `"ONNX"`); normally inferred.
+    pub const LOAD_MODEL_FORMAT: &str = "session.load_model_format";
+    /// `"1"`: with `commit_from_memory` on an ORT-format model, use the bytes without copying.
     pub const USE_ORT_MODEL_BYTES_DIRECTLY: &str = "session.use_ort_model_bytes_directly";
-    /// Memory arena shrinkage after each run, e.g. `"cpu:0;gpu:0"` (a run option in ORT; kept here for reference).
-    pub const MEMORY_ARENA_SHRINKAGE: &str = "memory.enable_memory_arena_shrinkage";
 }
 
 /// How much ORT rewrites the graph before running it.
