@@ -4,8 +4,9 @@ use serde::Deserialize;
 
 use crate::error::{Error, Result};
 
-/// The manifest shipped with this crate (the workspace's `vendor-manifest.toml`).
-pub const BUILTIN: &str = include_str!("../../vendor-manifest.toml");
+/// The manifest shipped with this crate: a copy of the workspace's `vendor-manifest.toml`, kept
+/// inside the crate so a published crate carries it (a test keeps the two identical).
+pub const BUILTIN: &str = include_str!("../vendor-manifest.toml");
 
 /// All pinned distributions.
 #[derive(Debug, Clone, Deserialize)]
@@ -205,6 +206,15 @@ mod tests {
         let reg = m.dist("cpu-1.16.2-registry").expect("registry dist");
         assert_eq!(reg.kind, DistKind::Registry);
         assert_eq!(reg.parts.len(), 2);
+    }
+
+    #[test]
+    fn the_crate_copy_is_the_workspace_manifest() {
+        // In a published crate the workspace file is absent; in the workspace they must agree.
+        let workspace = concat!(env!("CARGO_MANIFEST_DIR"), "/../vendor-manifest.toml");
+        if let Ok(text) = std::fs::read_to_string(workspace) {
+            assert_eq!(text, BUILTIN, "copy vendor-manifest.toml into build-support/ after editing it");
+        }
     }
 
     #[test]
