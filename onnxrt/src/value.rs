@@ -149,6 +149,25 @@ pub(crate) fn element_count(shape: &[i64]) -> Result<usize> {
     Ok(if empty { 0 } else { nonzero })
 }
 
+/// Whether a caller reads a tensor (the error then suggests the right type) or writes it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Access {
+    Read,
+    Write,
+}
+
+/// Refuses to read or write a tensor as another element type.
+fn check_element(info: &TensorInfo, wanted: ElementType, access: Access) -> Result<()> {
+    if info.element_type == wanted {
+        return Ok(());
+    }
+    let hint = match access {
+        Access::Read => format!("; read it as {}", info.element_type),
+        Access::Write => String::new(),
+    };
+    Err(Error::ElementTypeMismatch { name: "value".into(), expected: info.element_type, got: wanted, hint })
+}
+
 /// Rust's `bool` may only hold 0 or 1; a model can produce other bytes in a bool tensor.
 fn check_bools(bytes: &[u8]) -> Result<()> {
     match bytes.iter().position(|&b| b > 1) {
@@ -421,14 +440,7 @@ impl<'data> Value<'data> {
     /// if this is not a tensor; [`Error::InvalidArgument`] if the tensor is in device memory.
     pub fn view<T: Element>(&self) -> Result<ArrayViewD<'_, T>> {
         let info = self.tensor_meta()?;
-        if info.element_type != T::TYPE {
-            return Err(Error::ElementTypeMismatch {
-                name: "value".into(),
-                expected: info.element_type,
-                got: T::TYPE,
-                hint: format!("; read it as {}", info.element_type),
-            });
-        }
+        check_element(info, T::TYPE, Access::Read)?;
         let shape: Vec<usize> = info.shape.iter().map(|&d| d.max(0) as usize).collect();
         let len = info.len();
         if len == 0 {
@@ -459,14 +471,7 @@ impl<'data> Value<'data> {
     #[doc(alias = "GetStringTensorContent")]
     pub fn string_bytes(&self) -> Result<Vec<Vec<u8>>> {
         let info = self.tensor_meta()?;
-        if info.element_type != ElementType::String {
-            return Err(Error::ElementTypeMismatch {
-                name: "value".into(),
-                expected: info.element_type,
-                got: ElementType::String,
-                hint: String::new(),
-            });
-        }
+        check_element(info, ElementType::String, Access::Write)?;
         let count = info.len();
         let api = api()?;
         let mut total = 0usize;
@@ -614,14 +619,7 @@ impl Value<'_> {
     /// Fills a tensor (host or CUDA memory) from host data of the same element type and length.
     pub fn copy_from_host<T: Element>(&mut self, data: &[T]) -> Result<()> {
         let (ptr, info) = self.raw_data()?;
-        if info.element_type != T::TYPE {
-            return Err(Error::ElementTypeMismatch {
-                name: "value".into(),
-                expected: info.element_type,
-                got: T::TYPE,
-                hint: String::new(),
-            });
-        }
+        check_element(&info, T::TYPE, Access::Write)?;
         if info.len() != data.len() {
             return Err(Error::DataLength { expected: info.len(), shape: info.shape, got: data.len() });
         }
@@ -633,14 +631,7 @@ impl Value<'_> {
     /// Copies a tensor (host or CUDA memory) into a host array.
     pub fn copy_to_host<T: Element>(&self) -> Result<ArrayD<T>> {
         let (ptr, info) = self.raw_data()?;
-        if info.element_type != T::TYPE {
-            return Err(Error::ElementTypeMismatch {
-                name: "value".into(),
-                expected: info.element_type,
-                got: T::TYPE,
-                hint: format!("; read it as {}", info.element_type),
-            });
-        }
+        check_element(&info, T::TYPE, Access::Read)?;
         let bytes = info.len() * std::mem::size_of::<T>();
         let mut raw_bytes = vec![0u8; bytes];
         // SAFETY: the tensor holds `bytes` bytes; `raw_bytes` has exactly that many.

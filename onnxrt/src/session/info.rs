@@ -77,15 +77,8 @@ fn read_type_and_dims(api: &Api, info: *const OrtTensorTypeAndShapeInfo) -> Resu
 }
 
 fn read_tensor_type(api: &Api, info: *const OrtTensorTypeAndShapeInfo) -> Result<(ElementType, Vec<i64>, Vec<String>)> {
-    let mut raw_type = 0;
-    // SAFETY: `info` is a live type info for the duration of this function.
-    unsafe { ort!(api, GetTensorElementType(info, &mut raw_type)) }?;
-    let mut rank = 0usize;
-    // SAFETY: as above.
-    unsafe { ort!(api, GetDimensionsCount(info, &mut rank)) }?;
-    let mut dims = vec![0i64; rank];
-    // SAFETY: `dims` has room for `rank` values.
-    unsafe { ort!(api, GetDimensions(info, dims.as_mut_ptr(), rank)) }?;
+    let (element_type, dims) = read_type_and_dims(api, info)?;
+    let rank = dims.len();
     let mut symbolic = vec![std::ptr::null(); rank];
     // SAFETY: `symbolic` has room for `rank` pointers; they point into `info` and are copied below.
     unsafe { ort!(api, GetSymbolicDimensions(info, symbolic.as_mut_ptr(), rank)) }?;
@@ -94,7 +87,7 @@ fn read_tensor_type(api: &Api, info: *const OrtTensorTypeAndShapeInfo) -> Result
         // SAFETY: each non-null pointer is a NUL-terminated string owned by `info`.
         .map(|&p| if p.is_null() { String::new() } else { unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned() })
         .collect();
-    Ok((ElementType::from_raw(raw_type), dims, names))
+    Ok((element_type, dims, names))
 }
 
 /// Which side of the model.
