@@ -41,8 +41,12 @@ pub fn assemble(config: &Config, downloads: &Path) -> Result<Provisioned> {
     let cache = Cache::new(&config.cache_dir);
     let key = registry_key(dist);
     let _lock = cache.lock(&dist.name)?;
-    if let Some(entry) = cache.lookup(&key) {
-        return crate::provision(config).map(|p| Provisioned { source: Source::Cache { entry }, ..p });
+    if cache.lookup(&key).is_some() {
+        match crate::provision(config) {
+            // Assembling again is the repair: the damaged entry goes, a fresh one is made.
+            Err(Error::DamagedEntry { .. }) => cache.discard(&key)?,
+            other => return other,
+        }
     }
     fs::create_dir_all(downloads).map_err(Error::io(format!("creating {}", downloads.display())))?;
     cache.sweep(&key);

@@ -4,21 +4,29 @@
 //! Layout under the cache folder:
 //!
 //! ```text
-//! <sha256>/                 a complete entry: the archive's root folder + COMPLETE_MARKER
+//! <sha256>/                 a complete entry: the archive's root folder, RECORD, COMPLETE_MARKER
 //! .tmp/<key>-<pid>-<n>/     work in progress (extraction, downloads); never read as an entry
 //! .locks/<key>.lock         held (flock) while an entry for <key> is being made
 //! ```
 //!
-//! A warm build only checks that `<sha256>/COMPLETE_MARKER` exists: no download, no re-hash.
+//! A warm build checks the marker and, against the entry's record ([`crate::record`]), every
+//! file's size; it re-hashes only when the record says so. Files of a published entry carry one
+//! fixed, old mtime ([`INSTALLED_MTIME`]): a header written during an install must not look to
+//! cargo as if it changed after that build (which reran the build script once more), while any
+//! later change to a file gives it a new mtime, which `cargo:rerun-if-changed` notices.
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, SystemTime};
 
 use crate::error::{Error, Result};
 
 /// File written last inside a complete entry (before the rename that publishes it).
 pub const COMPLETE_MARKER: &str = ".onnxrt-complete";
+
+/// The mtime given to every file of a published entry (2000-01-01T00:00:00Z).
+pub const INSTALLED_MTIME: Duration = Duration::from_secs(946_684_800);
 
 /// A cache folder.
 #[derive(Debug, Clone)]
@@ -115,8 +123,25 @@ impl Cache {
         }
     }
 
-    /// Publishes a filled work folder as the entry for `sha256`: marker, then one rename.
+    /// Moves a damaged entry out of the way (one rename, so no build sees it half-removed), then
+    /// deletes it. Call under the key's lock.
+    pub fn discard(&self, sha256: &str) -> Result<()> {
+        let entry = self.entry_path(sha256);
+        let aside = self.temp(&format!("{sha256}.damaged"), true)?;
+        fs::rename(&entry, aside.path()).map_err(Error::io(format!("moving aside {}", entry.display())))?;
+        drop(aside);
+        Ok(())
+    }
+
+    /// Publishes a filled work folder as the entry for `sha256`: record of its files, fixed
+    /// mtimes, marker, then one rename.
     pub fn publish(&self, work: TempDir, sha256: &str) -> Result<PathBuf> {
+        let items = crate::record::write(work.path())?;
+        for (path, item) in &items {
+            if let crate::record::Item::File { .. } = item {
+                set_installed_mtime(&work.path().join(path))?;
+            }
+        }
         let marker = work.path().join(COMPLETE_MARKER);
         fs::write(&marker, sha256).map_err(Error::io(format!("writing {}", marker.display())))?;
         let entry = self.entry_path(sha256);
@@ -127,4 +152,11 @@ impl Cache {
         fs::rename(work.path(), &entry).map_err(Error::io(format!("renaming into {}", entry.display())))?;
         Ok(entry)
     }
+}
+
+fn set_installed_mtime(path: &Path) -> Result<()> {
+    let file = File::open(path).map_err(Error::io(format!("opening {}", path.display())))?;
+    let time = SystemTime::UNIX_EPOCH + INSTALLED_MTIME;
+    file.set_times(fs::FileTimes::new().set_modified(time).set_accessed(time))
+        .map_err(Error::io(format!("setting the mtime of {}", path.display())))
 }

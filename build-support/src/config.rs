@@ -10,7 +10,10 @@
 //! | `ONNXRT_MIRROR` | base URL that serves the same file names as the official release |
 //! | `ONNXRT_OFFLINE=1` (or `CARGO_NET_OFFLINE=true`) | never download |
 //! | `ONNXRT_DIST` | which manifest entry (default: the manifest's `default`) |
-//! | `ONNXRT_DOWNLOAD_TIMEOUT` | seconds without progress before a download attempt fails (default 60) |
+//! | `ONNXRT_DOWNLOAD_TIMEOUT` | seconds of too little progress before a download attempt fails (default 60): a read that waits this long fails, and so does an attempt that receives less than 64 KiB (or the rest of the body) in any such window |
+//! | `ONNXRT_DOWNLOAD_DEADLINE` | seconds one download attempt may take in all, however it progresses (default 1800) |
+//! | `ONNXRT_ALLOW_HTTP=1` | allow plain-http URLs (mirrors on a trusted network, tests); https is required otherwise, and an https URL never redirects to http |
+//! | `ONNXRT_VERIFY=1` | re-hash every file of the cache entry on every build (default: sizes every build, hashes when a build first uses the entry or a file's mtime changed) |
 //!
 //! ORT's own `ORT_*` variables (used by the `ort` crate) are deliberately not read: a shell set up
 //! for another crate must not silently redirect this build.
@@ -42,8 +45,17 @@ pub struct Config {
     pub mirror: Option<String>,
     /// Why downloads are forbidden, if they are.
     pub offline: Option<String>,
-    /// How long a download may go without receiving a byte.
+    /// The progress window of a download: no read may wait longer, and each window must bring
+    /// [`crate::download::MIN_PROGRESS`] bytes (or the rest of the body).
     pub stall_timeout: Duration,
+    /// The longest one download attempt may take.
+    pub deadline: Duration,
+    /// Whether plain-http URLs are allowed.
+    pub allow_http: bool,
+    /// Re-hash the cache entry's files on every run.
+    pub verify: bool,
+    /// Folder where a build remembers that it hashed a cache entry (the build script's OUT_DIR).
+    pub stamp_dir: Option<PathBuf>,
     /// Attempts per download (network errors and 5xx are retried, nothing else).
     pub attempts: u32,
     /// Names of the variables read, for `cargo:rerun-if-env-changed`.
@@ -89,14 +101,10 @@ impl Config {
             (_, Some(v)) if v == "true" || v == "1" => Some(format!("CARGO_NET_OFFLINE={v}")),
             _ => None,
         };
-        let stall_timeout = match env.var("ONNXRT_DOWNLOAD_TIMEOUT") {
-            Some(v) => Duration::from_secs(v.parse().map_err(|_| Error::BadVariable {
-                var: "ONNXRT_DOWNLOAD_TIMEOUT",
-                value: v.clone(),
-                why: "expected a whole number of seconds".into(),
-            })?),
-            None => Duration::from_secs(60),
-        };
+        let stall_timeout = seconds(&mut env, "ONNXRT_DOWNLOAD_TIMEOUT", 60)?;
+        let deadline = seconds(&mut env, "ONNXRT_DOWNLOAD_DEADLINE", 1800)?;
+        let allow_http = flag(&mut env, "ONNXRT_ALLOW_HTTP");
+        let verify = flag(&mut env, "ONNXRT_VERIFY");
         let cache_dir = match env.var("ONNXRT_CACHE_DIR") {
             Some(dir) => PathBuf::from(dir),
             None => match (env.var("XDG_CACHE_HOME"), env.var("HOME")) {
@@ -122,6 +130,11 @@ impl Config {
             cache_dir,
             offline,
             stall_timeout,
+            deadline,
+            allow_http,
+            verify,
+            // Set by cargo for build scripts only; not a user setting, so not a rerun trigger.
+            stamp_dir: std::env::var_os("OUT_DIR").map(PathBuf::from),
             attempts: 3,
             vars_read: env.read,
         })
@@ -141,8 +154,28 @@ impl Config {
             mirror: None,
             offline: None,
             stall_timeout: Duration::from_secs(60),
+            deadline: Duration::from_secs(1800),
+            allow_http: false,
+            verify: false,
+            stamp_dir: None,
             attempts: 3,
             vars_read: Vec::new(),
         })
     }
+}
+
+/// A whole number of seconds, at least 1, from `var`, else `default`.
+fn seconds(env: &mut EnvReader, var: &'static str, default: u64) -> Result<Duration> {
+    match env.var(var) {
+        Some(v) => match v.parse::<u64>() {
+            Ok(n) if n > 0 => Ok(Duration::from_secs(n)),
+            _ => Err(Error::BadVariable { var, value: v, why: "expected a whole number of seconds, at least 1".into() }),
+        },
+        None => Ok(Duration::from_secs(default)),
+    }
+}
+
+/// Whether `var` is set to something other than `0`.
+fn flag(env: &mut EnvReader, var: &'static str) -> bool {
+    env.var(var).is_some_and(|v| v != "0")
 }

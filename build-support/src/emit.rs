@@ -23,6 +23,13 @@ pub fn provisioned(p: &Provisioned) {
     if !matches!(p.source, Source::Cache { .. }) {
         println!("cargo:warning={line}");
     }
+    for note in &p.notes {
+        println!("cargo:warning=onnxrt-sys: {note}");
+    }
+    // A change to the library (a damaged or replaced cache file) must rerun this script, which
+    // checks the entry against its record. Installed files carry an old fixed mtime, so the
+    // install itself does not count as a change.
+    println!("cargo:rerun-if-changed={}", p.library.display());
     // Read by dependents' build scripts as DEP_ONNXRUNTIME_LIB_DIR (the rpath helper below).
     println!("cargo:lib_dir={}", p.lib_dir.display());
     // Read by dependents that compile C against the same headers, as DEP_ONNXRUNTIME_INCLUDE_DIR.

@@ -32,12 +32,9 @@ pub enum Error {
     )]
     Unpinned { dist: String, computed: String },
 
-    /// The bytes do not match the pinned hash. The file was deleted.
-    #[error(
-        "sha256 mismatch for {what}: expected {expected}, got {actual}. The file was deleted; \
-         it is corrupt, truncated or not the pinned release. Fetch it again, or check ONNXRT_MIRROR / ONNXRT_ARCHIVE"
-    )]
-    HashMismatch { what: String, expected: String, actual: String },
+    /// The bytes do not match the pinned hash; `note` says what became of the file and what to do.
+    #[error("sha256 mismatch for {what}: expected {expected}, got {actual}. {note}")]
+    HashMismatch { what: String, expected: String, actual: String, note: String },
 
     /// `ONNXRT_ARCHIVE_SHA256` disagrees with the manifest's pin.
     #[error("ONNXRT_ARCHIVE_SHA256={given} contradicts the manifest's pin {pinned} for `{dist}`; unset it or fix the manifest")]
@@ -61,6 +58,16 @@ pub enum Error {
     #[error("{what} is larger than the {cap}-byte cap of the manifest; refusing it (wrong file or hostile server)")]
     TooLarge { what: String, cap: u64 },
 
+    /// A URL (or a redirect to it) that would fetch without https.
+    #[error("refusing to fetch {url}{}: {why}", from.as_ref().map(|f| format!(" (redirected from {f})")).unwrap_or_default())]
+    Insecure { url: String, from: Option<String>, why: &'static str },
+
+    /// A cache entry no longer holds what was installed, and the build cannot reinstall it.
+    #[error(
+        "the cache entry {entry} is damaged: {file} {why}. Nothing in it was used. {remedy}"
+    )]
+    DamagedEntry { entry: PathBuf, file: String, why: String, remedy: String },
+
     /// Nothing in the cache and downloads are forbidden.
     #[error(
         "offline ({reason}) and `{dist}` is not in the cache {cache}. Either allow the download (unset ONNXRT_OFFLINE / CARGO_NET_OFFLINE), \
@@ -76,8 +83,8 @@ pub enum Error {
     #[error("refusing archive entry `{entry}`: {why}. The archive is malformed or hostile; nothing was installed")]
     UnsafeEntry { entry: String, why: &'static str },
 
-    /// The archive is not a gzip'd tar or is damaged.
-    #[error("cannot read archive {what}: {why}; nothing was installed")]
+    /// The archive is not a gzip'd tar or is damaged (`what`: "the archive" or the entry).
+    #[error("cannot read {what}: {why}; nothing was installed")]
     Corrupt { what: String, why: String },
 
     /// After extraction an expected file is missing.

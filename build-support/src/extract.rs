@@ -2,8 +2,12 @@
 //!
 //! Refused: absolute paths, `..`, entries outside the expected root folder, symlinks or hard links
 //! whose target leaves the root, device files and FIFOs, more than `max_entries` entries, and
-//! more than `max_unpacked` bytes (a decompression bomb). Each refusal is a typed error; the
-//! caller extracts into a temporary folder and deletes it on error, so nothing half-written stays.
+//! more than `max_unpacked` bytes (a decompression bomb: each entry's declared size is counted
+//! before a byte of it is written, and at most that many bytes are written). After the tar's end
+//! the gzip stream is read to its end, so that its trailer (CRC32 and length) is checked: a
+//! damaged archive is refused even when its own (wrong) hash was pinned. Each refusal is a typed
+//! error; the caller extracts into a temporary folder and deletes it on error, so nothing
+//! half-written stays.
 #![forbid(unsafe_code)]
 
 use std::fs;
@@ -21,10 +25,11 @@ pub struct Bounds {
     pub max_unpacked: u64,
 }
 
-impl Default for Bounds {
-    fn default() -> Self {
-        // The official GPU archive has 23 entries and unpacks to about 400 MB.
-        Bounds { max_entries: 10_000, max_unpacked: 4 << 30 }
+impl Bounds {
+    /// The bounds of a distribution: its manifest's unpacked-size bound.
+    pub fn for_dist(dist: &crate::Dist) -> Bounds {
+        // The official GPU archive has 23 entries.
+        Bounds { max_entries: 10_000, max_unpacked: dist.unpacked_bound() }
     }
 }
 
@@ -32,7 +37,33 @@ impl Default for Bounds {
 /// lie under `root/` (the archive's single top-level folder), or anywhere when `root` is empty.
 pub fn extract_tgz(reader: impl Read, dest: &Path, root: &str, bounds: Bounds) -> Result<()> {
     let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(reader));
-    let corrupt = |why: std::io::Error| Error::Corrupt { what: "archive".into(), why: why.to_string() };
+    let (entries_seen, unpacked) = extract_entries(&mut archive, dest, root, bounds)?;
+    if entries_seen == 0 {
+        return Err(Error::Corrupt { what: "the archive".into(), why: "it holds no entries".into() });
+    }
+    // The tar reader stops at the end-of-archive blocks; the gzip trailer comes after them and is
+    // only checked by a decoder that reads to its end. What follows the tar is bounded like the rest.
+    let mut rest = archive.into_inner().take(bounds.max_unpacked.saturating_sub(unpacked).saturating_add(1));
+    let trailing = std::io::copy(&mut rest, &mut std::io::sink()).map_err(corrupt)?;
+    if unpacked.saturating_add(trailing) > bounds.max_unpacked {
+        return Err(Error::UnsafeEntry { entry: "(after the last entry)".into(), why: BOUND_PASSED });
+    }
+    Ok(())
+}
+
+const BOUND_PASSED: &str = "the archive expands past the distribution's unpacked-size bound (`unpacked_bytes` of the manifest, plus a margin)";
+
+fn corrupt(why: std::io::Error) -> Error {
+    Error::Corrupt { what: "the archive".into(), why: why.to_string() }
+}
+
+/// Extracts every entry; returns how many there were and the bytes they declared.
+fn extract_entries<R: Read>(
+    archive: &mut tar::Archive<R>,
+    dest: &Path,
+    root: &str,
+    bounds: Bounds,
+) -> Result<(u64, u64)> {
     let mut entries_seen = 0u64;
     let mut unpacked = 0u64;
     for entry in archive.entries().map_err(corrupt)? {
@@ -64,7 +95,7 @@ pub fn extract_tgz(reader: impl Read, dest: &Path, root: &str, bounds: Bounds) -
                 let size = entry.header().size().map_err(corrupt)?;
                 unpacked = unpacked.saturating_add(size);
                 if unpacked > bounds.max_unpacked {
-                    return Err(Error::UnsafeEntry { entry: name, why: "the archive expands past the size bound" });
+                    return Err(Error::UnsafeEntry { entry: name, why: BOUND_PASSED });
                 }
                 create_parent(&target)?;
                 remove_existing(&target)?;
@@ -72,7 +103,10 @@ pub fn extract_tgz(reader: impl Read, dest: &Path, root: &str, bounds: Bounds) -
                 // `take` guards against a header that lies about the size.
                 let copied = std::io::copy(&mut (&mut entry).take(size), &mut out).map_err(corrupt)?;
                 if copied != size {
-                    return Err(Error::Corrupt { what: name, why: format!("entry holds {copied} of {size} bytes") });
+                    return Err(Error::Corrupt {
+                        what: format!("archive entry `{name}`"),
+                        why: format!("it holds {copied} of {size} bytes"),
+                    });
                 }
                 let mode = entry.header().mode().unwrap_or(0o644) & 0o755;
                 set_mode(&target, mode | 0o400)?;
@@ -131,10 +165,7 @@ pub fn extract_tgz(reader: impl Read, dest: &Path, root: &str, bounds: Bounds) -
             _ => return Err(Error::UnsafeEntry { entry: name, why: "entry type not found in ONNX Runtime archives" }),
         }
     }
-    if entries_seen == 0 {
-        return Err(Error::Corrupt { what: "archive".into(), why: "it holds no entries".into() });
-    }
-    Ok(())
+    Ok((entries_seen, unpacked))
 }
 
 /// A relative path made only of normal components; anything else is refused.

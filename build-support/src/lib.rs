@@ -5,9 +5,12 @@
 //! 1. `ONNXRT_LIB_DIR` (+ optional `ONNXRT_INCLUDE_DIR`): an existing install. Its bytes are not
 //!    verified; its version is read by loading it and must be 1.16 or newer.
 //! 2. `ONNXRT_ARCHIVE=/path/x.tgz`: a local copy of a manifest archive (air-gapped delivery),
-//!    verified against the pinned sha256 exactly like a download.
+//!    copied into the cache while hashed (one read, so the bytes verified are the bytes
+//!    extracted) and verified against the pinned sha256 exactly like a download.
 //! 3. The cache (`ONNXRT_CACHE_DIR`, default `$XDG_CACHE_HOME/onnxrt` or `~/.cache/onnxrt`), keyed
-//!    by sha256: a warm build neither downloads nor re-hashes.
+//!    by sha256. Each entry records every file's size and sha256; a build checks the sizes every
+//!    time and the hashes when it first uses the entry (see [`record`]). A damaged entry is never
+//!    used: it is moved aside and reinstalled, or the error names the file and what to delete.
 //! 4. A download of the manifest URL (or the same file name under `ONNXRT_MIRROR`), unless
 //!    `ONNXRT_OFFLINE=1` or `CARGO_NET_OFFLINE=true`.
 //!
@@ -25,6 +28,7 @@ pub mod extract;
 pub mod manifest;
 pub mod pack;
 pub mod probe;
+pub mod record;
 pub mod verify;
 
 use std::fmt;
@@ -49,23 +53,45 @@ pub enum Source {
         /// The folder given.
         dir: PathBuf,
     },
-    /// `ONNXRT_ARCHIVE`: a local archive, verified and installed into the cache.
+    /// `ONNXRT_ARCHIVE`: a local archive, copied into the cache while hashed, then installed.
     Archive {
         /// The archive given.
         path: PathBuf,
     },
-    /// A complete cache entry (verified when it was made).
+    /// A complete cache entry, checked against its record of its files.
     Cache {
         /// The entry folder.
         entry: PathBuf,
+        /// What was checked this time.
+        checked: Checked,
     },
     /// Downloaded, verified and installed into the cache just now.
     Download {
-        /// The URL fetched.
+        /// The URL asked for.
         url: String,
+        /// The URL the bytes came from, after redirects.
+        final_url: String,
     },
     /// Assembled from package registries and installed into the cache just now.
     Registries,
+}
+
+/// What a build checked of a cache entry before using it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checked {
+    /// Every file's size and every link's target, against the entry's record.
+    Sizes {
+        /// Paths checked.
+        files: usize,
+    },
+    /// Every file's sha256 and size and every link's target, against the entry's record.
+    Hashes {
+        /// Paths checked.
+        files: usize,
+    },
+    /// An entry made by an older version, without a record: only that the expected files
+    /// exist (its record was written now, from the files as found).
+    Presence,
 }
 
 impl fmt::Display for Source {
@@ -74,9 +100,28 @@ impl fmt::Display for Source {
             Source::LibDir { dir } => {
                 write!(f, "ONNXRT_LIB_DIR={} (not verified by hash; version checked)", dir.display())
             }
-            Source::Archive { path } => write!(f, "ONNXRT_ARCHIVE={} (sha256 verified)", path.display()),
-            Source::Cache { entry } => write!(f, "the cache {} (sha256 verified when cached)", entry.display()),
-            Source::Download { url } => write!(f, "a download of {url} (sha256 verified)"),
+            Source::Archive { path } => {
+                write!(f, "ONNXRT_ARCHIVE={} (copied into the cache while hashing; sha256 verified)", path.display())
+            }
+            Source::Cache { entry, checked: Checked::Sizes { files } } => write!(
+                f,
+                "the cache {} (checked now: sizes of its {files} files against its record; \
+                 sha256 checked when this build first used it)",
+                entry.display()
+            ),
+            Source::Cache { entry, checked: Checked::Hashes { files } } => {
+                write!(f, "the cache {} (checked now: sha256 and size of its {files} files against its record)", entry.display())
+            }
+            Source::Cache { entry, checked: Checked::Presence } => write!(
+                f,
+                "the cache {} (made by an older version without a record of its files: checked now only that \
+                 the expected files exist)",
+                entry.display()
+            ),
+            Source::Download { url, final_url } if url == final_url => write!(f, "a download of {url} (sha256 verified)"),
+            Source::Download { url, final_url } => {
+                write!(f, "a download of {url}, redirected to {final_url} (sha256 verified)")
+            }
             Source::Registries => write!(f, "package registries (every file's sha256 verified)"),
         }
     }
@@ -97,6 +142,8 @@ pub struct Provisioned {
     pub library: PathBuf,
     /// Where it came from.
     pub source: Source,
+    /// What happened on the way that the build log should show (a damaged entry replaced).
+    pub notes: Vec<String>,
 }
 
 /// Resolves, and where needed downloads, verifies and installs, the configured distribution.
@@ -110,16 +157,38 @@ pub fn provision(config: &Config) -> Result<Provisioned> {
         return from_archive(config, dist, &cache, archive);
     }
     match dist.kind {
-        DistKind::Registry => match cache.lookup(&assemble::registry_key(dist)) {
-            Some(entry) => finish(dist, &entry, Source::Cache { entry: entry.clone() }),
-            None => Err(Error::NotAssembled { dist: dist.name.clone(), cache: cache.dir().to_owned() }),
-        },
+        DistKind::Registry => {
+            let key = assemble::registry_key(dist);
+            match cached(config, dist, &cache, &key)? {
+                Cached::Hit(p) => Ok(*p),
+                Cached::Damaged(damage) => Err(damaged(
+                    &cache,
+                    &key,
+                    damage,
+                    format!("Delete that folder, or run `onnxrt-dist assemble {}`, which replaces it", dist.name),
+                )),
+                Cached::Miss => Err(Error::NotAssembled { dist: dist.name.clone(), cache: cache.dir().to_owned() }),
+            }
+        }
         DistKind::Archive => {
             let pin = pin(config, dist)?;
-            if let Some(entry) = pin.as_deref().and_then(|sha| cache.lookup(sha)) {
-                return finish(dist, &entry, Source::Cache { entry: entry.clone() });
+            let mut damage = None;
+            if let Some(sha) = pin.as_deref() {
+                match cached(config, dist, &cache, sha)? {
+                    Cached::Hit(p) => return Ok(*p),
+                    Cached::Damaged(d) => damage = Some((sha.to_owned(), d)),
+                    Cached::Miss => {}
+                }
             }
             if let Some(reason) = &config.offline {
+                if let Some((sha, d)) = damage {
+                    let remedy = format!(
+                        "Delete that folder, then allow the download (unset {reason}) or deliver the archive with \
+                         ONNXRT_ARCHIVE=/path/to/{}",
+                        dist.file_name()
+                    );
+                    return Err(damaged(&cache, &sha, d, remedy));
+                }
                 return Err(Error::Offline {
                     dist: dist.name.clone(),
                     reason: reason.clone(),
@@ -129,6 +198,105 @@ pub fn provision(config: &Config) -> Result<Provisioned> {
             }
             download_and_install(config, dist, &cache, pin)
         }
+    }
+}
+
+/// What the cache holds for a key.
+enum Cached {
+    /// A complete, undamaged entry.
+    Hit(Box<Provisioned>),
+    /// A complete entry that no longer holds what was installed.
+    Damaged(record::Damage),
+    /// No complete entry.
+    Miss,
+}
+
+fn damaged(cache: &Cache, key: &str, damage: record::Damage, remedy: String) -> Error {
+    Error::DamagedEntry {
+        entry: cache.entry_path(key),
+        file: damage.file.display().to_string(),
+        why: damage.why,
+        remedy,
+    }
+}
+
+/// Looks `key` up and checks the entry against its record: sizes always; hashes on request, when
+/// no stamp of this build says it hashed these very files, or when there is no build at all.
+fn cached(config: &Config, dist: &Dist, cache: &Cache, key: &str) -> Result<Cached> {
+    let Some(entry) = cache.lookup(key) else { return Ok(Cached::Miss) };
+    let items = match record::read(&entry) {
+        Ok(Some(items)) => items,
+        Ok(None) => {
+            if let Err(Error::MissingFile { missing, .. }) = check_files(dist, &entry) {
+                let file = Path::new(&dist.root).join(missing);
+                return Ok(Cached::Damaged(record::Damage { file, why: "is missing".into() }));
+            }
+            // Best effort: a read-only cache stays as it is and is checked like this next time.
+            let _ = record::write(&entry);
+            return Ok(Cached::Hit(Box::new(finish(dist, &entry, cache_source(&entry, Checked::Presence))?)));
+        }
+        Err(damage) => return Ok(Cached::Damaged(damage)),
+    };
+    let required = required_files(dist);
+    let stamp = config.stamp_dir.as_ref().map(|dir| dir.join(STAMP));
+    let fingerprint = record::fingerprint(&entry, &items);
+    let stamped = stamp.as_ref().is_some_and(|s| std::fs::read_to_string(s).is_ok_and(|t| t == fingerprint));
+    let depth = if config.verify || !stamped { record::Depth::Hashes } else { record::Depth::Sizes };
+    let files = match record::check(&entry, &items, &required, depth) {
+        Ok(files) => files,
+        Err(damage) => return Ok(Cached::Damaged(damage)),
+    };
+    let checked = match depth {
+        record::Depth::Hashes => {
+            if let Some(stamp) = &stamp {
+                let _ = std::fs::write(stamp, &fingerprint);
+            }
+            Checked::Hashes { files }
+        }
+        record::Depth::Sizes => Checked::Sizes { files },
+    };
+    Ok(Cached::Hit(Box::new(finish(dist, &entry, cache_source(&entry, checked))?)))
+}
+
+/// File in the build's OUT_DIR that remembers the entry files it last hashed (path, size, mtime).
+const STAMP: &str = "onnxrt-entry-hashed";
+
+fn cache_source(entry: &Path, checked: Checked) -> Source {
+    Source::Cache { entry: entry.to_owned(), checked }
+}
+
+/// The library, providers and headers of `dist`, relative to an entry.
+fn required_files(dist: &Dist) -> Vec<PathBuf> {
+    std::iter::once(&dist.library)
+        .chain(&dist.providers)
+        .chain(&dist.headers)
+        .map(|f| Path::new(&dist.root).join(f))
+        .collect()
+}
+
+/// Under the lock: a good entry is returned, a damaged one moved aside (noted) so it can be
+/// reinstalled, and a missing one reported as `None`.
+fn recheck_under_lock(
+    config: &Config,
+    dist: &Dist,
+    cache: &Cache,
+    pin: Option<&str>,
+    notes: &mut Vec<String>,
+) -> Result<Option<Provisioned>> {
+    let Some(sha) = pin else { return Ok(None) };
+    match cached(config, dist, cache, sha)? {
+        Cached::Hit(p) => Ok(Some(*p)),
+        Cached::Damaged(damage) => {
+            cache.discard(sha)?;
+            notes.push(format!(
+                "the cache entry {} was damaged ({} {}); it was moved aside and deleted, and is reinstalled now",
+                cache.entry_path(sha).display(),
+                damage.file.display(),
+                damage.why
+            ));
+            Ok(None)
+        }
+        Cached::Miss => Ok(None),
     }
 }
 
@@ -155,56 +323,73 @@ pub fn url(config: &Config, dist: &Dist) -> String {
 fn download_and_install(config: &Config, dist: &Dist, cache: &Cache, pin: Option<String>) -> Result<Provisioned> {
     let url = url(config, dist);
     let _lock = cache.lock(&dist.name)?;
-    // Another build may have finished while we waited for the lock.
-    if let Some(entry) = pin.as_deref().and_then(|sha| cache.lookup(sha)) {
-        return finish(dist, &entry, Source::Cache { entry: entry.clone() });
+    // Another build may have finished (or repaired the entry) while we waited for the lock.
+    let mut notes = Vec::new();
+    if let Some(p) = recheck_under_lock(config, dist, cache, pin.as_deref(), &mut notes)? {
+        return Ok(p);
     }
     // The sweep key must be the temp key: `sweep` matches `<key>-`, so sweeping `dist.name` missed
     // `<name>.download-<pid>-<n>` files left by a build killed mid-download.
     let key = format!("{}.download", dist.name);
     cache.sweep(&key);
     let file = cache.temp(&key, true)?;
-    let limits =
-        download::Limits { max_bytes: dist.max_bytes, stall_timeout: config.stall_timeout, attempts: config.attempts };
+    let limits = download::Limits {
+        max_bytes: dist.max_bytes,
+        stall_timeout: config.stall_timeout,
+        deadline: config.deadline,
+        attempts: config.attempts,
+        allow_http: config.allow_http,
+    };
     let got = download::download(&url, file.path(), limits)?;
     let Some(expected) = pin else {
         return Err(Error::Unpinned { dist: dist.name.clone(), computed: got.sha256 });
     };
-    verify::check(&url, &expected, &got.sha256)?;
-    let entry = install_archive(dist, cache, file.path(), &expected)?;
-    finish(dist, &entry, Source::Download { url })
+    verify::check(&got.final_url, &expected, &got.sha256)?;
+    let entry = install_archive(config, dist, cache, file.path(), &expected)?;
+    let source = Source::Download { url, final_url: got.final_url };
+    finish(dist, &entry, source).map(|p| Provisioned { notes, ..p })
 }
 
 fn from_archive(config: &Config, dist: &Dist, cache: &Cache, archive: &Path) -> Result<Provisioned> {
-    let size = std::fs::metadata(archive).map_err(Error::io(format!("ONNXRT_ARCHIVE={}", archive.display())))?.len();
-    if size > dist.max_bytes {
-        return Err(Error::TooLarge { what: archive.display().to_string(), cap: dist.max_bytes });
-    }
     let pin = pin(config, dist)?;
-    if let Some(entry) = pin.as_deref().and_then(|sha| cache.lookup(sha)) {
-        return finish(dist, &entry, Source::Cache { entry: entry.clone() });
+    if let Some(sha) = pin.as_deref() {
+        if let Cached::Hit(p) = cached(config, dist, cache, sha)? {
+            return Ok(*p);
+        }
     }
-    let actual = verify::sha256_file(archive)?;
+    let _lock = cache.lock(&dist.name)?;
+    let mut notes = Vec::new();
+    if let Some(p) = recheck_under_lock(config, dist, cache, pin.as_deref(), &mut notes)? {
+        return Ok(p);
+    }
+    // One stream of bytes: what is hashed is the copy that is extracted, never the path again.
+    let key = format!("{}.archive", dist.name);
+    cache.sweep(&key);
+    let copy = cache.temp(&key, true)?;
+    let actual = verify::copy_regular_file(archive, copy.path(), dist.max_bytes)?;
     let Some(expected) = pin else {
         return Err(Error::Unpinned { dist: dist.name.clone(), computed: actual });
     };
-    verify::check(&archive.display().to_string(), &expected, &actual)?;
-    let _lock = cache.lock(&dist.name)?;
-    let entry = match cache.lookup(&expected) {
-        Some(entry) => entry,
-        None => install_archive(dist, cache, archive, &expected)?,
-    };
-    finish(dist, &entry, Source::Archive { path: archive.to_owned() })
+    let note = "Your file was left where it is, and nothing was installed from it; it is corrupt, truncated or \
+                not the pinned release: replace it with the release archive";
+    verify::check_with(&archive.display().to_string(), &expected, &actual, note)?;
+    let entry = install_archive(config, dist, cache, copy.path(), &expected)?;
+    finish(dist, &entry, Source::Archive { path: archive.to_owned() }).map(|p| Provisioned { notes, ..p })
 }
 
-/// Extracts a verified archive into a work folder, checks it, and publishes it. Call under the lock.
-fn install_archive(dist: &Dist, cache: &Cache, archive: &Path, sha256: &str) -> Result<PathBuf> {
+/// Extracts a verified archive into a work folder, checks it, and publishes it (with the record
+/// of its files). Call under the lock. The build's stamp then says these files were hashed.
+fn install_archive(config: &Config, dist: &Dist, cache: &Cache, archive: &Path, sha256: &str) -> Result<PathBuf> {
     cache.sweep(sha256);
     let work = cache.temp(sha256, false)?;
     let file = File::open(archive).map_err(Error::io(format!("opening {}", archive.display())))?;
-    extract::extract_tgz(BufReader::new(file), work.path(), &dist.root, extract::Bounds::default())?;
+    extract::extract_tgz(BufReader::new(file), work.path(), &dist.root, extract::Bounds::for_dist(dist))?;
     check_files(dist, work.path())?;
-    cache.publish(work, sha256)
+    let entry = cache.publish(work, sha256)?;
+    if let (Some(dir), Ok(Some(items))) = (&config.stamp_dir, record::read(&entry)) {
+        let _ = std::fs::write(dir.join(STAMP), record::fingerprint(&entry, &items));
+    }
+    Ok(entry)
 }
 
 /// Checks that the library, provider libraries and headers of `dist` are under `entry/root`.
@@ -229,6 +414,7 @@ fn finish(dist: &Dist, entry: &Path, source: Source) -> Result<Provisioned> {
         include_dir: root.join("include"),
         library,
         source,
+        notes: Vec::new(),
     })
 }
 
@@ -252,6 +438,7 @@ fn from_lib_dir(config: &Config, dist: &Dist, dir: &Path) -> Result<Provisioned>
                 include_dir: candidate,
                 library,
                 source: Source::LibDir { dir: dir.to_owned() },
+                notes: Vec::new(),
             });
         }
         tried.push(candidate);

@@ -56,6 +56,11 @@ pub struct Dist {
     /// Largest archive accepted, in bytes.
     #[serde(default = "default_max_bytes")]
     pub max_bytes: u64,
+    /// Bytes the distribution occupies once unpacked (the sum of its files' sizes). Extraction
+    /// stops at this plus a margin ([`Dist::unpacked_bound`]); absent, the bound is derived from
+    /// `max_bytes`.
+    #[serde(default)]
+    pub unpacked_bytes: Option<u64>,
     /// The single top-level folder of the archive.
     pub root: String,
     /// The runtime library, relative to `root`.
@@ -176,6 +181,16 @@ impl Dist {
     /// The pinned archive hash, if any.
     pub fn pinned_sha256(&self) -> Option<&str> {
         (!self.sha256.is_empty()).then_some(self.sha256.as_str())
+    }
+
+    /// Most bytes an archive of this distribution may expand to: `unpacked_bytes` plus a quarter
+    /// and 16 MiB, or, without it, four times the download cap (shared libraries compress about
+    /// 2-3 to 1).
+    pub fn unpacked_bound(&self) -> u64 {
+        match self.unpacked_bytes {
+            Some(bytes) => bytes.saturating_add(bytes / 4).saturating_add(16 << 20),
+            None => self.max_bytes.saturating_mul(4),
+        }
     }
 
     /// File name of the archive (last segment of the URL).

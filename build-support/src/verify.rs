@@ -60,17 +60,61 @@ pub fn sha256_file(path: &Path) -> Result<String> {
     Ok(hex(&hasher.finalize()))
 }
 
+/// Copies the regular file `source` to `dest` (created), hashing the bytes on the way, and returns
+/// their sha256. Anything but a regular file (a FIFO, a device, a folder) is refused, checked on
+/// the opened handle; at most `max_bytes` are read, whatever the file claims to hold.
+pub fn copy_regular_file(source: &Path, dest: &Path, max_bytes: u64) -> Result<String> {
+    let what = format!("ONNXRT_ARCHIVE={}", source.display());
+    let not_regular = || Error::BadVariable {
+        var: "ONNXRT_ARCHIVE",
+        value: source.display().to_string(),
+        why: "is not a regular file (a FIFO, device or folder?); give the path of the archive file itself".into(),
+    };
+    // Checked before opening too, so that opening a FIFO does not wait for a writer.
+    if !std::fs::metadata(source).map_err(Error::io(what.clone()))?.is_file() {
+        return Err(not_regular());
+    }
+    let file = File::open(source).map_err(Error::io(what.clone()))?;
+    if !file.metadata().map_err(Error::io(what.clone()))?.is_file() {
+        return Err(not_regular());
+    }
+    let out = File::create(dest).map_err(Error::io(format!("creating {}", dest.display())))?;
+    let mut sink = HashingWriter::new(io::BufWriter::new(out));
+    // One byte past the cap, so a file that is too large is noticed rather than cut.
+    std::io::copy(&mut file.take(max_bytes.saturating_add(1)), &mut sink)
+        .map_err(Error::io(format!("copying {what} into {}", dest.display())))?;
+    if sink.written() > max_bytes {
+        return Err(Error::TooLarge { what, cap: max_bytes });
+    }
+    let (writer, sha256) = sink.finish();
+    let out = writer.into_inner().map_err(|e| Error::io(format!("writing {}", dest.display()))(e.into_error()))?;
+    out.sync_all().map_err(Error::io(format!("syncing {}", dest.display())))?;
+    Ok(sha256)
+}
+
 /// sha256 of bytes, in lowercase hex.
 pub fn sha256_bytes(bytes: &[u8]) -> String {
     hex(&Sha256::digest(bytes))
 }
 
-/// Compares a computed hash with the expected one.
+/// Compares the hash of a fetched (and then deleted) copy with the expected one.
 pub fn check(what: &str, expected: &str, actual: &str) -> Result<()> {
+    let note = "The fetched copy was deleted; it is corrupt, truncated or not the pinned release. \
+                Fetch it again, or check ONNXRT_MIRROR";
+    check_with(what, expected, actual, note)
+}
+
+/// Compares a computed hash with the expected one; `note` goes into the mismatch message.
+pub fn check_with(what: &str, expected: &str, actual: &str, note: &str) -> Result<()> {
     if expected.eq_ignore_ascii_case(actual) {
         Ok(())
     } else {
-        Err(Error::HashMismatch { what: what.to_owned(), expected: expected.to_owned(), actual: actual.to_owned() })
+        Err(Error::HashMismatch {
+            what: what.to_owned(),
+            expected: expected.to_owned(),
+            actual: actual.to_owned(),
+            note: note.to_owned(),
+        })
     }
 }
 

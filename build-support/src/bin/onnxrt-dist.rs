@@ -6,6 +6,8 @@
 //! onnxrt-dist pack DIST OUT.tgz       pack a provisioned distribution as an archive; print its sha256
 //! onnxrt-dist env [DIST]              print ONNXRT_LIB_DIR/ONNXRT_INCLUDE_DIR lines for a shell
 //! onnxrt-dist pinned [DIST]           exit 0 if the distribution can be verified (manifest or user pin)
+//! onnxrt-dist verify [DIST]           re-hash every file of the cache entry against its record
+//!                                     (a damaged entry is replaced where the build could replace it)
 //! ```
 //! Exit status: 0 done, 1 provisioning failed (the message says what to do), 2 usage.
 
@@ -34,12 +36,14 @@ fn main() -> ExitCode {
             println!("{sha}  {out}");
             Ok(())
         }),
+        ["verify"] => config(None).and_then(verify).map(report),
+        ["verify", dist] => config(Some(dist)).and_then(verify).map(report),
         ["pinned"] => config(None).and_then(pinned),
         ["pinned", dist] => config(Some(dist)).and_then(pinned),
         ["env"] => config(None).and_then(|c| provision(&c)).map(shell_env),
         ["env", dist] => config(Some(dist)).and_then(|c| provision(&c)).map(shell_env),
         _ => {
-            eprintln!("usage: onnxrt-dist fetch [DIST] | assemble DIST [DIR] | pack DIST OUT.tgz | env [DIST] | pinned [DIST]");
+            eprintln!("usage: onnxrt-dist fetch [DIST] | assemble DIST [DIR] | pack DIST OUT.tgz | env [DIST] | pinned [DIST] | verify [DIST]");
             return ExitCode::from(2);
         }
     };
@@ -75,7 +79,16 @@ fn pinned(config: Config) -> build_support::Result<()> {
     }
 }
 
+/// Provisions with every cache file re-hashed, whatever the build last checked.
+fn verify(mut config: Config) -> build_support::Result<Provisioned> {
+    config.verify = true;
+    provision(&config)
+}
+
 fn report(p: Provisioned) {
+    for note in &p.notes {
+        eprintln!("onnxrt-dist: {note}");
+    }
     eprintln!("onnxrt-dist: ONNX Runtime {} (`{}`) from {}", p.ort_version, p.dist, p.source);
     println!("{}", p.lib_dir.display());
 }

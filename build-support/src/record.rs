@@ -1,0 +1,193 @@
+//! What a cache entry holds, written at install and checked on use.
+//!
+//! Each entry carries [`RECORD`]: one line per file below it, `f <size> <sha256> <path>` for a
+//! regular file and `l <target> <path>` for a symlink (paths relative to the entry, tab-free). A
+//! build checks the sizes and link targets every time it runs (cheap) and every sha256 when the
+//! entry is first used by that build, when any file's mtime changed since it last hashed them,
+//! or when asked (`ONNXRT_VERIFY=1`, `onnxrt-dist verify`).
+
+use std::fs;
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result};
+
+/// The record's file name inside an entry.
+pub const RECORD: &str = ".onnxrt-files";
+
+/// Files the record does not list (bookkeeping of the cache itself).
+const UNLISTED: [&str; 2] = [RECORD, crate::cache::COMPLETE_MARKER];
+
+/// One recorded path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Item {
+    /// A regular file of this size and sha256.
+    File {
+        /// Bytes.
+        size: u64,
+        /// Lowercase hex sha256.
+        sha256: String,
+    },
+    /// A symlink to this target.
+    Link(PathBuf),
+}
+
+/// Why an entry cannot be used: the first file found wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Damage {
+    /// The file, under the entry.
+    pub file: PathBuf,
+    /// What is wrong with it.
+    pub why: String,
+}
+
+/// How thoroughly an entry was checked this time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Depth {
+    /// Presence, sizes and link targets.
+    Sizes,
+    /// Also every file's sha256.
+    Hashes,
+}
+
+/// Lists every file under `entry` with its size and sha256 and writes the record (atomically).
+pub fn write(entry: &Path) -> Result<Vec<(PathBuf, Item)>> {
+    let mut items = Vec::new();
+    walk(entry, Path::new(""), &mut items)?;
+    items.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut text = String::new();
+    for (path, item) in &items {
+        match item {
+            Item::File { size, sha256 } => text.push_str(&format!("f\t{size}\t{sha256}\t{}\n", path.display())),
+            Item::Link(target) => text.push_str(&format!("l\t{}\t{}\n", target.display(), path.display())),
+        }
+    }
+    let tmp = entry.join(format!("{RECORD}.{}", std::process::id()));
+    fs::write(&tmp, text).map_err(Error::io(format!("writing {}", tmp.display())))?;
+    let record = entry.join(RECORD);
+    fs::rename(&tmp, &record).map_err(Error::io(format!("renaming into {}", record.display())))?;
+    Ok(items)
+}
+
+/// Reads the record of `entry`; `None` when the entry has none (made by an older version).
+pub fn read(entry: &Path) -> std::result::Result<Option<Vec<(PathBuf, Item)>>, Damage> {
+    let text = match fs::read_to_string(entry.join(RECORD)) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(Damage { file: RECORD.into(), why: format!("unreadable: {e}") }),
+    };
+    let bad = || Damage { file: RECORD.into(), why: "malformed".into() };
+    let mut items = Vec::new();
+    for line in text.lines() {
+        let fields: Vec<&str> = line.split('\t').collect();
+        match fields.as_slice() {
+            ["f", size, sha256, path] => {
+                let size = size.parse().map_err(|_| bad())?;
+                items.push((PathBuf::from(path), Item::File { size, sha256: (*sha256).to_owned() }));
+            }
+            ["l", target, path] => items.push((PathBuf::from(path), Item::Link(PathBuf::from(target)))),
+            _ => return Err(bad()),
+        }
+    }
+    if items.is_empty() {
+        return Err(bad());
+    }
+    Ok(Some(items))
+}
+
+/// Checks `entry` against its record to `depth`; `required` paths (relative to the entry) must be
+/// recorded as files. Returns how many paths were checked.
+pub fn check(
+    entry: &Path,
+    items: &[(PathBuf, Item)],
+    required: &[PathBuf],
+    depth: Depth,
+) -> std::result::Result<usize, Damage> {
+    for path in required {
+        if !items.iter().any(|(p, i)| p == path && matches!(i, Item::File { .. })) {
+            return Err(Damage { file: path.clone(), why: "not in the entry's record of its files".into() });
+        }
+    }
+    for (path, item) in items {
+        let full = entry.join(path);
+        let damage = |why: String| Damage { file: path.clone(), why };
+        let meta = fs::symlink_metadata(&full).map_err(|e| damage(format!("missing ({e})")))?;
+        match item {
+            Item::Link(target) => {
+                let found = fs::read_link(&full).map_err(|_| damage("is no longer a symlink".into()))?;
+                if &found != target {
+                    return Err(damage(format!("links to {} instead of {}", found.display(), target.display())));
+                }
+            }
+            Item::File { size, sha256 } => {
+                if !meta.is_file() {
+                    return Err(damage("is no longer a regular file".into()));
+                }
+                if meta.len() != *size {
+                    return Err(damage(format!("holds {} bytes, {size} were installed", meta.len())));
+                }
+                if depth == Depth::Hashes {
+                    let actual = hash_file(&full).map_err(|e| damage(format!("unreadable: {e}")))?;
+                    if &actual != sha256 {
+                        return Err(damage(format!("sha256 is {actual}, {sha256} was installed")));
+                    }
+                }
+            }
+        }
+    }
+    Ok(items.len())
+}
+
+/// A fingerprint of the entry's files as they are now (path, size, mtime), to tell whether
+/// anything changed since they were last hashed.
+pub fn fingerprint(entry: &Path, items: &[(PathBuf, Item)]) -> String {
+    let mut out = format!("{}\n", entry.display());
+    for (path, _) in items {
+        let (size, mtime) = fs::symlink_metadata(entry.join(path))
+            .map(|m| (m.len(), format!("{}.{}", m.mtime(), m.mtime_nsec())))
+            .unwrap_or((0, "-".into()));
+        out.push_str(&format!("{size} {mtime} {}\n", path.display()));
+    }
+    out
+}
+
+fn walk(entry: &Path, relative: &Path, items: &mut Vec<(PathBuf, Item)>) -> Result<()> {
+    let folder = entry.join(relative);
+    for child in fs::read_dir(&folder).map_err(Error::io(format!("listing {}", folder.display())))? {
+        let child = child.map_err(Error::io(format!("listing {}", folder.display())))?;
+        let name = child.file_name();
+        if relative.as_os_str().is_empty() && UNLISTED.iter().any(|u| name == *u) {
+            continue;
+        }
+        let path = relative.join(&name);
+        let full = entry.join(&path);
+        let meta = fs::symlink_metadata(&full).map_err(Error::io(format!("reading {}", full.display())))?;
+        if meta.file_type().is_symlink() {
+            let target = fs::read_link(&full).map_err(Error::io(format!("reading {}", full.display())))?;
+            items.push((path, Item::Link(target)));
+        } else if meta.is_dir() {
+            walk(entry, &path, items)?;
+        } else if meta.is_file() {
+            let sha256 = hash_file(&full).map_err(Error::io(format!("hashing {}", full.display())))?;
+            items.push((path, Item::File { size: meta.len(), sha256 }));
+        }
+    }
+    Ok(())
+}
+
+fn hash_file(path: &Path) -> std::io::Result<String> {
+    let mut file = fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = file.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buf[..n]);
+    }
+    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+}
