@@ -5,7 +5,9 @@
 //! - no single read waits longer than the progress window (`ONNXRT_DOWNLOAD_TIMEOUT`);
 //! - each progress window must bring [`MIN_PROGRESS`] bytes (or the rest of the body): a server
 //!   that drips a byte every few seconds fails after one window, "too slow";
-//! - a whole attempt ends at the deadline (`ONNXRT_DOWNLOAD_DEADLINE`), however it progresses.
+//! - a whole attempt ends at the deadline (`ONNXRT_DOWNLOAD_DEADLINE`), however it progresses
+//!   (checked after each read of the body; the status line and headers are bounded by the read
+//!   timeout and by the HTTP client's cap on header size).
 //!
 //! Transport: `https` only, unless plain http is allowed (`ONNXRT_ALLOW_HTTP=1`). Redirects are
 //! followed here, not by the HTTP client, so each hop is checked: an https URL never leads to an
@@ -59,7 +61,8 @@ pub fn download(url: &str, dest: &Path, limits: Limits) -> Result<Downloaded> {
         .timeout_connect(Duration::from_secs(30).min(limits.stall_timeout.max(Duration::from_secs(5))))
         .timeout_read(limits.stall_timeout)
         .timeout_write(limits.stall_timeout)
-        .timeout(limits.deadline)
+        // Not `.timeout(deadline)`: ureq then lets every read wait until the deadline, ignoring
+        // `timeout_read`; the deadline is checked here, after each read of the body.
         .redirects(0)
         .build();
     let mut last_error = None;

@@ -25,11 +25,17 @@ pub struct Bounds {
     pub max_unpacked: u64,
 }
 
+impl Default for Bounds {
+    /// For archives of no particular distribution (the official GPU archive has 23 entries).
+    fn default() -> Self {
+        Bounds { max_entries: 10_000, max_unpacked: 4 << 30 }
+    }
+}
+
 impl Bounds {
     /// The bounds of a distribution: its manifest's unpacked-size bound.
     pub fn for_dist(dist: &crate::Dist) -> Bounds {
-        // The official GPU archive has 23 entries.
-        Bounds { max_entries: 10_000, max_unpacked: dist.unpacked_bound() }
+        Bounds { max_unpacked: dist.unpacked_bound(), ..Bounds::default() }
     }
 }
 

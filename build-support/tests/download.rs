@@ -22,12 +22,12 @@ fn good_archive_is_downloaded_verified_and_then_served_from_the_cache() {
     let config = config(manifest(&server.url(PATH), &sha, MAX_BYTES), &cache);
 
     let first = provision(&config).expect("a good archive provisions");
-    assert_eq!(first.source, Source::Download { url: server.url(PATH) });
+    assert_eq!(first.source, downloaded(&server.url(PATH)));
     assert_installed(&first, &cache, &sha);
     assert_cache_holds_only(&cache, &sha);
 
     let second = provision(&config).expect("the second build hits the cache");
-    assert_eq!(second.source, Source::Cache { entry: cache.join(&sha) });
+    assert_eq!(cache_hit(&second.source), Some(cache.join(&sha)));
     assert_installed(&second, &cache, &sha);
     assert_eq!(server.hits(PATH), 1, "a warm build must not download");
     assert_eq!(server.total_hits(), 1);
@@ -97,7 +97,7 @@ fn http_503_twice_then_200_succeeds_on_the_third_attempt() {
     assert_eq!(config.attempts, 3);
 
     let p = provision(&config).expect("5xx is retried and the third attempt succeeds");
-    assert_eq!(p.source, Source::Download { url: server.url(PATH) });
+    assert_eq!(p.source, downloaded(&server.url(PATH)));
     assert_installed(&p, &cache, &sha);
     assert_eq!(server.hits(PATH), 3);
     assert_cache_holds_only(&cache, &sha);
@@ -208,7 +208,7 @@ fn unpinned_archive_fails_closed_with_the_computed_hash_until_the_user_pins_it()
 
     config.archive_sha256 = Some(sha.clone());
     let p = provision(&config).expect("the user's pin is accepted");
-    assert_eq!(p.source, Source::Download { url: server.url(PATH) });
+    assert_eq!(p.source, downloaded(&server.url(PATH)));
     assert_installed(&p, &cache, &sha);
     assert_eq!(server.hits(PATH), 2);
     assert_cache_holds_only(&cache, &sha);
@@ -253,7 +253,7 @@ fn offline_with_an_empty_cache_fails_without_a_request() {
     provision(&config).expect("online build");
     config.offline = Some("ONNXRT_OFFLINE=1".into());
     let p = provision(&config).expect("offline build served by the cache");
-    assert_eq!(p.source, Source::Cache { entry: cache.join(&sha) });
+    assert_eq!(cache_hit(&p.source), Some(cache.join(&sha)));
     assert_eq!(server.total_hits(), 1);
 }
 
@@ -270,7 +270,7 @@ fn mirror_serves_the_same_file_name() {
     config.mirror = Some(format!("{}/mirror/", server.base()));
 
     let p = provision(&config).expect("download from the mirror");
-    assert_eq!(p.source, Source::Download { url: server.url(&mirror_path) });
+    assert_eq!(p.source, downloaded(&server.url(&mirror_path)));
     assert_eq!(server.hits(&mirror_path), 1);
     assert_cache_holds_only(&cache, &sha);
 }
@@ -292,7 +292,7 @@ fn local_archive_is_verified_installed_then_served_from_the_cache() {
     assert_installed(&first, &cache, &sha);
 
     let second = provision(&config).expect("the same archive again");
-    assert_eq!(second.source, Source::Cache { entry: cache.join(&sha) });
+    assert_eq!(cache_hit(&second.source), Some(cache.join(&sha)));
     assert_installed(&second, &cache, &sha);
     assert_eq!(server.total_hits(), 0, "a local archive needs no network");
     assert_cache_holds_only(&cache, &sha);
@@ -300,7 +300,7 @@ fn local_archive_is_verified_installed_then_served_from_the_cache() {
     // And a download of the same distribution is now a cache hit too.
     config.archive = None;
     let third = provision(&config).expect("cache hit");
-    assert_eq!(third.source, Source::Cache { entry: cache.join(&sha) });
+    assert_eq!(cache_hit(&third.source), Some(cache.join(&sha)));
     assert_eq!(server.total_hits(), 0);
 }
 

@@ -409,9 +409,25 @@ headers = ["include/onnxruntime_c_api.h"]
     Manifest::parse(&text).expect("the test manifest parses")
 }
 
-/// A configuration for [`DIST`] that reads nothing from the environment.
+/// A configuration for [`DIST`] that reads nothing from the environment; plain http is allowed,
+/// as the test servers speak nothing else.
 pub fn config(manifest: Manifest, cache_dir: &Path) -> Config {
-    Config::new(manifest, DIST, cache_dir.to_owned()).expect("a configuration for the test dist")
+    let mut config = Config::new(manifest, DIST, cache_dir.to_owned()).expect("a configuration for the test dist");
+    config.allow_http = true;
+    config
+}
+
+/// The source of a download that was not redirected.
+pub fn downloaded(url: &str) -> build_support::Source {
+    build_support::Source::Download { url: url.to_owned(), final_url: url.to_owned() }
+}
+
+/// The entry folder of a cache-hit source, whatever was checked.
+pub fn cache_hit(source: &build_support::Source) -> Option<PathBuf> {
+    match source {
+        build_support::Source::Cache { entry, .. } => Some(entry.clone()),
+        _ => None,
+    }
 }
 
 /// A fresh temporary folder.
