@@ -45,6 +45,10 @@ pub enum Behaviour {
     StallInBody { body: Vec<u8>, sent: usize, stall: Duration },
     /// 503 for the first `failures` requests, then 200 with `body`.
     Flaky { failures: usize, body: Vec<u8> },
+    /// Headers with the full `Content-Length`, then `chunk` bytes of `body` every `every`.
+    Drip { body: Vec<u8>, chunk: usize, every: Duration },
+    /// `302 Found` to this location.
+    Redirect(String),
 }
 
 struct Route {
@@ -257,6 +261,22 @@ fn respond(
             sleep_unless_stopped(*stall, stop);
             Ok(())
         }
+        Behaviour::Drip { body, chunk, every } => {
+            stream.write_all(&head(200, Some(body.len() as u64)))?;
+            for piece in body.chunks((*chunk).max(1)) {
+                stream.write_all(piece)?;
+                stream.flush()?;
+                sleep_unless_stopped(*every, stop);
+                if stop.load(Ordering::SeqCst) {
+                    break;
+                }
+            }
+            Ok(())
+        }
+        Behaviour::Redirect(location) => stream.write_all(
+            format!("HTTP/1.1 302 Found\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        ),
         Behaviour::Flaky { failures, body } => {
             if seen_before < *failures {
                 respond(stream, &Behaviour::Status(503), seen_before, stop)
@@ -407,6 +427,52 @@ headers = ["include/onnxruntime_c_api.h"]
 "#
     );
     Manifest::parse(&text).expect("the test manifest parses")
+}
+
+/// [`manifest`] with `extra` lines appended to its one distribution (e.g. `unpacked_bytes = 10`).
+pub fn manifest_with(url: &str, sha256: &str, max_bytes: u64, extra: &str) -> Manifest {
+    let base = manifest(url, sha256, max_bytes);
+    let dist = base.dist(DIST).expect("the test dist");
+    let text = format!(
+        r#"schema = 1
+default = "{DIST}"
+
+[[dist]]
+name = "{DIST}"
+description = "synthetic archive served by the test server"
+ort_version = "1.16.2"
+api_version = 16
+target = "x86_64-unknown-linux-gnu"
+kind = "archive"
+url = "{url}"
+sha256 = "{sha256}"
+max_bytes = {max_bytes}
+root = "{ROOT}"
+library = "{}"
+providers = []
+headers = ["include/onnxruntime_c_api.h"]
+{extra}
+"#,
+        dist.library
+    );
+    Manifest::parse(&text).expect("the test manifest parses")
+}
+
+/// A `.tgz` of owned entries whose deflate data is stored, not compressed: each file's bytes
+/// appear as they are in the archive, so one can be altered without breaking the deflate stream.
+pub fn stored_tgz(entries: &[(String, Kind)]) -> Vec<u8> {
+    use std::io::Read as _;
+    // Re-pack the tar inside `tgz_owned`'s output with compression level 0.
+    let mut tar = Vec::new();
+    flate2::read::GzDecoder::new(tgz_owned(entries).as_slice()).read_to_end(&mut tar).expect("inflating a test archive");
+    let mut gz = flate2::GzBuilder::new().mtime(0).write(Vec::new(), flate2::Compression::none());
+    gz.write_all(&tar).expect("gzip into memory");
+    gz.finish().expect("gzip into memory")
+}
+
+/// Where `needle` first occurs in `haystack`.
+pub fn find_bytes(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 /// A configuration for [`DIST`] that reads nothing from the environment; plain http is allowed,
