@@ -247,3 +247,29 @@ fn past_deadline(url: &str, limits: Limits) -> Error {
     );
     Error::Download { url: url.to_owned(), attempts: 1, why }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn https_never_leads_to_http_and_http_needs_the_opt_in() {
+        assert!(check_scheme("https://a/x.tgz", None, false).is_ok());
+        assert!(check_scheme("http://a/x.tgz", None, false).is_err());
+        assert!(check_scheme("http://a/x.tgz", None, true).is_ok());
+        // Even with plain http allowed, an https URL never redirects to it.
+        assert!(check_scheme("http://b/x.tgz", Some("https://a/x.tgz"), true).is_err());
+        assert!(check_scheme("https://b/x.tgz", Some("http://a/x.tgz"), false).is_ok());
+        assert!(check_scheme("ftp://a/x.tgz", None, true).is_err());
+        assert!(check_scheme("file:///etc/passwd", None, true).is_err());
+    }
+
+    #[test]
+    fn redirect_locations_resolve_against_the_current_url() {
+        let base = "https://releases.example/o/r/download/v1.16.2/x.tgz";
+        assert_eq!(resolve(base, "https://objects.example/abc?sig=1"), "https://objects.example/abc?sig=1");
+        assert_eq!(resolve(base, "/other/y.tgz"), "https://releases.example/other/y.tgz");
+        assert_eq!(resolve(base, "//cdn.example/z"), "https://cdn.example/z");
+        assert_eq!(resolve(base, "y.tgz"), "https://releases.example/o/r/download/v1.16.2/y.tgz");
+    }
+}
