@@ -169,7 +169,9 @@ fn seconds(env: &mut EnvReader, var: &'static str, default: u64) -> Result<Durat
     match env.var(var) {
         Some(v) => match v.parse::<u64>() {
             Ok(n) if n > 0 => Ok(Duration::from_secs(n)),
-            _ => Err(Error::BadVariable { var, value: v, why: "expected a whole number of seconds, at least 1".into() }),
+            _ => {
+                Err(Error::BadVariable { var, value: v, why: "expected a whole number of seconds, at least 1".into() })
+            }
         },
         None => Ok(Duration::from_secs(default)),
     }

@@ -63,9 +63,7 @@ pub enum Error {
     Insecure { url: String, from: Option<String>, why: &'static str },
 
     /// A cache entry no longer holds what was installed, and the build cannot reinstall it.
-    #[error(
-        "the cache entry {entry} is damaged: {file} {why}. Nothing in it was used. {remedy}"
-    )]
+    #[error("the cache entry {entry} is damaged: {file} {why}. Nothing in it was used. {remedy}")]
     DamagedEntry { entry: PathBuf, file: String, why: String, remedy: String },
 
     /// Nothing in the cache and downloads are forbidden.

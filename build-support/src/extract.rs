@@ -57,7 +57,8 @@ pub fn extract_tgz(reader: impl Read, dest: &Path, root: &str, bounds: Bounds) -
     Ok(())
 }
 
-const BOUND_PASSED: &str = "the archive expands past the distribution's unpacked-size bound (`unpacked_bytes` of the manifest, plus a margin)";
+const BOUND_PASSED: &str =
+    "the archive expands past the distribution's unpacked-size bound (`unpacked_bytes` of the manifest, plus a margin)";
 
 fn corrupt(why: std::io::Error) -> Error {
     Error::Corrupt { what: "the archive".into(), why: why.to_string() }

@@ -110,7 +110,11 @@ impl fmt::Display for Source {
                 entry.display()
             ),
             Source::Cache { entry, checked: Checked::Hashes { files } } => {
-                write!(f, "the cache {} (checked now: sha256 and size of its {files} files against its record)", entry.display())
+                write!(
+                    f,
+                    "the cache {} (checked now: sha256 and size of its {files} files against its record)",
+                    entry.display()
+                )
             }
             Source::Cache { entry, checked: Checked::Presence } => write!(
                 f,
@@ -118,7 +122,9 @@ impl fmt::Display for Source {
                  the expected files exist)",
                 entry.display()
             ),
-            Source::Download { url, final_url } if url == final_url => write!(f, "a download of {url} (sha256 verified)"),
+            Source::Download { url, final_url } if url == final_url => {
+                write!(f, "a download of {url} (sha256 verified)")
+            }
             Source::Download { url, final_url } => {
                 write!(f, "a download of {url}, redirected to {final_url} (sha256 verified)")
             }

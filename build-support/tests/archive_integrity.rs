@@ -24,7 +24,12 @@ fn mkfifo(path: &Path) {
 }
 
 /// Feeds `first` to the first reader of the FIFO and `second` to every later one, until `stop`.
-fn swapping_writer(fifo: &Path, first: Vec<u8>, second: Vec<u8>, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<usize> {
+fn swapping_writer(
+    fifo: &Path,
+    first: Vec<u8>,
+    second: Vec<u8>,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<usize> {
     let fifo = fifo.to_owned();
     std::thread::spawn(move || {
         let mut served = 0;
@@ -65,7 +70,9 @@ fn archive_from_a_fifo_is_refused_and_the_swap_cannot_happen() {
     stop.store(true, Ordering::SeqCst);
     let served = writer.join().expect("the FIFO writer");
     let err = result.expect_err("a FIFO is not an archive file");
-    let Error::BadVariable { var: "ONNXRT_ARCHIVE", why, .. } = &err else { panic!("expected BadVariable, got {err:?}") };
+    let Error::BadVariable { var: "ONNXRT_ARCHIVE", why, .. } = &err else {
+        panic!("expected BadVariable, got {err:?}")
+    };
     assert!(why.contains("not a regular file"), "{why}");
     assert_eq!(served, 0, "the FIFO was opened for reading");
     assert_cache_clean(&cache);

@@ -21,10 +21,8 @@ fn server_dripping_a_byte_every_3_s_fails_too_slow_within_60_s() {
     let archive = good_archive();
     let sha = sha256(&archive);
     let every = Duration::from_secs(3);
-    let server = Server::start(vec![(
-        "/onnxruntime-linux-x64-1.16.2.tgz",
-        Behaviour::Drip { body: archive, chunk: 1, every },
-    )]);
+    let server =
+        Server::start(vec![("/onnxruntime-linux-x64-1.16.2.tgz", Behaviour::Drip { body: archive, chunk: 1, every })]);
     let tmp = tempdir();
     let cache = tmp.path().join("cache");
     let started = Instant::now();

@@ -464,7 +464,9 @@ pub fn stored_tgz(entries: &[(String, Kind)]) -> Vec<u8> {
     use std::io::Read as _;
     // Re-pack the tar inside `tgz_owned`'s output with compression level 0.
     let mut tar = Vec::new();
-    flate2::read::GzDecoder::new(tgz_owned(entries).as_slice()).read_to_end(&mut tar).expect("inflating a test archive");
+    flate2::read::GzDecoder::new(tgz_owned(entries).as_slice())
+        .read_to_end(&mut tar)
+        .expect("inflating a test archive");
     let mut gz = flate2::GzBuilder::new().mtime(0).write(Vec::new(), flate2::Compression::none());
     gz.write_all(&tar).expect("gzip into memory");
     gz.finish().expect("gzip into memory")
