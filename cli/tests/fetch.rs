@@ -90,7 +90,8 @@ fn fetch_command(cache: &std::path::Path) -> std::process::Command {
     ] {
         command.env_remove(var);
     }
-    command.env("ONNXRT_CACHE_DIR", cache).env("ONNXRT_DIST", "cpu-1.16.2");
+    // The test mirror speaks plain http, which provisioning fetches only when allowed.
+    command.env("ONNXRT_CACHE_DIR", cache).env("ONNXRT_DIST", "cpu-1.16.2").env("ONNXRT_ALLOW_HTTP", "1");
     command
 }
 

@@ -111,7 +111,7 @@ fetch_runs() {
     mkdir -p "$WORK/cache"
     local start end status=ok
     start=$(date +%s.%N)
-    if ! env ONNXRT_DIST="$dist" ONNXRT_MIRROR="http://127.0.0.1:$PORT" ONNXRT_ARCHIVE_SHA256="$sha" \
+    if ! env ONNXRT_DIST="$dist" ONNXRT_MIRROR="http://127.0.0.1:$PORT" ONNXRT_ALLOW_HTTP=1 ONNXRT_ARCHIVE_SHA256="$sha" \
       ONNXRT_CACHE_DIR="$WORK/cache" "$binary" fetch >"$WORK/fetch.out" 2>"$WORK/fetch.err"; then
       status="failed: $(tr '\n' ' ' <"$WORK/fetch.err" | cut -c1-300)"
     fi
@@ -136,7 +136,7 @@ fetch_runs() {
   for i in $(seq "$RUNS"); do
     rm -rf "$WORK/cache"
     mkdir -p "$WORK/cache"
-    ONNXRT_DIST=gpu-1.16.2 ONNXRT_MIRROR="http://127.0.0.1:$PORT" ONNXRT_ARCHIVE_SHA256="$gpu_sha" \
+    ONNXRT_DIST=gpu-1.16.2 ONNXRT_MIRROR="http://127.0.0.1:$PORT" ONNXRT_ALLOW_HTTP=1 ONNXRT_ARCHIVE_SHA256="$gpu_sha" \
       ONNXRT_CACHE_DIR="$WORK/cache" ONNXRT_DOWNLOAD_TIMEOUT=$((70 + i)) timed_cargo_build
   done
   echo
