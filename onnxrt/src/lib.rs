@@ -58,10 +58,14 @@ pub use io_binding::IoBinding;
 pub use memory::{Device, MemoryInfo};
 pub use run_options::{RunOptions, RunTerminator};
 pub use session::{
-    config_keys, Dim, ExecutionMode, ModelMetadata, OptimizationLevel, Outputs, RunFuture, Session, SessionBuilder,
-    ValueInfo,
+    config_keys, Dim, ExecutionMode, ModelFileProblem, ModelMetadata, OptimizationLevel, Outputs, RunFuture, Session,
+    SessionBuilder, SessionInput, ValueInfo,
 };
 pub use value::{TensorInfo, Value, ValueKind};
+
+/// The inputs of a run on a model that has none: `session.run(onnxrt::NO_INPUTS)` (an empty
+/// `&[]` leaves the pair type to infer).
+pub const NO_INPUTS: [(&str, &Value<'static>); 0] = [];
 
 /// Re-exported so callers use the same `half` and `ndarray` as this crate.
 pub use half;
