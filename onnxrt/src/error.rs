@@ -310,7 +310,7 @@ pub enum Error {
     /// what the bytes look like instead (a Git LFS pointer, an HTML page, text, a cut-off copy).
     #[error(
         "{} is not a valid ONNX model ({size} bytes): {problem}\nFix: {}\n(ONNX Runtime said: {message})",
-        path.as_ref().map_or("the model bytes".to_owned(), |p| p.display().to_string()),
+        path.as_ref().map_or("the in-memory model".to_owned(), |p| p.display().to_string()),
         problem.fix()
     )]
     NotOnnxModel {

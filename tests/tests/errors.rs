@@ -222,7 +222,7 @@ fn truncated_model_says_so() {
         }
         other => panic!("expected NotOnnxModel(Truncated), got {other:?}"),
     }
-    assert_mentions(&error, &["the model bytes are not a valid ONNX model", "looks truncated"]);
+    assert_mentions(&error, &["the in-memory model is not a valid ONNX model", "looks truncated"]);
 
     // The whole model still loads: the check only runs after ORT refused the bytes.
     builder().commit_from_memory(&bytes).expect("the full model loads");
@@ -258,7 +258,7 @@ fn text_html_and_git_lfs_pointers_are_named() {
 
     let (_, error) = load_file("empty.onnx", b"");
     assert!(matches!(&error, Error::NotOnnxModel { size: 0, problem: ModelFileProblem::Empty, .. }), "{error}");
-    assert_mentions(&error, &["empty.onnx", "(0 bytes)", "the file is empty"]);
+    assert_mentions(&error, &["empty.onnx", "(0 bytes): it is empty"]);
 }
 
 #[test]

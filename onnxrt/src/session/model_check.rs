@@ -66,7 +66,7 @@ impl ModelFileProblem {
 impl fmt::Display for ModelFileProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ModelFileProblem::Empty => f.write_str("the file is empty"),
+            ModelFileProblem::Empty => f.write_str("it is empty"),
             ModelFileProblem::GitLfsPointer { model_size: Some(size) } => {
                 write!(f, "it is a Git LFS pointer to a {size}-byte file, not the model itself")
             }
@@ -77,7 +77,7 @@ impl fmt::Display for ModelFileProblem {
             ModelFileProblem::Text { first_line } => write!(f, "it is a text file starting {first_line:?}"),
             ModelFileProblem::Truncated { offset, needs, has } => write!(
                 f,
-                "it looks truncated: the field at byte {offset} needs {needs} bytes but the file ends {has} bytes later"
+                "it looks truncated: the field at byte {offset} needs {needs} bytes but only {has} follow"
             ),
             ModelFileProblem::Unrecognised => f.write_str("its bytes do not parse as an ONNX model (damaged or another format)"),
         }
