@@ -209,14 +209,19 @@ fn truncated_model_says_so() {
         }
         other => panic!("expected NotOnnxModel, got {other:?}"),
     }
-    assert_mentions(&error, &["bad_truncated.onnx", "is not a valid ONNX model (51 bytes)", "looks truncated", "again"]);
+    assert_mentions(
+        &error,
+        &["bad_truncated.onnx", "is not a valid ONNX model (51 bytes)", "looks truncated", "again"],
+    );
 
     // A real model cut short, from memory: the graph field runs past the end.
     let bytes = std::fs::read(model("mlp.onnx")).expect("bytes");
     let cut = &bytes[..bytes.len() * 2 / 3];
     let error = builder().commit_from_memory(cut).expect_err("truncated protobuf");
     match &error {
-        Error::NotOnnxModel { path: None, size, problem: ModelFileProblem::Truncated { offset, needs, has }, .. } => {
+        Error::NotOnnxModel {
+            path: None, size, problem: ModelFileProblem::Truncated { offset, needs, has }, ..
+        } => {
             assert_eq!(*size, cut.len() as u64);
             assert!(needs > has && offset < size, "{error}");
         }

@@ -75,11 +75,12 @@ impl fmt::Display for ModelFileProblem {
             }
             ModelFileProblem::Html => f.write_str("it is an HTML page, not a model"),
             ModelFileProblem::Text { first_line } => write!(f, "it is a text file starting {first_line:?}"),
-            ModelFileProblem::Truncated { offset, needs, has } => write!(
-                f,
-                "it looks truncated: the field at byte {offset} needs {needs} bytes but only {has} follow"
-            ),
-            ModelFileProblem::Unrecognised => f.write_str("its bytes do not parse as an ONNX model (damaged or another format)"),
+            ModelFileProblem::Truncated { offset, needs, has } => {
+                write!(f, "it looks truncated: the field at byte {offset} needs {needs} bytes but only {has} follow")
+            }
+            ModelFileProblem::Unrecognised => {
+                f.write_str("its bytes do not parse as an ONNX model (damaged or another format)")
+            }
         }
     }
 }
@@ -146,7 +147,10 @@ fn not_onnx(error: Error, path: Option<&Path>, size: u64, problem: std::io::Resu
 type ReadAt<'a> = dyn FnMut(u64, &mut [u8]) -> std::io::Result<usize> + 'a;
 
 /// Decides what `size` bytes, read through `read_at`, look like.
-fn classify(size: u64, mut read_at: impl FnMut(u64, &mut [u8]) -> std::io::Result<usize>) -> std::io::Result<ModelFileProblem> {
+fn classify(
+    size: u64,
+    mut read_at: impl FnMut(u64, &mut [u8]) -> std::io::Result<usize>,
+) -> std::io::Result<ModelFileProblem> {
     if size == 0 {
         return Ok(ModelFileProblem::Empty);
     }
@@ -263,13 +267,19 @@ mod tests {
         let lfs = b"version https://git-lfs.github.com/spec/v1\noid sha256:4d7a\nsize 102400\n";
         assert_eq!(of(lfs), ModelFileProblem::GitLfsPointer { model_size: Some(102400) });
         assert_eq!(of(b"\n  <!DOCTYPE html><html><body>404</body></html>"), ModelFileProblem::Html);
-        assert_eq!(of(b"{\"error\": \"not found\"}\n"), ModelFileProblem::Text { first_line: "{\"error\": \"not found\"}".into() });
+        assert_eq!(
+            of(b"{\"error\": \"not found\"}\n"),
+            ModelFileProblem::Text { first_line: "{\"error\": \"not found\"}".into() }
+        );
     }
 
     #[test]
     fn truncated_and_unrecognised() {
         // ir_version = 8, then a graph field declaring 100 bytes of which 3 are present.
-        assert_eq!(of(&[0x08, 0x08, 0x3a, 100, 1, 2, 3]), ModelFileProblem::Truncated { offset: 2, needs: 100, has: 3 });
+        assert_eq!(
+            of(&[0x08, 0x08, 0x3a, 100, 1, 2, 3]),
+            ModelFileProblem::Truncated { offset: 2, needs: 100, has: 3 }
+        );
         // Complete fields that ORT still refused: not a truncation.
         assert_eq!(of(&[0x08, 0x08, 0x3a, 1, 0]), ModelFileProblem::Unrecognised);
         // A field ModelProto does not have (field 9, varint).
