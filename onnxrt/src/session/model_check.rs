@@ -91,7 +91,7 @@ const HEAD: usize = 1024;
 /// Whether ORT's error is its protobuf parser refusing the bytes.
 fn is_parse_failure(error: &Error) -> bool {
     matches!(error, Error::Ort { code, message, .. }
-        if *code == ErrorCode::InvalidProtobuf || message.contains("Protobuf parsing failed"))
+        if *code == ErrorCode::InvalidProtobuf || message.to_ascii_lowercase().contains("protobuf parsing failed"))
 }
 
 /// Replaces ORT's parse error for the file at `path` (or any ORT error for an empty file, which
@@ -110,9 +110,11 @@ pub(crate) fn explain_file(error: Error, path: &Path) -> Error {
         file.seek(SeekFrom::Start(offset))?;
         let mut filled = 0;
         while filled < buf.len() {
-            match file.read(&mut buf[filled..])? {
-                0 => break,
-                n => filled += n,
+            match file.read(&mut buf[filled..]) {
+                Ok(0) => break,
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
             }
         }
         Ok(filled)
