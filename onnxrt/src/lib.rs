@@ -23,7 +23,7 @@
 //! ```
 //!
 //! [`Session::run`] takes the inputs in whatever shape you hold them: `&[("a", &a)]`, a
-//! `Vec<(String, Value)>`, a `HashMap<String, Value>`, any iterator of `(name, value)` pairs
+//! `&Vec<(String, Value)>`, a `&HashMap<String, Value>`, any iterator of `(name, &value)` pairs
 //! (see [`SessionInput`]).
 //!
 //! **ndarray and half.** onnxrt uses ndarray 0.17 and half 2, and re-exports them as

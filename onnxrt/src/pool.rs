@@ -94,10 +94,10 @@ impl GpuPool {
 
     /// Runs on the least busy device (ties rotate) and returns which device ran it. Takes inputs
     /// in any form [`Session::run`] does.
-    pub fn run<'d, I>(&self, inputs: I) -> Result<(i32, Outputs<'_>)>
+    pub fn run<'v, 'd: 'v, I>(&self, inputs: I) -> Result<(i32, Outputs<'_>)>
     where
         I: IntoIterator,
-        I::Item: SessionInput<'d>,
+        I::Item: SessionInput<'v, 'd>,
     {
         let start = self.next.fetch_add(1, Ordering::Relaxed);
         let n = self.members.len();

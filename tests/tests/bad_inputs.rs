@@ -87,6 +87,7 @@ const PREVENTED_BY_TYPES: &[(&str, &str)] = &[
     ("a String / usize / char tensor through from_vec (not an Element)", "E0277"),
     ("send an IoBinding to another thread", "E0277"),
     ("set a run tag while a terminator-sharing run reads the options", "E0502"),
+    ("move owned inputs into Session::run (an output may be an input's memory)", "E0277"),
 ];
 
 // ----- helpers -----

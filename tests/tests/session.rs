@@ -381,6 +381,8 @@ fn every_named_config_key_is_accepted() {
 }
 
 /// `run` takes the inputs in whatever shape the caller holds them, and each gives the same sum.
+/// Values are always borrowed (moving them in does not compile:
+/// `tools/reliability/compile_fail/owned_inputs_moved_into_run.rs`).
 #[test]
 fn run_takes_inputs_in_any_shape() {
     use std::collections::{BTreeMap, HashMap};
@@ -394,38 +396,38 @@ fn run_takes_inputs_in_any_shape() {
     let sum = |outputs: onnxrt::Outputs<'_>| outputs.get("sum").expect("sum").to_array::<f32>().expect("f32");
     let (va, vb) = (value(&a), value(&b));
 
-    // Borrowed pairs: a slice, an array by value, a Vec of references.
+    // Borrowed pairs: a slice, an array by value, a Vec of references by value and by reference.
     assert_eq!(sum(s.run(&[("a", &va), ("b", &vb)]).expect("slice")), expected);
     assert_eq!(sum(s.run([("a", &va), ("b", &vb)]).expect("array")), expected);
     let refs: Vec<(&str, &Value<'_>)> = vec![("a", &va), ("b", &vb)];
     assert_eq!(sum(s.run(&refs).expect("&Vec of references")), expected);
+    assert_eq!(sum(s.run(refs).expect("Vec of references")), expected);
     // A borrowed view next to an owned value.
     let view = Value::from_view(b.view()).expect("view");
     assert_eq!(sum(s.run([("a", &va), ("b", &view)]).expect("view")), expected);
 
-    // Owned names and values, by reference and then by value.
+    // Owned names and values, passed by reference.
     let owned: Vec<(String, Value<'static>)> = vec![("a".to_owned(), value(&a)), ("b".to_owned(), value(&b))];
     assert_eq!(sum(s.run(&owned).expect("&Vec<(String, Value)>")), expected);
-    assert_eq!(sum(s.run(owned).expect("Vec<(String, Value)>")), expected);
+    assert_eq!(sum(s.run(&owned[..]).expect("&[(String, Value)]")), expected);
 
-    // Maps, by reference and by value, and values behind smart pointers.
-    let map: HashMap<String, Value<'static>> = [("a".to_owned(), value(&a)), ("b".to_owned(), value(&b))].into();
-    assert_eq!(sum(s.run(&map).expect("&HashMap")), expected);
-    assert_eq!(sum(s.run(map).expect("HashMap")), expected);
+    // Maps, and values behind smart pointers.
+    let map: HashMap<String, Value<'static>> = owned.into_iter().collect();
+    assert_eq!(sum(s.run(&map).expect("&HashMap<String, Value>")), expected);
     let tree: BTreeMap<&str, Arc<Value<'static>>> = [("a", Arc::new(value(&a))), ("b", Arc::new(value(&b)))].into();
-    assert_eq!(sum(s.run(tree).expect("BTreeMap of Arc")), expected);
+    assert_eq!(sum(s.run(&tree).expect("&BTreeMap of Arc")), expected);
     let boxed = [("a", Box::new(value(&a))), ("b", Box::new(value(&b)))];
     assert_eq!(sum(s.run(&boxed).expect("boxed values")), expected);
 
-    // Any iterator of pairs, e.g. names computed on the fly.
-    let values = [&va, &vb];
+    // Any iterator of (name, &value), e.g. names computed on the fly.
     let names = ["a", "b"].map(str::to_owned);
-    assert_eq!(sum(s.run(names.iter().zip(values)).expect("iterator")), expected);
-    assert_eq!(sum(s.run_with(names.iter().zip(values), &["sum"], None).expect("run_with")), expected);
+    assert_eq!(sum(s.run(names.iter().zip([&va, &vb])).expect("iterator")), expected);
+    let chosen = s.run_with(names.iter().zip([&va, &vb]), &["sum"], None).expect("run_with");
+    assert_eq!(sum(chosen), expected);
 
     // Every form is checked like the slice: a wrong name is the same typed error.
     let wrong: HashMap<String, Value<'static>> = [("a".to_owned(), value(&a)), ("c".to_owned(), value(&b))].into();
-    match s.run(wrong) {
+    match s.run(&wrong) {
         Err(Error::UnknownInput { name, .. }) => assert_eq!(name, "c"),
         other => panic!("expected UnknownInput, got {other:?}"),
     }

@@ -196,19 +196,19 @@ impl Session {
 
     /// Runs the model on named inputs and returns every output.
     ///
-    /// `inputs` is any collection or iterator of `(name, value)` pairs, borrowed or owned:
-    /// `&[("x", &x)]`, a `Vec<(String, Value)>`, a `HashMap<String, Value>`... (see
-    /// [`SessionInput`]). Up to 8 inputs and 4 outputs, a run makes no Rust heap allocation.
+    /// `inputs` is any collection or iterator of named values: `&[("x", &x)]`, a
+    /// `&Vec<(String, Value)>`, a `&HashMap<String, Value>`... (see [`SessionInput`]). Up to 8
+    /// inputs and 4 outputs, a run makes no Rust heap allocation.
     ///
     /// # Errors
     /// Typed input errors (see the module docs) before ORT is called; ORT's errors after.
     ///
     /// Corresponds to `OrtApi::Run`.
     #[doc(alias = "Run")]
-    pub fn run<'d, I>(&self, inputs: I) -> Result<Outputs<'_>>
+    pub fn run<'v, 'd: 'v, I>(&self, inputs: I) -> Result<Outputs<'_>>
     where
         I: IntoIterator,
-        I::Item: SessionInput<'d>,
+        I::Item: SessionInput<'v, 'd>,
     {
         self.run_with(inputs, &[], None)
     }
@@ -228,14 +228,19 @@ impl Session {
     ///
     /// Corresponds to `OrtApi::Run`.
     #[doc(alias = "Run")]
-    pub fn run_with<'d, I>(&self, inputs: I, outputs: &[&str], options: Option<&RunOptions>) -> Result<Outputs<'_>>
+    pub fn run_with<'v, 'd: 'v, I>(
+        &self,
+        inputs: I,
+        outputs: &[&str],
+        options: Option<&RunOptions>,
+    ) -> Result<Outputs<'_>>
     where
         I: IntoIterator,
-        I::Item: SessionInput<'d>,
+        I::Item: SessionInput<'v, 'd>,
     {
-        // Owned pairs stay here until ORT is done with them; borrowed ones are just pointers.
+        // The pairs (names may be owned, values are borrowed), on the stack for up to 8 inputs.
         let held: SmallVec<[I::Item; 8]> = inputs.into_iter().collect();
-        let pairs: SmallVec<[(&str, &Value<'d>); 8]> = held.iter().map(|i| (i.name(), i.value())).collect();
+        let pairs: SmallVec<[(&str, &'v Value<'d>); 8]> = held.iter().map(|i| (i.name(), i.value())).collect();
         let inputs = &pairs[..];
         let api = api()?;
         let mut input_names: SmallVec<[*const c_char; 8]> = SmallVec::new();
