@@ -1,7 +1,7 @@
 //! Heap allocations on the Rust side per run, counted by a global allocator (a count, not a
 //! timing, so it is asserted): a steady-state `IoBinding::run` (inputs and a preallocated output
-//! bound once) makes none; `Session::run` makes a few, which are printed
-//! (`cargo test -p onnxrt-benches --test alloc_count -- --nocapture`).
+//! bound once) makes none, and neither does `Session::run` (up to 8 inputs and 4 outputs), with
+//! borrowed or owned input pairs (`cargo test -p onnxrt-benches --test alloc_count -- --nocapture`).
 //!
 //! ORT's own C++ allocations (its arena, its output tensors) do not go through Rust's allocator
 //! and are not counted. Counts are per thread, so tests running beside these are not counted.
@@ -77,26 +77,33 @@ fn steady_state_io_binding_run_allocates_nothing() {
 }
 
 #[test]
-fn session_run_allocations_are_reported() {
+fn session_run_allocates_nothing() {
     for case in cases() {
         let session = session(&case).expect("session");
         let values = inputs(&case).expect("inputs");
         let feeds: Vec<(&str, &onnxrt::Value<'_>)> = case.inputs.iter().copied().zip(values.iter()).collect();
+        // The same inputs as owned names and values, passed by reference.
+        let owned: Vec<(String, onnxrt::Value<'static>)> =
+            case.inputs.iter().map(|name| name.to_string()).zip(inputs(&case).expect("inputs")).collect();
         for _ in 0..3 {
             drop(session.run(&feeds).expect("run"));
+            drop(session.run(&owned).expect("run"));
         }
-        let count = allocations_in(|| {
-            for _ in 0..RUNS {
-                let outputs = session.run(&feeds).expect("run");
-                std::hint::black_box(&outputs);
-            }
-        });
-        println!(
-            "{}: Session::run ({} input(s), 1 output): {} Rust heap allocations per run ({count} in {RUNS} runs)",
-            case.key,
-            case.inputs.len(),
-            count as f64 / RUNS as f64
-        );
+        for (form, feed) in [("&[(&str, &Value)]", 0), ("&Vec<(String, Value)>", 1)] {
+            let count = allocations_in(|| {
+                for _ in 0..RUNS {
+                    let outputs = if feed == 0 { session.run(&feeds) } else { session.run(&owned) }.expect("run");
+                    std::hint::black_box(&outputs);
+                }
+            });
+            println!(
+                "{}: Session::run({form}, {} input(s), 1 output): {} Rust heap allocations per run ({count} in {RUNS} runs)",
+                case.key,
+                case.inputs.len(),
+                count as f64 / RUNS as f64
+            );
+            assert_eq!(count, 0, "{}: Session::run({form}) allocated {count} times in {RUNS} runs", case.key);
+        }
     }
 }
 

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 /// Why a distribution could not be provided.
 // The fields are named for what they hold and shown in the message; documenting each again adds nothing.
 #[allow(missing_docs)]
-#[derive(Debug, thiserror::Error)]
+#[derive(thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// The manifest could not be read or is inconsistent.
@@ -127,5 +127,25 @@ impl Error {
     }
 }
 
+/// The same text as `Display`, so a `main` or build script returning `Result<_, Error>` prints
+/// the message and its fix rather than the variant's fields.
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
+
 /// Shorthand used throughout the crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+
+    #[test]
+    fn debug_is_the_message() {
+        let err = Error::UnknownDist { name: "gpu-9".into(), known: vec!["cpu-1.16.2-registry".into()] };
+        assert_eq!(format!("{err:?}"), err.to_string());
+        assert!(format!("{err:?}").contains("Set ONNXRT_DIST"), "{err:?}");
+    }
+}

@@ -4,6 +4,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use crate::element::ElementType;
+use crate::session::ModelFileProblem;
 
 /// ORT's status codes (`OrtErrorCode`), with room for codes newer runtimes add.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,8 +90,27 @@ fn tried_list(tried: &[LoadAttempt]) -> String {
     tried.iter().map(|t| format!("\n  - {} ({}): {}", t.path.display(), t.origin, t.why)).collect()
 }
 
+fn described(name: Option<&str>) -> String {
+    name.map_or_else(|| "this tensor".to_owned(), |name| format!("output `{name}`"))
+}
+
+/// How to read a tensor of element type `holds`.
+fn how_to_read(holds: ElementType) -> String {
+    match holds {
+        ElementType::String => "read it with strings() or string_bytes()".into(),
+        ElementType::F16 | ElementType::BF16 => format!("read it as {holds} (view::<half::{holds}>)"),
+        ElementType::Complex64 | ElementType::Complex128 | ElementType::Unknown(_) => {
+            "onnxrt cannot read that element type; add a Cast to the model's output".into()
+        }
+        _ => format!("read it as {holds} (view::<{holds}>)"),
+    }
+}
+
 /// Everything that can go wrong, each with what to do about it.
-#[derive(Debug, Clone, thiserror::Error)]
+///
+/// `Debug` prints the same text as `Display`, so `fn main() -> Result<(), onnxrt::Error>` (and
+/// `unwrap`/`expect`) show the message and its fix; match on the variant to inspect fields.
+#[derive(Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// ORT returned an error status.
@@ -197,6 +217,17 @@ pub enum Error {
         hint: String,
     },
 
+    /// A tensor was read as an element type other than the one it holds.
+    #[error("{} holds {holds} elements; {}, not {requested}", described(name.as_deref()), how_to_read(*holds))]
+    ReadTypeMismatch {
+        /// The output the value came from (`None` for values not returned by a session run).
+        name: Option<String>,
+        /// The tensor's element type.
+        holds: ElementType,
+        /// The type it was read as.
+        requested: ElementType,
+    },
+
     /// A value has the wrong rank or a wrong static dimension.
     #[error("`{name}` expects shape {expected} but got {got:?}{hint}")]
     ShapeMismatch {
@@ -275,6 +306,24 @@ pub enum Error {
         message: String,
     },
 
+    /// The model file (or bytes) is not an ONNX model: ORT's protobuf parser refused it. Says
+    /// what the bytes look like instead (a Git LFS pointer, an HTML page, text, a cut-off copy).
+    #[error(
+        "{} is not a valid ONNX model ({size} bytes): {problem}\nFix: {}\n(ONNX Runtime said: {message})",
+        path.as_ref().map_or("the in-memory model".to_owned(), |p| p.display().to_string()),
+        problem.fix()
+    )]
+    NotOnnxModel {
+        /// The file, or `None` for [`crate::SessionBuilder::commit_from_memory`].
+        path: Option<PathBuf>,
+        /// Its size in bytes.
+        size: u64,
+        /// What the bytes look like.
+        problem: ModelFileProblem,
+        /// ORT's message.
+        message: String,
+    },
+
     /// The model needs a newer runtime (opset or IR version too new).
     #[error(
         "{message}\nFix: export the model with an older opset / IR version (ONNX Runtime {runtime} supports \
@@ -343,7 +392,46 @@ pub enum Error {
     },
 }
 
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
 impl Error {
+    /// The variant's name (`"UnknownInput"`, `"Ort"`...), e.g. for a metrics label or a log
+    /// field; `Debug` prints the message instead.
+    pub fn variant(&self) -> &'static str {
+        match self {
+            Error::Ort { .. } => "Ort",
+            Error::RuntimeNotFound { .. } => "RuntimeNotFound",
+            Error::RuntimeTooOld { .. } => "RuntimeTooOld",
+            Error::AlreadyLoaded { .. } => "AlreadyLoaded",
+            Error::Unsupported { .. } => "Unsupported",
+            Error::UnknownInput { .. } => "UnknownInput",
+            Error::UnknownOutput { .. } => "UnknownOutput",
+            Error::DuplicateInput { .. } => "DuplicateInput",
+            Error::MissingInput { .. } => "MissingInput",
+            Error::ElementTypeMismatch { .. } => "ElementTypeMismatch",
+            Error::ReadTypeMismatch { .. } => "ReadTypeMismatch",
+            Error::ShapeMismatch { .. } => "ShapeMismatch",
+            Error::ValueKind { .. } => "ValueKind",
+            Error::DataLength { .. } => "DataLength",
+            Error::BadShape { .. } => "BadShape",
+            Error::NotContiguous { .. } => "NotContiguous",
+            Error::InvalidString { .. } => "InvalidString",
+            Error::InteriorNul { .. } => "InteriorNul",
+            Error::ModelFile { .. } => "ModelFile",
+            Error::NotOnnxModel { .. } => "NotOnnxModel",
+            Error::ModelTooNew { .. } => "ModelTooNew",
+            Error::ProviderNotAvailable { .. } => "ProviderNotAvailable",
+            Error::ProviderLoad { .. } => "ProviderLoad",
+            Error::OutOfMemory { .. } => "OutOfMemory",
+            Error::Terminated { .. } => "Terminated",
+            Error::InvalidArgument { .. } => "InvalidArgument",
+        }
+    }
+
     pub(crate) fn missing(function: &'static str) -> Error {
         Error::Unsupported {
             feature: function.to_owned(),

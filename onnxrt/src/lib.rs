@@ -22,6 +22,16 @@
 //! }
 //! ```
 //!
+//! [`Session::run`] takes the inputs in whatever shape you hold them: `&[("a", &a)]`, a
+//! `&Vec<(String, Value)>`, a `&HashMap<String, Value>`, any iterator of `(name, &value)` pairs
+//! (see [`SessionInput`]).
+//!
+//! **ndarray and half.** onnxrt uses ndarray 0.17 and half 2, and re-exports them as
+//! [`onnxrt::ndarray`](ndarray) and [`onnxrt::half`](half). Build arrays through those paths (or
+//! depend on the same versions: `ndarray = "0.17"`, `half = "2"`): an array of another ndarray
+//! release is a different type, and passing one fails with E0277 (e.g. ndarray-npy 0.10 works
+//! with ndarray 0.17, 0.9 does not).
+//!
 //! What makes this crate different is in its errors: every failure the field guides describe
 //! (library not found, provider that will not load and why, a model input given in NHWC to an
 //! NCHW model, an opset the runtime is too old for) is an [`Error`] variant whose message says
@@ -58,12 +68,16 @@ pub use io_binding::IoBinding;
 pub use memory::{Device, MemoryInfo};
 pub use run_options::{RunOptions, RunTerminator};
 pub use session::{
-    config_keys, Dim, ExecutionMode, ModelMetadata, OptimizationLevel, Outputs, RunFuture, Session, SessionBuilder,
-    ValueInfo,
+    config_keys, Dim, ExecutionMode, ModelFileProblem, ModelMetadata, OptimizationLevel, Outputs, RunFuture, Session,
+    SessionBuilder, SessionInput, ValueInfo,
 };
 pub use value::{TensorInfo, Value, ValueKind};
 
-/// Re-exported so callers use the same `half` and `ndarray` as this crate.
+/// The inputs of a run on a model that has none: `session.run(onnxrt::NO_INPUTS)` (an empty
+/// `&[]` leaves the pair type to infer).
+pub const NO_INPUTS: [(&str, &Value<'static>); 0] = [];
+
+/// Re-exported so callers use the same `half` (2.x) and `ndarray` (0.17) as this crate.
 pub use half;
 pub use ndarray;
 

@@ -9,8 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::error::{Error, Result};
 use crate::providers::cuda::CudaOptions;
-use crate::session::{Outputs, Session, SessionBuilder};
-use crate::value::Value;
+use crate::session::{Outputs, Session, SessionBuilder, SessionInput};
 
 /// One session per CUDA device, sharing the work.
 #[derive(Debug)]
@@ -93,8 +92,13 @@ impl GpuPool {
         self.members.iter().find(|m| m.device == device).map(|m| &m.session)
     }
 
-    /// Runs on the least busy device (ties rotate) and returns which device ran it.
-    pub fn run(&self, inputs: &[(&str, &Value<'_>)]) -> Result<(i32, Outputs<'_>)> {
+    /// Runs on the least busy device (ties rotate) and returns which device ran it. Takes inputs
+    /// in any form [`Session::run`] does.
+    pub fn run<'v, 'd: 'v, I>(&self, inputs: I) -> Result<(i32, Outputs<'_>)>
+    where
+        I: IntoIterator,
+        I::Item: SessionInput<'v, 'd>,
+    {
         let start = self.next.fetch_add(1, Ordering::Relaxed);
         let n = self.members.len();
         let member = (0..n)

@@ -13,7 +13,7 @@
 use std::any::Any;
 use std::ffi::{c_void, CString};
 use std::marker::PhantomData;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use ndarray::{ArrayD, ArrayView, ArrayViewD, Dimension, IxDyn};
 
@@ -100,6 +100,9 @@ pub struct Value<'data> {
     meta: OnceLock<Meta>,
     // False for values over borrowed read-only memory (`from_view`): ORT must never write them.
     writable: bool,
+    // The output this value is, when a session run returned it (shared with the session: no
+    // allocation per run); errors about the value name it.
+    name: Option<Arc<str>>,
     _borrow: PhantomData<&'data [u8]>,
 }
 
@@ -153,19 +156,26 @@ pub(crate) fn element_count(shape: &[i64]) -> Result<usize> {
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Access {
     Read,
+    // Only `copy_from_host` (feature `cuda`) writes.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     Write,
 }
 
-/// Refuses to read or write a tensor as another element type.
-fn check_element(info: &TensorInfo, wanted: ElementType, access: Access) -> Result<()> {
+/// Refuses to read or write a tensor as another element type; `name` is the output's, if known.
+fn check_element(info: &TensorInfo, wanted: ElementType, access: Access, name: Option<&str>) -> Result<()> {
     if info.element_type == wanted {
         return Ok(());
     }
-    let hint = match access {
-        Access::Read => format!("; read it as {}", info.element_type),
-        Access::Write => String::new(),
-    };
-    Err(Error::ElementTypeMismatch { name: "value".into(), expected: info.element_type, got: wanted, hint })
+    let name = name.map(str::to_owned);
+    Err(match access {
+        Access::Read => Error::ReadTypeMismatch { name, holds: info.element_type, requested: wanted },
+        Access::Write => Error::ElementTypeMismatch {
+            name: name.unwrap_or_else(|| "value".into()),
+            expected: info.element_type,
+            got: wanted,
+            hint: String::new(),
+        },
+    })
 }
 
 /// Rust's `bool` may only hold 0 or 1; a model can produce other bytes in a bool tensor.
@@ -338,7 +348,22 @@ impl<'data> Value<'data> {
         if let Some(tensor) = tensor {
             let _ = meta.set(Meta { kind: ValueKind::Tensor, tensor: Some(tensor) });
         }
-        Value { raw, _backing: backing, meta, writable: true, _borrow: PhantomData }
+        Value { raw, _backing: backing, meta, writable: true, name: None, _borrow: PhantomData }
+    }
+
+    /// The output this value is, for values a [`Session::run`](crate::Session::run) returned.
+    pub fn name(&self) -> Option<&str> {
+        self.name.as_deref()
+    }
+
+    pub(crate) fn with_name(mut self, name: Arc<str>) -> Self {
+        self.name = Some(name);
+        self
+    }
+
+    /// How errors refer to this value: its output name, or `value`.
+    fn label(&self) -> String {
+        self.name().unwrap_or("value").to_owned()
     }
 
     /// Kind, element type and shape, read from ORT on first use.
@@ -384,7 +409,7 @@ impl<'data> Value<'data> {
     pub(crate) fn tensor_meta(&self) -> Result<&TensorInfo> {
         let meta = self.meta()?;
         meta.tensor.as_ref().ok_or_else(|| Error::ValueKind {
-            name: "value".into(),
+            name: self.label(),
             expected: "tensor",
             got: meta.kind.name(),
         })
@@ -396,7 +421,7 @@ impl<'data> Value<'data> {
             Ok(())
         } else {
             Err(Error::ValueKind {
-                name: "value".into(),
+                name: self.label(),
                 expected: if expected == ValueKind::Tensor { "tensor" } else { "sequence or map" },
                 got: kind.name(),
             })
@@ -436,11 +461,11 @@ impl<'data> Value<'data> {
     /// Borrows a tensor's elements as an n-dimensional view.
     ///
     /// # Errors
-    /// [`Error::ElementTypeMismatch`] if `T` is not the tensor's element type; [`Error::ValueKind`]
+    /// [`Error::ReadTypeMismatch`] if `T` is not the tensor's element type; [`Error::ValueKind`]
     /// if this is not a tensor; [`Error::InvalidArgument`] if the tensor is in device memory.
     pub fn view<T: Element>(&self) -> Result<ArrayViewD<'_, T>> {
         let info = self.tensor_meta()?;
-        check_element(info, T::TYPE, Access::Read)?;
+        check_element(info, T::TYPE, Access::Read, self.name())?;
         let shape: Vec<usize> = info.shape.iter().map(|&d| d.max(0) as usize).collect();
         let len = info.len();
         if len == 0 {
@@ -471,7 +496,7 @@ impl<'data> Value<'data> {
     #[doc(alias = "GetStringTensorContent")]
     pub fn string_bytes(&self) -> Result<Vec<Vec<u8>>> {
         let info = self.tensor_meta()?;
-        check_element(info, ElementType::String, Access::Write)?;
+        check_element(info, ElementType::String, Access::Read, self.name())?;
         let count = info.len();
         let api = api()?;
         let mut total = 0usize;
@@ -619,7 +644,7 @@ impl Value<'_> {
     /// Fills a tensor (host or CUDA memory) from host data of the same element type and length.
     pub fn copy_from_host<T: Element>(&mut self, data: &[T]) -> Result<()> {
         let (ptr, info) = self.raw_data()?;
-        check_element(&info, T::TYPE, Access::Write)?;
+        check_element(&info, T::TYPE, Access::Write, self.name())?;
         if info.len() != data.len() {
             return Err(Error::DataLength { expected: info.len(), shape: info.shape, got: data.len() });
         }
@@ -631,7 +656,7 @@ impl Value<'_> {
     /// Copies a tensor (host or CUDA memory) into a host array.
     pub fn copy_to_host<T: Element>(&self) -> Result<ArrayD<T>> {
         let (ptr, info) = self.raw_data()?;
-        check_element(&info, T::TYPE, Access::Read)?;
+        check_element(&info, T::TYPE, Access::Read, self.name())?;
         let bytes = info.len() * std::mem::size_of::<T>();
         let mut raw_bytes = vec![0u8; bytes];
         // SAFETY: the tensor holds `bytes` bytes; `raw_bytes` has exactly that many.

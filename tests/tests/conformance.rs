@@ -69,8 +69,7 @@ type Step<T> = Result<T, Outcome>;
 /// The variant name of an error (`Ort(NotImplemented)`, `ModelTooNew`...) and the first line of
 /// its message, without the model's path.
 fn describe(error: &Error, case: &TestCase) -> String {
-    let debug = format!("{error:?}");
-    let variant = debug.split([' ', '{', '(']).next().unwrap_or("?");
+    let variant = error.variant();
     let variant = match error {
         Error::Ort { code, .. } => format!("{variant}({code:?})"),
         _ => variant.to_owned(),

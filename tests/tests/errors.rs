@@ -2,7 +2,7 @@
 //! do. Each test checks the variant, its fields, and the actionable part of `Display`.
 
 use ndarray::{Array3, Array4};
-use onnxrt::{ElementType, Environment, Error, ErrorCode, Value};
+use onnxrt::{ElementType, Environment, Error, ModelFileProblem, Value};
 use onnxrt_tests::{builder, env, model, session};
 
 fn add_inputs() -> (Value<'static>, Value<'static>) {
@@ -63,7 +63,7 @@ fn missing_input() {
     assert_mentions(&error, &["`b`", "f32", "[2, 3]", "missing"]);
     // No inputs at all names the first one.
     assert!(matches!(
-        s.run(&[]),
+        s.run(onnxrt::NO_INPUTS),
         Err(Error::MissingInput { ref name, .. }) if name == "a"
     ));
 }
@@ -92,11 +92,34 @@ fn element_type_mismatch_suggests_conversion() {
     }
     assert_mentions(&error, &["`b`", "f32", "f64", "as f32"]);
 
-    // Other pairs get a generic conversion hint.
+    // Other pairs get a generic conversion hint, which names each type once.
     let b = Value::from_vec(&[2, 3], vec![2i64; 6]).expect("i64");
     let error = s.run(&[("a", &a), ("b", &b)]).expect_err("i64 for f32");
     assert!(matches!(error, Error::ElementTypeMismatch { got: ElementType::I64, .. }));
-    assert_mentions(&error, &["convert", "f32"]);
+    assert_eq!(error.to_string(), "`b` expects f32 elements but got i64; convert the data to f32");
+}
+
+#[test]
+fn debug_prints_the_message() {
+    let s = session("add_f32.onnx");
+    let (a, _) = add_inputs();
+    let error = s.run(&[("a", &a), ("c", &a)]).expect_err("no input named c");
+    assert_eq!(format!("{error:?}"), error.to_string());
+    assert_eq!(error.variant(), "UnknownInput");
+
+    // What a program whose `main` returns `Result<(), onnxrt::Error>` prints: the message and
+    // its fix, exactly as Display shows it.
+    let dir = std::env::temp_dir().join(format!("onnxrt-tests-main-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("model.onnx");
+    std::fs::write(&path, b"version https://git-lfs.github.com/spec/v1\nsize 10\n").expect("write");
+    let expected = builder().commit_from_file(&path).expect_err("an LFS pointer").to_string();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_main-returns-error")).arg(&path).output().expect("run");
+    std::fs::remove_dir_all(&dir).expect("clean up");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr, format!("Error: {expected}\n"));
+    assert!(stderr.contains("\nFix: fetch the real file"), "{stderr}");
 }
 
 #[test]
@@ -161,27 +184,86 @@ fn model_file_missing() {
     assert_mentions(&error, &["onnxrt-tests-no-such-model.onnx", "No such file"]);
 }
 
+/// Writes `bytes` as `name` in a fresh temporary folder and loads it as a model.
+fn load_file(name: &str, bytes: &[u8]) -> (std::path::PathBuf, Error) {
+    let dir = std::env::temp_dir().join(format!("onnxrt-tests-not-onnx-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).expect("write");
+    let error = builder().commit_from_file(&path).expect_err("not an ONNX model");
+    std::fs::remove_file(&path).expect("remove");
+    (path, error)
+}
+
 #[test]
-fn truncated_model_is_invalid_protobuf() {
+fn truncated_model_says_so() {
     let path = model("bad_truncated.onnx");
+    let size = std::fs::metadata(&path).expect("size").len();
     let error = builder().commit_from_file(&path).expect_err("truncated protobuf");
     match &error {
-        Error::Ort { function, code, message } => {
-            assert_eq!(*function, "CreateSession");
-            assert_eq!(*code, ErrorCode::InvalidProtobuf);
-            assert!(message.contains("Protobuf parsing failed"), "{message}");
+        Error::NotOnnxModel { path: p, size: s, problem, message } => {
+            assert_eq!(p.as_deref(), Some(path.as_path()));
+            assert_eq!(*s, size);
+            assert!(matches!(problem, ModelFileProblem::Truncated { .. }), "{problem:?}");
+            assert!(message.contains("Protobuf parsing failed"), "ORT's words are kept: {message}");
         }
-        other => panic!("expected Error::Ort, got {other:?}"),
+        other => panic!("expected NotOnnxModel, got {other:?}"),
     }
-    assert_mentions(&error, &["CreateSession", "InvalidProtobuf", "bad_truncated.onnx"]);
-
-    // The same from memory.
-    let bytes = std::fs::read(&path).expect("bytes");
-    let error = builder().commit_from_memory(&bytes).expect_err("truncated protobuf");
-    assert!(
-        matches!(error, Error::Ort { function: "CreateSessionFromArray", code: ErrorCode::InvalidProtobuf, .. }),
-        "{error:?}"
+    assert_mentions(
+        &error,
+        &["bad_truncated.onnx", "is not a valid ONNX model (51 bytes)", "looks truncated", "again"],
     );
+
+    // A real model cut short, from memory: the graph field runs past the end.
+    let bytes = std::fs::read(model("mlp.onnx")).expect("bytes");
+    let cut = &bytes[..bytes.len() * 2 / 3];
+    let error = builder().commit_from_memory(cut).expect_err("truncated protobuf");
+    match &error {
+        Error::NotOnnxModel {
+            path: None, size, problem: ModelFileProblem::Truncated { offset, needs, has }, ..
+        } => {
+            assert_eq!(*size, cut.len() as u64);
+            assert!(needs > has && offset < size, "{error}");
+        }
+        other => panic!("expected NotOnnxModel(Truncated), got {other:?}"),
+    }
+    assert_mentions(&error, &["the in-memory model is not a valid ONNX model", "looks truncated"]);
+
+    // The whole model still loads: the check only runs after ORT refused the bytes.
+    builder().commit_from_memory(&bytes).expect("the full model loads");
+}
+
+#[test]
+fn text_html_and_git_lfs_pointers_are_named() {
+    let pointer = b"version https://git-lfs.github.com/spec/v1\n\
+        oid sha256:5f2c1d8e0f4b6a3c9d7e1f0a2b4c6d8e0f1a3b5c7d9e1f2a4b6c8d0e2f4a6b8c\nsize 2908\n";
+    let (_, error) = load_file("model.onnx", pointer);
+    match &error {
+        Error::NotOnnxModel { size, problem, .. } => {
+            assert_eq!(*size, pointer.len() as u64);
+            assert_eq!(*problem, ModelFileProblem::GitLfsPointer { model_size: Some(2908) });
+        }
+        other => panic!("expected NotOnnxModel, got {other:?}"),
+    }
+    assert_mentions(&error, &["Git LFS pointer to a 2908-byte file", "git lfs pull", "model.onnx"]);
+
+    let page = b"<!DOCTYPE html>\n<html><head><title>Sign in</title></head><body>...</body></html>\n";
+    let (_, error) = load_file("resnet.onnx", page);
+    assert!(matches!(&error, Error::NotOnnxModel { problem: ModelFileProblem::Html, .. }), "{error}");
+    assert_mentions(&error, &["resnet.onnx", "is an HTML page", "download the model again"]);
+
+    let (_, error) = load_file("notes.onnx", b"ir_version: 8\ngraph { node { op_type: \"Add\" } }\n");
+    match &error {
+        Error::NotOnnxModel { problem: ModelFileProblem::Text { first_line }, .. } => {
+            assert_eq!(first_line, "ir_version: 8");
+        }
+        other => panic!("expected NotOnnxModel(Text), got {other:?}"),
+    }
+    assert_mentions(&error, &["notes.onnx", "text file starting \"ir_version: 8\"", "binary .onnx"]);
+
+    let (_, error) = load_file("empty.onnx", b"");
+    assert!(matches!(&error, Error::NotOnnxModel { size: 0, problem: ModelFileProblem::Empty, .. }), "{error}");
+    assert_mentions(&error, &["empty.onnx", "(0 bytes): it is empty"]);
 }
 
 #[test]

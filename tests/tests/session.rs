@@ -379,3 +379,58 @@ fn every_named_config_key_is_accepted() {
     let x = Value::from_vec(&[1, 16], vec![0.5f32; 16]).expect("input");
     assert_eq!(s.run(&[("x", &x)]).expect("run")[0].tensor_info().expect("info").shape, [1, 4]);
 }
+
+/// `run` takes the inputs in whatever shape the caller holds them, and each gives the same sum.
+/// Values are always borrowed (moving them in does not compile:
+/// `tools/reliability/compile_fail/owned_inputs_moved_into_run.rs`).
+#[test]
+fn run_takes_inputs_in_any_shape() {
+    use std::collections::{BTreeMap, HashMap};
+    use std::sync::Arc;
+
+    let s = session("add_f32.onnx");
+    let a = ramp((2, 3), 0.5);
+    let b = ramp((2, 3), -0.25);
+    let expected = (&a + &b).into_dyn();
+    let value = |x: &Array2<f32>| Value::from_array(x.clone()).expect("value");
+    let sum = |outputs: onnxrt::Outputs<'_>| outputs.get("sum").expect("sum").to_array::<f32>().expect("f32");
+    let (va, vb) = (value(&a), value(&b));
+
+    // Borrowed pairs: a slice, an array by value, a Vec of references by value and by reference.
+    assert_eq!(sum(s.run(&[("a", &va), ("b", &vb)]).expect("slice")), expected);
+    assert_eq!(sum(s.run([("a", &va), ("b", &vb)]).expect("array")), expected);
+    let refs: Vec<(&str, &Value<'_>)> = vec![("a", &va), ("b", &vb)];
+    assert_eq!(sum(s.run(&refs).expect("&Vec of references")), expected);
+    assert_eq!(sum(s.run(refs).expect("Vec of references")), expected);
+    // A borrowed view next to an owned value.
+    let view = Value::from_view(b.view()).expect("view");
+    assert_eq!(sum(s.run([("a", &va), ("b", &view)]).expect("view")), expected);
+
+    // Owned names and values, passed by reference.
+    let owned: Vec<(String, Value<'static>)> = vec![("a".to_owned(), value(&a)), ("b".to_owned(), value(&b))];
+    assert_eq!(sum(s.run(&owned).expect("&Vec<(String, Value)>")), expected);
+    assert_eq!(sum(s.run(&owned[..]).expect("&[(String, Value)]")), expected);
+
+    // Maps, and values behind smart pointers.
+    let map: HashMap<String, Value<'static>> = owned.into_iter().collect();
+    assert_eq!(sum(s.run(&map).expect("&HashMap<String, Value>")), expected);
+    let tree: BTreeMap<&str, Arc<Value<'static>>> = [("a", Arc::new(value(&a))), ("b", Arc::new(value(&b)))].into();
+    assert_eq!(sum(s.run(&tree).expect("&BTreeMap of Arc")), expected);
+    let boxed = [("a", Box::new(value(&a))), ("b", Box::new(value(&b)))];
+    assert_eq!(sum(s.run(&boxed).expect("boxed values")), expected);
+
+    // Any iterator of (name, &value), e.g. names computed on the fly.
+    let names = ["a", "b"].map(str::to_owned);
+    assert_eq!(sum(s.run(names.iter().zip([&va, &vb])).expect("iterator")), expected);
+    let chosen = s.run_with(names.iter().zip([&va, &vb]), &["sum"], None).expect("run_with");
+    assert_eq!(sum(chosen), expected);
+
+    // Every form is checked like the slice: a wrong name is the same typed error.
+    let wrong: HashMap<String, Value<'static>> = [("a".to_owned(), value(&a)), ("c".to_owned(), value(&b))].into();
+    match s.run(&wrong) {
+        Err(Error::UnknownInput { name, .. }) => assert_eq!(name, "c"),
+        other => panic!("expected UnknownInput, got {other:?}"),
+    }
+    // A model without inputs takes NO_INPUTS.
+    assert!(matches!(s.run(onnxrt::NO_INPUTS), Err(Error::MissingInput { .. })));
+}

@@ -83,7 +83,9 @@ fn identity_round_trip_strings_with_utf8() {
     let bytes: Vec<&[u8]> = strings.iter().map(|s| s.as_bytes()).collect();
     assert_eq!(outputs[0].string_bytes().expect("bytes"), bytes);
     // A string tensor is not readable as numbers, and numbers not as strings.
-    assert!(matches!(outputs[0].view::<u8>(), Err(Error::ElementTypeMismatch { .. })));
+    let error = outputs[0].view::<u8>().expect_err("strings are not u8");
+    assert!(matches!(error, Error::ReadTypeMismatch { holds: ElementType::String, requested: ElementType::U8, .. }));
+    assert_eq!(error.to_string(), "output `y` holds string elements; read it with strings() or string_bytes(), not u8");
 }
 
 #[test]
@@ -224,23 +226,48 @@ fn map_output() {
     let expected: BTreeMap<String, f32> =
         ["cat", "dog", "fish"].iter().map(|k| k.to_string()).zip(probabilities).collect();
     assert_eq!(got, expected);
-    // A sequence is not a map.
+    // A sequence is not a map, nor a tensor; the errors name the output.
     assert!(matches!(probs.map_entries(), Err(Error::ValueKind { .. })));
+    let error = probs.view::<f32>().expect_err("a sequence is not a tensor");
+    assert_eq!(error.to_string(), "`probs` is a sequence, not a tensor");
 }
 
 #[test]
-fn reading_with_the_wrong_type() {
-    let s = session("identity_f32.onnx");
-    let x = Value::from_vec(&[1, 2], vec![1.0f32, 2.0]).expect("x");
-    let outputs = s.run(&[("x", &x)]).expect("runs");
-    match outputs[0].view::<i64>() {
-        Err(Error::ElementTypeMismatch { expected, got, hint, .. }) => {
-            assert_eq!((expected, got), (ElementType::F32, ElementType::I64));
-            assert!(hint.contains("f32"), "the hint names the right type: {hint}");
+fn reading_with_the_wrong_type_names_the_output() {
+    let s = session("add_f32.onnx");
+    let a = Value::from_vec(&SHAPE, vec![1.0f32; 6]).expect("a");
+    let b = Value::from_vec(&SHAPE, vec![2.0f32; 6]).expect("b");
+    let mut outputs = s.run(&[("a", &a), ("b", &b)]).expect("runs");
+    assert_eq!(outputs[0].name(), Some("sum"));
+    let error = outputs[0].view::<i64>().expect_err("f32 read as i64");
+    match &error {
+        Error::ReadTypeMismatch { name, holds, requested } => {
+            assert_eq!(name.as_deref(), Some("sum"));
+            assert_eq!((*holds, *requested), (ElementType::F32, ElementType::I64));
         }
-        other => panic!("expected ElementTypeMismatch, got {other:?}"),
+        other => panic!("expected ReadTypeMismatch, got {other:?}"),
     }
-    assert!(matches!(outputs[0].to_array::<f64>(), Err(Error::ElementTypeMismatch { .. })));
-    assert!(matches!(outputs[0].strings(), Err(Error::ElementTypeMismatch { .. })));
-    assert!(matches!(x.view::<i64>(), Err(Error::ElementTypeMismatch { .. })));
+    assert_eq!(error.to_string(), "output `sum` holds f32 elements; read it as f32 (view::<f32>), not i64");
+    let error = outputs[0].to_array::<f64>().expect_err("f32 read as f64");
+    assert_eq!(error.to_string(), "output `sum` holds f32 elements; read it as f32 (view::<f32>), not f64");
+    let error = outputs[0].strings().expect_err("f32 read as strings");
+    assert_eq!(error.to_string(), "output `sum` holds f32 elements; read it as f32 (view::<f32>), not string");
+    // A value taken out of the outputs keeps its name.
+    let sum = outputs.take("sum").expect("sum");
+    assert_eq!(sum.name(), Some("sum"));
+    assert!(sum.view::<u8>().expect_err("u8").to_string().starts_with("output `sum` holds f32"));
+    // A value the caller made has no name.
+    assert_eq!(a.name(), None);
+    assert_eq!(
+        a.view::<i64>().expect_err("f32 read as i64").to_string(),
+        "this tensor holds f32 elements; read it as f32 (view::<f32>), not i64"
+    );
+    // Half-precision outputs point to the `half` types.
+    let s = session("identity_f16.onnx");
+    let x = Value::from_vec(&SHAPE, vec![f16::from_f32(1.0); 6]).expect("f16");
+    let outputs = s.run(&[("x", &x)]).expect("runs");
+    assert_eq!(
+        outputs[0].view::<f32>().expect_err("f16 read as f32").to_string(),
+        "output `y` holds f16 elements; read it as f16 (view::<half::f16>), not f32"
+    );
 }

@@ -11,7 +11,7 @@ use crate::env::{Environment, LogLevel};
 use crate::error::{Error, Result};
 use crate::handle::Owned;
 use crate::providers::ProviderRequest;
-use crate::session::Session;
+use crate::session::{model_check, Session};
 use crate::status::ort;
 
 /// Session configuration keys people need, for [`SessionBuilder::config_entry`] (names as in
@@ -219,7 +219,9 @@ impl SessionBuilder {
     /// Makes a session from a model file.
     ///
     /// # Errors
-    /// [`Error::ModelFile`] if the file cannot be read; [`Error::ModelTooNew`]; ORT's errors;
+    /// [`Error::ModelFile`] if the file cannot be read; [`Error::NotOnnxModel`] if it is not an
+    /// ONNX model (says whether it is a Git LFS pointer, an HTML page, text or cut short);
+    /// [`Error::ModelTooNew`]; ORT's errors;
     /// provider errors (see [`crate::providers`]).
     ///
     /// Corresponds to `OrtApi::CreateSession`.
@@ -238,13 +240,17 @@ impl SessionBuilder {
         let mut raw = std::ptr::null_mut();
         // SAFETY: env and options are live; the path is NUL-terminated and outlives the call.
         let created = unsafe { ort!(api, CreateSession(env.as_ptr(), path_c.as_ptr(), options.as_ptr(), &mut raw)) };
-        let created = created.map_err(|e| prepared.explain(e, &env));
+        let created = created.map_err(|e| model_check::explain_file(prepared.explain(e, &env), path));
         created?;
         // SAFETY: on success we own the session.
         Session::new(unsafe { Owned::from_raw(raw) }?, env, prepared)
     }
 
     /// Makes a session from model bytes (ORT copies them).
+    ///
+    /// # Errors
+    /// [`Error::NotOnnxModel`] if the bytes are not an ONNX model; as
+    /// [`SessionBuilder::commit_from_file`] otherwise.
     ///
     /// Corresponds to `OrtApi::CreateSessionFromArray`.
     #[doc(alias = "CreateSessionFromArray")]
@@ -259,7 +265,7 @@ impl SessionBuilder {
                 CreateSessionFromArray(env.as_ptr(), model.as_ptr().cast(), model.len(), options.as_ptr(), &mut raw)
             )
         };
-        created.map_err(|e| prepared.explain(e, &env))?;
+        created.map_err(|e| model_check::explain_bytes(prepared.explain(e, &env), model))?;
         // SAFETY: on success we own the session.
         Session::new(unsafe { Owned::from_raw(raw) }?, env, prepared)
     }

@@ -9,7 +9,9 @@
 
 pub(crate) mod builder;
 pub(crate) mod info;
+mod input;
 pub(crate) mod metadata;
+pub(crate) mod model_check;
 mod run_async;
 pub(crate) mod validate;
 
@@ -38,7 +40,9 @@ type OutputValues = SmallVec<[Value<'static>; 4]>;
 
 pub use builder::{config_keys, ExecutionMode, OptimizationLevel, SessionBuilder};
 pub use info::{Dim, ValueInfo};
+pub use input::SessionInput;
 pub use metadata::ModelMetadata;
+pub use model_check::ModelFileProblem;
 pub use run_async::RunFuture;
 
 pub(crate) struct Inner {
@@ -51,6 +55,8 @@ pub(crate) struct Inner {
     pub(crate) output_names: Vec<CString>,
     // Pointers into `output_names` (heap data that never moves), ready for Run.
     output_name_ptrs: Vec<*const c_char>,
+    // Output names shared with the values a run returns (naming them in errors costs no allocation).
+    output_labels: Vec<Arc<str>>,
     // Some when ORT's Run is not thread-safe for this session's providers (TensorRT < 1.17).
     pub(crate) run_lock: Option<Mutex<()>>,
     providers: Vec<&'static str>,
@@ -111,6 +117,7 @@ impl Session {
         let input_names = c_names(&inputs)?;
         let output_names = c_names(&outputs)?;
         let output_name_ptrs = output_names.iter().map(|n| n.as_ptr()).collect();
+        let output_labels = outputs.iter().map(|o| Arc::from(o.name.as_str())).collect();
         let run_lock = prepared.serialize_runs.then(|| Mutex::new(()));
         Ok(Session {
             inner: Arc::new(Inner {
@@ -121,6 +128,7 @@ impl Session {
                 input_names,
                 output_names,
                 output_name_ptrs,
+                output_labels,
                 run_lock,
                 in_flight: Arc::default(),
                 providers: prepared.registered,
@@ -188,12 +196,20 @@ impl Session {
 
     /// Runs the model on named inputs and returns every output.
     ///
+    /// `inputs` is any collection or iterator of named values: `&[("x", &x)]`, a
+    /// `&Vec<(String, Value)>`, a `&HashMap<String, Value>`... (see [`SessionInput`]). Up to 8
+    /// inputs and 4 outputs, a run makes no Rust heap allocation.
+    ///
     /// # Errors
     /// Typed input errors (see the module docs) before ORT is called; ORT's errors after.
     ///
     /// Corresponds to `OrtApi::Run`.
     #[doc(alias = "Run")]
-    pub fn run(&self, inputs: &[(&str, &Value<'_>)]) -> Result<Outputs<'_>> {
+    pub fn run<'v, 'd: 'v, I>(&self, inputs: I) -> Result<Outputs<'_>>
+    where
+        I: IntoIterator,
+        I::Item: SessionInput<'v, 'd>,
+    {
         self.run_with(inputs, &[], None)
     }
 
@@ -212,12 +228,20 @@ impl Session {
     ///
     /// Corresponds to `OrtApi::Run`.
     #[doc(alias = "Run")]
-    pub fn run_with(
+    pub fn run_with<'v, 'd: 'v, I>(
         &self,
-        inputs: &[(&str, &Value<'_>)],
+        inputs: I,
         outputs: &[&str],
         options: Option<&RunOptions>,
-    ) -> Result<Outputs<'_>> {
+    ) -> Result<Outputs<'_>>
+    where
+        I: IntoIterator,
+        I::Item: SessionInput<'v, 'd>,
+    {
+        // The pairs (names may be owned, values are borrowed), on the stack for up to 8 inputs.
+        let held: SmallVec<[I::Item; 8]> = inputs.into_iter().collect();
+        let pairs: SmallVec<[(&str, &'v Value<'d>); 8]> = held.iter().map(|i| (i.name(), i.value())).collect();
+        let inputs = &pairs[..];
         let api = api()?;
         let mut input_names: SmallVec<[*const c_char; 8]> = SmallVec::new();
         let mut input_values: SmallVec<[*const OrtValue; 8]> = SmallVec::new();
@@ -264,10 +288,11 @@ impl Session {
         // Take ownership of whatever ORT produced before looking at the status, so nothing leaks.
         let mut values = OutputValues::new();
         let mut missing = false;
-        for p in output_values {
+        for (position, p) in output_values.into_iter().enumerate() {
+            let label = &self.inner.output_labels[output_indices.as_ref().map_or(position, |i| i[position])];
             // SAFETY: each non-null pointer is a new value ORT handed to us.
             match unsafe { Owned::from_raw(p) } {
-                Ok(owned) => values.push(Value::from_owned(owned)),
+                Ok(owned) => values.push(Value::from_owned(owned).with_name(Arc::clone(label))),
                 Err(_) => missing = true,
             }
         }

@@ -49,7 +49,7 @@ fn check_value(info: &ValueInfo, value: &Value<'_>) -> Result<()> {
         if expected != tensor.element_type {
             let hint = match (expected, tensor.element_type) {
                 (ElementType::F32, ElementType::F64) => "; convert with `.mapv(|x| x as f32)`".to_owned(),
-                (expected, got) => format!("; convert the data to {expected} (got {got})"),
+                (expected, _) => format!("; convert the data to {expected}"),
             };
             return Err(Error::ElementTypeMismatch {
                 name: info.name.clone(),

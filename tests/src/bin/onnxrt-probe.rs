@@ -52,7 +52,5 @@ fn main() {
 }
 
 fn report(error: &onnxrt::Error) {
-    let debug = format!("{error:?}");
-    let variant = debug.split(['{', '(', ' ']).next().unwrap_or_default();
-    println!("ERR {variant}: {error}");
+    println!("ERR {}: {error}", error.variant());
 }

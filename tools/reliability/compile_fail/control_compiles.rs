@@ -16,7 +16,7 @@ fn main() -> onnxrt::Result<()> {
     options.set_tag("before")?;
     let terminator = options.terminator();
     std::thread::scope(|s| {
-        s.spawn(|| session.run_with(&[], &[], Some(&options)).map(drop));
+        s.spawn(|| session.run_with(onnxrt::NO_INPUTS, &[], Some(&options)).map(drop));
         terminator.terminate().expect("terminate");
     });
     Ok(())
