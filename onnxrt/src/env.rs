@@ -9,7 +9,8 @@
 use std::collections::VecDeque;
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::{Arc, Mutex, Weak};
+use std::mem::ManuallyDrop;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 
 use onnxrt_sys::OrtEnv;
 
@@ -93,7 +94,8 @@ pub struct GlobalThreadPools {
 
 /// The ORT environment. See the module docs.
 pub struct Environment {
-    raw: Owned<OrtEnv>,
+    // Released in `Drop`, under the registry lock (see `Registry`).
+    raw: ManuallyDrop<Owned<OrtEnv>>,
     // Boxed so its address, handed to ORT as the logger's `param`, never moves; dropped after `raw`.
     logger: Box<LoggerState>,
     name: String,
@@ -115,7 +117,44 @@ impl std::fmt::Debug for Environment {
     }
 }
 
-static CURRENT: Mutex<Weak<Environment>> = Mutex::new(Weak::new());
+/// The process's environment, as far as ORT is concerned.
+///
+/// ORT keeps one refcounted `OrtEnv` per process and hands the live one to every create call,
+/// ignoring the new logger. The `Weak` below stops upgrading as soon as the last `Arc` goes,
+/// but ORT's env (and the `LoggerState` it logs into) lives until `Drop for Environment` has
+/// released it; a create in that gap would get the old env, logging into a box about to be
+/// freed. So `unreleased` counts envs not yet released, and creating waits until it is zero.
+struct Registry {
+    current: Weak<Environment>,
+    unreleased: usize,
+}
+
+static REGISTRY: Mutex<Registry> = Mutex::new(Registry { current: Weak::new(), unreleased: 0 });
+// Signalled when an environment has been released.
+static RELEASED: Condvar = Condvar::new();
+
+/// The registry, locked, once no environment is between its last `Arc` and its release: the
+/// caller sees either a live environment or none at all in ORT.
+fn settled_registry() -> MutexGuard<'static, Registry> {
+    let mut registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+    while registry.unreleased > 0 && registry.current.strong_count() == 0 {
+        registry = RELEASED.wait(registry).unwrap_or_else(|e| e.into_inner());
+    }
+    registry
+}
+
+impl Drop for Environment {
+    fn drop(&mut self) {
+        let mut registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+        // SAFETY: taken exactly once, here. Released under the lock, so no create call can get
+        // this OrtEnv from ORT while (or after) its logger state goes; the state is dropped
+        // after this, when ORT no longer has the env.
+        drop(unsafe { ManuallyDrop::take(&mut self.raw) });
+        registry.unreleased = registry.unreleased.saturating_sub(1);
+        drop(registry);
+        RELEASED.notify_all();
+    }
+}
 
 impl Environment {
     /// Settings for a new environment.
@@ -125,12 +164,13 @@ impl Environment {
 
     /// The live environment, or a new one with default settings.
     pub fn global() -> Result<Arc<Environment>> {
-        let mut current = CURRENT.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(env) = current.upgrade() {
+        let mut registry = settled_registry();
+        if let Some(env) = registry.current.upgrade() {
             return Ok(env);
         }
         let env = Arc::new(Environment::builder().create()?);
-        *current = Arc::downgrade(&env);
+        registry.current = Arc::downgrade(&env);
+        registry.unreleased += 1;
         Ok(env)
     }
 
@@ -197,15 +237,20 @@ impl EnvironmentBuilder {
     /// Corresponds to `OrtApi::CreateEnvWithCustomLogger` (or `...AndGlobalThreadPools`).
     #[doc(alias = "CreateEnvWithCustomLogger")]
     pub fn commit(self) -> Result<Arc<Environment>> {
-        let mut current = CURRENT.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(existing) = current.upgrade() {
+        let mut registry = settled_registry();
+        if let Some(existing) = registry.current.upgrade() {
+            let existing_name = existing.name.clone();
+            // `existing` may be the last reference now: its drop takes the lock, so let go first.
+            drop(registry);
+            drop(existing);
             return Err(Error::InvalidArgument {
                 what: format!("a second environment `{}`", self.name),
-                why: format!("environment `{}` is alive; ORT allows one per process. Build it once at start-up, or use Environment::global()", existing.name),
+                why: format!("environment `{existing_name}` is alive; ORT allows one per process. Build it once at start-up, or use Environment::global()"),
             });
         }
         let env = Arc::new(self.create()?);
-        *current = Arc::downgrade(&env);
+        registry.current = Arc::downgrade(&env);
+        registry.unreleased += 1;
         Ok(env)
     }
 
@@ -262,7 +307,7 @@ impl EnvironmentBuilder {
         }
         // SAFETY: on success we own the environment.
         let raw = unsafe { Owned::from_raw(raw) }?;
-        Ok(Environment { raw, logger, name: self.name, global_thread_pools: self.thread_pools })
+        Ok(Environment { raw: ManuallyDrop::new(raw), logger, name: self.name, global_thread_pools: self.thread_pools })
     }
 }
 
