@@ -89,7 +89,9 @@ fn environments_created_while_others_drop_never_log_into_a_dropped_logger() {
         refused += r;
     }
     let records = RECORDS.load(Ordering::SeqCst);
-    println!("{seconds} s: {made} environments made, {refused} commits refused while one was alive, {records} log records");
+    println!(
+        "{seconds} s: {made} environments made, {refused} commits refused while one was alive, {records} log records"
+    );
     assert!(made >= 2, "the loop made {made} environments; nothing was exercised");
     assert!(records > 0, "verbose logging produced no records; the hook was never exercised");
     assert_eq!(STALE.load(Ordering::SeqCst), 0, "a hook saw a record after its environment was dropped");

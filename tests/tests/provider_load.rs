@@ -123,8 +123,7 @@ fn raw_refuses_keys_ort_reads_as_addresses() {
         }
     }
     // An ordinary raw key still reaches the provider (which this CPU runtime does not have).
-    let ordinary = onnxrt::Session::builder()
-        .cuda(CudaOptions::new().raw("cudnn_conv1d_pad_to_nc1d", 1))
-        .commit_from_file(&path);
+    let ordinary =
+        onnxrt::Session::builder().cuda(CudaOptions::new().raw("cudnn_conv1d_pad_to_nc1d", 1)).commit_from_file(&path);
     assert!(!matches!(ordinary, Err(onnxrt::Error::InvalidArgument { .. })), "{ordinary:?}");
 }

@@ -90,7 +90,7 @@ fn an_output_that_is_an_input_is_a_copy() {
         // `data` is freed here; the output must not point into it.
     };
     // Something else now likely occupies the freed block.
-    let noise = vec![-7.0f32; 4];
+    let noise: Vec<f32> = std::iter::repeat_n(-7.0, 4).collect();
     assert_eq!(x_out.view::<f32>().expect("view").as_slice(), Some(&[1.0f32, -2.0, 3.0, -4.0][..]));
     assert_eq!(noise.len(), 4);
     let members = s_out.sequence_items().expect("members");
@@ -119,14 +119,11 @@ fn an_async_output_that_is_an_input_outlives_the_inputs() {
     let session = builder().intra_op_threads(2).commit_from_file(model("passthrough.onnx")).expect("session");
     let inputs = vec![
         ("x".to_owned(), Value::from_vec(&[3], vec![0.5f32, 1.5, 2.5]).expect("x")),
-        (
-            "s".to_owned(),
-            Value::sequence(vec![Value::from_vec(&[1], vec![9.0f32]).expect("m")]).expect("s"),
-        ),
+        ("s".to_owned(), Value::sequence(vec![Value::from_vec(&[1], vec![9.0f32]).expect("m")]).expect("s")),
         ("t".to_owned(), Value::from_strings(&[1], &["only"]).expect("t")),
     ];
-    let future = session.run_async(inputs, &["x"]).expect("starts");
-    let mut future = pin!(future);
+    // Boxed (not pinned on the stack) so that it can really be dropped below.
+    let mut future = Box::pin(session.run_async(inputs, &["x"]).expect("starts"));
     let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
     let mut cx = Context::from_waker(&waker);
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -141,7 +138,8 @@ fn an_async_output_that_is_an_input_outlives_the_inputs() {
     drop(future);
     let (name, x) = outputs.remove(0);
     assert_eq!(name, "x");
-    let _noise = vec![-7.0f32; 3];
+    let noise: Vec<f32> = std::iter::repeat_n(-7.0, 3).collect();
+    assert_eq!(noise.len(), 3);
     assert_eq!(x.view::<f32>().expect("view").as_slice(), Some(&[0.5f32, 1.5, 2.5][..]));
 }
 
@@ -204,8 +202,7 @@ fn dropping_the_last_session_from_a_waker_does_not_deadlock() {
     // releasing the session there used to wait for that run forever.
     let session = builder().intra_op_threads(2).commit_from_file(model("slow_loop.onnx")).expect("session");
     let (sender, returned) = mpsc::channel();
-    let dropping =
-        Arc::new(DroppingWaker { session: Mutex::new(None), returned: Mutex::new(Some(sender)) });
+    let dropping = Arc::new(DroppingWaker { session: Mutex::new(None), returned: Mutex::new(Some(sender)) });
     let waker = Waker::from(Arc::clone(&dropping));
     let mut cx = Context::from_waker(&waker);
     // Long enough that the first poll finds it pending (about 0.2 ms per step on one core; a few steps are enough, and stay quick under valgrind).

@@ -79,10 +79,10 @@ impl<'a> Value<'a> {
         if info.element_type == ElementType::String {
             return string_copy(&info.shape, self.string_bytes()?);
         }
-        let bytes = info.len().checked_mul(info.element_type.size()).ok_or(Error::BadShape {
-            shape: info.shape.clone(),
-            why: "byte size overflows",
-        })?;
+        let bytes = info
+            .len()
+            .checked_mul(info.element_type.size())
+            .ok_or(Error::BadShape { shape: info.shape.clone(), why: "byte size overflows" })?;
         let api = api()?;
         let allocator = default_allocator()?;
         let mut raw = std::ptr::null_mut();
@@ -143,7 +143,10 @@ fn string_copy(shape: &[i64], strings: Vec<Vec<u8>>) -> Result<Value<'static>> {
     let mut raw = std::ptr::null_mut();
     // SAFETY: the shape slice is live; the allocator is ORT's default.
     unsafe {
-        ort!(api, CreateTensorAsOrtValue(allocator, shape.as_ptr(), shape.len(), ElementType::String.to_raw(), &mut raw))
+        ort!(
+            api,
+            CreateTensorAsOrtValue(allocator, shape.as_ptr(), shape.len(), ElementType::String.to_raw(), &mut raw)
+        )
     }?;
     // SAFETY: on success we own the value.
     let raw = unsafe { Owned::from_raw(raw) }?;
