@@ -107,8 +107,9 @@ pub struct Environment {
     global_thread_pools: Option<GlobalThreadPools>,
 }
 
-// SAFETY: ORT documents the environment as shareable by every thread of the process; we never
-// mutate it after creation. The logger state is Sync (a Mutex and a Sync hook).
+// SAFETY: ORT documents the environment as shareable by every thread of the process; it is never
+// released, and only changed (its log level) under the registry lock while no `Environment` is
+// alive. The logger state is Sync (a Mutex and a Sync hook).
 unsafe impl Send for Environment {}
 // SAFETY: as above.
 unsafe impl Sync for Environment {}
