@@ -341,6 +341,10 @@ impl Session {
 }
 
 /// The outputs of one run, by name or position.
+///
+/// Each value owns its memory (allocated by ORT) and may outlive the session and the inputs: an
+/// output that would be an input's own buffer (a graph output that is also a graph input) is
+/// copied after the run, so no output ever points into memory the caller lent.
 #[derive(Debug)]
 pub struct Outputs<'s> {
     session: &'s Session,

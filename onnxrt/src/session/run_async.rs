@@ -120,7 +120,9 @@ impl Future for RunFuture {
 
 impl Session {
     /// Starts a run on ORT's thread pool and returns a future of its outputs. Inputs are moved
-    /// in (ORT reads them until the run ends); they are checked like [`Session::run`]'s.
+    /// in (ORT reads them until the run ends); they are checked like [`Session::run`]'s. As with
+    /// [`Outputs`](crate::Outputs), an output that would be an input's buffer is a copy, so the
+    /// outputs outlive the inputs the future drops.
     ///
     /// # Errors
     /// Input errors at once; ORT's errors through the future.
