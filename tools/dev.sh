@@ -53,6 +53,12 @@ case "${1:-}" in
     setup_build
     setup_test
     ONNXRT_REQUIRE_CONFORMANCE=1 cargo test --workspace --no-fail-fast
+    # Soundness regressions (RELIABILITY.md, soundness): the mistakes the compiler must refuse,
+    # and the runtime ones under valgrind (invalid reads, uninitialised memory, freed loggers).
+    bash tools/reliability/compile_fail.sh
+    command -v valgrind >/dev/null || { say "installing valgrind"; apt_install valgrind; }
+    # (env_race: two threads for 20 s; under valgrind a session takes about a second to load.)
+    ONNXRT_ENV_RACE_SECS=20 ONNXRT_ENV_RACE_THREADS=2 bash tools/reliability/memcheck.sh soundness env_race
     # Provider-load diagnosis against the real CUDA 13 build of ORT 1.30 (its provider libraries
     # present, CUDA absent, as on a misconfigured server): assembled from the onnxruntime-gpu wheel.
     cargo run -q -p onnxrt-build-support --bin onnxrt-dist -- assemble gpu-cuda13-1.30.0-wheel >/dev/null

@@ -42,7 +42,9 @@ impl Session {
 }
 
 impl Allocator<'_> {
-    /// An uninitialised tensor of `shape` in this allocator's memory.
+    /// A tensor of `shape` in this allocator's memory. Host memory (CPU, CUDA pinned) is
+    /// zero-filled, so reading it before writing is defined; device memory is left as the
+    /// allocator returns it (the host cannot read it through this crate: `view` refuses it).
     ///
     /// Corresponds to `OrtApi::CreateTensorAsOrtValue`.
     #[doc(alias = "CreateTensorAsOrtValue")]
@@ -59,6 +61,8 @@ impl Allocator<'_> {
             )
         }?;
         // SAFETY: on success we own the value.
-        Ok(Value::from_owned(unsafe { Owned::from_raw(raw) }?))
+        let mut value = Value::from_owned(unsafe { Owned::from_raw(raw) }?);
+        value.zero_if_host()?;
+        Ok(value)
     }
 }

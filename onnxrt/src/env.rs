@@ -5,6 +5,12 @@
 //! it with defaults; [`EnvironmentBuilder::commit`] creates it with your settings and fails if one
 //! is already alive (settings cannot change afterwards). Sessions hold an `Arc<Environment>`, so
 //! the environment outlives every session made in it.
+//!
+//! ORT's own env is created by the first `Environment` and never released: ORT does not support
+//! creating it again (state it keeps in statics still points at the first env's logger, and its
+//! maintainers say to create it once per process). An `Environment` made after the previous one
+//! was dropped reuses it: its log hook and log level take effect; ORT's log id and global thread
+//! pools stay those of the first (a different `global_thread_pools` is refused).
 
 use std::collections::VecDeque;
 use std::ffi::{c_char, c_void, CStr, CString};
@@ -93,15 +99,17 @@ pub struct GlobalThreadPools {
 
 /// The ORT environment. See the module docs.
 pub struct Environment {
-    raw: Owned<OrtEnv>,
-    // Boxed so its address, handed to ORT as the logger's `param`, never moves; dropped after `raw`.
-    logger: Box<LoggerState>,
+    // ORT's env, never released (see the module docs and `Registry`).
+    raw: *mut OrtEnv,
+    // Reached by ORT's logging callback through `LOGGER` while this environment is the live one.
+    logger: Arc<LoggerState>,
     name: String,
     global_thread_pools: Option<GlobalThreadPools>,
 }
 
-// SAFETY: ORT documents the environment as shareable by every thread of the process; we never
-// mutate it after creation. The logger state is Sync (a Mutex and a Sync hook).
+// SAFETY: ORT documents the environment as shareable by every thread of the process; it is never
+// released, and only changed (its log level) under the registry lock while no `Environment` is
+// alive. The logger state is Sync (a Mutex and a Sync hook).
 unsafe impl Send for Environment {}
 // SAFETY: as above.
 unsafe impl Sync for Environment {}
@@ -115,7 +123,43 @@ impl std::fmt::Debug for Environment {
     }
 }
 
-static CURRENT: Mutex<Weak<Environment>> = Mutex::new(Weak::new());
+/// ORT's env as created (once), with what ORT fixed at creation.
+struct OrtEnvSlot {
+    raw: *mut OrtEnv,
+    pools: Option<GlobalThreadPools>,
+}
+
+/// The process's environments.
+///
+/// Issue 20: releasing ORT's env while another thread created one handed the new `Environment`
+/// the old env, whose logger `param` pointed at the dropped environment's freed state; and ORT
+/// itself keeps state from its first env that dangles once that env is released. So ORT's env
+/// is never released (`ort`), and its logging callback takes no `param`: it reaches the live
+/// environment's state through `LOGGER`, which an `Environment` clears when it goes.
+struct Registry {
+    current: Weak<Environment>,
+    ort: Option<OrtEnvSlot>,
+}
+
+// SAFETY: the env pointer is only passed to ORT, whose env may be used from any thread.
+unsafe impl Send for Registry {}
+
+static REGISTRY: Mutex<Registry> = Mutex::new(Registry { current: Weak::new(), ort: None });
+
+/// The live environment's logger state, for ORT's logging callback (an `Arc` clone is taken
+/// per record, so a state stays valid while a hook runs even if its environment goes).
+static LOGGER: Mutex<Option<Arc<LoggerState>>> = Mutex::new(None);
+
+impl Drop for Environment {
+    fn drop(&mut self) {
+        // Records from now on reach the `log` crate only; a newer environment may already have
+        // installed its own state (the `Weak` stopped upgrading before this ran): keep that.
+        let mut logger = LOGGER.lock().unwrap_or_else(|e| e.into_inner());
+        if logger.as_ref().is_some_and(|live| Arc::ptr_eq(live, &self.logger)) {
+            *logger = None;
+        }
+    }
+}
 
 impl Environment {
     /// Settings for a new environment.
@@ -125,12 +169,15 @@ impl Environment {
 
     /// The live environment, or a new one with default settings.
     pub fn global() -> Result<Arc<Environment>> {
-        let mut current = CURRENT.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(env) = current.upgrade() {
+        let mut registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(env) = registry.current.upgrade() {
             return Ok(env);
         }
-        let env = Arc::new(Environment::builder().create()?);
-        *current = Arc::downgrade(&env);
+        // Default settings, except that thread pools are whatever ORT's env was made with.
+        let mut builder = Environment::builder();
+        builder.thread_pools = registry.ort.as_ref().and_then(|ort| ort.pools);
+        let env = Arc::new(builder.create(&mut registry)?);
+        registry.current = Arc::downgrade(&env);
         Ok(env)
     }
 
@@ -151,7 +198,7 @@ impl Environment {
     }
 
     pub(crate) fn as_ptr(&self) -> *mut OrtEnv {
-        self.raw.as_ptr()
+        self.raw
     }
 }
 
@@ -197,28 +244,58 @@ impl EnvironmentBuilder {
     /// Corresponds to `OrtApi::CreateEnvWithCustomLogger` (or `...AndGlobalThreadPools`).
     #[doc(alias = "CreateEnvWithCustomLogger")]
     pub fn commit(self) -> Result<Arc<Environment>> {
-        let mut current = CURRENT.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(existing) = current.upgrade() {
+        let mut registry = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(existing) = registry.current.upgrade() {
+            let existing_name = existing.name.clone();
+            // `existing` may be the last reference now: drop it after the lock.
+            drop(registry);
+            drop(existing);
             return Err(Error::InvalidArgument {
                 what: format!("a second environment `{}`", self.name),
-                why: format!("environment `{}` is alive; ORT allows one per process. Build it once at start-up, or use Environment::global()", existing.name),
+                why: format!("environment `{existing_name}` is alive; ORT allows one per process. Build it once at start-up, or use Environment::global()"),
             });
         }
-        let env = Arc::new(self.create()?);
-        *current = Arc::downgrade(&env);
+        let env = Arc::new(self.create(&mut registry)?);
+        registry.current = Arc::downgrade(&env);
         Ok(env)
     }
 
-    fn create(self) -> Result<Environment> {
+    /// A new `Environment` over ORT's env (created now if this is the first), whose logger state
+    /// becomes the live one. Called with the registry locked and no environment alive.
+    fn create(self, registry: &mut Registry) -> Result<Environment> {
         let api = api()?;
+        let raw = match &registry.ort {
+            Some(ort) => {
+                if self.thread_pools.is_some() && self.thread_pools != ort.pools {
+                    return Err(Error::InvalidArgument {
+                        what: format!("environment `{}` with global thread pools {:?}", self.name, self.thread_pools),
+                        why: format!("ONNX Runtime keeps the thread pools of the process's first environment ({:?}) until the process ends", ort.pools),
+                    });
+                }
+                // The new level applies to ORT's env (the log id cannot change).
+                // SAFETY: the env is live (never released); a plain integer.
+                unsafe { ort!(api, UpdateEnvWithCustomLogLevel(ort.raw, self.level.to_raw())) }?;
+                ort.raw
+            }
+            None => {
+                let raw = self.create_ort_env(api)?;
+                registry.ort = Some(OrtEnvSlot { raw, pools: self.thread_pools });
+                raw
+            }
+        };
+        let logger = Arc::new(LoggerState { hook: self.hook, recent: Mutex::new(VecDeque::new()) });
+        *LOGGER.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(&logger));
+        Ok(Environment { raw, logger, name: self.name, global_thread_pools: self.thread_pools })
+    }
+
+    /// Creates ORT's env (once per process), logging through `log_callback` without a `param`.
+    fn create_ort_env(&self, api: &crate::api::Api) -> Result<*mut OrtEnv> {
         let name = CString::new(self.name.clone()).map_err(|_| Error::nul("environment name", &self.name))?;
-        let logger = Box::new(LoggerState { hook: self.hook, recent: Mutex::new(VecDeque::new()) });
-        let param = std::ptr::from_ref::<LoggerState>(&logger).cast_mut().cast::<c_void>();
+        let param = std::ptr::null_mut::<c_void>();
         let mut raw = std::ptr::null_mut();
         match self.thread_pools {
             None => {
-                // SAFETY: `param` points to the boxed logger state, which lives as long as the
-                // environment (dropped after it); `name` outlives the call.
+                // SAFETY: the callback takes no state through `param`; `name` outlives the call.
                 unsafe {
                     ort!(
                         api,
@@ -260,9 +337,14 @@ impl EnvironmentBuilder {
                 }?;
             }
         }
-        // SAFETY: on success we own the environment.
-        let raw = unsafe { Owned::from_raw(raw) }?;
-        Ok(Environment { raw, logger, name: self.name, global_thread_pools: self.thread_pools })
+        if raw.is_null() {
+            return Err(Error::Ort {
+                function: "CreateEnvWithCustomLogger",
+                code: crate::error::ErrorCode::Fail,
+                message: "ORT reported success but returned no environment".into(),
+            });
+        }
+        Ok(raw)
     }
 }
 
@@ -281,7 +363,7 @@ fn text(ptr: *const c_char) -> String {
 /// ORT's logging callback. Its body never unwinds into C: a panic (in `log` or the user's hook) is
 /// caught and dropped.
 unsafe extern "C" fn log_callback(
-    param: *mut c_void,
+    _param: *mut c_void,
     severity: onnxrt_sys::OrtLoggingLevel,
     category: *const c_char,
     log_id: *const c_char,
@@ -303,8 +385,9 @@ unsafe extern "C" fn log_callback(
             LogLevel::Error | LogLevel::Fatal => log::Level::Error,
         };
         log::log!(target: "onnxrt::ort", level, "[{}] {}: {}", record.log_id, record.code_location, record.message);
-        // SAFETY: `param` is the LoggerState boxed in the Environment, alive while ORT can log.
-        let Some(state) = (unsafe { param.cast::<LoggerState>().as_ref() }) else { return };
+        // The live environment's state (none between environments): a clone, so the lock is not
+        // held while the hook runs and the state outlives this call whatever happens meanwhile.
+        let Some(state) = LOGGER.lock().ok().and_then(|live| live.clone()) else { return };
         if record.level >= LogLevel::Warning {
             if let Ok(mut recent) = state.recent.lock() {
                 if recent.len() == KEPT_RECORDS {

@@ -7,6 +7,13 @@
 //! A binding borrows its session and every value bound to it (`'v`): a value cannot be dropped or
 //! changed while ORT may read it, which the compiler checks. Re-running a binding allocates nothing
 //! on the Rust side. A binding is used from one thread at a time (`&mut self` to run).
+//!
+//! ORT keeps its own reference to every bound tensor until the binding is released, so the
+//! binding has a `Drop` impl: the compiler then requires every bound value (and the
+//! [`Allocator`](crate::Allocator) a bound tensor came from) to outlive the binding itself, not
+//! only its last use. [`IoBinding::outputs`] returns values that share memory with the binding's
+//! outputs (ORT reuses it on the next run): they borrow the binding, so the next `run` (which
+//! takes `&mut self`) cannot start while one of them, or a view of one, is alive.
 
 use std::ffi::CString;
 use std::marker::PhantomData;
@@ -30,6 +37,13 @@ pub struct IoBinding<'s, 'v> {
     bound_inputs: u128,
     // Names are kept as CStrings so repeated binds of the same name do not allocate again.
     _values: PhantomData<&'v Value<'v>>,
+}
+
+// Not a no-op for the borrow checker: with a `Drop` impl, `'v` must still be alive where the
+// binding is dropped, because ORT's binding releases its references to the bound tensors then
+// (an allocator-made tensor's memory goes back through that allocator).
+impl Drop for IoBinding<'_, '_> {
+    fn drop(&mut self) {}
 }
 
 impl std::fmt::Debug for IoBinding<'_, '_> {
@@ -170,11 +184,17 @@ impl<'s, 'v> IoBinding<'s, 'v> {
         unsafe { ort!(api, RunWithBinding(self.session.as_ptr(), run_options, self.raw.as_ptr())) }
     }
 
-    /// The output values of the last run, in binding order (new references; ORT keeps its own).
+    /// The output values of the last run, in binding order.
+    ///
+    /// They are new references to the tensors the binding holds: a preallocated output bound with
+    /// [`IoBinding::bind_output`], or memory ORT allocated and reuses on the next run. So they
+    /// borrow the binding (and through it the bound values), cannot be written
+    /// (`copy_from_host` and `bind_output` refuse them), and must be dropped before the next
+    /// [`IoBinding::run`]. Copy what you keep with [`Value::to_array`].
     ///
     /// Corresponds to `OrtApi::GetBoundOutputValues`.
     #[doc(alias = "GetBoundOutputValues")]
-    pub fn outputs(&self) -> Result<Vec<Value<'static>>> {
+    pub fn outputs(&self) -> Result<Vec<Value<'_>>> {
         let api = api()?;
         let allocator = default_allocator()?;
         let mut values = std::ptr::null_mut();
@@ -189,7 +209,8 @@ impl<'s, 'v> IoBinding<'s, 'v> {
             // SAFETY: i < count; each entry is a new value we own.
             let owned = unsafe { Owned::from_raw(*values.add(i)) };
             if let Ok(owned) = owned {
-                out.push(Value::from_owned(owned));
+                // Shares the binding's tensor: read-only, and borrowing `self`.
+                out.push(Value::shared(owned));
             }
         }
         // SAFETY: the array was allocated by `allocator`; its values are now owned above.

@@ -26,6 +26,8 @@ use crate::handle::Owned;
 use crate::memory::{cpu_info, default_allocator};
 use crate::status::ort;
 
+pub(crate) mod alias;
+
 /// What kind of value an `OrtValue` holds (`ONNXType`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -428,8 +430,32 @@ impl<'data> Value<'data> {
         }
     }
 
-    /// Whether the tensor's memory can be read by the CPU (not on a GPU).
+    /// The tensor's data, which the CPU can read (an error for device memory).
     fn host_data(&self) -> Result<*mut c_void> {
+        self.host_data_if_host()?.ok_or_else(|| {
+            let name = self.memory_name().unwrap_or_default();
+            Error::InvalidArgument {
+                what: format!("reading a tensor that lives in `{name}` memory"),
+                why: "the CPU cannot read device memory; bind the output to MemoryInfo::cpu() or MemoryInfo::cuda_pinned(), or copy it with Value::copy_to_host (feature `cuda`)".into(),
+            }
+        })
+    }
+
+    /// The name of the memory the tensor lives in (`Cpu`, `Cuda`, `CudaPinned`).
+    fn memory_name(&self) -> Result<String> {
+        let api = api()?;
+        let mut info = std::ptr::null();
+        // SAFETY: `self.raw` is a live tensor; the memory info returned is owned by the value.
+        unsafe { ort!(api, GetTensorMemoryInfo(self.raw.as_ptr(), &mut info)) }?;
+        let mut name = std::ptr::null();
+        // SAFETY: `info` is valid while the value lives; the name is a static string in ORT.
+        unsafe { ort!(api, MemoryInfoGetName(info, &mut name)) }?;
+        // SAFETY: a NUL-terminated static string.
+        Ok(unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy().into_owned())
+    }
+
+    /// The tensor's data if the CPU can read it (host or pinned memory), `None` on a device.
+    pub(crate) fn host_data_if_host(&self) -> Result<Option<*mut c_void>> {
         let api = api()?;
         let mut info = std::ptr::null();
         // SAFETY: `self.raw` is a live tensor; the memory info returned is owned by the value.
@@ -447,15 +473,12 @@ impl<'data> Value<'data> {
             || mem_type == onnxrt_sys::OrtMemTypeCPUOutput
             || mem_type == onnxrt_sys::OrtMemTypeCPUInput;
         if !on_host {
-            return Err(Error::InvalidArgument {
-                what: format!("reading a tensor that lives in `{name}` memory"),
-                why: "the CPU cannot read device memory; bind the output to MemoryInfo::cpu() or MemoryInfo::cuda_pinned(), or copy it with Value::copy_to_host (feature `cuda`)".into(),
-            });
+            return Ok(None);
         }
         let mut data = std::ptr::null_mut();
         // SAFETY: `self.raw` is a live tensor; the out-pointer is valid.
         unsafe { ort!(api, GetTensorMutableData(self.raw.as_ptr(), &mut data)) }?;
-        Ok(data)
+        Ok(Some(data))
     }
 
     /// Borrows a tensor's elements as an n-dimensional view.
@@ -642,7 +665,19 @@ impl Value<'_> {
     }
 
     /// Fills a tensor (host or CUDA memory) from host data of the same element type and length.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a value that is not writable: one over borrowed memory
+    /// ([`Value::from_view`]) or one that shares its tensor (an `IoBinding` output).
     pub fn copy_from_host<T: Element>(&mut self, data: &[T]) -> Result<()> {
+        if !self.is_writable() {
+            return Err(Error::InvalidArgument {
+                what: "copy_from_host into a read-only value".into(),
+                why: "the value borrows memory for reading (from_view) or shares its tensor with an IoBinding; \
+                      write into a value made by Value::from_vec / from_array or an Allocator"
+                    .into(),
+            });
+        }
         let (ptr, info) = self.raw_data()?;
         check_element(&info, T::TYPE, Access::Write, self.name())?;
         if info.len() != data.len() {

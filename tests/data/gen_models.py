@@ -312,6 +312,26 @@ def custom_add_one():
     return model(graph, opsets=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnxrt.test", 1)])
 
 
+def passthrough():
+    # No nodes: every output is a graph input, which ORT returns as the input's own value (the
+    # aliasing case of RELIABILITY.md's soundness section).
+    g = helper.make_graph(
+        [],
+        "passthrough",
+        [
+            tensor("x", TensorProto.FLOAT, ["N"]),
+            helper.make_value_info("s", float_seq_type()),
+            tensor("t", TensorProto.STRING, ["N"]),
+        ],
+        [
+            tensor("x", TensorProto.FLOAT, ["N"]),
+            helper.make_value_info("s", float_seq_type()),
+            tensor("t", TensorProto.STRING, ["N"]),
+        ],
+    )
+    return model(g)
+
+
 def write(name, data):
     path = os.path.join(OUT_DIR, name)
     with open(path, "wb") as f:
@@ -358,6 +378,7 @@ def main():
     # so this one only gets the structural check.
     save("map_out.onnx", map_out(), check="basic")
     save("scalar.onnx", scalar())
+    save("passthrough.onnx", passthrough())
     save("slow_loop.onnx", slow_loop())
     save("opset_too_new.onnx", opset_too_new(), check=None)
     # The checker does not know the custom domain's schema.

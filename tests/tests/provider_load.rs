@@ -97,3 +97,33 @@ fn the_gpu_build_still_runs_on_the_cpu_when_no_provider_is_asked() {
     let out = probe(Some(&lib_dir), "none");
     assert!(out.starts_with("OK 1.30.0"), "{out}");
 }
+
+/// Issue 20: ORT reads some provider options as raw addresses (or libraries to load); through
+/// the safe `raw()` they are refused, naming the key, before the provider is even loaded (so
+/// this runs on the CPU runtime). The stream goes through the `unsafe` `user_compute_stream`.
+#[test]
+fn raw_refuses_keys_ort_reads_as_addresses() {
+    use onnxrt::providers::cuda::{CudaOptions, ADDRESS_KEYS};
+    let path = model("add_f32.onnx");
+    for key in ADDRESS_KEYS {
+        let options = CudaOptions::new().raw(key, 4096);
+        let result = onnxrt::Session::builder().cuda(options).commit_from_file(&path);
+        match result {
+            Err(onnxrt::Error::InvalidArgument { what, .. }) => assert!(what.contains(key), "{what}"),
+            other => panic!("CUDA raw key `{key}` was not refused: {other:?}"),
+        }
+    }
+    #[cfg(feature = "tensorrt")]
+    for key in onnxrt::providers::tensorrt::UNSAFE_KEYS {
+        let options = onnxrt::providers::tensorrt::TensorRtOptions::new().raw(key, 4096);
+        let result = onnxrt::Session::builder().tensorrt(options).commit_from_file(&path);
+        match result {
+            Err(onnxrt::Error::InvalidArgument { what, .. }) => assert!(what.contains(key), "{what}"),
+            other => panic!("TensorRT raw key `{key}` was not refused: {other:?}"),
+        }
+    }
+    // An ordinary raw key still reaches the provider (which this CPU runtime does not have).
+    let ordinary =
+        onnxrt::Session::builder().cuda(CudaOptions::new().raw("cudnn_conv1d_pad_to_nc1d", 1)).commit_from_file(&path);
+    assert!(!matches!(ordinary, Err(onnxrt::Error::InvalidArgument { .. })), "{ordinary:?}");
+}

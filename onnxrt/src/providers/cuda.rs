@@ -112,6 +112,10 @@ impl CudaOptions {
     }
 
     /// Any other V2 key (`UpdateCUDAProviderOptions`), for options this builder does not name.
+    ///
+    /// Keys that ORT reads as raw addresses ([`ADDRESS_KEYS`]: the compute stream, external
+    /// allocator functions) are refused when the session is built, with
+    /// [`Error::InvalidArgument`]: use the `unsafe` [`CudaOptions::user_compute_stream`].
     pub fn raw(self, key: &'static str, value: impl ToString) -> Self {
         self.set(key, value)
     }
@@ -132,6 +136,16 @@ impl CudaOptions {
         &self.options.entries
     }
 }
+
+/// CUDA keys that ORT parses as addresses (`cuda_execution_provider_info.cc`, 1.16 and later):
+/// refused through [`CudaOptions::raw`].
+pub const ADDRESS_KEYS: &[&str] = &[
+    "user_compute_stream",
+    "has_user_compute_stream",
+    "gpu_external_alloc",
+    "gpu_external_free",
+    "gpu_external_empty_cache",
+];
 
 /// A device id that does not exist is an error here, not a crash or a silent device 0 later.
 fn check_device(options: &CudaOptions) -> Result<()> {
@@ -166,6 +180,7 @@ pub(crate) fn append(
     session_options: *mut OrtSessionOptions,
     options: &CudaOptions,
 ) -> Result<()> {
+    options.options.refuse("CUDA", ADDRESS_KEYS, "pass a stream with the unsafe CudaOptions::user_compute_stream")?;
     super::require(api, "CUDAExecutionProvider", "CUDA")?;
     check_device(options)?;
     let mut raw = std::ptr::null_mut();

@@ -79,6 +79,9 @@ impl TensorRtOptions {
     }
 
     /// Any other V2 key.
+    ///
+    /// Keys that ORT reads as raw addresses or as libraries to load and call
+    /// ([`UNSAFE_KEYS`]) are refused when the session is built, with [`Error::InvalidArgument`](crate::Error::InvalidArgument).
     pub fn raw(self, key: &'static str, value: impl ToString) -> Self {
         self.set(key, value)
     }
@@ -88,6 +91,21 @@ impl TensorRtOptions {
         &self.options.entries
     }
 }
+
+/// TensorRT keys refused through [`TensorRtOptions::raw`]: ORT parses the first ones as
+/// addresses (`tensorrt_execution_provider_info.cc`, 1.16 and later), and loads the libraries
+/// named by the last two and calls into them (plugins, engine decryption), which no safe
+/// function can vouch for.
+pub const UNSAFE_KEYS: &[&str] = &[
+    "user_compute_stream",
+    "has_user_compute_stream",
+    "trt_onnx_bytestream",
+    "trt_onnx_bytestream_size",
+    "trt_external_data_bytestream",
+    "trt_external_data_bytestream_size",
+    "trt_extra_plugin_lib_paths",
+    "trt_engine_decryption_lib_path",
+];
 
 impl SessionBuilder {
     /// Runs what TensorRT can on TensorRT. Add [`SessionBuilder::cuda`] after it so the rest runs
@@ -104,6 +122,7 @@ pub(crate) fn append(
     session_options: *mut OrtSessionOptions,
     options: &TensorRtOptions,
 ) -> Result<()> {
+    options.options.refuse("TensorRT", UNSAFE_KEYS, "these have no safe equivalent in this crate")?;
     super::require(api, "TensorrtExecutionProvider", "TensorRT")?;
     let mut raw = std::ptr::null_mut();
     // SAFETY: the out-pointer is valid.

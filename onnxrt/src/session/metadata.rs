@@ -69,9 +69,14 @@ pub(crate) fn read(session: *mut OrtSession) -> Result<ModelMetadata> {
     // SAFETY: ORT allocates an array of `count` strings with `allocator`.
     unsafe { ort!(api, ModelMetadataGetCustomMetadataMapKeys(meta.as_ptr(), allocator, &mut keys, &mut count)) }?;
     if !keys.is_null() {
-        for i in 0..usize::try_from(count).unwrap_or(0) {
+        // Every key is taken (and freed) before anything can fail, so an error below leaks none.
+        let taken: Vec<String> = (0..usize::try_from(count).unwrap_or(0))
             // SAFETY: i < count; each key is a string allocated by `allocator`, freed once here.
-            let key = unsafe { take_string(allocator, *keys.add(i)) };
+            .map(|i| unsafe { take_string(allocator, *keys.add(i)) })
+            .collect();
+        // SAFETY: the array itself was allocated by `allocator`; its strings were freed above.
+        unsafe { free(allocator, keys.cast()) };
+        for key in taken {
             let c_key = std::ffi::CString::new(key.clone()).map_err(|_| Error::nul("metadata key", &key))?;
             let mut value = std::ptr::null_mut();
             // SAFETY: `c_key` is NUL-terminated; ORT allocates the value with `allocator`.
@@ -81,8 +86,6 @@ pub(crate) fn read(session: *mut OrtSession) -> Result<ModelMetadata> {
             // SAFETY: allocated by `allocator`, freed once inside.
             metadata.custom.insert(key, unsafe { take_string(allocator, value) });
         }
-        // SAFETY: the array itself was allocated by `allocator`; its strings were freed above.
-        unsafe { free(allocator, keys.cast()) };
     }
     Ok(metadata)
 }

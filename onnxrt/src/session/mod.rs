@@ -16,6 +16,7 @@ mod run_async;
 pub(crate) mod validate;
 
 use std::ffi::{c_char, CString};
+use std::mem::ManuallyDrop;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -46,7 +47,8 @@ pub use model_check::ModelFileProblem;
 pub use run_async::RunFuture;
 
 pub(crate) struct Inner {
-    raw: Owned<OrtSession>,
+    // Released in `Drop for Inner`, possibly on another thread.
+    raw: ManuallyDrop<Owned<OrtSession>>,
     // Kept alive for as long as the session: ORT sessions must not outlive their environment.
     env: Arc<Environment>,
     inputs: Vec<ValueInfo>,
@@ -60,6 +62,9 @@ pub(crate) struct Inner {
     // Some when ORT's Run is not thread-safe for this session's providers (TensorRT < 1.17).
     pub(crate) run_lock: Option<Mutex<()>>,
     providers: Vec<&'static str>,
+    // Per output: whether the model returns one of its inputs there (same name), which ORT hands
+    // back as the input's own value; such outputs are copied (see `value::alias`).
+    pub(crate) passthrough: Vec<bool>,
     // Asynchronous runs not yet called back; the session is released only when this is zero.
     pub(crate) in_flight: Arc<run_async::InFlight>,
 }
@@ -67,10 +72,34 @@ pub(crate) struct Inner {
 impl Drop for Inner {
     fn drop(&mut self) {
         // Never release the session while ORT may still call back into it, and never from ORT's
-        // own pool thread (that is where the last reference would otherwise be dropped).
-        self.in_flight.wait_idle();
+        // own pool thread. The last `Session` can be dropped there by a waker that `on_done`
+        // calls before the run counts as finished: waiting there would deadlock, so the release
+        // (and the environment it needs) moves to a thread of its own.
+        // SAFETY: taken exactly once, here; `raw` is not used after this line.
+        let raw = unsafe { ManuallyDrop::take(&mut self.raw) };
+        if run_async::in_callback() {
+            let in_flight = Arc::clone(&self.in_flight);
+            // If no thread can be started, the closure is dropped unrun: ManuallyDrop then leaks
+            // the session (and keeps its environment) rather than deadlock.
+            let held = ManuallyDrop::new(Handoff(raw, Arc::clone(&self.env)));
+            let release = move || {
+                in_flight.wait_idle();
+                drop(ManuallyDrop::into_inner(held));
+            };
+            let _ = std::thread::Builder::new().name("onnxrt-session-release".into()).spawn(release);
+        } else {
+            self.in_flight.wait_idle();
+            drop(raw);
+        }
     }
 }
+
+/// A session (and the environment it needs) on its way to be released on another thread.
+struct Handoff(#[allow(dead_code)] Owned<OrtSession>, #[allow(dead_code)] Arc<Environment>);
+
+// SAFETY: an OrtSession has no thread affinity (it is created, run and released on any thread;
+// `Inner` is Send for the same reason); only the handoff thread touches it.
+unsafe impl Send for Handoff {}
 
 // SAFETY: ORT documents OrtSession::Run (and RunAsync, IoBinding runs) as safe to call
 // concurrently from several threads on one session; the other calls we make on &Session only read
@@ -119,9 +148,10 @@ impl Session {
         let output_name_ptrs = output_names.iter().map(|n| n.as_ptr()).collect();
         let output_labels = outputs.iter().map(|o| Arc::from(o.name.as_str())).collect();
         let run_lock = prepared.serialize_runs.then(|| Mutex::new(()));
+        let passthrough = outputs.iter().map(|o| inputs.iter().any(|i| i.name == o.name)).collect();
         Ok(Session {
             inner: Arc::new(Inner {
-                raw,
+                raw: ManuallyDrop::new(raw),
                 env,
                 inputs,
                 outputs,
@@ -132,6 +162,7 @@ impl Session {
                 run_lock,
                 in_flight: Arc::default(),
                 providers: prepared.registered,
+                passthrough,
             }),
         })
     }
@@ -304,6 +335,12 @@ impl Session {
                 message: "ORT reported success but returned no value for an output".into(),
             });
         }
+        // An output that is an input's buffer (graph output == graph input) would outlive the
+        // caller's memory as a `Value<'static>`: copy it.
+        let model_index = |p: usize| output_indices.as_ref().map_or(p, |indices| indices[p]);
+        crate::value::alias::unalias(&mut values, inputs.iter().map(|(_, v)| *v), |p| {
+            self.inner.passthrough[model_index(p)]
+        })?;
         Ok(Outputs { session: self, indices: output_indices, values })
     }
 
@@ -329,6 +366,10 @@ impl Session {
 }
 
 /// The outputs of one run, by name or position.
+///
+/// Each value owns its memory (allocated by ORT) and may outlive the session and the inputs: an
+/// output that would be an input's own buffer (a graph output that is also a graph input) is
+/// copied after the run, so no output ever points into memory the caller lent.
 #[derive(Debug)]
 pub struct Outputs<'s> {
     session: &'s Session,

@@ -5,6 +5,7 @@
 //! arrays) is owned by a shared state the callback releases, so dropping the future early is safe.
 //! ORT needs an intra-op pool for this: do not set `intra_op_threads(1)` on such a session.
 
+use std::cell::Cell;
 use std::ffi::{c_char, c_void};
 use std::future::Future;
 use std::pin::Pin;
@@ -48,6 +49,17 @@ impl InFlight {
     }
 }
 
+thread_local! {
+    // True while `on_done` wakes the task on ORT's pool thread: a session dropped there (by the
+    // waker) must not be released on that thread (see `Drop for Inner`).
+    static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether this thread is ORT's, inside a run's completion callback.
+pub(crate) fn in_callback() -> bool {
+    IN_CALLBACK.with(Cell::get)
+}
+
 struct State {
     // The session waits for this to reach zero before it is released (it owns the names below).
     in_flight: Arc<InFlight>,
@@ -57,6 +69,8 @@ struct State {
     input_values: Vec<*const OrtValue>,
     output_names: Vec<*const c_char>,
     output_values: Mutex<Vec<*mut OrtValue>>,
+    // Per requested output: whether the model returns an input there (see `Inner::passthrough`).
+    passthrough: Vec<bool>,
     done: Mutex<Done>,
 }
 
@@ -106,7 +120,9 @@ impl Future for RunFuture {
 
 impl Session {
     /// Starts a run on ORT's thread pool and returns a future of its outputs. Inputs are moved
-    /// in (ORT reads them until the run ends); they are checked like [`Session::run`]'s.
+    /// in (ORT reads them until the run ends); they are checked like [`Session::run`]'s. As with
+    /// [`Outputs`](crate::Outputs), an output that would be an input's buffer is a copy, so the
+    /// outputs outlive the inputs the future drops.
     ///
     /// # Errors
     /// Input errors at once; ORT's errors through the future.
@@ -133,6 +149,7 @@ impl Session {
             _inputs: values,
             output_names: output_indices.iter().map(|&i| self.inner.output_names[i].as_ptr()).collect(),
             output_values: Mutex::new(vec![std::ptr::null_mut(); output_indices.len()]),
+            passthrough: output_indices.iter().map(|&i| self.inner.passthrough[i]).collect(),
             done: Mutex::new(Done::default()),
         });
         state.in_flight.start();
@@ -191,7 +208,12 @@ unsafe extern "C" fn on_done(
                 }
             }
         }
-        let result = match checked {
+        // An output that is an input's buffer must not outlive the inputs, which `state` drops
+        // once the future is gone: copy it.
+        let unaliased = crate::value::alias::unalias(&mut values, state._inputs.iter(), |p| {
+            state.passthrough.get(p).copied().unwrap_or(false)
+        });
+        let result = match checked.and(unaliased) {
             Ok(()) if values.len() == count => Ok(values),
             Ok(()) => Err(Error::Ort {
                 function: "RunAsync",
@@ -202,10 +224,15 @@ unsafe extern "C" fn on_done(
         };
         let mut done = state.done.lock().unwrap_or_else(|e| e.into_inner());
         done.result = Some(result);
-        if let Some(waker) = done.waker.take() {
-            waker.wake();
-        }
+        let waker = done.waker.take();
         drop(done);
+        if let Some(waker) = waker {
+            // The waker may drop the last `Session` here, on ORT's thread, before `finish` below:
+            // `Drop for Inner` sees the flag and releases the session on another thread.
+            IN_CALLBACK.with(|flag| flag.set(true));
+            waker.wake();
+            IN_CALLBACK.with(|flag| flag.set(false));
+        }
         // Last: from here on the session may be released (on the thread that drops it, not here).
         state.in_flight.finish();
     }));

@@ -1,7 +1,7 @@
 // expect: ok
 // The control: the same calls in a legal order compile, so a failure above is the mistake's.
 use onnxrt::ndarray::Array2;
-use onnxrt::{RunOptions, Session, Value};
+use onnxrt::{MemoryInfo, RunOptions, Session, Value};
 
 fn main() -> onnxrt::Result<()> {
     let session = Session::builder().commit_from_file("identity_f32.onnx")?;
@@ -12,6 +12,24 @@ fn main() -> onnxrt::Result<()> {
     binding.run(None)?;
     drop(binding);
     drop(x);
+    // Issue 20's cases in a legal order: the allocator and tensor declared before the binding,
+    // outputs and views dropped before the next run, copies kept across runs.
+    let allocator = session.allocator(&MemoryInfo::cpu()?)?;
+    let mut out = allocator.tensor::<f32>(&[1, 1])?;
+    let x = Value::from_vec(&[1, 1], vec![1f32])?;
+    let mut binding = session.io_binding()?;
+    binding.bind_input("x", &x)?;
+    binding.bind_output("y", &mut out)?;
+    binding.run(None)?;
+    let kept = binding.outputs()?[0].to_array::<f32>()?;
+    {
+        let outputs = binding.outputs()?;
+        let view = outputs[0].view::<f32>()?;
+        println!("{view:?} {kept:?}");
+    }
+    binding.run(None)?;
+    drop(binding);
+    println!("{:?}", out.view::<f32>()?);
     let mut options = RunOptions::new()?;
     options.set_tag("before")?;
     let terminator = options.terminator();

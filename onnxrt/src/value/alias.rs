@@ -1,0 +1,191 @@
+//! Values whose memory another value may share, and how the crate keeps that sound.
+//!
+//! ORT hands back `OrtValue`s that share a tensor with something else in three places: a run's
+//! output that is one of its inputs (a graph output that is a graph input), the outputs of an
+//! `IoBinding` (new references to the tensors the binding keeps), and the bound values
+//! themselves. Shared memory is either copied here ([`Value::detached`]) or marked read-only
+//! ([`Value::shared`]) and tied by a lifetime to what it shares; see RELIABILITY.md (soundness).
+
+use std::ffi::{c_void, CString};
+
+use onnxrt_sys::OrtValue;
+
+use crate::api::api;
+use crate::element::ElementType;
+use crate::error::{Error, Result};
+use crate::handle::Owned;
+use crate::memory::default_allocator;
+use crate::status::ort;
+use crate::value::{Value, ValueKind};
+
+impl<'a> Value<'a> {
+    /// A value over a tensor that something else (named by `'a`) shares with it. It is never
+    /// writable: neither ORT (as a bound output) nor `copy_from_host` may write it.
+    pub(crate) fn shared(raw: Owned<OrtValue>) -> Value<'a> {
+        let mut value = Value::new(raw, None, None);
+        value.writable = false;
+        value
+    }
+
+    /// The address range of a tensor's data (at least one byte wide), `None` for other kinds or
+    /// a tensor without data. Device memory is compared by address as well: CUDA addresses do
+    /// not overlap host ones.
+    pub(crate) fn data_span(&self) -> Result<Option<(usize, usize)>> {
+        if self.kind()? != ValueKind::Tensor {
+            return Ok(None);
+        }
+        let info = self.tensor_meta()?;
+        let api = api()?;
+        let mut data: *mut c_void = std::ptr::null_mut();
+        // SAFETY: `self.raw` is a live tensor; the out-pointer is valid. Only the address is used.
+        unsafe { ort!(api, GetTensorMutableData(self.raw.as_ptr(), &mut data)) }?;
+        if data.is_null() {
+            return Ok(None);
+        }
+        let start = data as usize;
+        let bytes = info.len().saturating_mul(info.element_type.size()).max(1);
+        Ok(Some((start, start.saturating_add(bytes))))
+    }
+
+    /// The address of a tensor's data (`None` for other kinds), without reading its shape: no
+    /// allocation, so checking every output of every run stays cheap.
+    pub(crate) fn data_start(&self) -> Result<Option<usize>> {
+        let api = api()?;
+        let kind = match self.meta.get() {
+            Some(meta) => meta.kind,
+            None => {
+                let mut raw = 0;
+                // SAFETY: `self.raw` is a live value; the out-pointer is valid.
+                unsafe { ort!(api, GetValueType(self.raw.as_ptr(), &mut raw)) }?;
+                ValueKind::from_raw(raw)
+            }
+        };
+        if kind != ValueKind::Tensor {
+            return Ok(None);
+        }
+        let mut data: *mut c_void = std::ptr::null_mut();
+        // SAFETY: `self.raw` is a live tensor; the out-pointer is valid. Only the address is used.
+        unsafe { ort!(api, GetTensorMutableData(self.raw.as_ptr(), &mut data)) }?;
+        Ok((!data.is_null()).then_some(data as usize))
+    }
+
+    /// A copy of this host tensor in memory of its own (ORT's default allocator), so it no longer
+    /// shares anything. Sequences are rebuilt from copies of their members.
+    pub(crate) fn detached(&self) -> Result<Value<'static>> {
+        if self.kind()? == ValueKind::Sequence {
+            return Value::sequence(self.sequence_items()?);
+        }
+        let info = self.tensor_meta()?.clone();
+        if info.element_type == ElementType::String {
+            return string_copy(&info.shape, self.string_bytes()?);
+        }
+        let bytes = info
+            .len()
+            .checked_mul(info.element_type.size())
+            .ok_or(Error::BadShape { shape: info.shape.clone(), why: "byte size overflows" })?;
+        let api = api()?;
+        let allocator = default_allocator()?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: the allocator is ORT's default (process lifetime); the shape slice is live.
+        unsafe {
+            ort!(
+                api,
+                CreateTensorAsOrtValue(
+                    allocator,
+                    info.shape.as_ptr(),
+                    info.shape.len(),
+                    info.element_type.to_raw(),
+                    &mut raw
+                )
+            )
+        }?;
+        // SAFETY: on success we own the new value.
+        let copy = Value::new(unsafe { Owned::from_raw(raw) }?, None, Some(info));
+        if bytes > 0 {
+            let source = self.host_data()?;
+            let mut target: *mut c_void = std::ptr::null_mut();
+            // SAFETY: `copy.raw` is a live tensor; the out-pointer is valid.
+            unsafe { ort!(api, GetTensorMutableData(copy.raw.as_ptr(), &mut target)) }?;
+            // SAFETY: both tensors hold `bytes` bytes (same element type and shape); the target
+            // was just allocated, so the two do not overlap.
+            unsafe { std::ptr::copy_nonoverlapping(source.cast::<u8>(), target.cast::<u8>(), bytes) };
+        }
+        Ok(copy)
+    }
+
+    /// Sets a freshly allocated host tensor to zero bytes (0, 0.0, false), so it can be read
+    /// before it is written. Device tensors and string tensors (ORT constructs those) are left
+    /// as they are.
+    pub(crate) fn zero_if_host(&mut self) -> Result<()> {
+        let info = self.tensor_meta()?.clone();
+        let bytes = info.len().saturating_mul(info.element_type.size());
+        if bytes == 0 {
+            return Ok(());
+        }
+        let Some(data) = self.host_data_if_host()? else { return Ok(()) };
+        // SAFETY: the tensor owns `bytes` bytes of host memory at `data` (element type and shape
+        // read above), and `&mut self` means no view of them exists.
+        unsafe { std::ptr::write_bytes(data.cast::<u8>(), 0, bytes) };
+        Ok(())
+    }
+}
+
+/// A new string tensor holding `strings` (bytes as ORT stores them).
+fn string_copy(shape: &[i64], strings: Vec<Vec<u8>>) -> Result<Value<'static>> {
+    let owned: Vec<CString> = strings
+        .into_iter()
+        .enumerate()
+        .map(|(index, s)| CString::new(s).map_err(|_| Error::InvalidString { index, why: "contains a NUL byte" }))
+        .collect::<Result<_>>()?;
+    let pointers: Vec<*const std::ffi::c_char> = owned.iter().map(|s| s.as_ptr()).collect();
+    let api = api()?;
+    let allocator = default_allocator()?;
+    let mut raw = std::ptr::null_mut();
+    // SAFETY: the shape slice is live; the allocator is ORT's default.
+    unsafe {
+        ort!(
+            api,
+            CreateTensorAsOrtValue(allocator, shape.as_ptr(), shape.len(), ElementType::String.to_raw(), &mut raw)
+        )
+    }?;
+    // SAFETY: on success we own the value.
+    let raw = unsafe { Owned::from_raw(raw) }?;
+    // SAFETY: `pointers` holds NUL-terminated strings alive for the call; ORT copies them.
+    unsafe { ort!(api, FillStringTensor(raw.as_ptr(), pointers.as_ptr(), pointers.len())) }?;
+    Ok(Value::new(raw, None, None))
+}
+
+/// Replaces each output that shares memory with an input (its data starts inside an input's
+/// data, as when a graph output is a graph input or an alias of one) or with an earlier output
+/// by a copy of its own, so outputs never point into the caller's buffers. Non-tensor outputs
+/// (sequences) are copied when `passthrough(i)` says the model returns an input as output `i`.
+pub(crate) fn unalias<'i, 'd: 'i, I>(
+    outputs: &mut [Value<'static>],
+    inputs: I,
+    passthrough: impl Fn(usize) -> bool,
+) -> Result<()>
+where
+    I: Iterator<Item = &'i Value<'d>> + Clone,
+{
+    for i in 0..outputs.len() {
+        let shared = match outputs[i].data_start()? {
+            None => passthrough(i),
+            Some(start) => {
+                let mut shared = false;
+                for input in inputs.clone() {
+                    if let Some((from, to)) = input.data_span()? {
+                        shared |= (from..to).contains(&start);
+                    }
+                }
+                for earlier in &outputs[..i] {
+                    shared |= earlier.data_start()? == Some(start);
+                }
+                shared
+            }
+        };
+        if shared {
+            outputs[i] = outputs[i].detached()?;
+        }
+    }
+    Ok(())
+}
