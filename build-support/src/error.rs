@@ -39,6 +39,13 @@ pub enum Error {
     )]
     HashMismatch { what: String, expected: String, actual: String },
 
+    /// The file is not the pinned size. The file was deleted.
+    #[error(
+        "size mismatch for {what}: the pin says {expected} bytes, got {actual}. The file was deleted; \
+         it is truncated, padded or not the pinned release. Fetch it again, or check ONNXRT_MIRROR / ONNXRT_ARCHIVE"
+    )]
+    SizeMismatch { what: String, expected: u64, actual: u64 },
+
     /// `ONNXRT_ARCHIVE_SHA256` disagrees with the manifest's pin.
     #[error("ONNXRT_ARCHIVE_SHA256={given} contradicts the manifest's pin {pinned} for `{dist}`; unset it or fix the manifest")]
     PinConflict { dist: String, given: String, pinned: String },

@@ -170,6 +170,7 @@ fn download_and_install(config: &Config, dist: &Dist, cache: &Cache, pin: Option
     let Some(expected) = pin else {
         return Err(Error::Unpinned { dist: dist.name.clone(), computed: got.sha256 });
     };
+    check_size(dist, &url, got.bytes)?;
     verify::check(&url, &expected, &got.sha256)?;
     let entry = install_archive(dist, cache, file.path(), &expected)?;
     finish(dist, &entry, Source::Download { url })
@@ -188,6 +189,9 @@ fn from_archive(config: &Config, dist: &Dist, cache: &Cache, archive: &Path) -> 
     let Some(expected) = pin else {
         return Err(Error::Unpinned { dist: dist.name.clone(), computed: actual });
     };
+    if dist.pinned_sha256() == Some(expected.as_str()) {
+        check_size(dist, &archive.display().to_string(), size)?;
+    }
     verify::check(&archive.display().to_string(), &expected, &actual)?;
     let _lock = cache.lock(&dist.name)?;
     let entry = match cache.lookup(&expected) {
@@ -195,6 +199,16 @@ fn from_archive(config: &Config, dist: &Dist, cache: &Cache, archive: &Path) -> 
         None => install_archive(dist, cache, archive, &expected)?,
     };
     finish(dist, &entry, Source::Archive { path: archive.to_owned() })
+}
+
+/// The manifest's pinned size, where it has one, must be the size received.
+fn check_size(dist: &Dist, what: &str, actual: u64) -> Result<()> {
+    match dist.size {
+        Some(expected) if expected != actual => {
+            Err(Error::SizeMismatch { what: what.to_owned(), expected, actual })
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Extracts a verified archive into a work folder, checks it, and publishes it. Call under the lock.
