@@ -17,19 +17,31 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
 }
 
+has_libclang() {
+  ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/llvm-*/lib/libclang-[0-9]*.so* >/dev/null 2>&1 \
+    || ldconfig -p | grep -Eq '\slibclang(-[0-9.]+)?\.so'
+}
+
 setup_build() {
-  # bindgen needs libclang; dpkg-deb, npm and pip assemble the registry runtime.
-  if ! ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 && ! ldconfig -p | grep -q libclang; then
+  # bindgen uses libclang when it is there (the build falls back to the checked-in bindings
+  # without it; `test` checks those against a fresh bindgen run, so it needs libclang). clang-sys
+  # loads libclang.so, libclang-N.so or libclang.so.N; libclang-cpp.so is another library.
+  if ! has_libclang; then
     say "installing libclang for bindgen"; apt_install libclang-dev
   fi
   command -v npm >/dev/null || { say "installing npm"; apt_install npm; }
   command -v readelf >/dev/null || apt_install binutils
   if [ -z "${ONNXRT_LIB_DIR:-}${ONNXRT_ARCHIVE:-}${ONNXRT_DIST:-}" ]; then
-    if cargo run -q -p onnxrt-build-support --bin onnxrt-dist -- pinned >/dev/null 2>&1 \
-       && cargo run -q -p onnxrt-build-support --bin onnxrt-dist -- fetch >/dev/null; then
+    # The pinned default if it is cached, or if its URL answers within seconds (a quick HEAD, so a
+    # machine whose firewall drops packets does not wait out download timeouts); else the fallback.
+    cargo build -q -p onnxrt-build-support --bin onnxrt-dist
+    local dist_tool=target/debug/onnxrt-dist
+    if "$dist_tool" pinned >/dev/null 2>&1 \
+       && { ONNXRT_OFFLINE=1 "$dist_tool" fetch >/dev/null 2>&1 \
+            || { timeout 30 "$dist_tool" reachable >/dev/null 2>&1 && "$dist_tool" fetch >/dev/null; }; }; then
       say "using the pinned default distribution"
     else
-      say "the default distribution cannot be verified here (unpinned or unreachable): assembling ONNX Runtime 1.16.2 from package registries"
+      say "the default distribution cannot be fetched here (its release assets are unreachable): assembling ONNX Runtime 1.16.2 from package registries"
       export ONNXRT_DIST=cpu-1.16.2-registry
     fi
   fi

@@ -35,6 +35,16 @@ pub fn provisioned(p: &Provisioned) {
     println!("cargo:rustc-env=ONNXRT_BUILD_LIBRARY={}", p.library.display());
     println!("cargo:rustc-env=ONNXRT_BUILD_VERSION={}", p.ort_version);
     println!("cargo:rustc-env=ONNXRT_BUILD_SOURCE={}", p.source);
+    println!("cargo:rustc-env=ONNXRT_BUILD_DIST={}", p.dist);
+}
+
+/// A documentation-only build (docs.rs sets `DOCS_RS`): no runtime is provided, so the values
+/// compiled into onnxrt-sys say so instead of naming a library.
+pub fn documentation_only() {
+    println!("cargo:rustc-env=ONNXRT_BUILD_LIBRARY=");
+    println!("cargo:rustc-env=ONNXRT_BUILD_VERSION=");
+    println!("cargo:rustc-env=ONNXRT_BUILD_DIST=");
+    println!("cargo:rustc-env=ONNXRT_BUILD_SOURCE=none (a documentation-only build: DOCS_RS was set)");
 }
 
 /// Link mode: a NEEDED entry on the runtime and an rpath to its folder for this package's targets.

@@ -6,11 +6,13 @@
 //! onnxrt-dist pack DIST OUT.tgz       pack a provisioned distribution as an archive; print its sha256
 //! onnxrt-dist env [DIST]              print ONNXRT_LIB_DIR/ONNXRT_INCLUDE_DIR lines for a shell
 //! onnxrt-dist pinned [DIST]           exit 0 if the distribution can be verified (manifest or user pin)
+//! onnxrt-dist reachable [DIST]        exit 0 if its URL (or ONNXRT_MIRROR) answers a HEAD within 10 s
 //! ```
 //! Exit status: 0 done, 1 provisioning failed (the message says what to do), 2 usage.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use build_support::{assemble, provision, Config, Provisioned};
 
@@ -36,10 +38,12 @@ fn main() -> ExitCode {
         }),
         ["pinned"] => config(None).and_then(pinned),
         ["pinned", dist] => config(Some(dist)).and_then(pinned),
+        ["reachable"] => config(None).and_then(reachable),
+        ["reachable", dist] => config(Some(dist)).and_then(reachable),
         ["env"] => config(None).and_then(|c| provision(&c)).map(shell_env),
         ["env", dist] => config(Some(dist)).and_then(|c| provision(&c)).map(shell_env),
         _ => {
-            eprintln!("usage: onnxrt-dist fetch [DIST] | assemble DIST [DIR] | pack DIST OUT.tgz | env [DIST] | pinned [DIST]");
+            eprintln!("usage: onnxrt-dist fetch [DIST] | assemble DIST [DIR] | pack DIST OUT.tgz | env [DIST] | pinned [DIST] | reachable [DIST]");
             return ExitCode::from(2);
         }
     };
@@ -72,6 +76,27 @@ fn pinned(config: Config) -> build_support::Result<()> {
         Ok(())
     } else {
         Err(build_support::Error::Unpinned { dist: dist.name.clone(), computed: "(not fetched yet)".into() })
+    }
+}
+
+/// A quick look (one HEAD, short timeouts) before committing to a download that could hang on a
+/// machine whose firewall drops packets instead of refusing them. Archive distributions only.
+fn reachable(config: Config) -> build_support::Result<()> {
+    let dist = config.manifest.dist(&config.dist)?;
+    let url = build_support::url(&config, dist);
+    if dist.kind == build_support::DistKind::Registry || url.is_empty() {
+        println!("{}: assembled from package registries, nothing to probe", dist.name);
+        return Ok(());
+    }
+    let quick = Duration::from_secs(10);
+    let agent = ureq::AgentBuilder::new().timeout_connect(quick).timeout(quick).build();
+    match agent.head(&url).call() {
+        Ok(response) => {
+            println!("{url}: HTTP {}", response.status());
+            Ok(())
+        }
+        Err(ureq::Error::Status(status, _)) => Err(build_support::Error::HttpStatus { url, status }),
+        Err(error) => Err(build_support::Error::Download { url, attempts: 1, why: error.to_string() }),
     }
 }
 
