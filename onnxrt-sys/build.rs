@@ -22,14 +22,18 @@ fn main() -> ExitCode {
         emit::documentation_only();
         return write_bindings(None);
     }
-    let provided = Config::from_env().and_then(|config| {
-        emit::rerun_lines(&config);
-        provision(&config)
-    });
-    let provided = match provided {
+    let config = match Config::from_env() {
+        Ok(config) => config,
+        Err(error) => {
+            emit::failure(&error, None);
+            return ExitCode::FAILURE;
+        }
+    };
+    emit::rerun_lines(&config);
+    let provided = match provision(&config) {
         Ok(provided) => provided,
         Err(error) => {
-            emit::failure(&error);
+            emit::failure(&error, Some(&config));
             return ExitCode::FAILURE;
         }
     };

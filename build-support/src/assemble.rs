@@ -16,6 +16,9 @@ use crate::error::{Error, Result};
 use crate::manifest::{Dist, DistKind, Part};
 use crate::{check_files, verify, Config, Provisioned, Source};
 
+/// Folder of the cache that keeps the registry files (`npm pack`, `pip download`, `apt-get download`).
+pub const DOWNLOADS: &str = "registry-files";
+
 /// The cache key of an assembled distribution: the sha256 of its recipe (every pinned hash, member
 /// and destination), so a change to any pinned input is a different entry.
 pub fn registry_key(dist: &Dist) -> String {

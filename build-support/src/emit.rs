@@ -83,10 +83,16 @@ fn rpath(dir: &Path) {
     println!("cargo:rustc-link-arg=-Wl,-rpath,{}", dir.display());
 }
 
-/// Prints a provisioning failure so cargo shows it, then the caller exits non-zero.
-pub fn failure(error: &crate::Error) {
-    for line in error.to_string().lines() {
+/// Prints a provisioning failure so cargo shows it, then the caller exits non-zero. With the
+/// configuration, a failure to get the distribution also says how to choose another one.
+pub fn failure(error: &crate::Error, config: Option<&Config>) {
+    let advice = config.filter(|_| crate::advice::applies(error)).map(crate::advice::choosing);
+    let text = match advice {
+        Some(advice) => format!("{error}\n{advice}"),
+        None => error.to_string(),
+    };
+    for line in text.lines() {
         println!("cargo:warning=onnxrt-sys: {line}");
     }
-    eprintln!("error: onnxrt-sys could not provide ONNX Runtime:\n{error}");
+    eprintln!("error: onnxrt-sys could not provide ONNX Runtime:\n{text}");
 }

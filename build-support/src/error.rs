@@ -76,8 +76,12 @@ pub enum Error {
     Offline { dist: String, reason: String, cache: PathBuf, file: String },
 
     /// A registry-assembled distribution has not been assembled yet.
-    #[error("`{dist}` is assembled from package registries and is not in the cache {cache}; run `cargo run -p onnxrt-build-support --bin onnxrt-dist -- assemble {dist}` first")]
-    NotAssembled { dist: String, cache: PathBuf },
+    #[error(
+        "`{dist}` is assembled from package registries and is not in the cache {cache}, and downloads are off ({reason}). \
+         Allow them (the build then assembles it itself with npm, pip or apt-get), or run `onnxrt fetch {dist}` \
+         (the onnxrt-cli crate) on a connected machine and copy its cache folder here"
+    )]
+    NotAssembled { dist: String, cache: PathBuf, reason: String },
 
     /// The archive contains an entry we refuse to extract.
     #[error("refusing archive entry `{entry}`: {why}. The archive is malformed or hostile; nothing was installed")]

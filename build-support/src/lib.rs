@@ -9,12 +9,14 @@
 //! 3. The cache (`ONNXRT_CACHE_DIR`, default `$XDG_CACHE_HOME/onnxrt` or `~/.cache/onnxrt`), keyed
 //!    by sha256: a warm build neither downloads nor re-hashes.
 //! 4. A download of the manifest URL (or the same file name under `ONNXRT_MIRROR`), unless
-//!    `ONNXRT_OFFLINE=1` or `CARGO_NET_OFFLINE=true`.
+//!    `ONNXRT_OFFLINE=1` or `CARGO_NET_OFFLINE=true`. A registry-assembled distribution is
+//!    assembled instead ([`assemble`]: npm, pip, apt-get), under the same condition.
 //!
 //! Nothing is trusted that was not pinned: a distribution whose manifest entry has no sha256 is
 //! accepted only with the user's own pin (`ONNXRT_ARCHIVE_SHA256`); otherwise the build fails
 //! closed and prints the hash it computed. All configuration is in [`config`].
 
+pub mod advice;
 pub mod assemble;
 pub mod cache;
 pub mod config;
@@ -110,9 +112,16 @@ pub fn provision(config: &Config) -> Result<Provisioned> {
         return from_archive(config, dist, &cache, archive);
     }
     match dist.kind {
-        DistKind::Registry => match cache.lookup(&assemble::registry_key(dist)) {
-            Some(entry) => finish(dist, &entry, Source::Cache { entry: entry.clone() }),
-            None => Err(Error::NotAssembled { dist: dist.name.clone(), cache: cache.dir().to_owned() }),
+        DistKind::Registry => match (cache.lookup(&assemble::registry_key(dist)), &config.offline) {
+            (Some(entry), _) => finish(dist, &entry, Source::Cache { entry: entry.clone() }),
+            (None, Some(reason)) => Err(Error::NotAssembled {
+                dist: dist.name.clone(),
+                cache: cache.dir().to_owned(),
+                reason: reason.clone(),
+            }),
+            // Not cached yet: fetch the registry files with their own clients and assemble it here,
+            // so a user with only the published crates gets it from `ONNXRT_DIST` alone.
+            (None, None) => assemble::assemble(config, &config.cache_dir.join(assemble::DOWNLOADS)),
         },
         DistKind::Archive => {
             let pin = pin(config, dist)?;
@@ -204,9 +213,7 @@ fn from_archive(config: &Config, dist: &Dist, cache: &Cache, archive: &Path) -> 
 /// The manifest's pinned size, where it has one, must be the size received.
 fn check_size(dist: &Dist, what: &str, actual: u64) -> Result<()> {
     match dist.size {
-        Some(expected) if expected != actual => {
-            Err(Error::SizeMismatch { what: what.to_owned(), expected, actual })
-        }
+        Some(expected) if expected != actual => Err(Error::SizeMismatch { what: what.to_owned(), expected, actual }),
         _ => Ok(()),
     }
 }

@@ -35,10 +35,9 @@ fn impostor(len: u64) -> Vec<u8> {
 #[test]
 fn both_official_archives_are_pinned_with_hash_and_size() {
     let manifest = Manifest::builtin().expect("builtin manifest");
-    for (name, file) in [
-        ("gpu-1.16.2", "onnxruntime-linux-x64-gpu-1.16.2.tgz"),
-        ("cpu-1.16.2", "onnxruntime-linux-x64-1.16.2.tgz"),
-    ] {
+    for (name, file) in
+        [("gpu-1.16.2", "onnxruntime-linux-x64-gpu-1.16.2.tgz"), ("cpu-1.16.2", "onnxruntime-linux-x64-1.16.2.tgz")]
+    {
         let dist = manifest.dist(name).expect("dist in the manifest");
         assert_eq!(dist.file_name(), file);
         assert!(dist.pinned_sha256().is_some(), "{name} must carry a sha256");

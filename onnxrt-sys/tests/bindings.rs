@@ -28,7 +28,11 @@ fn checked_in_bindings_equal_a_fresh_bindgen_run() {
     let fresh = std::fs::read_to_string(&fresh_path).expect("reading the generated bindings");
     let checked_in = std::fs::read_to_string(&checked_in_path).expect("reading the checked-in bindings");
     if fresh != checked_in {
-        let line = fresh.lines().zip(checked_in.lines()).position(|(a, b)| a != b).map_or(fresh.lines().count().min(checked_in.lines().count()) + 1, |i| i + 1);
+        let line = fresh
+            .lines()
+            .zip(checked_in.lines())
+            .position(|(a, b)| a != b)
+            .map_or(fresh.lines().count().min(checked_in.lines().count()) + 1, |i| i + 1);
         panic!(
             "src/bindings.rs differs from bindgen's output (first at line {line}); if the change is \
              intended: cp {} {}",

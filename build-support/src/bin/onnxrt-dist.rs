@@ -24,7 +24,7 @@ fn main() -> ExitCode {
         ["fetch", dist] => config(Some(dist)).and_then(|c| provision(&c)).map(report),
         ["assemble", dist] => config(Some(dist))
             .and_then(|c| {
-                let downloads = c.cache_dir.join("registry-files");
+                let downloads = c.cache_dir.join(assemble::DOWNLOADS);
                 assemble::assemble(&c, &downloads)
             })
             .map(report),
@@ -51,6 +51,10 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("onnxrt-dist: {error}");
+            if let Some(config) = config(words.get(1).copied()).ok().filter(|_| build_support::advice::applies(&error))
+            {
+                eprintln!("{}", build_support::advice::choosing(&config));
+            }
             ExitCode::from(1)
         }
     }
