@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's two commands, and everything they need on a fresh Debian/Ubuntu machine:
 #   bash tools/dev.sh run    the main job: the resnet_cuda example (embedded model + image)
-#   bash tools/dev.sh test   the whole test suite
+#   bash tools/dev.sh test   the whole test suite, then packaging (tools/downstream.sh)
 #   bash tools/dev.sh lint   rustfmt and clippy, as CI runs them
 # Provisioning: if you set none of ONNXRT_LIB_DIR / ONNXRT_ARCHIVE / ONNXRT_DIST, the pinned
 # default (the official GPU archive) is used when it can be verified; otherwise (nobody could
@@ -64,6 +64,8 @@ case "${1:-}" in
   test)
     setup_build
     setup_test
+    # The checked-in bindings must equal a fresh bindgen run (unless libclang is hidden on purpose).
+    if [ -z "${LIBCLANG_PATH:-}" ]; then export ONNXRT_REQUIRE_BINDGEN=1; fi
     ONNXRT_REQUIRE_CONFORMANCE=1 cargo test --workspace --no-fail-fast
     # Provider-load diagnosis against the real CUDA 13 build of ORT 1.30 (its provider libraries
     # present, CUDA absent, as on a misconfigured server): assembled from the onnxruntime-gpu wheel.
@@ -81,6 +83,8 @@ case "${1:-}" in
     out=$(env -i ./target/link/debug/examples/resnet_cuda)
     grep -q '^ONNX Runtime 1.16' <<<"$out" || { echo "$out"; say "FAIL: link mode under env -i"; exit 1; }
     say "link mode: NEEDED + RUNPATH baked in, the example runs under env -i"
+    # cargo package for every publishable crate, then the README's quick start against them.
+    bash tools/downstream.sh
     ;;
   lint)
     setup_build

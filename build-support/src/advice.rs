@@ -66,8 +66,7 @@ pub fn choosing(config: &Config) -> String {
         .or((config.dist != REGISTRY_FALLBACK).then_some(REGISTRY_FALLBACK))
         .unwrap_or("cpu-1.16.2");
     format!(
-        "This build used ONNXRT_DIST={current}. Choose another distribution with ONNXRT_DIST \
-         (known: {known}).\n\
+        "The distribution was `{current}`{default}. Choose another one with ONNXRT_DIST (known: {known}).\n\
          The cache {cache} already holds: {held}.\n\
          Where the release assets are unreachable but package registries are not, \
          ONNXRT_DIST={REGISTRY_FALLBACK} makes the build assemble ONNX Runtime 1.16.2 (CPU) itself \
@@ -76,6 +75,8 @@ pub fn choosing(config: &Config) -> String {
          [env]\n    \
          ONNXRT_DIST = \"{suggestion}\"",
         current = config.dist,
+        default =
+            if config.dist == config.manifest.default { " (the default, used while ONNXRT_DIST is unset)" } else { "" },
         known = known.join(", "),
         cache = config.cache_dir.display(),
     )
@@ -92,7 +93,7 @@ mod tests {
         let manifest = Manifest::builtin().expect("manifest");
         let mut config = Config::new(manifest, "gpu-1.16.2", tmp.clone()).expect("config");
         let text = choosing(&config);
-        assert!(text.contains("ONNXRT_DIST=gpu-1.16.2"), "{text}");
+        assert!(text.contains("`gpu-1.16.2` (the default, used while ONNXRT_DIST is unset)"), "{text}");
         assert!(text.contains(&format!("The cache {} already holds: none of them.", tmp.display())), "{text}");
         assert!(text.contains("[env]\n    ONNXRT_DIST = \"cpu-1.16.2-registry\""), "{text}");
         assert!(!text.contains("cargo run -p"), "{text}");
