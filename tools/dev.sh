@@ -4,9 +4,9 @@
 #   bash tools/dev.sh test   the whole test suite, then packaging (tools/downstream.sh)
 #   bash tools/dev.sh lint   rustfmt and clippy, as CI runs them
 # Provisioning: if you set none of ONNXRT_LIB_DIR / ONNXRT_ARCHIVE / ONNXRT_DIST, the pinned
-# default (the official GPU archive) is used when it can be verified; otherwise (nobody could
-# pin its hash yet, or the release assets are unreachable) the runtime is assembled from package
-# registries (ONNXRT_DIST=cpu-1.16.2-registry), and this script says so.
+# default (the official GPU archive, sha256 and size pinned) is used when it is cached or its URL
+# answers within seconds; otherwise (the release assets are unreachable) the runtime is assembled
+# from package registries (ONNXRT_DIST=cpu-1.16.2-registry), and this script says so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { printf '\033[1mdev.sh:\033[0m %s\n' "$*" >&2; }

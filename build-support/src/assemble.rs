@@ -63,7 +63,7 @@ pub fn assemble(config: &Config, downloads: &Path) -> Result<Provisioned> {
     finish_layout(dist, &root)?;
     check_files(dist, work.path())?;
     let entry = cache.publish(work, &key)?;
-    eprintln!("onnxrt-dist: assembled `{}` into {}", dist.name, entry.display());
+    eprintln!("assembled `{}` from package registries into {}", dist.name, entry.display());
     crate::provision(config).map(|p| Provisioned { source: Source::Registries, ..p })
 }
 
