@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The README's two commands, and everything they need on a fresh Debian/Ubuntu machine:
 #   bash tools/dev.sh run    the main job: the resnet_cuda example (embedded model + image)
-#   bash tools/dev.sh test   the whole test suite
+#   bash tools/dev.sh test   the whole test suite, then packaging (tools/downstream.sh)
 #   bash tools/dev.sh lint   rustfmt and clippy, as CI runs them
 # Provisioning: if you set none of ONNXRT_LIB_DIR / ONNXRT_ARCHIVE / ONNXRT_DIST, the pinned
-# default (the official GPU archive) is used when it can be verified; otherwise (nobody could
-# pin its hash yet, or the release assets are unreachable) the runtime is assembled from package
-# registries (ONNXRT_DIST=cpu-1.16.2-registry), and this script says so.
+# default (the official GPU archive, sha256 and size pinned) is used when it is cached or its URL
+# answers within seconds; otherwise (the release assets are unreachable) the runtime is assembled
+# from package registries (ONNXRT_DIST=cpu-1.16.2-registry), and this script says so.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 say() { printf '\033[1mdev.sh:\033[0m %s\n' "$*" >&2; }
@@ -17,19 +17,31 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
 }
 
+has_libclang() {
+  ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/llvm-*/lib/libclang-[0-9]*.so* >/dev/null 2>&1 \
+    || ldconfig -p | grep -Eq '\slibclang(-[0-9.]+)?\.so'
+}
+
 setup_build() {
-  # bindgen needs libclang; dpkg-deb, npm and pip assemble the registry runtime.
-  if ! ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 && ! ldconfig -p | grep -q libclang; then
+  # bindgen uses libclang when it is there (the build falls back to the checked-in bindings
+  # without it; `test` checks those against a fresh bindgen run, so it needs libclang). clang-sys
+  # loads libclang.so, libclang-N.so or libclang.so.N; libclang-cpp.so is another library.
+  if ! has_libclang; then
     say "installing libclang for bindgen"; apt_install libclang-dev
   fi
   command -v npm >/dev/null || { say "installing npm"; apt_install npm; }
   command -v readelf >/dev/null || apt_install binutils
   if [ -z "${ONNXRT_LIB_DIR:-}${ONNXRT_ARCHIVE:-}${ONNXRT_DIST:-}" ]; then
-    if cargo run -q -p onnxrt-build-support --bin onnxrt-dist -- pinned >/dev/null 2>&1 \
-       && cargo run -q -p onnxrt-build-support --bin onnxrt-dist -- fetch >/dev/null; then
+    # The pinned default if it is cached, or if its URL answers within seconds (a quick HEAD, so a
+    # machine whose firewall drops packets does not wait out download timeouts); else the fallback.
+    cargo build -q -p onnxrt-build-support --bin onnxrt-dist
+    local dist_tool=target/debug/onnxrt-dist
+    if "$dist_tool" pinned >/dev/null 2>&1 \
+       && { ONNXRT_OFFLINE=1 "$dist_tool" fetch >/dev/null 2>&1 \
+            || { timeout 30 "$dist_tool" reachable >/dev/null 2>&1 && "$dist_tool" fetch >/dev/null; }; }; then
       say "using the pinned default distribution"
     else
-      say "the default distribution cannot be verified here (unpinned or unreachable): assembling ONNX Runtime 1.16.2 from package registries"
+      say "the default distribution cannot be fetched here (its release assets are unreachable): assembling ONNX Runtime 1.16.2 from package registries"
       export ONNXRT_DIST=cpu-1.16.2-registry
     fi
   fi
@@ -52,6 +64,8 @@ case "${1:-}" in
   test)
     setup_build
     setup_test
+    # The checked-in bindings must equal a fresh bindgen run (unless libclang is hidden on purpose).
+    if [ -z "${LIBCLANG_PATH:-}" ]; then export ONNXRT_REQUIRE_BINDGEN=1; fi
     ONNXRT_REQUIRE_CONFORMANCE=1 cargo test --workspace --no-fail-fast
     # Soundness regressions (RELIABILITY.md, soundness): the mistakes the compiler must refuse,
     # and the runtime ones under valgrind (invalid reads, uninitialised memory, freed loggers).
@@ -75,6 +89,8 @@ case "${1:-}" in
     out=$(env -i ./target/link/debug/examples/resnet_cuda)
     grep -q '^ONNX Runtime 1.16' <<<"$out" || { echo "$out"; say "FAIL: link mode under env -i"; exit 1; }
     say "link mode: NEEDED + RUNPATH baked in, the example runs under env -i"
+    # cargo package for every publishable crate, then the README's quick start against them.
+    bash tools/downstream.sh
     ;;
   lint)
     setup_build

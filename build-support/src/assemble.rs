@@ -14,7 +14,10 @@ use std::process::Command;
 use crate::cache::Cache;
 use crate::error::{Error, Result};
 use crate::manifest::{Dist, DistKind, Part};
-use crate::{check_files, verify, Config, Provisioned, Source};
+use crate::{check_files, verify, Cached, Config, Provisioned, Source};
+
+/// Folder of the cache that keeps the registry files (`npm pack`, `pip download`, `apt-get download`).
+pub const DOWNLOADS: &str = "registry-files";
 
 /// The cache key of an assembled distribution: the sha256 of its recipe (every pinned hash, member
 /// and destination), so a change to any pinned input is a different entry.
@@ -41,12 +44,22 @@ pub fn assemble(config: &Config, downloads: &Path) -> Result<Provisioned> {
     let cache = Cache::new(&config.cache_dir);
     let key = registry_key(dist);
     let _lock = cache.lock(&dist.name)?;
-    if cache.lookup(&key).is_some() {
-        match crate::provision(config) {
-            // Assembling again is the repair: the damaged entry goes, a fresh one is made.
-            Err(Error::DamagedEntry { .. }) => cache.discard(&key)?,
-            other => return other,
+    // Checked here rather than through `provision`, which assembles a missing or damaged entry
+    // itself and would wait for the lock this function holds.
+    let mut notes = Vec::new();
+    match crate::cached(config, dist, &cache, &key)? {
+        Cached::Hit(p) => return Ok(*p),
+        // Assembling again is the repair: the damaged entry goes, a fresh one is made.
+        Cached::Damaged(damage) => {
+            cache.discard(&key)?;
+            notes.push(format!(
+                "the cache entry {} was damaged ({} {}); it was moved aside and deleted, and is assembled again now",
+                cache.entry_path(&key).display(),
+                damage.file.display(),
+                damage.why
+            ));
         }
+        Cached::Miss => {}
     }
     fs::create_dir_all(downloads).map_err(Error::io(format!("creating {}", downloads.display())))?;
     cache.sweep(&key);
@@ -64,8 +77,17 @@ pub fn assemble(config: &Config, downloads: &Path) -> Result<Provisioned> {
     finish_layout(dist, &root)?;
     check_files(dist, work.path())?;
     let entry = cache.publish(work, &key)?;
-    eprintln!("onnxrt-dist: assembled `{}` into {}", dist.name, entry.display());
-    crate::provision(config).map(|p| Provisioned { source: Source::Registries, ..p })
+    eprintln!("assembled `{}` from package registries into {}", dist.name, entry.display());
+    match crate::cached(config, dist, &cache, &key)? {
+        Cached::Hit(p) => Ok(Provisioned { source: Source::Registries, notes, ..*p }),
+        Cached::Damaged(damage) => Err(Error::DamagedEntry {
+            entry: entry.clone(),
+            file: damage.file.display().to_string(),
+            why: damage.why,
+            remedy: "The entry was damaged right after it was assembled: check the disk and delete that folder".into(),
+        }),
+        Cached::Miss => Err(Error::Manifest(format!("`{}` was assembled into {} but is not found there", dist.name, entry.display()))),
+    }
 }
 
 /// Version file and the library's usual symlinks, as in the official archive.

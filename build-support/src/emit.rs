@@ -42,6 +42,16 @@ pub fn provisioned(p: &Provisioned) {
     println!("cargo:rustc-env=ONNXRT_BUILD_LIBRARY={}", p.library.display());
     println!("cargo:rustc-env=ONNXRT_BUILD_VERSION={}", p.ort_version);
     println!("cargo:rustc-env=ONNXRT_BUILD_SOURCE={}", p.source);
+    println!("cargo:rustc-env=ONNXRT_BUILD_DIST={}", p.dist);
+}
+
+/// A documentation-only build (docs.rs sets `DOCS_RS`): no runtime is provided, so the values
+/// compiled into onnxrt-sys say so instead of naming a library.
+pub fn documentation_only() {
+    println!("cargo:rustc-env=ONNXRT_BUILD_LIBRARY=");
+    println!("cargo:rustc-env=ONNXRT_BUILD_VERSION=");
+    println!("cargo:rustc-env=ONNXRT_BUILD_DIST=");
+    println!("cargo:rustc-env=ONNXRT_BUILD_SOURCE=none (a documentation-only build: DOCS_RS was set)");
 }
 
 /// Link mode: a NEEDED entry on the runtime and an rpath to its folder for this package's targets.
@@ -80,10 +90,16 @@ fn rpath(dir: &Path) {
     println!("cargo:rustc-link-arg=-Wl,-rpath,{}", dir.display());
 }
 
-/// Prints a provisioning failure so cargo shows it, then the caller exits non-zero.
-pub fn failure(error: &crate::Error) {
-    for line in error.to_string().lines() {
+/// Prints a provisioning failure so cargo shows it, then the caller exits non-zero. With the
+/// configuration, a failure to get the distribution also says how to choose another one.
+pub fn failure(error: &crate::Error, config: Option<&Config>) {
+    let advice = config.filter(|_| crate::advice::applies(error)).map(crate::advice::choosing);
+    let text = match advice {
+        Some(advice) => format!("{error}\n{advice}"),
+        None => error.to_string(),
+    };
+    for line in text.lines() {
         println!("cargo:warning=onnxrt-sys: {line}");
     }
-    eprintln!("error: onnxrt-sys could not provide ONNX Runtime:\n{error}");
+    eprintln!("error: onnxrt-sys could not provide ONNX Runtime:\n{text}");
 }

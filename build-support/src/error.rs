@@ -36,6 +36,13 @@ pub enum Error {
     #[error("sha256 mismatch for {what}: expected {expected}, got {actual}. {note}")]
     HashMismatch { what: String, expected: String, actual: String, note: String },
 
+    /// The file is not the pinned size; nothing was installed from it.
+    #[error(
+        "size mismatch for {what}: the pin says {expected} bytes, got {actual}. Nothing was installed from it; \
+         it is truncated, padded or not the pinned release. Fetch it again, or check ONNXRT_MIRROR / ONNXRT_ARCHIVE"
+    )]
+    SizeMismatch { what: String, expected: u64, actual: u64 },
+
     /// `ONNXRT_ARCHIVE_SHA256` disagrees with the manifest's pin.
     #[error("ONNXRT_ARCHIVE_SHA256={given} contradicts the manifest's pin {pinned} for `{dist}`; unset it or fix the manifest")]
     PinConflict { dist: String, given: String, pinned: String },
@@ -74,8 +81,12 @@ pub enum Error {
     Offline { dist: String, reason: String, cache: PathBuf, file: String },
 
     /// A registry-assembled distribution has not been assembled yet.
-    #[error("`{dist}` is assembled from package registries and is not in the cache {cache}; run `cargo run -p onnxrt-build-support --bin onnxrt-dist -- assemble {dist}` first")]
-    NotAssembled { dist: String, cache: PathBuf },
+    #[error(
+        "`{dist}` is assembled from package registries and is not in the cache {cache}, and downloads are off ({reason}). \
+         Allow them (the build then assembles it itself with npm, pip or apt-get), or run `onnxrt fetch {dist}` \
+         (the onnxrt-cli crate) on a connected machine and copy its cache folder here"
+    )]
+    NotAssembled { dist: String, cache: PathBuf, reason: String },
 
     /// The archive contains an entry we refuse to extract.
     #[error("refusing archive entry `{entry}`: {why}. The archive is malformed or hostile; nothing was installed")]

@@ -12,12 +12,14 @@
 //!    time and the hashes when it first uses the entry (see [`record`]). A damaged entry is never
 //!    used: it is moved aside and reinstalled, or the error names the file and what to delete.
 //! 4. A download of the manifest URL (or the same file name under `ONNXRT_MIRROR`), unless
-//!    `ONNXRT_OFFLINE=1` or `CARGO_NET_OFFLINE=true`.
+//!    `ONNXRT_OFFLINE=1` or `CARGO_NET_OFFLINE=true`. A registry-assembled distribution is
+//!    assembled instead ([`assemble`]: npm, pip, apt-get), under the same condition.
 //!
 //! Nothing is trusted that was not pinned: a distribution whose manifest entry has no sha256 is
 //! accepted only with the user's own pin (`ONNXRT_ARCHIVE_SHA256`); otherwise the build fails
 //! closed and prints the hash it computed. All configuration is in [`config`].
 
+pub mod advice;
 pub mod assemble;
 pub mod cache;
 pub mod config;
@@ -165,15 +167,23 @@ pub fn provision(config: &Config) -> Result<Provisioned> {
     match dist.kind {
         DistKind::Registry => {
             let key = assemble::registry_key(dist);
-            match cached(config, dist, &cache, &key)? {
-                Cached::Hit(p) => Ok(*p),
-                Cached::Damaged(damage) => Err(damaged(
-                    &cache,
-                    &key,
-                    damage,
-                    format!("Delete that folder, or run `onnxrt-dist assemble {}`, which replaces it", dist.name),
-                )),
-                Cached::Miss => Err(Error::NotAssembled { dist: dist.name.clone(), cache: cache.dir().to_owned() }),
+            match (cached(config, dist, &cache, &key)?, &config.offline) {
+                (Cached::Hit(p), _) => Ok(*p),
+                (Cached::Damaged(damage), Some(reason)) => {
+                    let remedy = format!("Delete that folder, then allow downloads (unset {reason}) so the build assembles it again");
+                    Err(damaged(&cache, &key, damage, remedy))
+                }
+                (Cached::Miss, Some(reason)) => Err(Error::NotAssembled {
+                    dist: dist.name.clone(),
+                    cache: cache.dir().to_owned(),
+                    reason: reason.clone(),
+                }),
+                // Not cached yet, or damaged: fetch the registry files with their own clients and
+                // assemble it here (which replaces a damaged entry), so a user with only the
+                // published crates gets it from `ONNXRT_DIST` alone.
+                (Cached::Miss | Cached::Damaged(_), None) => {
+                    assemble::assemble(config, &config.cache_dir.join(assemble::DOWNLOADS))
+                }
             }
         }
         DistKind::Archive => {
@@ -208,7 +218,7 @@ pub fn provision(config: &Config) -> Result<Provisioned> {
 }
 
 /// What the cache holds for a key.
-enum Cached {
+pub(crate) enum Cached {
     /// A complete, undamaged entry.
     Hit(Box<Provisioned>),
     /// A complete entry that no longer holds what was installed.
@@ -228,7 +238,7 @@ fn damaged(cache: &Cache, key: &str, damage: record::Damage, remedy: String) -> 
 
 /// Looks `key` up and checks the entry against its record: sizes always; hashes on request, when
 /// no stamp of this build says it hashed these very files, or when there is no build at all.
-fn cached(config: &Config, dist: &Dist, cache: &Cache, key: &str) -> Result<Cached> {
+pub(crate) fn cached(config: &Config, dist: &Dist, cache: &Cache, key: &str) -> Result<Cached> {
     let Some(entry) = cache.lookup(key) else { return Ok(Cached::Miss) };
     let items = match record::read(&entry) {
         Ok(Some(items)) => items,
@@ -350,6 +360,7 @@ fn download_and_install(config: &Config, dist: &Dist, cache: &Cache, pin: Option
     let Some(expected) = pin else {
         return Err(Error::Unpinned { dist: dist.name.clone(), computed: got.sha256 });
     };
+    check_size(dist, &got.final_url, got.bytes)?;
     verify::check(&got.final_url, &expected, &got.sha256)?;
     let entry = install_archive(config, dist, cache, file.path(), &expected)?;
     let source = Source::Download { url, final_url: got.final_url };
@@ -376,11 +387,23 @@ fn from_archive(config: &Config, dist: &Dist, cache: &Cache, archive: &Path) -> 
     let Some(expected) = pin else {
         return Err(Error::Unpinned { dist: dist.name.clone(), computed: actual });
     };
+    if dist.pinned_sha256() == Some(expected.as_str()) {
+        let size = std::fs::metadata(copy.path()).map_err(Error::io(format!("reading {}", copy.path().display())))?.len();
+        check_size(dist, &archive.display().to_string(), size)?;
+    }
     let note = "Your file was left where it is, and nothing was installed from it; it is corrupt, truncated or \
                 not the pinned release: replace it with the release archive";
     verify::check_with(&archive.display().to_string(), &expected, &actual, note)?;
     let entry = install_archive(config, dist, cache, copy.path(), &expected)?;
     finish(dist, &entry, Source::Archive { path: archive.to_owned() }).map(|p| Provisioned { notes, ..p })
+}
+
+/// The manifest's pinned size, where it has one, must be the size received.
+fn check_size(dist: &Dist, what: &str, actual: u64) -> Result<()> {
+    match dist.size {
+        Some(expected) if expected != actual => Err(Error::SizeMismatch { what: what.to_owned(), expected, actual }),
+        _ => Ok(()),
+    }
 }
 
 /// Extracts a verified archive into a work folder, checks it, and publishes it (with the record

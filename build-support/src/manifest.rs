@@ -53,6 +53,9 @@ pub struct Dist {
     /// Pinned sha256 of the archive; empty means "not pinned".
     #[serde(default)]
     pub sha256: String,
+    /// Pinned exact size of the archive in bytes, checked before the hash (absent: not pinned).
+    #[serde(default)]
+    pub size: Option<u64>,
     /// Largest archive accepted, in bytes.
     #[serde(default = "default_max_bytes")]
     pub max_bytes: u64,
@@ -164,6 +167,9 @@ impl Manifest {
             if !dist.sha256.is_empty() && !is_sha256(&dist.sha256) {
                 return bad("sha256 must be 64 lowercase hex digits or empty");
             }
+            if dist.size.is_some_and(|size| size == 0 || size > dist.max_bytes) {
+                return bad("size must be above 0 and within max_bytes");
+            }
             match dist.kind {
                 DistKind::Archive if dist.url.is_none() => return bad("an archive needs a url"),
                 DistKind::Registry if dist.parts.is_empty() => return bad("a registry dist needs parts"),
@@ -218,6 +224,11 @@ mod tests {
         assert_eq!(d.name, "gpu-1.16.2");
         assert_eq!(d.file_name(), "onnxruntime-linux-x64-gpu-1.16.2.tgz");
         assert_eq!(d.requires.as_ref().map(|r| r.cuda.as_str()), Some("11.8"));
+        assert_eq!(d.pinned_sha256(), Some("84618c385d5cbac48fc714b8fb86e43828b52038144c1e0fdcb4c03293ae2d5a"));
+        assert_eq!(d.size, Some(136_715_070));
+        let cpu = m.dist("cpu-1.16.2").expect("official cpu dist");
+        assert_eq!(cpu.pinned_sha256(), Some("70c769771ad4b6d63b87ca1f62d3f11e998ea0b9d738d6bbdd6a5e6d8c1deb31"));
+        assert_eq!(cpu.size, Some(6_656_336));
         let reg = m.dist("cpu-1.16.2-registry").expect("registry dist");
         assert_eq!(reg.kind, DistKind::Registry);
         assert_eq!(reg.parts.len(), 2);

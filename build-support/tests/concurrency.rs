@@ -53,10 +53,10 @@ fn four_threads_on_a_fresh_cache_download_once() {
     assert_cache_holds_only(&cache, &sha);
 }
 
-/// `onnxrt-dist fetch cpu-1.16.2` with nothing from the outer environment but what is given.
+/// `onnxrt-dist fetch UNPINNED_DIST` with nothing from the outer environment but what is given.
 fn fetch(cache: &Path, mirror: &str, sha: &str) -> Child {
     Command::new(BIN)
-        .args(["fetch", "cpu-1.16.2"])
+        .args(["fetch", UNPINNED_DIST])
         .env_clear()
         .env("ONNXRT_CACHE_DIR", cache)
         .env("ONNXRT_MIRROR", mirror)
@@ -98,9 +98,9 @@ fn describe(output: &Output) -> String {
 
 #[test]
 fn four_processes_on_a_fresh_cache_download_once() {
-    let archive = good_archive();
+    let archive = tgz_owned(&unpinned_entries());
     let sha = sha256(&archive);
-    let path = format!("/{FILE_NAME}");
+    let path = format!("/{UNPINNED_FILE}");
     let server =
         Server::start(vec![(path.as_str(), Behaviour::Slow { body: archive, delay: Duration::from_millis(300) })]);
     let tmp = tempdir();
@@ -109,7 +109,7 @@ fn four_processes_on_a_fresh_cache_download_once() {
     let children: Vec<Child> = (0..4).map(|_| fetch(&cache, &server.base(), &sha)).collect();
     let outputs: Vec<Output> = children.into_iter().map(|c| wait(c, Duration::from_secs(30))).collect();
 
-    let expected_lib = format!("{}\n", cache.join(&sha).join(ROOT).join("lib").display());
+    let expected_lib = format!("{}\n", cache.join(&sha).join(UNPINNED_ROOT).join("lib").display());
     for output in &outputs {
         assert!(output.status.success(), "{}", describe(output));
         assert_eq!(String::from_utf8_lossy(&output.stdout), expected_lib, "{}", describe(output));
@@ -122,9 +122,9 @@ fn four_processes_on_a_fresh_cache_download_once() {
 
 #[test]
 fn build_killed_mid_download_leaves_nothing_the_next_build_trips_on() {
-    let archive = good_archive();
+    let archive = tgz_owned(&unpinned_entries());
     let sha = sha256(&archive);
-    let path = format!("/{FILE_NAME}");
+    let path = format!("/{UNPINNED_FILE}");
     let stalling = Server::start(vec![(
         path.as_str(),
         Behaviour::StallInBody { body: archive.clone(), sent: archive.len() / 2, stall: Duration::from_secs(20) },
@@ -144,7 +144,7 @@ fn build_killed_mid_download_leaves_nothing_the_next_build_trips_on() {
     assert!(!killed.status.success(), "the first build was not killed: {}", describe(&killed));
     let leftovers = tmp_leftovers(&cache);
     assert!(
-        leftovers.iter().any(|n| n.starts_with("cpu-1.16.2.download-")),
+        leftovers.iter().any(|n| n.starts_with(&format!("{UNPINNED_DIST}.download-"))),
         "the killed build left no partial download, so the sweep is not exercised: {leftovers:?}"
     );
     assert_eq!(cache_entries(&cache), Vec::<String>::new(), "a killed build published an entry");
@@ -161,18 +161,20 @@ fn build_killed_mid_download_leaves_nothing_the_next_build_trips_on() {
 /// its work folder in `.tmp`; the next build sweeps that, extracts again and publishes one entry.
 #[test]
 fn build_killed_mid_extraction_leaves_nothing_the_next_build_trips_on() {
-    let mut entries =
-        vec![(format!("{ROOT}/"), Kind::Dir), (format!("{ROOT}/padding.bin"), Kind::File(vec![0u8; 256 << 20]))];
-    entries.extend(good_entries().into_iter().skip(1));
+    let mut entries = vec![
+        (format!("{UNPINNED_ROOT}/"), Kind::Dir),
+        (format!("{UNPINNED_ROOT}/padding.bin"), Kind::File(vec![0u8; 256 << 20])),
+    ];
+    entries.extend(unpinned_entries().into_iter().skip(1));
     let archive = tgz_owned(&entries);
     let sha = sha256(&archive);
     let tmp = tempdir();
-    let file = tmp.path().join(FILE_NAME);
+    let file = tmp.path().join(UNPINNED_FILE);
     std::fs::write(&file, &archive).expect("writing the archive");
     let cache = tmp.path().join("cache");
     let build = || {
         Command::new(BIN)
-            .args(["fetch", "cpu-1.16.2"])
+            .args(["fetch", UNPINNED_DIST])
             .env_clear()
             .env("ONNXRT_CACHE_DIR", &cache)
             .env("ONNXRT_ARCHIVE", &file)

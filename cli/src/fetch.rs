@@ -8,7 +8,7 @@
 //! are still only the ones build-support hashes and verifies.
 //!
 //! A registry-assembled distribution (`cpu-1.16.2-registry`, `gpu-cuda13-1.30.0-wheel`) that is not
-//! in the cache yet is assembled (`onnxrt-dist assemble`), unless offline.
+//! in the cache yet is assembled by `provision` itself (npm, pip, apt-get), unless offline.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -17,9 +17,9 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use build_support::{assemble, provision, Config, DistKind};
+use build_support::{advice, provision, Config};
 
-use crate::error::Result;
+use crate::error::{CliError, Result};
 use crate::output;
 
 /// Runs `fetch`.
@@ -37,16 +37,11 @@ pub fn run(dist: Option<&str>, offline: bool) -> Result<()> {
     let result = provision(&config);
     progress.finish(result.is_ok());
     let provisioned = match result {
-        Err(build_support::Error::NotAssembled { .. })
-            if dist.kind == DistKind::Registry && config.offline.is_none() =>
-        {
-            eprintln!(
-                "onnxrt: `{}` is assembled from package registries; fetching its parts (npm, pip, apt-get)",
-                dist.name
-            );
-            assemble::assemble(&config, &config.cache_dir.join("registry-files"))?
+        Ok(provisioned) => provisioned,
+        Err(error) if advice::applies(&error) => {
+            return Err(CliError::Failed(format!("{error}\n{}", advice::choosing(&config))))
         }
-        other => other?,
+        Err(error) => return Err(error.into()),
     };
     eprintln!("onnxrt: ONNX Runtime {} (`{}`) from {}", provisioned.ort_version, provisioned.dist, provisioned.source);
     println!("{}", provisioned.lib_dir.display());

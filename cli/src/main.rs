@@ -102,17 +102,20 @@ Exit status 1 if any row is FAIL.
 const FETCH: Spec = Spec {
     command: "fetch",
     flags: &["--offline"],
-    options: &[],
+    options: &["--dist"],
     positionals: (0, 1),
     positional_names: "at most one DIST",
 };
 const FETCH_HELP: &str = "\
-onnxrt fetch [DIST] [--offline]
+onnxrt fetch [DIST | --dist DIST] [--offline]
 
 Provisions a runtime distribution (default: ONNXRT_DIST, else the manifest's default) exactly as the
 build does: ONNXRT_LIB_DIR, ONNXRT_ARCHIVE, the cache (ONNXRT_CACHE_DIR), or a verified download
 (ONNXRT_MIRROR), with a progress line on stderr (bytes, rate, ETA). Registry-assembled
-distributions are assembled from npm / PyPI / Debian. Prints the library folder on stdout.
+distributions (cpu-1.16.2-registry) are assembled from npm / PyPI / Debian. Prints the library
+folder on stdout. A later `cargo build` with the same ONNXRT_DIST finds it in the cache.
+
+    --dist DIST          the distribution (same as the positional DIST)
 
     --offline            never download (like ONNXRT_OFFLINE=1)
 ";
@@ -219,7 +222,8 @@ fn dispatch(args: &[String]) -> Result<()> {
         }
         "fetch" => {
             let Some(p) = parse(&FETCH, FETCH_HELP, rest)? else { return Ok(()) };
-            fetch::run(p.positionals.first().map(String::as_str), p.flag("--offline"))
+            let dist = p.value("--dist").or(p.positionals.first().map(String::as_str));
+            fetch::run(dist, p.flag("--offline"))
         }
         "bundle" => {
             let Some(p) = parse(&BUNDLE, BUNDLE_HELP, rest)? else { return Ok(()) };

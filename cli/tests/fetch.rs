@@ -9,10 +9,14 @@ use std::time::Duration;
 
 use common::{onnxrt, run};
 
-const ROOT: &str = "onnxruntime-linux-x64-1.16.2";
-const FILE: &str = "onnxruntime-linux-x64-1.16.2.tgz";
+// The builtin manifest's archive that is not pinned yet, so the test can pin its own stand-in with
+// ONNXRT_ARCHIVE_SHA256 (the 1.16.2 archives are pinned, and a contradicting pin is refused).
+const DIST: &str = "gpu-cuda13-1.30.0";
+const ROOT: &str = "onnxruntime-linux-x64-gpu_cuda13-1.30.0";
+const FILE: &str = "onnxruntime-linux-x64-gpu_cuda13-1.30.0.tgz";
+const LIBRARY: &str = "libonnxruntime.so.1.30.0";
 
-/// An archive with the official CPU layout whose library is 3 MiB of noise (so it stays 3 MiB).
+/// An archive with the official layout of DIST whose library is 3 MiB of noise (so it stays 3 MiB).
 fn archive() -> Vec<u8> {
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
     let noise: Vec<u8> = (0..3 << 20)
@@ -25,8 +29,12 @@ fn archive() -> Vec<u8> {
         .collect();
     let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     let mut tar = tar::Builder::new(gz);
+    let stub = b"/* stand-in provider library */\n".as_slice();
     for (path, data) in [
-        (format!("{ROOT}/lib/libonnxruntime.so.1.16.2"), noise.as_slice()),
+        (format!("{ROOT}/lib/{LIBRARY}"), noise.as_slice()),
+        (format!("{ROOT}/lib/libonnxruntime_providers_shared.so"), stub),
+        (format!("{ROOT}/lib/libonnxruntime_providers_cuda.so"), stub),
+        (format!("{ROOT}/lib/libonnxruntime_providers_tensorrt.so"), stub),
         (format!("{ROOT}/include/onnxruntime_c_api.h"), b"/* test header */\n".as_slice()),
     ] {
         let mut header = tar::Header::new_gnu();
@@ -91,7 +99,7 @@ fn fetch_command(cache: &std::path::Path) -> std::process::Command {
         command.env_remove(var);
     }
     // The test mirror speaks plain http, which provisioning fetches only when allowed.
-    command.env("ONNXRT_CACHE_DIR", cache).env("ONNXRT_DIST", "cpu-1.16.2").env("ONNXRT_ALLOW_HTTP", "1");
+    command.env("ONNXRT_CACHE_DIR", cache).env("ONNXRT_DIST", DIST).env("ONNXRT_ALLOW_HTTP", "1");
     command
 }
 
@@ -105,7 +113,7 @@ fn a_download_shows_progress_and_is_verified_and_installed() {
         run(fetch_command(cache.path()).arg("fetch").env("ONNXRT_MIRROR", &mirror).env("ONNXRT_ARCHIVE_SHA256", &sha));
     assert_eq!(ran.code, Some(0), "{}", ran.both());
     let lib_dir = std::path::PathBuf::from(ran.stdout.trim());
-    assert!(lib_dir.starts_with(cache.path()) && lib_dir.join("libonnxruntime.so.1.16.2").is_file(), "{}", ran.both());
+    assert!(lib_dir.starts_with(cache.path()) && lib_dir.join(LIBRARY).is_file(), "{}", ran.both());
     assert!(ran.stderr.contains(&format!("downloading {FILE} from {mirror}/{FILE}")), "{}", ran.both());
     // At least one progress line with rate and ETA (the body takes about two seconds), then the total.
     assert!(ran.stderr.contains("MiB/s, ETA") || ran.stderr.contains("KiB/s, ETA"), "{}", ran.both());
@@ -129,6 +137,14 @@ fn offline_with_an_empty_cache_says_what_to_do() {
     let ran = run(fetch_command(cache.path()).args(["fetch", "cpu-1.16.2", "--offline"]));
     assert_eq!(ran.code, Some(1), "{}", ran.both());
     assert!(ran.stderr.contains("offline") && ran.stderr.contains("ONNXRT_ARCHIVE"), "{}", ran.both());
+    // How to choose another distribution and make the choice stick, for a user outside this repo.
+    assert!(ran.stderr.contains("already holds: none of them"), "{}", ran.both());
+    assert!(ran.stderr.contains("[env]\n    ONNXRT_DIST = \"cpu-1.16.2-registry\""), "{}", ran.both());
+    let ran = run(fetch_command(cache.path()).args(["fetch", "--dist", "cpu-1.16.2-registry", "--offline"]));
+    assert_eq!(ran.code, Some(1), "{}", ran.both());
+    assert!(ran.stderr.contains("downloads are off (--offline)"), "{}", ran.both());
+    assert!(ran.stderr.contains("onnxrt fetch cpu-1.16.2-registry"), "{}", ran.both());
+    assert!(!ran.stderr.contains("cargo run -p"), "advice that works only inside the repository: {}", ran.both());
     let ran = run(fetch_command(cache.path()).args(["fetch", "no-such-dist"]));
     assert_eq!(ran.code, Some(1), "{}", ran.both());
     assert!(ran.stderr.contains("cpu-1.16.2-registry"), "{}", ran.both());

@@ -8,11 +8,13 @@
 //! onnxrt-dist pinned [DIST]           exit 0 if the distribution can be verified (manifest or user pin)
 //! onnxrt-dist verify [DIST]           re-hash every file of the cache entry against its record
 //!                                     (a damaged entry is replaced where the build could replace it)
+//! onnxrt-dist reachable [DIST]        exit 0 if its URL (or ONNXRT_MIRROR) answers a HEAD within 10 s
 //! ```
 //! Exit status: 0 done, 1 provisioning failed (the message says what to do), 2 usage.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use build_support::{assemble, provision, Config, Provisioned};
 
@@ -24,7 +26,7 @@ fn main() -> ExitCode {
         ["fetch", dist] => config(Some(dist)).and_then(|c| provision(&c)).map(report),
         ["assemble", dist] => config(Some(dist))
             .and_then(|c| {
-                let downloads = c.cache_dir.join("registry-files");
+                let downloads = c.cache_dir.join(assemble::DOWNLOADS);
                 assemble::assemble(&c, &downloads)
             })
             .map(report),
@@ -40,10 +42,12 @@ fn main() -> ExitCode {
         ["verify", dist] => config(Some(dist)).and_then(verify).map(report),
         ["pinned"] => config(None).and_then(pinned),
         ["pinned", dist] => config(Some(dist)).and_then(pinned),
+        ["reachable"] => config(None).and_then(reachable),
+        ["reachable", dist] => config(Some(dist)).and_then(reachable),
         ["env"] => config(None).and_then(|c| provision(&c)).map(shell_env),
         ["env", dist] => config(Some(dist)).and_then(|c| provision(&c)).map(shell_env),
         _ => {
-            eprintln!("usage: onnxrt-dist fetch [DIST] | assemble DIST [DIR] | pack DIST OUT.tgz | env [DIST] | pinned [DIST] | verify [DIST]");
+            eprintln!("usage: onnxrt-dist fetch [DIST] | assemble DIST [DIR] | pack DIST OUT.tgz | env [DIST] | pinned [DIST] | verify [DIST] | reachable [DIST]");
             return ExitCode::from(2);
         }
     };
@@ -51,6 +55,10 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("onnxrt-dist: {error}");
+            if let Some(config) = config(words.get(1).copied()).ok().filter(|_| build_support::advice::applies(&error))
+            {
+                eprintln!("{}", build_support::advice::choosing(&config));
+            }
             ExitCode::from(1)
         }
     }
@@ -83,6 +91,27 @@ fn pinned(config: Config) -> build_support::Result<()> {
 fn verify(mut config: Config) -> build_support::Result<Provisioned> {
     config.verify = true;
     provision(&config)
+}
+
+/// A quick look (one HEAD, short timeouts) before committing to a download that could hang on a
+/// machine whose firewall drops packets instead of refusing them. Archive distributions only.
+fn reachable(config: Config) -> build_support::Result<()> {
+    let dist = config.manifest.dist(&config.dist)?;
+    let url = build_support::url(&config, dist);
+    if dist.kind == build_support::DistKind::Registry || url.is_empty() {
+        println!("{}: assembled from package registries, nothing to probe", dist.name);
+        return Ok(());
+    }
+    let quick = Duration::from_secs(10);
+    let agent = ureq::AgentBuilder::new().timeout_connect(quick).timeout(quick).build();
+    match agent.head(&url).call() {
+        Ok(response) => {
+            println!("{url}: HTTP {}", response.status());
+            Ok(())
+        }
+        Err(ureq::Error::Status(status, _)) => Err(build_support::Error::HttpStatus { url, status }),
+        Err(error) => Err(build_support::Error::Download { url, attempts: 1, why: error.to_string() }),
+    }
 }
 
 fn report(p: Provisioned) {

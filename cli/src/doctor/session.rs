@@ -11,8 +11,10 @@ use onnxrt::{SessionBuilder, Value};
 use super::runtime::Facts;
 use super::{split_fix, Row, Status};
 
-/// `tests/data/models/add_f32.onnx`: inputs `a`, `b` f32 [2, 3], output `sum`.
-pub const ADD_F32: &[u8] = include_bytes!("../../../tests/data/models/add_f32.onnx");
+/// `add_f32.onnx`: inputs `a`, `b` f32 [2, 3], output `sum`. A copy of the workspace's
+/// `tests/data/models/add_f32.onnx` kept inside this crate, so the published crate builds (a test
+/// keeps the two identical).
+pub const ADD_F32: &[u8] = include_bytes!("add_f32.onnx");
 
 /// The hidden subcommand that runs the CUDA session.
 pub const CHILD_COMMAND: &str = "__doctor-gpu-session";
@@ -135,4 +137,16 @@ fn cuda_row() -> Row {
 #[cfg(not(feature = "cuda"))]
 fn cuda_row() -> Row {
     Row::new("gpu session", Status::Skip, "this onnxrt command was built without the `cuda` feature")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_embedded_model_is_the_workspace_model() {
+        // Absent in a published crate; inside the workspace the copy must not drift.
+        let workspace = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/add_f32.onnx");
+        if let Ok(bytes) = std::fs::read(workspace) {
+            assert_eq!(bytes, super::ADD_F32, "copy tests/data/models/add_f32.onnx into cli/src/doctor/");
+        }
+    }
 }
