@@ -18,16 +18,17 @@ const BIN: &str = env!("CARGO_BIN_EXE_onnxrt-dist");
 fn server_dripping_a_byte_every_3_s_fails_too_slow_within_60_s() {
     // As a user would meet it: `onnxrt-dist fetch` with ONNXRT_DOWNLOAD_TIMEOUT=5 and the
     // default three attempts, against a server that sends one byte every three seconds.
-    let archive = good_archive();
+    // The unpinned distribution, so that the test's own pin is accepted.
+    let archive = tgz_owned(&unpinned_entries());
     let sha = sha256(&archive);
     let every = Duration::from_secs(3);
-    let server =
-        Server::start(vec![("/onnxruntime-linux-x64-1.16.2.tgz", Behaviour::Drip { body: archive, chunk: 1, every })]);
+    let path = format!("/{UNPINNED_FILE}");
+    let server = Server::start(vec![(path.as_str(), Behaviour::Drip { body: archive, chunk: 1, every })]);
     let tmp = tempdir();
     let cache = tmp.path().join("cache");
     let started = Instant::now();
     let out = Command::new(BIN)
-        .args(["fetch", "cpu-1.16.2"])
+        .args(["fetch", UNPINNED_DIST])
         .env_clear()
         .env("ONNXRT_CACHE_DIR", &cache)
         .env("ONNXRT_MIRROR", server.base())
