@@ -86,7 +86,11 @@ pub fn assemble(config: &Config, downloads: &Path) -> Result<Provisioned> {
             why: damage.why,
             remedy: "The entry was damaged right after it was assembled: check the disk and delete that folder".into(),
         }),
-        Cached::Miss => Err(Error::Manifest(format!("`{}` was assembled into {} but is not found there", dist.name, entry.display()))),
+        Cached::Miss => Err(Error::Manifest(format!(
+            "`{}` was assembled into {} but is not found there",
+            dist.name,
+            entry.display()
+        ))),
     }
 }
 

@@ -170,7 +170,9 @@ pub fn provision(config: &Config) -> Result<Provisioned> {
             match (cached(config, dist, &cache, &key)?, &config.offline) {
                 (Cached::Hit(p), _) => Ok(*p),
                 (Cached::Damaged(damage), Some(reason)) => {
-                    let remedy = format!("Delete that folder, then allow downloads (unset {reason}) so the build assembles it again");
+                    let remedy = format!(
+                        "Delete that folder, then allow downloads (unset {reason}) so the build assembles it again"
+                    );
                     Err(damaged(&cache, &key, damage, remedy))
                 }
                 (Cached::Miss, Some(reason)) => Err(Error::NotAssembled {
@@ -388,7 +390,8 @@ fn from_archive(config: &Config, dist: &Dist, cache: &Cache, archive: &Path) -> 
         return Err(Error::Unpinned { dist: dist.name.clone(), computed: actual });
     };
     if dist.pinned_sha256() == Some(expected.as_str()) {
-        let size = std::fs::metadata(copy.path()).map_err(Error::io(format!("reading {}", copy.path().display())))?.len();
+        let size =
+            std::fs::metadata(copy.path()).map_err(Error::io(format!("reading {}", copy.path().display())))?.len();
         check_size(dist, &archive.display().to_string(), size)?;
     }
     let note = "Your file was left where it is, and nothing was installed from it; it is corrupt, truncated or \
