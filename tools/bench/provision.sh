@@ -11,7 +11,9 @@
 #    plus bindgen. Cargo's --timings gives the build script's own run time; `onnxrt-dist fetch`
 #    times the cache lookup alone.
 # 2. Cold provision: a .tgz of ~130 MB of random bytes laid out like the distribution (root
-#    folder, lib/libonnxruntime.so.1.16.2, the provider libraries, include/onnxruntime_c_api.h),
+#    folder, the library, the provider libraries, include/onnxruntime_c_api.h). Both 1.16.2
+#    archives are pinned in the manifest (a pin of our own would contradict it), so the timed
+#    distribution is the still-unpinned gpu-cuda13-1.30.0, whose archive has the same shape,
 #    served by `python3 -m http.server` on 127.0.0.1; `onnxrt-dist fetch` with ONNXRT_MIRROR,
 #    ONNXRT_ARCHIVE_SHA256 pinned and a fresh ONNXRT_CACHE_DIR per run times download + sha256 +
 #    extraction + publication. Timed with the release build of onnxrt-dist and with the debug
@@ -72,12 +74,12 @@ SERVER_PID=
 cleanup() { [ -n "$SERVER_PID" ] && kill "$SERVER_PID" 2>/dev/null; rm -rf "$WORK"; }
 trap cleanup EXIT
 
-# make_archive FILE ROOT MIB PROVIDERS...: a tgz whose library is MIB MiB of random bytes.
+# make_archive FILE ROOT LIBRARY MIB PROVIDERS...: a tgz whose library is MIB MiB of random bytes.
 make_archive() {
-  local file=$1 root=$2 mib=$3
-  shift 3
+  local file=$1 root=$2 library=$3 mib=$4
+  shift 4
   mkdir -p "$WORK/tree/$root/lib" "$WORK/tree/$root/include"
-  head -c $((mib * 1024 * 1024)) /dev/urandom >"$WORK/tree/$root/lib/libonnxruntime.so.1.16.2"
+  head -c $((mib * 1024 * 1024)) /dev/urandom >"$WORK/tree/$root/lib/$library"
   for provider in "$@"; do head -c 4096 /dev/urandom >"$WORK/tree/$root/lib/$provider"; done
   cp "$INCLUDE/onnxruntime_c_api.h" "$WORK/tree/$root/include/"
   tar -C "$WORK/tree" -cf - "$root" | gzip -1 >"$WORK/www/$file"
@@ -85,11 +87,9 @@ make_archive() {
 }
 mkdir -p "$WORK/www"
 say "making the archives (random bytes)"
-make_archive onnxruntime-linux-x64-gpu-1.16.2.tgz onnxruntime-linux-x64-gpu-1.16.2 130 \
+GPU_FILE=onnxruntime-linux-x64-gpu_cuda13-1.30.0.tgz
+make_archive "$GPU_FILE" onnxruntime-linux-x64-gpu_cuda13-1.30.0 libonnxruntime.so.1.30.0 130 \
   libonnxruntime_providers_shared.so libonnxruntime_providers_cuda.so libonnxruntime_providers_tensorrt.so
-make_archive onnxruntime-linux-x64-1.16.2.tgz onnxruntime-linux-x64-1.16.2 130
-cp "$WORK/www/onnxruntime-linux-x64-1.16.2.tgz" "$WORK/cpu-130.tgz"
-make_archive onnxruntime-linux-x64-1.16.2-95.tgz onnxruntime-linux-x64-1.16.2 95
 
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 python3 -m http.server "$PORT" --bind 127.0.0.1 --directory "$WORK/www" >/dev/null 2>&1 &
@@ -99,10 +99,7 @@ for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.1:$PORT/" && break;
 # fetch_runs LABEL DIST BINARY: RUNS timed fetches, each into a fresh cache.
 fetch_runs() {
   local label=$1 dist=$2 binary=$3 file sha size
-  case $dist in
-    gpu-1.16.2) file=onnxruntime-linux-x64-gpu-1.16.2.tgz ;;
-    *) file=onnxruntime-linux-x64-1.16.2.tgz ;;
-  esac
+  file=$GPU_FILE
   sha=$(sha256sum "$WORK/www/$file" | cut -d' ' -f1)
   size=$(stat -c %s "$WORK/www/$file")
   echo "### $label: $file, $((size / 1000000)) MB, ONNXRT_DIST=$dist"
@@ -125,24 +122,20 @@ fetch_runs() {
   echo "## Cold provision from http://127.0.0.1 (python3 -m http.server)"
   echo
   echo "### components, for reference (130 MB gpu archive)"
-  f="$WORK/www/onnxruntime-linux-x64-gpu-1.16.2.tgz"
+  f="$WORK/www/$GPU_FILE"
   hyperfine -N --warmup 1 --runs 3 --style basic "curl -s -o /dev/null http://127.0.0.1:$PORT/$(basename "$f")" "sha256sum $f" "tar -xzf $f --to-stdout" 2>&1
   echo
-  fetch_runs "release onnxrt-dist" cpu-1.16.2 "$DIST_REL"
-  fetch_runs "release onnxrt-dist" gpu-1.16.2 "$DIST_REL"
-  fetch_runs "debug onnxrt-dist (opt-level 0, as in a build script)" gpu-1.16.2 "$DIST_DBG"
-  echo "### the same provisioning inside cargo: cargo build -p onnxrt-sys, fresh cache, ONNXRT_DIST=gpu-1.16.2"
-  gpu_sha=$(sha256sum "$WORK/www/onnxruntime-linux-x64-gpu-1.16.2.tgz" | cut -d' ' -f1)
+  fetch_runs "release onnxrt-dist" gpu-cuda13-1.30.0 "$DIST_REL"
+  fetch_runs "debug onnxrt-dist (opt-level 0, as in a build script)" gpu-cuda13-1.30.0 "$DIST_DBG"
+  echo "### the same provisioning inside cargo: cargo build -p onnxrt-sys, fresh cache, ONNXRT_DIST=gpu-cuda13-1.30.0"
+  gpu_sha=$(sha256sum "$WORK/www/$GPU_FILE" | cut -d' ' -f1)
   for i in $(seq "$RUNS"); do
     rm -rf "$WORK/cache"
     mkdir -p "$WORK/cache"
-    ONNXRT_DIST=gpu-1.16.2 ONNXRT_MIRROR="http://127.0.0.1:$PORT" ONNXRT_ALLOW_HTTP=1 ONNXRT_ARCHIVE_SHA256="$gpu_sha" \
+    ONNXRT_DIST=gpu-cuda13-1.30.0 ONNXRT_MIRROR="http://127.0.0.1:$PORT" ONNXRT_ALLOW_HTTP=1 ONNXRT_ARCHIVE_SHA256="$gpu_sha" \
       ONNXRT_CACHE_DIR="$WORK/cache" ONNXRT_DOWNLOAD_TIMEOUT=$((70 + i)) timed_cargo_build
   done
   echo
-  mv "$WORK/www/onnxruntime-linux-x64-1.16.2-95.tgz" "$WORK/www/onnxruntime-linux-x64-1.16.2.tgz"
-  fetch_runs "release onnxrt-dist, 95 MB archive under the cpu cap" cpu-1.16.2 "$DIST_REL"
-  fetch_runs "debug onnxrt-dist, 95 MB archive under the cpu cap" cpu-1.16.2 "$DIST_DBG"
 } | tee "$OUT/provision-cold.txt"
 # Back to the caller's runtime for whatever builds next.
 cargo build -q -p onnxrt-sys
