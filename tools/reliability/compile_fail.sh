@@ -34,7 +34,9 @@ for case in "$repo"/tools/reliability/compile_fail/*.rs; do
     if output=$(cargo check --quiet --manifest-path "$scratch/Cargo.toml" --target-dir "$target/compile-fail/target" 2>&1); then
         got=ok
     else
-        got=$(grep -o 'error\[E[0-9]*\]' <<<"$output" | sort -u | tr -d 'error[]' | paste -sd, -)
+        # `|| true`: a failure without an error code (a build script, a full disk) must reach the
+        # MISMATCH report below with its output, not end the script silently under pipefail.
+        got=$(grep -o 'error\[E[0-9]*\]' <<<"$output" | sort -u | tr -d 'error[]' | paste -sd, - || true)
         got=${got:-other}
     fi
     if [[ ",$got," == *",$expect,"* ]]; then
