@@ -73,6 +73,7 @@ pub use session::{
     config_keys, Dim, ExecutionMode, ModelFileProblem, ModelMetadata, OptimizationLevel, Outputs, RunFuture, Session,
     SessionBuilder, SessionInput, ValueInfo,
 };
+pub use value::optional::ValueType;
 pub use value::{TensorInfo, Value, ValueKind};
 
 /// The inputs of a run on a model that has none: `session.run(onnxrt::NO_INPUTS)` (an empty

@@ -27,6 +27,7 @@ use crate::memory::{cpu_info, default_allocator};
 use crate::status::ort;
 
 pub(crate) mod alias;
+pub(crate) mod optional;
 
 /// What kind of value an `OrtValue` holds (`ONNXType`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

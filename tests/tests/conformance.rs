@@ -20,7 +20,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
 use half::{bf16, f16};
-use onnxrt::{ElementType, Error, Session, Value, ValueKind};
+use onnxrt::{ElementType, Error, F8E4M3Fn, F8E4M3Fnuz, F8E5M2, F8E5M2Fnuz, Session, Value, ValueKind};
+use onnxrt_testdata::elem_type as et;
 use onnxrt_testdata::{
     case_dirs, light_input, load_model_summary, load_value, onnx_backend_data_dir, DataSet, DecodeError, MapKeys,
     MapValue, ModelSummary, Tensor, TensorData, TestCase, TestValue, CASE_GROUPS,
@@ -116,6 +117,7 @@ fn tensor_value(tensor: &Tensor) -> Step<Value<'static>> {
         TensorData::U32(v) => Value::from_vec(dims, v.clone()),
         TensorData::U64(v) => Value::from_vec(dims, v.clone()),
         TensorData::Bool(v) => Value::from_vec(dims, v.clone()),
+        TensorData::Float8 { elem_type, bits } => float8_value(dims, *elem_type, bits),
         TensorData::String(v) => {
             let strings: Vec<&str> = v
                 .iter()
@@ -131,6 +133,19 @@ fn tensor_value(tensor: &Tensor) -> Step<Value<'static>> {
         }
     };
     made.map_err(|e| Outcome::Failed(format!("onnxrt cannot build a {:?} tensor {dims:?}: {e}", tensor.elem_type())))
+}
+
+/// An 8-bit float tensor from its encodings, through onnxrt's float8 types.
+fn float8_value(dims: &[i64], elem_type: i32, bits: &[u8]) -> onnxrt::Result<Value<'static>> {
+    fn typed<T: onnxrt::Element>(dims: &[i64], bits: &[u8], from_bits: fn(u8) -> T) -> onnxrt::Result<Value<'static>> {
+        Value::from_vec(dims, bits.iter().map(|&b| from_bits(b)).collect())
+    }
+    match elem_type {
+        et::FLOAT8E4M3FN => typed(dims, bits, F8E4M3Fn::from_bits),
+        et::FLOAT8E4M3FNUZ => typed(dims, bits, F8E4M3Fnuz::from_bits),
+        et::FLOAT8E5M2 => typed(dims, bits, F8E5M2::from_bits),
+        _ => typed(dims, bits, F8E5M2Fnuz::from_bits),
+    }
 }
 
 fn input_value(value: &TestValue) -> Step<Value<'static>> {
@@ -203,9 +218,21 @@ fn read_tensor(value: &Value<'_>) -> Step<(Vec<i64>, TensorData)> {
         ElementType::U64 => TensorData::U64(flat(value).map_err(fail)?),
         ElementType::Bool => TensorData::Bool(flat(value).map_err(fail)?),
         ElementType::String => TensorData::String(value.string_bytes().map_err(fail)?),
+        ElementType::F8E4M3Fn => float8_data(et::FLOAT8E4M3FN, flat::<F8E4M3Fn>(value), F8E4M3Fn::to_bits).map_err(fail)?,
+        ElementType::F8E4M3Fnuz => {
+            float8_data(et::FLOAT8E4M3FNUZ, flat::<F8E4M3Fnuz>(value), F8E4M3Fnuz::to_bits).map_err(fail)?
+        }
+        ElementType::F8E5M2 => float8_data(et::FLOAT8E5M2, flat::<F8E5M2>(value), F8E5M2::to_bits).map_err(fail)?,
+        ElementType::F8E5M2Fnuz => {
+            float8_data(et::FLOAT8E5M2FNUZ, flat::<F8E5M2Fnuz>(value), F8E5M2Fnuz::to_bits).map_err(fail)?
+        }
         other => return Err(Outcome::NotExpressible(format!("{other} output (no Rust element type)"))),
     };
     Ok((info.shape, data))
+}
+
+fn float8_data<T>(elem_type: i32, values: onnxrt::Result<Vec<T>>, to_bits: fn(T) -> u8) -> onnxrt::Result<TensorData> {
+    Ok(TensorData::Float8 { elem_type, bits: values?.into_iter().map(to_bits).collect() })
 }
 
 fn compare_data(what: &str, expected: &TensorData, got: &TensorData) -> Step<()> {
@@ -219,8 +246,10 @@ fn compare_data(what: &str, expected: &TensorData, got: &TensorData) -> Step<()>
     if expected.len() != got.len() {
         return Err(Outcome::Failed(format!("{what}: {} elements expected, got {}", expected.len(), got.len())));
     }
-    let is_float =
-        matches!(expected, TensorData::F32(_) | TensorData::F64(_) | TensorData::F16(_) | TensorData::BF16(_));
+    let is_float = matches!(
+        expected,
+        TensorData::F32(_) | TensorData::F64(_) | TensorData::F16(_) | TensorData::BF16(_) | TensorData::Float8 { .. }
+    );
     if !is_float {
         return if expected == got {
             Ok(())
