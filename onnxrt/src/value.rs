@@ -375,8 +375,13 @@ impl<'data> Value<'data> {
             return Ok(meta);
         }
         let api = api()?;
+        // An absent optional (a model's `None` output) holds nothing: asking GetValueType about
+        // one crashed ORT 1.16.2 here (SIGSEGV). HasValue is the question it answers.
+        if self.is_none()? {
+            return Ok(self.meta.get_or_init(|| Meta { kind: ValueKind::Optional, tensor: None }));
+        }
         let mut raw = 0;
-        // SAFETY: `self.raw` is a live value; the out-pointer is valid.
+        // SAFETY: `self.raw` is a live value that holds something; the out-pointer is valid.
         unsafe { ort!(api, GetValueType(self.raw.as_ptr(), &mut raw)) }?;
         let kind = ValueKind::from_raw(raw);
         let tensor = if kind == ValueKind::Tensor {

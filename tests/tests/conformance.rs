@@ -20,7 +20,9 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
 use half::{bf16, f16};
-use onnxrt::{ElementType, Error, F8E4M3Fn, F8E4M3Fnuz, F8E5M2, F8E5M2Fnuz, Session, Value, ValueKind};
+use onnxrt::{
+    ElementType, Error, F8E4M3Fn, F8E4M3Fnuz, F8E5M2, F8E5M2Fnuz, Session, Value, ValueInfo, ValueKind, ValueType,
+};
 use onnxrt_testdata::elem_type as et;
 use onnxrt_testdata::{
     case_dirs, light_input, load_model_summary, load_value, onnx_backend_data_dir, DataSet, DecodeError, MapKeys,
@@ -98,6 +100,7 @@ fn refused_by_onnxrt(error: &Error) -> bool {
             | Error::ElementTypeMismatch { .. }
             | Error::ShapeMismatch { .. }
             | Error::ValueKind { .. }
+            | Error::InvalidArgument { .. }
     )
 }
 
@@ -148,12 +151,18 @@ fn float8_value(dims: &[i64], elem_type: i32, bits: &[u8]) -> onnxrt::Result<Val
     }
 }
 
-fn input_value(value: &TestValue) -> Step<Value<'static>> {
+/// The onnxrt value for an input, with the model's declaration for what the data cannot say
+/// (the element type of an empty sequence or of an absent optional).
+fn input_value(value: &TestValue, declared: Option<&ValueInfo>) -> Step<Value<'static>> {
+    let declared_type = || {
+        declared.and_then(|d| d.element_type).ok_or_else(|| {
+            Outcome::Failed("the model declares no element type for an empty sequence or absent optional".into())
+        })
+    };
     match value {
         TestValue::Tensor(t) => tensor_value(t),
-        TestValue::Sequence(items) if items.is_empty() => Err(Outcome::NotExpressible(
-            "empty sequence input (Value::sequence needs an element to know the type)".into(),
-        )),
+        TestValue::Sequence(items) if items.is_empty() => Value::empty_sequence(declared_type()?)
+            .map_err(|e| Outcome::Failed(format!("Value::empty_sequence: {e}"))),
         TestValue::Sequence(items) => {
             let members = items
                 .iter()
@@ -165,12 +174,20 @@ fn input_value(value: &TestValue) -> Step<Value<'static>> {
             Value::sequence(members).map_err(|e| Outcome::Failed(format!("Value::sequence: {e}")))
         }
         TestValue::Map(_) => Err(Outcome::NotExpressible("map input (onnxrt has no map constructor)".into())),
-        TestValue::Optional(_) => Err(Outcome::NotExpressible("optional input (onnxrt has no optional values)".into())),
+        // A present optional is its value.
+        TestValue::Optional(Some(inner)) => input_value(inner, declared),
+        TestValue::Optional(None) => {
+            let of = match declared.and_then(|d| d.contains) {
+                Some(ValueKind::Sequence) => ValueType::Sequence(declared_type()?),
+                _ => ValueType::Tensor(declared_type()?),
+            };
+            Value::none(of).map_err(|e| Outcome::Failed(format!("Value::none: {e}")))
+        }
     }
 }
 
 /// The inputs of one data set, by name, in the model's order.
-fn inputs_of(set: &DataSet, summary: &ModelSummary) -> Step<Vec<(String, Value<'static>)>> {
+fn inputs_of(set: &DataSet, summary: &ModelSummary, session: &Session) -> Step<Vec<(String, Value<'static>)>> {
     if set.generated_inputs {
         // light/ models: the runner feeds arange(n)/n in the declared shape.
         return summary
@@ -191,7 +208,8 @@ fn inputs_of(set: &DataSet, summary: &ModelSummary) -> Step<Vec<(String, Value<'
             let (name, kind) =
                 summary.inputs.get(i).ok_or_else(|| Outcome::Failed(format!("input_{i}.pb has no model input")))?;
             let value = load_value(path, *kind).map_err(|e| decode_failure(&format!("input_{i}.pb"), e))?;
-            Ok((name.clone(), input_value(&value)?))
+            let declared = session.inputs().iter().find(|d| &d.name == name);
+            Ok((name.clone(), input_value(&value, declared)?))
         })
         .collect()
 }
@@ -332,9 +350,16 @@ fn compare(what: &str, expected: &TestValue, got: &Value<'_>) -> Step<()> {
             items.iter().zip(&members).enumerate().try_for_each(|(i, (e, g))| compare(&format!("{what}[{i}]"), e, g))
         }
         (TestValue::Map(m), ValueKind::Map) => compare_map(what, m, got),
-        (_, ValueKind::Optional) | (TestValue::Optional(_), _) => {
-            Err(Outcome::NotExpressible(format!("{what}: optional output (onnxrt cannot read optional values)")))
+        (TestValue::Optional(expected), _) => {
+            let none = got.is_none().map_err(|e| Outcome::Failed(format!("{what}: is_none: {e}")))?;
+            match (expected, none) {
+                (None, true) => Ok(()),
+                (Some(inner), false) => compare(what, inner, got),
+                (None, false) => Err(Outcome::Failed(format!("{what}: an absent optional expected, got a value"))),
+                (Some(_), true) => Err(Outcome::Failed(format!("{what}: a value expected, got an absent optional"))),
+            }
         }
+        (_, ValueKind::Optional) => Err(Outcome::Failed(format!("{what}: a value expected, got an absent optional"))),
         (_, kind) => Err(Outcome::Failed(format!("{what}: expected {expected:.40?}, got a {kind:?}"))),
     }
 }
@@ -347,7 +372,7 @@ fn run_case(case: &TestCase) -> Step<()> {
     let session: Session =
         builder().commit_from_file(&case.model).map_err(|e| Outcome::Unsupported(describe(&e, case)))?;
     for set in &case.data_sets {
-        let inputs = inputs_of(set, &summary)?;
+        let inputs = inputs_of(set, &summary, &session)?;
         let named: Vec<(&str, &Value<'static>)> = inputs.iter().map(|(n, v)| (n.as_str(), v)).collect();
         let outputs = session.run(&named).map_err(|e| {
             if refused_by_onnxrt(&e) {
