@@ -4,7 +4,7 @@ use std::fmt;
 
 use half::{bf16, f16};
 
-use crate::float8::{F8E4M3Fn, F8E4M3Fnuz, F8E5M2, F8E5M2Fnuz};
+use crate::float8::{F8E4M3Fn, F8E4M3Fnuz, F8E5M2Fnuz, F8E5M2};
 
 /// ONNX tensor element types (`ONNXTensorElementDataType`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -33,9 +33,11 @@ struct Format {
 }
 
 const E4M3FN: Format = Format { mantissa_bits: 3, bias: 7, max_code: 0x7E, unsigned_zero: false, ieee_specials: false };
-const E4M3FNUZ: Format = Format { mantissa_bits: 3, bias: 8, max_code: 0x7F, unsigned_zero: true, ieee_specials: false };
+const E4M3FNUZ: Format =
+    Format { mantissa_bits: 3, bias: 8, max_code: 0x7F, unsigned_zero: true, ieee_specials: false };
 const E5M2: Format = Format { mantissa_bits: 2, bias: 15, max_code: 0x7B, unsigned_zero: false, ieee_specials: true };
-const E5M2FNUZ: Format = Format { mantissa_bits: 2, bias: 16, max_code: 0x7F, unsigned_zero: true, ieee_specials: false };
+const E5M2FNUZ: Format =
+    Format { mantissa_bits: 2, bias: 16, max_code: 0x7F, unsigned_zero: true, ieee_specials: false };
 
 impl Format {
     fn is_nan(&self, bits: u8) -> bool {

@@ -65,7 +65,7 @@ pub use api::{runtime_info, RuntimeInfo};
 pub use element::{Element, ElementType};
 pub use env::{Environment, EnvironmentBuilder, GlobalThreadPools, LogHook, LogLevel, LogRecord};
 pub use error::{Error, ErrorCode, LoadAttempt, Names, Result, ShapeText};
-pub use float8::{F8E4M3Fn, F8E4M3Fnuz, F8E5M2, F8E5M2Fnuz};
+pub use float8::{F8E4M3Fn, F8E4M3Fnuz, F8E5M2Fnuz, F8E5M2};
 pub use io_binding::IoBinding;
 pub use memory::{Device, MemoryInfo};
 pub use run_options::{RunOptions, RunTerminator};

@@ -5,7 +5,7 @@
 //! Without the data (no `onnx` package) the data-driven tests print `skipped` and pass, as
 //! `conformance.rs` does.
 
-use onnxrt::{ElementType, F8E4M3Fn, F8E4M3Fnuz, F8E5M2, F8E5M2Fnuz, Session, Value, ValueKind, ValueType};
+use onnxrt::{ElementType, F8E4M3Fn, F8E4M3Fnuz, F8E5M2Fnuz, Session, Value, ValueKind, ValueType, F8E5M2};
 use onnxrt_testdata::{elem_type as et, load_value, onnx_backend_data_dir, TensorData, TestValue, TypeKind};
 
 /// The tensor in `node/<case>/test_data_set_0/<file>`.
@@ -153,10 +153,7 @@ fn optionals_and_empty_sequences() {
         assert_eq!(empty.kind().expect("kind"), ValueKind::Sequence);
         assert!(empty.sequence_items().expect("members").is_empty());
     }
-    assert!(matches!(
-        Value::empty_sequence(ElementType::Unknown(99)),
-        Err(onnxrt::Error::InvalidArgument { .. })
-    ));
+    assert!(matches!(Value::empty_sequence(ElementType::Unknown(99)), Err(onnxrt::Error::InvalidArgument { .. })));
 
     let Some(root) = onnx_backend_data_dir() else {
         println!("skipped: no ONNX backend test data");
@@ -203,4 +200,38 @@ fn optionals_and_empty_sequences() {
     let session = Session::builder().intra_op_threads(1).commit_from_file(model).expect("session");
     let seq_input = session.inputs().iter().find(|i| i.kind == ValueKind::Sequence).expect("a sequence input");
     assert_eq!(seq_input.element_type, Some(ElementType::F32));
+}
+
+/// IoBinding takes float8 inputs and outputs like any other element type: `Cast` to E5M2FNUZ
+/// with the output bound to a preallocated float8 tensor.
+#[test]
+fn float8_through_io_binding() {
+    let Some(root) = onnx_backend_data_dir() else {
+        println!("skipped: no ONNX backend test data");
+        return;
+    };
+    let case = root.join("node/test_cast_FLOAT_to_FLOAT8E5M2FNUZ");
+    let session = Session::builder().intra_op_threads(1).commit_from_file(case.join("model.onnx")).expect("session");
+    assert_eq!(session.outputs()[0].element_type, Some(ElementType::F8E5M2Fnuz));
+    let input = reference("test_cast_FLOAT_to_FLOAT8E5M2FNUZ", "input_0.pb").expect("input");
+    let expected = reference("test_cast_FLOAT_to_FLOAT8E5M2FNUZ", "output_0.pb").expect("output");
+    let x = Value::from_vec(&input.dims, f32s(&input)).expect("input value");
+    let mut y = Value::from_vec(&expected.dims, vec![F8E5M2Fnuz::from_bits(0); 12]).expect("output buffer");
+    let (input_name, output_name) = (session.inputs()[0].name.clone(), session.outputs()[0].name.clone());
+    {
+        let mut binding = session.io_binding().expect("binding");
+        binding.bind_input(&input_name, &x).expect("float8 input binds");
+        binding.bind_output(&output_name, &mut y).expect("float8 output binds");
+        binding.run(None).expect("runs");
+    }
+    let got: Vec<u8> = y.view::<F8E5M2Fnuz>().expect("view").iter().map(|v| v.to_bits()).collect();
+    let want = float8_bits(&expected, et::FLOAT8E5M2FNUZ);
+    for (g, w) in got.iter().zip(&want) {
+        let (g, w) = (F8E5M2Fnuz::from_bits(*g).to_f32(), F8E5M2Fnuz::from_bits(*w).to_f32());
+        assert!(same(g, w), "ORT wrote {g}, reference {w}");
+    }
+    // A float8 buffer of the wrong format is refused before ORT sees it.
+    let mut wrong = Value::from_vec(&expected.dims, vec![F8E5M2::from_bits(0); 12]).expect("buffer");
+    let mut binding = session.io_binding().expect("binding");
+    assert!(matches!(binding.bind_output(&output_name, &mut wrong), Err(onnxrt::Error::ElementTypeMismatch { .. })));
 }

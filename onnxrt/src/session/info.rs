@@ -93,11 +93,8 @@ fn read_tensor_type(api: &Api, info: *const OrtTensorTypeAndShapeInfo) -> Result
     Ok((element_type, dims, names))
 }
 
-/// Kind, contained kind, element type and shape of a type info (not released here).
-fn read_type(
-    api: &Api,
-    type_info: *const OrtTypeInfo,
-) -> Result<(ValueKind, Option<ValueKind>, Option<ElementType>, Vec<Dim>)> {
+/// The description of a type info (not released here), named `name`.
+fn read_type(api: &Api, type_info: *const OrtTypeInfo, name: String) -> Result<ValueInfo> {
     let mut onnx_type = 0;
     // SAFETY: `type_info` is live.
     unsafe { ort!(api, GetOnnxTypeFromTypeInfo(type_info, &mut onnx_type)) }?;
@@ -117,7 +114,7 @@ fn read_type(
                     (_, true) => Dim::Unknown,
                 })
                 .collect();
-            Ok((kind, None, Some(element_type), shape))
+            Ok(ValueInfo { name, kind, contains: None, element_type: Some(element_type), shape })
         }
         ValueKind::Sequence => {
             let mut sequence = std::ptr::null();
@@ -128,8 +125,14 @@ fn read_type(
             unsafe { ort!(api, GetSequenceElementType(sequence, &mut member)) }?;
             // SAFETY: on success we own `member`.
             let member = unsafe { Owned::from_raw(member) }?;
-            let (member_kind, _, element_type, _) = read_type(api, member.as_ptr())?;
-            Ok((kind, Some(member_kind), element_type, Vec::new()))
+            let member = read_type(api, member.as_ptr(), String::new())?;
+            Ok(ValueInfo {
+                name,
+                kind,
+                contains: Some(member.kind),
+                element_type: member.element_type,
+                shape: Vec::new(),
+            })
         }
         ValueKind::Optional => {
             let mut optional = std::ptr::null();
@@ -141,10 +144,10 @@ fn read_type(
             unsafe { ort!(api, GetOptionalContainedTypeInfo(optional, &mut contained)) }?;
             // SAFETY: on success we own `contained`.
             let contained = unsafe { Owned::from_raw(contained) }?;
-            let (contained_kind, _, element_type, shape) = read_type(api, contained.as_ptr())?;
-            Ok((kind, Some(contained_kind), element_type, shape))
+            let contained = read_type(api, contained.as_ptr(), String::new())?;
+            Ok(ValueInfo { name, kind, contains: Some(contained.kind), ..contained })
         }
-        _ => Ok((kind, None, None, Vec::new())),
+        _ => Ok(ValueInfo { name, kind, contains: None, element_type: None, shape: Vec::new() }),
     }
 }
 
@@ -186,8 +189,7 @@ pub(crate) fn describe(session: *mut OrtSession, side: Side) -> Result<Vec<Value
         let name = unsafe { take_string(allocator, name) };
         // SAFETY: on success we own the type info.
         let type_info = unsafe { Owned::from_raw(type_info) }?;
-        let (kind, contains, element_type, shape) = read_type(api, type_info.as_ptr())?;
-        out.push(ValueInfo { name, kind, contains, element_type, shape });
+        out.push(read_type(api, type_info.as_ptr(), name)?);
     }
     Ok(out)
 }
