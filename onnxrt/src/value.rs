@@ -375,8 +375,9 @@ impl<'data> Value<'data> {
             return Ok(meta);
         }
         let api = api()?;
-        // An absent optional (a model's `None` output) holds nothing: asking GetValueType about
-        // one crashed ORT 1.16.2 here (SIGSEGV). HasValue is the question it answers.
+        // An absent optional (a model's `None` output) holds nothing: describing one with
+        // GetValueType and the tensor calls after it crashed ORT 1.16.2 here (SIGSEGV).
+        // HasValue is the question it answers.
         if self.is_none()? {
             return Ok(self.meta.get_or_init(|| Meta { kind: ValueKind::Optional, tensor: None }));
         }
