@@ -139,8 +139,9 @@ fn read_type(api: &Api, type_info: *const OrtTypeInfo, name: String) -> Result<V
             // SAFETY: the cast returns a pointer owned by `type_info` (not to be released).
             unsafe { ort!(api, CastTypeInfoToOptionalTypeInfo(type_info, &mut optional)) }?;
             let mut contained = std::ptr::null_mut();
-            // SAFETY: `optional` is live; ORT returns a new type info that the caller releases
-            // (as ORT's C++ wrapper does with `GetOptionalElementType`).
+            // SAFETY: `optional` is live; ORT returns a clone of the contained type info, which
+            // the caller releases (ORT's implementation clones it despite the header's "owned by
+            // OrtOptionalTypeInfo"; its C++ wrapper releases it too).
             unsafe { ort!(api, GetOptionalContainedTypeInfo(optional, &mut contained)) }?;
             // SAFETY: on success we own `contained`.
             let contained = unsafe { Owned::from_raw(contained) }?;
