@@ -58,16 +58,22 @@ pub fn type_name(info: &ValueInfo) -> String {
     match (info.kind, info.element_type) {
         (ValueKind::Tensor, Some(element)) => element.to_string(),
         (ValueKind::Tensor, None) => "tensor".into(),
-        (ValueKind::Sequence, _) => "sequence".into(),
+        (ValueKind::Sequence, Some(element)) => format!("sequence<{element}>"),
+        (ValueKind::Sequence, None) => "sequence".into(),
         (ValueKind::Map, _) => "map".into(),
-        (ValueKind::Optional, _) => "optional".into(),
+        (ValueKind::Optional, element) => match (info.contains, element) {
+            (Some(ValueKind::Sequence), Some(element)) => format!("optional<sequence<{element}>>"),
+            (_, Some(element)) => format!("optional<{element}>"),
+            _ => "optional".into(),
+        },
         (ValueKind::SparseTensor, _) => "sparse tensor".into(),
         (other, _) => format!("{other:?}").to_lowercase(),
     }
 }
 
 fn shape_json(info: &ValueInfo) -> Json {
-    if info.kind != ValueKind::Tensor {
+    if info.kind != ValueKind::Tensor && !(info.kind == ValueKind::Optional && info.contains == Some(ValueKind::Tensor))
+    {
         return Json::Null;
     }
     info.shape

@@ -137,6 +137,10 @@ fn show(value: &Value<'_>) -> Result<Shown> {
         ElementType::U64 => tensor!(u64),
         ElementType::F16 => tensor!(onnxrt::half::f16),
         ElementType::BF16 => tensor!(onnxrt::half::bf16),
+        ElementType::F8E4M3Fn => tensor!(onnxrt::F8E4M3Fn),
+        ElementType::F8E4M3Fnuz => tensor!(onnxrt::F8E4M3Fnuz),
+        ElementType::F8E5M2 => tensor!(onnxrt::F8E5M2),
+        ElementType::F8E5M2Fnuz => tensor!(onnxrt::F8E5M2Fnuz),
         ElementType::String => (list(value.strings()?.iter().map(|s| format!("{s:?}")), total), None),
         _ => ("(values of this type cannot be read)".into(), None),
     };

@@ -4,6 +4,8 @@ use std::fmt;
 
 use half::{bf16, f16};
 
+use crate::float8::{F8E4M3Fn, F8E4M3Fnuz, F8E5M2Fnuz, F8E5M2};
+
 /// ONNX tensor element types (`ONNXTensorElementDataType`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -40,7 +42,15 @@ pub enum ElementType {
     Complex128,
     /// `bfloat16`
     BF16,
-    /// A code this crate does not know (8-bit floats, newer types).
+    /// `float8e4m3fn` ([`F8E4M3Fn`](crate::F8E4M3Fn))
+    F8E4M3Fn,
+    /// `float8e4m3fnuz` ([`F8E4M3Fnuz`](crate::F8E4M3Fnuz))
+    F8E4M3Fnuz,
+    /// `float8e5m2` ([`F8E5M2`](crate::F8E5M2))
+    F8E5M2,
+    /// `float8e5m2fnuz` ([`F8E5M2Fnuz`](crate::F8E5M2Fnuz))
+    F8E5M2Fnuz,
+    /// A code this crate does not know (4-bit integers, newer types).
     Unknown(u32),
 }
 
@@ -64,6 +74,10 @@ impl ElementType {
             14 => ElementType::Complex64,
             15 => ElementType::Complex128,
             16 => ElementType::BF16,
+            17 => ElementType::F8E4M3Fn,
+            18 => ElementType::F8E4M3Fnuz,
+            19 => ElementType::F8E5M2,
+            20 => ElementType::F8E5M2Fnuz,
             other => ElementType::Unknown(other),
         }
     }
@@ -87,6 +101,10 @@ impl ElementType {
             ElementType::Complex64 => 14,
             ElementType::Complex128 => 15,
             ElementType::BF16 => 16,
+            ElementType::F8E4M3Fn => 17,
+            ElementType::F8E4M3Fnuz => 18,
+            ElementType::F8E5M2 => 19,
+            ElementType::F8E5M2Fnuz => 20,
             ElementType::Unknown(raw) => raw,
         }
     }
@@ -94,7 +112,13 @@ impl ElementType {
     /// Size of one element in bytes (strings: not fixed, 0).
     pub fn size(self) -> usize {
         match self {
-            ElementType::U8 | ElementType::I8 | ElementType::Bool => 1,
+            ElementType::U8
+            | ElementType::I8
+            | ElementType::Bool
+            | ElementType::F8E4M3Fn
+            | ElementType::F8E4M3Fnuz
+            | ElementType::F8E5M2
+            | ElementType::F8E5M2Fnuz => 1,
             ElementType::U16 | ElementType::I16 | ElementType::F16 | ElementType::BF16 => 2,
             ElementType::F32 | ElementType::I32 | ElementType::U32 => 4,
             ElementType::F64 | ElementType::I64 | ElementType::U64 | ElementType::Complex64 => 8,
@@ -123,6 +147,10 @@ impl fmt::Display for ElementType {
             ElementType::Complex64 => "complex64",
             ElementType::Complex128 => "complex128",
             ElementType::BF16 => "bf16",
+            ElementType::F8E4M3Fn => "f8e4m3fn",
+            ElementType::F8E4M3Fnuz => "f8e4m3fnuz",
+            ElementType::F8E5M2 => "f8e5m2",
+            ElementType::F8E5M2Fnuz => "f8e5m2fnuz",
             ElementType::Unknown(raw) => return write!(f, "element type #{raw}"),
         };
         f.write_str(name)
@@ -135,7 +163,8 @@ mod sealed {
 
 /// A Rust type whose memory layout is exactly an ONNX tensor element's.
 ///
-/// Implemented for `f32`, `f64`, [`f16`], [`bf16`], `i8`..`i64`, `u8`..`u64` and `bool` (one byte,
+/// Implemented for `f32`, `f64`, [`f16`], [`bf16`], the 8-bit floats ([`F8E4M3Fn`],
+/// [`F8E4M3Fnuz`], [`F8E5M2`], [`F8E5M2Fnuz`]), `i8`..`i64`, `u8`..`u64` and `bool` (one byte,
 /// 0 or 1, as ONNX stores it). Strings are handled by [`crate::Value::from_strings`].
 pub trait Element: Copy + Send + Sync + 'static + sealed::Sealed {
     /// The ONNX element type.
@@ -156,4 +185,5 @@ element! {
     i8 => I8, i16 => I16, i32 => I32, i64 => I64,
     u8 => U8, u16 => U16, u32 => U32, u64 => U64,
     bool => Bool,
+    F8E4M3Fn => F8E4M3Fn, F8E4M3Fnuz => F8E4M3Fnuz, F8E5M2 => F8E5M2, F8E5M2Fnuz => F8E5M2Fnuz,
 }

@@ -99,6 +99,9 @@ fn how_to_read(holds: ElementType) -> String {
     match holds {
         ElementType::String => "read it with strings() or string_bytes()".into(),
         ElementType::F16 | ElementType::BF16 => format!("read it as {holds} (view::<half::{holds}>)"),
+        ElementType::F8E4M3Fn | ElementType::F8E4M3Fnuz | ElementType::F8E5M2 | ElementType::F8E5M2Fnuz => {
+            format!("read it as {holds} (view::<onnxrt::{holds:?}>)")
+        }
         ElementType::Complex64 | ElementType::Complex128 | ElementType::Unknown(_) => {
             "onnxrt cannot read that element type; add a Cast to the model's output".into()
         }

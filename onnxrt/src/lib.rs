@@ -46,6 +46,7 @@ mod cuda_runtime;
 mod element;
 mod env;
 mod error;
+mod float8;
 mod handle;
 mod io_binding;
 mod loader;
@@ -64,6 +65,7 @@ pub use api::{runtime_info, RuntimeInfo};
 pub use element::{Element, ElementType};
 pub use env::{Environment, EnvironmentBuilder, GlobalThreadPools, LogHook, LogLevel, LogRecord};
 pub use error::{Error, ErrorCode, LoadAttempt, Names, Result, ShapeText};
+pub use float8::{F8E4M3Fn, F8E4M3Fnuz, F8E5M2Fnuz, F8E5M2};
 pub use io_binding::IoBinding;
 pub use memory::{Device, MemoryInfo};
 pub use run_options::{RunOptions, RunTerminator};
@@ -71,6 +73,7 @@ pub use session::{
     config_keys, Dim, ExecutionMode, ModelFileProblem, ModelMetadata, OptimizationLevel, Outputs, RunFuture, Session,
     SessionBuilder, SessionInput, ValueInfo,
 };
+pub use value::optional::ValueType;
 pub use value::{TensorInfo, Value, ValueKind};
 
 /// The inputs of a run on a model that has none: `session.run(onnxrt::NO_INPUTS)` (an empty

@@ -27,6 +27,7 @@ use crate::memory::{cpu_info, default_allocator};
 use crate::status::ort;
 
 pub(crate) mod alias;
+pub(crate) mod optional;
 
 /// What kind of value an `OrtValue` holds (`ONNXType`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -374,8 +375,14 @@ impl<'data> Value<'data> {
             return Ok(meta);
         }
         let api = api()?;
+        // An absent optional (a model's `None` output) holds nothing: describing one with
+        // GetValueType and the tensor calls after it crashed ORT 1.16.2 here (SIGSEGV).
+        // HasValue is the question it answers.
+        if self.is_none()? {
+            return Ok(self.meta.get_or_init(|| Meta { kind: ValueKind::Optional, tensor: None }));
+        }
         let mut raw = 0;
-        // SAFETY: `self.raw` is a live value; the out-pointer is valid.
+        // SAFETY: `self.raw` is a live value that holds something; the out-pointer is valid.
         unsafe { ort!(api, GetValueType(self.raw.as_ptr(), &mut raw)) }?;
         let kind = ValueKind::from_raw(raw);
         let tensor = if kind == ValueKind::Tensor {

@@ -10,7 +10,7 @@
 //! - failed: it ran, and an output differs (or onnxrt refused data that matches the model);
 //! - unsupported by the runtime: ORT returned an error creating the session or running it;
 //! - not expressible through onnxrt: the data needs a value this crate cannot build or read
-//!   (8-bit floats, optional values, maps as inputs, empty sequences, non-UTF-8 strings).
+//!   (maps as inputs, non-UTF-8 strings; no case of onnx 1.14.1's data needs one).
 //!
 //! Set `ONNXRT_CONFORMANCE_REPORT=/some/file.tsv` to get one line per case.
 
@@ -20,7 +20,10 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Duration, Instant};
 
 use half::{bf16, f16};
-use onnxrt::{ElementType, Error, Session, Value, ValueKind};
+use onnxrt::{
+    ElementType, Error, F8E4M3Fn, F8E4M3Fnuz, F8E5M2Fnuz, Session, Value, ValueInfo, ValueKind, ValueType, F8E5M2,
+};
+use onnxrt_testdata::elem_type as et;
 use onnxrt_testdata::{
     case_dirs, light_input, load_model_summary, load_value, onnx_backend_data_dir, DataSet, DecodeError, MapKeys,
     MapValue, ModelSummary, Tensor, TensorData, TestCase, TestValue, CASE_GROUPS,
@@ -30,9 +33,9 @@ use onnxrt_tests::{builder, close};
 const RTOL: f64 = 1e-3;
 const ATOL: f64 = 1e-5;
 
-/// Cases that must pass: 90% of the 1158 that passed on ORT 1.16.2 with onnx 1.14.1's data when
+/// Cases that must pass: 90% of the 1210 that passed on ORT 1.16.2 with onnx 1.14.1's data when
 /// this was written (see CONFORMANCE.md), so a regression in value conversion or reading fails.
-const PASSED_FLOOR: usize = 1042;
+const PASSED_FLOOR: usize = 1089;
 /// At least this many cases must be found, or the data is not the full suite.
 const CASES_FLOOR: usize = 1200;
 
@@ -97,6 +100,7 @@ fn refused_by_onnxrt(error: &Error) -> bool {
             | Error::ElementTypeMismatch { .. }
             | Error::ShapeMismatch { .. }
             | Error::ValueKind { .. }
+            | Error::InvalidArgument { .. }
     )
 }
 
@@ -116,6 +120,7 @@ fn tensor_value(tensor: &Tensor) -> Step<Value<'static>> {
         TensorData::U32(v) => Value::from_vec(dims, v.clone()),
         TensorData::U64(v) => Value::from_vec(dims, v.clone()),
         TensorData::Bool(v) => Value::from_vec(dims, v.clone()),
+        TensorData::Float8 { elem_type, bits } => float8_value(dims, *elem_type, bits),
         TensorData::String(v) => {
             let strings: Vec<&str> = v
                 .iter()
@@ -133,12 +138,32 @@ fn tensor_value(tensor: &Tensor) -> Step<Value<'static>> {
     made.map_err(|e| Outcome::Failed(format!("onnxrt cannot build a {:?} tensor {dims:?}: {e}", tensor.elem_type())))
 }
 
-fn input_value(value: &TestValue) -> Step<Value<'static>> {
+/// An 8-bit float tensor from its encodings, through onnxrt's float8 types.
+fn float8_value(dims: &[i64], elem_type: i32, bits: &[u8]) -> onnxrt::Result<Value<'static>> {
+    fn typed<T: onnxrt::Element>(dims: &[i64], bits: &[u8], from_bits: fn(u8) -> T) -> onnxrt::Result<Value<'static>> {
+        Value::from_vec(dims, bits.iter().map(|&b| from_bits(b)).collect())
+    }
+    match elem_type {
+        et::FLOAT8E4M3FN => typed(dims, bits, F8E4M3Fn::from_bits),
+        et::FLOAT8E4M3FNUZ => typed(dims, bits, F8E4M3Fnuz::from_bits),
+        et::FLOAT8E5M2 => typed(dims, bits, F8E5M2::from_bits),
+        _ => typed(dims, bits, F8E5M2Fnuz::from_bits),
+    }
+}
+
+/// The onnxrt value for an input, with the model's declaration for what the data cannot say
+/// (the element type of an empty sequence or of an absent optional).
+fn input_value(value: &TestValue, declared: Option<&ValueInfo>) -> Step<Value<'static>> {
+    let declared_type = || {
+        declared.and_then(|d| d.element_type).ok_or_else(|| {
+            Outcome::Failed("the model declares no element type for an empty sequence or absent optional".into())
+        })
+    };
     match value {
         TestValue::Tensor(t) => tensor_value(t),
-        TestValue::Sequence(items) if items.is_empty() => Err(Outcome::NotExpressible(
-            "empty sequence input (Value::sequence needs an element to know the type)".into(),
-        )),
+        TestValue::Sequence(items) if items.is_empty() => {
+            Value::empty_sequence(declared_type()?).map_err(|e| Outcome::Failed(format!("Value::empty_sequence: {e}")))
+        }
         TestValue::Sequence(items) => {
             let members = items
                 .iter()
@@ -150,12 +175,20 @@ fn input_value(value: &TestValue) -> Step<Value<'static>> {
             Value::sequence(members).map_err(|e| Outcome::Failed(format!("Value::sequence: {e}")))
         }
         TestValue::Map(_) => Err(Outcome::NotExpressible("map input (onnxrt has no map constructor)".into())),
-        TestValue::Optional(_) => Err(Outcome::NotExpressible("optional input (onnxrt has no optional values)".into())),
+        // A present optional is its value.
+        TestValue::Optional(Some(inner)) => input_value(inner, declared),
+        TestValue::Optional(None) => {
+            let of = match declared.and_then(|d| d.contains) {
+                Some(ValueKind::Sequence) => ValueType::Sequence(declared_type()?),
+                _ => ValueType::Tensor(declared_type()?),
+            };
+            Value::none(of).map_err(|e| Outcome::Failed(format!("Value::none: {e}")))
+        }
     }
 }
 
 /// The inputs of one data set, by name, in the model's order.
-fn inputs_of(set: &DataSet, summary: &ModelSummary) -> Step<Vec<(String, Value<'static>)>> {
+fn inputs_of(set: &DataSet, summary: &ModelSummary, session: &Session) -> Step<Vec<(String, Value<'static>)>> {
     if set.generated_inputs {
         // light/ models: the runner feeds arange(n)/n in the declared shape.
         return summary
@@ -176,7 +209,8 @@ fn inputs_of(set: &DataSet, summary: &ModelSummary) -> Step<Vec<(String, Value<'
             let (name, kind) =
                 summary.inputs.get(i).ok_or_else(|| Outcome::Failed(format!("input_{i}.pb has no model input")))?;
             let value = load_value(path, *kind).map_err(|e| decode_failure(&format!("input_{i}.pb"), e))?;
-            Ok((name.clone(), input_value(&value)?))
+            let declared = session.inputs().iter().find(|d| &d.name == name);
+            Ok((name.clone(), input_value(&value, declared)?))
         })
         .collect()
 }
@@ -203,9 +237,23 @@ fn read_tensor(value: &Value<'_>) -> Step<(Vec<i64>, TensorData)> {
         ElementType::U64 => TensorData::U64(flat(value).map_err(fail)?),
         ElementType::Bool => TensorData::Bool(flat(value).map_err(fail)?),
         ElementType::String => TensorData::String(value.string_bytes().map_err(fail)?),
+        ElementType::F8E4M3Fn => {
+            float8_data(et::FLOAT8E4M3FN, flat::<F8E4M3Fn>(value), F8E4M3Fn::to_bits).map_err(fail)?
+        }
+        ElementType::F8E4M3Fnuz => {
+            float8_data(et::FLOAT8E4M3FNUZ, flat::<F8E4M3Fnuz>(value), F8E4M3Fnuz::to_bits).map_err(fail)?
+        }
+        ElementType::F8E5M2 => float8_data(et::FLOAT8E5M2, flat::<F8E5M2>(value), F8E5M2::to_bits).map_err(fail)?,
+        ElementType::F8E5M2Fnuz => {
+            float8_data(et::FLOAT8E5M2FNUZ, flat::<F8E5M2Fnuz>(value), F8E5M2Fnuz::to_bits).map_err(fail)?
+        }
         other => return Err(Outcome::NotExpressible(format!("{other} output (no Rust element type)"))),
     };
     Ok((info.shape, data))
+}
+
+fn float8_data<T>(elem_type: i32, values: onnxrt::Result<Vec<T>>, to_bits: fn(T) -> u8) -> onnxrt::Result<TensorData> {
+    Ok(TensorData::Float8 { elem_type, bits: values?.into_iter().map(to_bits).collect() })
 }
 
 fn compare_data(what: &str, expected: &TensorData, got: &TensorData) -> Step<()> {
@@ -219,8 +267,10 @@ fn compare_data(what: &str, expected: &TensorData, got: &TensorData) -> Step<()>
     if expected.len() != got.len() {
         return Err(Outcome::Failed(format!("{what}: {} elements expected, got {}", expected.len(), got.len())));
     }
-    let is_float =
-        matches!(expected, TensorData::F32(_) | TensorData::F64(_) | TensorData::F16(_) | TensorData::BF16(_));
+    let is_float = matches!(
+        expected,
+        TensorData::F32(_) | TensorData::F64(_) | TensorData::F16(_) | TensorData::BF16(_) | TensorData::Float8 { .. }
+    );
     if !is_float {
         return if expected == got {
             Ok(())
@@ -303,9 +353,16 @@ fn compare(what: &str, expected: &TestValue, got: &Value<'_>) -> Step<()> {
             items.iter().zip(&members).enumerate().try_for_each(|(i, (e, g))| compare(&format!("{what}[{i}]"), e, g))
         }
         (TestValue::Map(m), ValueKind::Map) => compare_map(what, m, got),
-        (_, ValueKind::Optional) | (TestValue::Optional(_), _) => {
-            Err(Outcome::NotExpressible(format!("{what}: optional output (onnxrt cannot read optional values)")))
+        (TestValue::Optional(expected), _) => {
+            let none = got.is_none().map_err(|e| Outcome::Failed(format!("{what}: is_none: {e}")))?;
+            match (expected, none) {
+                (None, true) => Ok(()),
+                (Some(inner), false) => compare(what, inner, got),
+                (None, false) => Err(Outcome::Failed(format!("{what}: an absent optional expected, got a value"))),
+                (Some(_), true) => Err(Outcome::Failed(format!("{what}: a value expected, got an absent optional"))),
+            }
         }
+        (_, ValueKind::Optional) => Err(Outcome::Failed(format!("{what}: a value expected, got an absent optional"))),
         (_, kind) => Err(Outcome::Failed(format!("{what}: expected {expected:.40?}, got a {kind:?}"))),
     }
 }
@@ -318,7 +375,7 @@ fn run_case(case: &TestCase) -> Step<()> {
     let session: Session =
         builder().commit_from_file(&case.model).map_err(|e| Outcome::Unsupported(describe(&e, case)))?;
     for set in &case.data_sets {
-        let inputs = inputs_of(set, &summary)?;
+        let inputs = inputs_of(set, &summary, &session)?;
         let named: Vec<(&str, &Value<'static>)> = inputs.iter().map(|(n, v)| (n.as_str(), v)).collect();
         let outputs = session.run(&named).map_err(|e| {
             if refused_by_onnxrt(&e) {

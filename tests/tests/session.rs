@@ -83,7 +83,9 @@ fn describes_inputs_and_outputs() {
 
     let s = session("sequence.onnx");
     assert_eq!(s.outputs()[0].kind, ValueKind::Sequence);
-    assert_eq!(s.outputs()[0].element_type, None);
+    // A sequence of float tensors: the members' kind and element type.
+    assert_eq!(s.outputs()[0].contains, Some(ValueKind::Tensor));
+    assert_eq!(s.outputs()[0].element_type, Some(ElementType::F32));
     let s = session("add_f32.onnx");
     assert_eq!(s.inputs()[1].shape, [Dim::Fixed(2), Dim::Fixed(3)]);
     assert_eq!(s.providers(), ["CPUExecutionProvider"]);

@@ -4,7 +4,7 @@
 use std::ffi::CStr;
 use std::fmt;
 
-use onnxrt_sys::{OrtSession, OrtTensorTypeAndShapeInfo};
+use onnxrt_sys::{OrtSession, OrtTensorTypeAndShapeInfo, OrtTypeInfo};
 
 use crate::api::{api, Api};
 use crate::element::ElementType;
@@ -40,11 +40,14 @@ impl fmt::Display for Dim {
 pub struct ValueInfo {
     /// Its name.
     pub name: String,
-    /// Tensor, sequence, map...
+    /// Tensor, sequence, map, optional...
     pub kind: ValueKind,
-    /// Element type, for tensors.
+    /// For an optional: the kind of a present value (tensor or sequence); for a sequence: the
+    /// kind of its members.
+    pub contains: Option<ValueKind>,
+    /// Element type, for tensors, sequences of tensors and optionals of either.
     pub element_type: Option<ElementType>,
-    /// Declared shape, for tensors.
+    /// Declared shape, for tensors and optional tensors.
     pub shape: Vec<Dim>,
 }
 
@@ -90,6 +93,65 @@ fn read_tensor_type(api: &Api, info: *const OrtTensorTypeAndShapeInfo) -> Result
     Ok((element_type, dims, names))
 }
 
+/// The description of a type info (not released here), named `name`.
+fn read_type(api: &Api, type_info: *const OrtTypeInfo, name: String) -> Result<ValueInfo> {
+    let mut onnx_type = 0;
+    // SAFETY: `type_info` is live.
+    unsafe { ort!(api, GetOnnxTypeFromTypeInfo(type_info, &mut onnx_type)) }?;
+    let kind = ValueKind::from_raw(onnx_type);
+    match kind {
+        ValueKind::Tensor => {
+            let mut tensor = std::ptr::null();
+            // SAFETY: the cast returns a pointer owned by `type_info` (not to be released).
+            unsafe { ort!(api, CastTypeInfoToTensorInfo(type_info, &mut tensor)) }?;
+            let (element_type, dims, names) = read_tensor_type(api, tensor)?;
+            let shape = dims
+                .iter()
+                .zip(names)
+                .map(|(&d, name)| match (d, name.is_empty()) {
+                    (d, _) if d >= 0 => Dim::Fixed(d),
+                    (_, false) => Dim::Symbolic(name),
+                    (_, true) => Dim::Unknown,
+                })
+                .collect();
+            Ok(ValueInfo { name, kind, contains: None, element_type: Some(element_type), shape })
+        }
+        ValueKind::Sequence => {
+            let mut sequence = std::ptr::null();
+            // SAFETY: the cast returns a pointer owned by `type_info` (not to be released).
+            unsafe { ort!(api, CastTypeInfoToSequenceTypeInfo(type_info, &mut sequence)) }?;
+            let mut member = std::ptr::null_mut();
+            // SAFETY: `sequence` is live; ORT returns a new type info we own.
+            unsafe { ort!(api, GetSequenceElementType(sequence, &mut member)) }?;
+            // SAFETY: on success we own `member`.
+            let member = unsafe { Owned::from_raw(member) }?;
+            let member = read_type(api, member.as_ptr(), String::new())?;
+            Ok(ValueInfo {
+                name,
+                kind,
+                contains: Some(member.kind),
+                element_type: member.element_type,
+                shape: Vec::new(),
+            })
+        }
+        ValueKind::Optional => {
+            let mut optional = std::ptr::null();
+            // SAFETY: the cast returns a pointer owned by `type_info` (not to be released).
+            unsafe { ort!(api, CastTypeInfoToOptionalTypeInfo(type_info, &mut optional)) }?;
+            let mut contained = std::ptr::null_mut();
+            // SAFETY: `optional` is live; ORT returns a clone of the contained type info, which
+            // the caller releases (ORT's implementation clones it despite the header's "owned by
+            // OrtOptionalTypeInfo"; its C++ wrapper releases it too).
+            unsafe { ort!(api, GetOptionalContainedTypeInfo(optional, &mut contained)) }?;
+            // SAFETY: on success we own `contained`.
+            let contained = unsafe { Owned::from_raw(contained) }?;
+            let contained = read_type(api, contained.as_ptr(), String::new())?;
+            Ok(ValueInfo { name, kind, contains: Some(contained.kind), ..contained })
+        }
+        _ => Ok(ValueInfo { name, kind, contains: None, element_type: None, shape: Vec::new() }),
+    }
+}
+
 /// Which side of the model.
 #[derive(Clone, Copy)]
 pub(crate) enum Side {
@@ -128,29 +190,7 @@ pub(crate) fn describe(session: *mut OrtSession, side: Side) -> Result<Vec<Value
         let name = unsafe { take_string(allocator, name) };
         // SAFETY: on success we own the type info.
         let type_info = unsafe { Owned::from_raw(type_info) }?;
-        let mut onnx_type = 0;
-        // SAFETY: `type_info` is live.
-        unsafe { ort!(api, GetOnnxTypeFromTypeInfo(type_info.as_ptr(), &mut onnx_type)) }?;
-        let kind = ValueKind::from_raw(onnx_type);
-        let (element_type, shape) = if kind == ValueKind::Tensor {
-            let mut tensor = std::ptr::null();
-            // SAFETY: the cast returns a pointer owned by `type_info` (not to be released).
-            unsafe { ort!(api, CastTypeInfoToTensorInfo(type_info.as_ptr(), &mut tensor)) }?;
-            let (element_type, dims, names) = read_tensor_type(api, tensor)?;
-            let shape = dims
-                .iter()
-                .zip(names)
-                .map(|(&d, name)| match (d, name.is_empty()) {
-                    (d, _) if d >= 0 => Dim::Fixed(d),
-                    (_, false) => Dim::Symbolic(name),
-                    (_, true) => Dim::Unknown,
-                })
-                .collect();
-            (Some(element_type), shape)
-        } else {
-            (None, Vec::new())
-        };
-        out.push(ValueInfo { name, kind, element_type, shape });
+        out.push(read_type(api, type_info.as_ptr(), name)?);
     }
     Ok(out)
 }

@@ -37,7 +37,12 @@ pub(crate) fn inputs<'v, 'd>(
 
 fn check_value(info: &ValueInfo, value: &Value<'_>) -> Result<()> {
     let meta = value.meta()?;
-    if meta.kind != info.kind {
+    if meta.kind == ValueKind::Optional {
+        return Err(absent_optional(&info.name));
+    }
+    // An optional input takes an absent value, or a present one: the tensor or sequence itself.
+    let accepted = meta.kind == info.kind || (info.kind == ValueKind::Optional && Some(meta.kind) == info.contains);
+    if !accepted {
         return Err(Error::ValueKind {
             name: info.name.clone(),
             expected: kind_name(info.kind),
@@ -70,6 +75,18 @@ fn check_value(info: &ValueInfo, value: &Value<'_>) -> Result<()> {
         });
     }
     Ok(())
+}
+
+/// ORT's C API has no way to hand it an absent optional: ORT 1.16.2's `Run` crashed (SIGSEGV)
+/// on the `None` an `Optional` node returns, and refused a value without a type ("Unexpected
+/// input data type. Actual: (null)"). Refusing it here keeps the crash out of reach.
+fn absent_optional(name: &str) -> Error {
+    Error::InvalidArgument {
+        what: format!("an absent optional value (None) for `{name}`"),
+        why: "ONNX Runtime cannot take an absent optional through its C API (it crashes); pass a present value, \
+              or give the model a variant without that input"
+            .into(),
+    }
 }
 
 fn kind_name(kind: ValueKind) -> &'static str {

@@ -53,9 +53,11 @@ impl<'a> Value<'a> {
         let api = api()?;
         let kind = match self.meta.get() {
             Some(meta) => meta.kind,
+            // An absent optional holds no data (and GetValueType must not see it).
+            None if self.is_none()? => return Ok(None),
             None => {
                 let mut raw = 0;
-                // SAFETY: `self.raw` is a live value; the out-pointer is valid.
+                // SAFETY: `self.raw` is a live value holding something; the out-pointer is valid.
                 unsafe { ort!(api, GetValueType(self.raw.as_ptr(), &mut raw)) }?;
                 ValueKind::from_raw(raw)
             }

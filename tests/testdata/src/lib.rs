@@ -24,6 +24,7 @@
 
 mod cases;
 mod error;
+mod float8;
 mod model;
 mod tensor;
 mod value;
@@ -31,6 +32,7 @@ pub mod wire;
 
 pub use cases::{case_dirs, light_input, onnx_backend_data_dir, DataSet, TestCase, CASE_GROUPS};
 pub use error::DecodeError;
+pub use float8::float8_value;
 pub use model::{decode_model_summary, load_model_summary, Dim, ModelSummary, TypeKind};
 pub use tensor::{decode_tensor, elem_type, Tensor, TensorData};
 pub use value::{decode_map, decode_optional, decode_sequence, decode_value, load_value, MapKeys, MapValue, TestValue};

@@ -41,6 +41,14 @@ pub mod elem_type {
     pub const COMPLEX128: i32 = 15;
     /// Brain float 16.
     pub const BFLOAT16: i32 = 16;
+    /// 8-bit float, 4 exponent bits, finite only.
+    pub const FLOAT8E4M3FN: i32 = 17;
+    /// 8-bit float, 4 exponent bits, finite only, no negative zero.
+    pub const FLOAT8E4M3FNUZ: i32 = 18;
+    /// 8-bit float, 5 exponent bits, with infinities.
+    pub const FLOAT8E5M2: i32 = 19;
+    /// 8-bit float, 5 exponent bits, finite only, no negative zero.
+    pub const FLOAT8E5M2FNUZ: i32 = 20;
 }
 
 /// A decoded `TensorProto`.
@@ -92,6 +100,13 @@ pub enum TensorData {
     Bool(Vec<bool>),
     /// `string`: ONNX strings are byte strings, not necessarily UTF-8.
     String(Vec<Vec<u8>>),
+    /// One of the 8-bit float types (`elem_type` 17..=20), as the encoded bytes.
+    Float8 {
+        /// Which of the four formats ([`elem_type::FLOAT8E4M3FN`]..).
+        elem_type: i32,
+        /// The encodings.
+        bits: Vec<u8>,
+    },
 }
 
 impl TensorData {
@@ -112,6 +127,7 @@ impl TensorData {
             TensorData::U64(v) => v.len(),
             TensorData::Bool(v) => v.len(),
             TensorData::String(v) => v.len(),
+            TensorData::Float8 { bits, .. } => bits.len(),
         }
     }
 
@@ -137,6 +153,7 @@ impl TensorData {
             TensorData::U64(_) => elem_type::UINT64,
             TensorData::Bool(_) => elem_type::BOOL,
             TensorData::String(_) => elem_type::STRING,
+            TensorData::Float8 { elem_type, .. } => *elem_type,
         }
     }
 
@@ -162,6 +179,9 @@ impl TensorData {
             TensorData::U64(v) => widen(v, |x| x as f64),
             TensorData::Bool(v) => widen(v, |x| if x { 1.0 } else { 0.0 }),
             TensorData::String(_) => None,
+            TensorData::Float8 { elem_type, bits } => {
+                bits.iter().map(|&b| crate::float8::float8_value(*elem_type, b)).collect()
+            }
         }
     }
 }
@@ -276,6 +296,7 @@ fn typed_data(t: &RawFields<'_>) -> Result<TensorData, DecodeError> {
             et::UINT32 => TensorData::U32(from_le(raw, u32::from_le_bytes)?),
             et::UINT64 => TensorData::U64(from_le(raw, u64::from_le_bytes)?),
             et::BOOL => TensorData::Bool(raw.iter().map(|&b| b != 0).collect()),
+            et::FLOAT8E4M3FN..=et::FLOAT8E5M2FNUZ => TensorData::Float8 { elem_type: t.data_type, bits: raw.to_vec() },
             et::STRING => return Err(DecodeError::Malformed("string tensors cannot use raw_data".into())),
             et::UNDEFINED => return Err(DecodeError::Malformed("tensor has no data_type".into())),
             other => return Err(DecodeError::Unsupported(other)),
@@ -308,6 +329,9 @@ fn typed_data(t: &RawFields<'_>) -> Result<TensorData, DecodeError> {
         ),
         et::UINT64 => TensorData::U64(t.uint64_data.clone()),
         et::STRING => TensorData::String(t.string_data.clone()),
+        et::FLOAT8E4M3FN..=et::FLOAT8E5M2FNUZ => {
+            TensorData::Float8 { elem_type: t.data_type, bits: narrow(&t.int32_data, "float8 bits")? }
+        }
         et::UNDEFINED => return Err(DecodeError::Malformed("tensor has no data_type".into())),
         other => return Err(DecodeError::Unsupported(other)),
     })
@@ -315,7 +339,7 @@ fn typed_data(t: &RawFields<'_>) -> Result<TensorData, DecodeError> {
 
 /// Decodes a serialized `TensorProto`.
 ///
-/// Fails with [`DecodeError::Unsupported`] for complex, 8-bit float and 4-bit types, with
+/// Fails with [`DecodeError::Unsupported`] for complex and 4-bit types, with
 /// [`DecodeError::ExternalData`] for tensors stored outside the message, and with
 /// [`DecodeError::CountMismatch`] when the element count disagrees with the dims.
 pub fn decode_tensor(buf: &[u8]) -> Result<Tensor, DecodeError> {
@@ -444,8 +468,8 @@ pub(crate) mod tests {
     fn unsupported_and_external() {
         let complex = header(&[0], elem_type::COMPLEX64);
         assert_eq!(decode_tensor(&complex), Err(DecodeError::Unsupported(14)));
-        let fp8 = header(&[0], 17);
-        assert_eq!(decode_tensor(&fp8), Err(DecodeError::Unsupported(17)));
+        let int4 = header(&[0], 22);
+        assert_eq!(decode_tensor(&int4), Err(DecodeError::Unsupported(22)));
 
         let mut ext = header(&[1], elem_type::FLOAT);
         varint_field(14, 1, &mut ext);

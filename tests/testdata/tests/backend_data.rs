@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use onnxrt_testdata::{
-    case_dirs, elem_type, light_input, load_model_summary, load_value, onnx_backend_data_dir, DecodeError, TensorData,
-    TestCase, TestValue, TypeKind,
+    case_dirs, elem_type, float8_value, light_input, load_model_summary, load_value, onnx_backend_data_dir,
+    DecodeError, TensorData, TestCase, TestValue, TypeKind,
 };
 
 fn data_root() -> Option<PathBuf> {
@@ -256,6 +256,10 @@ fn le_bytes(data: &TensorData) -> Vec<u8> {
         TensorData::U64(v) => cat(v, u64::to_le_bytes),
         TensorData::Bool(v) => v.iter().map(|&b| u8::from(b)).collect(),
         TensorData::String(v) => v.join(&b"\n"[..]),
+        // numpy_helper gives 8-bit floats as float32 values.
+        TensorData::Float8 { elem_type, bits } => {
+            cat(bits, |b| (float8_value(*elem_type, b).expect("an 8-bit float type") as f32).to_le_bytes())
+        }
     }
 }
 
