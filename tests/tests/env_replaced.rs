@@ -19,7 +19,11 @@ fn a_dropped_configured_environment_is_reported() {
         .find(|r| r.message.contains("`configured`"))
         .expect("the replacement is reported in recent_log");
     assert_eq!(warning.level, LogLevel::Warning);
-    assert!(warning.message.contains("Verbose") && warning.message.contains("keep the Arc<Environment>"), "{}", warning.message);
+    assert!(
+        warning.message.contains("Verbose") && warning.message.contains("keep the Arc<Environment>"),
+        "{}",
+        warning.message
+    );
     // Said once: a later session in the same default environment adds nothing.
     let again = Session::builder().commit_from_file(model("add_f32.onnx")).expect("loads");
     let count = again.environment().recent_log().iter().filter(|r| r.message.contains("`configured`")).count();

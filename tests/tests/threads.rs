@@ -190,7 +190,10 @@ fn run_async_needs_an_intra_op_pool() {
     let value = || Value::from_vec(&[2, 3], vec![1.0f32; 6]).expect("input");
     match session.run_async(vec![("a".to_owned(), value()), ("b".to_owned(), value())], &[]) {
         Err(error @ Error::AsyncNeedsThreadPool { threads: 1 }) => {
-            assert!(error.to_string().contains("Fix: build the session with SessionBuilder::async_threads()"), "{error}");
+            assert!(
+                error.to_string().contains("Fix: build the session with SessionBuilder::async_threads()"),
+                "{error}"
+            );
         }
         Err(other) => panic!("expected Error::AsyncNeedsThreadPool, got {other:?}"),
         Ok(_) => panic!("RunAsync started without an intra-op pool"),

@@ -50,6 +50,11 @@ impl Gate {
         self.limit
     }
 
+    /// Slots taken: runs with ORT, or granted and about to start.
+    pub(crate) fn taken(&self) -> usize {
+        self.slots.lock().unwrap_or_else(|e| e.into_inner()).taken
+    }
+
     /// A slot now (`None`), or a ticket to wait on.
     pub(crate) fn enter(&self) -> Option<Arc<Ticket>> {
         let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());

@@ -92,7 +92,9 @@ impl Drop for Inner {
             let in_flight = Arc::clone(&self.in_flight);
             // If no thread can be started, the closure is dropped unrun: ManuallyDrop then leaks
             // the session (and keeps its environment) rather than block or deadlock.
-            let held = ManuallyDrop::new(Handoff(raw, Arc::clone(&self.env)));
+            // The runs read the session's name strings too: they travel with it.
+            let names = (std::mem::take(&mut self.input_names), std::mem::take(&mut self.output_names));
+            let held = ManuallyDrop::new(Handoff(raw, Arc::clone(&self.env), names));
             let release = move || {
                 in_flight.wait_idle();
                 drop(ManuallyDrop::into_inner(held));
@@ -104,8 +106,13 @@ impl Drop for Inner {
     }
 }
 
-/// A session (and the environment it needs) on its way to be released on another thread.
-struct Handoff(#[allow(dead_code)] Owned<OrtSession>, #[allow(dead_code)] Arc<Environment>);
+/// A session (with the environment it needs and the name strings its runs read) on its way to
+/// be released on another thread.
+struct Handoff(
+    #[allow(dead_code)] Owned<OrtSession>,
+    #[allow(dead_code)] Arc<Environment>,
+    #[allow(dead_code)] (Vec<CString>, Vec<CString>),
+);
 
 // SAFETY: an OrtSession has no thread affinity (it is created, run and released on any thread;
 // `Inner` is Send for the same reason); only the handoff thread touches it.
@@ -247,9 +254,11 @@ impl Session {
         self.inner.run_lock.is_some()
     }
 
-    /// Asynchronous runs of this session with ORT now (not counting futures waiting for a slot).
+    /// Asynchronous runs of this session holding one of its
+    /// [`max_async_runs`](SessionBuilder::max_async_runs) slots: with ORT, or about to start
+    /// (futures waiting for a slot do not count). A run gives its slot back in ORT's callback.
     pub fn async_runs_in_flight(&self) -> usize {
-        self.inner.in_flight.count()
+        self.inner.gate.taken()
     }
 
     /// The bound set by [`SessionBuilder::max_async_runs`].
