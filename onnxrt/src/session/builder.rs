@@ -160,8 +160,9 @@ impl SessionBuilder {
     /// per logical CPU (`intra_op_threads(cores + 1)`).
     ///
     /// ORT's default (one thread per physical core, the caller being one of them) leaves async
-    /// runs one core short, since they run on the workers only: on 2 cores an async service got
-    /// about 70% of the throughput of `spawn_blocking(run)` (BENCHMARKS.md). The trade-off: a
+    /// runs one core short, since they run on the workers only: on 2 cores a compute-bound
+    /// model got 206 runs/s with `run_async` against 295 with `spawn_blocking(run)`, and 383 with
+    /// `intra_op_threads(3)`, what this sets there (BENCHMARKS.md, "Async"). The trade-off: a
     /// synchronous [`Session::run`] on such a session has one thread more than there are cores,
     /// so prefer ORT's default for sessions run mostly with `run`.
     ///
