@@ -165,7 +165,7 @@ fn backpressure_holds_under_20000_submissions() {
     assert!(most <= 16, "{most} runs with ORT at once, more than the bound");
     // A run that finished before its first poll either ran inline or beat the poll on a worker;
     // with 16 runs queued ahead of most submissions, that is rare.
-    assert!(inline < 100, "{inline} runs finished before run_async returned");
+    assert!(inline < 50, "{inline} runs finished before run_async returned");
     wait_idle(&session, Duration::from_secs(10));
 
     // The control: without a bound, ORT's queue (1,024 runs per worker) overflows and ORT runs
@@ -173,7 +173,9 @@ fn backpressure_holds_under_20000_submissions() {
     let unbounded = builder().max_async_runs(usize::MAX).commit_from_file(model("mlp.onnx")).expect("mlp loads");
     let (inline, most, _) = submit(&unbounded, 20_000);
     eprintln!("unbounded: {inline} of 20000 ran before run_async returned, at most {most} with ORT");
-    assert!(inline >= 200, "expected ORT to run overflowing runs inline, saw {inline}");
+    // (Seen: 357 to 4,775 inline, 1,025 with ORT.)
+    assert!(most > 1_000, "expected ORT's queue to fill without a bound, saw {most}");
+    assert!(inline >= 50, "expected ORT to run overflowing runs inline, saw {inline}");
 }
 
 #[test]
@@ -264,6 +266,11 @@ fn shared_inputs_are_lent_not_copied() {
         let sum = out.get("sum").expect("sum").view::<f32>().expect("f32").iter().copied().collect::<Vec<_>>();
         assert_eq!(sum, [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0].map(|v| v + i as f32));
     }
-    // Every run let go of the buffer; the caller's handle is the only one left.
-    assert_eq!(Arc::strong_count(&a), 1);
+    // Every run lets go of the buffer (the last ones as ORT's callback returns, just after their
+    // futures resolved): the caller's handle is soon the only one left.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Arc::strong_count(&a) > 1 {
+        assert!(Instant::now() < deadline, "{} runs still hold the shared input", Arc::strong_count(&a) - 1);
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
