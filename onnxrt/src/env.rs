@@ -97,7 +97,31 @@ pub struct GlobalThreadPools {
     pub inter_op_threads: usize,
 }
 
-/// The ORT environment. See the module docs.
+/// The process's ORT environment: logging (routed to the `log` crate, target `onnxrt::ort`,
+/// latest warnings in [`recent_log`](Environment::recent_log)) and optional global thread pools.
+///
+/// One per process: [`Environment::global`] returns the live one or makes a default one;
+/// [`EnvironmentBuilder::commit`] makes one with your settings and fails while another is alive.
+/// Every session holds an `Arc<Environment>`, so it outlives them; but the registry holds it only
+/// weakly, so **keep the `Arc` from `commit()`** (or pass it to
+/// [`SessionBuilder::environment`](crate::SessionBuilder::environment)): if it is dropped
+/// before the next session is made, that session gets a default environment, and the
+/// replacement is reported as a warning in the `log` crate and in the new environment's
+/// `recent_log()`.
+///
+/// ```
+/// use onnxrt::{Environment, LogLevel, Session};
+///
+/// let env = Environment::builder().name("service").log_level(LogLevel::Warning).commit()?;
+/// let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/add_f32.onnx");
+/// let session = Session::builder().environment(env.clone()).commit_from_file(model)?;
+/// assert_eq!(session.environment().name(), "service");
+/// # Ok::<(), onnxrt::Error>(())
+/// ```
+///
+/// Threads: sessions run on their own intra-op pools unless the environment has
+/// [global thread pools](EnvironmentBuilder::global_thread_pools) and the session opts in;
+/// asynchronous runs use those pools' workers (see [`Session::run_async`](crate::Session::run_async)).
 pub struct Environment {
     // ORT's env, never released (see the module docs and `Registry`).
     raw: *mut OrtEnv,
@@ -139,12 +163,15 @@ struct OrtEnvSlot {
 struct Registry {
     current: Weak<Environment>,
     ort: Option<OrtEnvSlot>,
+    // Name and level of the last environment made by `EnvironmentBuilder::commit`, until a
+    // default one replaces it (then said loudly: its settings are gone).
+    committed: Option<(String, LogLevel)>,
 }
 
 // SAFETY: the env pointer is only passed to ORT, whose env may be used from any thread.
 unsafe impl Send for Registry {}
 
-static REGISTRY: Mutex<Registry> = Mutex::new(Registry { current: Weak::new(), ort: None });
+static REGISTRY: Mutex<Registry> = Mutex::new(Registry { current: Weak::new(), ort: None, committed: None });
 
 /// The live environment's logger state, for ORT's logging callback (an `Arc` clone is taken
 /// per record, so a state stays valid while a hook runs even if its environment goes).
@@ -178,7 +205,31 @@ impl Environment {
         builder.thread_pools = registry.ort.as_ref().and_then(|ort| ort.pools);
         let env = Arc::new(builder.create(&mut registry)?);
         registry.current = Arc::downgrade(&env);
+        if let Some((name, level)) = registry.committed.take() {
+            env.warn_replaced(&name, level);
+        }
         Ok(env)
+    }
+
+    /// Says, in the `log` crate and in [`Environment::recent_log`], that a default environment
+    /// took the place of the configured one `name`, which was dropped.
+    fn warn_replaced(&self, name: &str, level: LogLevel) {
+        let message = format!(
+            "the environment `{name}` (log level {level:?}) built with Environment::builder() was dropped, so a \
+             default one (log level Warning, no hook) was created for a new session; its settings are lost. \
+             Fix: keep the Arc<Environment> from commit() alive, or pass it to SessionBuilder::environment"
+        );
+        log::warn!(target: "onnxrt::env", "{message}");
+        let record = LogRecord {
+            level: LogLevel::Warning,
+            category: "onnxrt".into(),
+            log_id: self.name.clone(),
+            code_location: "onnxrt::Environment::global".into(),
+            message,
+        };
+        if let Ok(mut recent) = self.logger.recent.lock() {
+            recent.push_back(record);
+        }
     }
 
     /// The name given at creation (ORT's log id).
@@ -255,8 +306,10 @@ impl EnvironmentBuilder {
                 why: format!("environment `{existing_name}` is alive; ORT allows one per process. Build it once at start-up, or use Environment::global()"),
             });
         }
+        let committed = (self.name.clone(), self.level);
         let env = Arc::new(self.create(&mut registry)?);
         registry.current = Arc::downgrade(&env);
+        registry.committed = Some(committed);
         Ok(env)
     }
 

@@ -385,6 +385,13 @@ pub enum Error {
         message: String,
     },
 
+    /// [`crate::Session::run_async`] on a session whose intra-op pool has no worker thread.
+    #[error("run_async runs on ORT's intra-op pool workers, and intra_op_threads({threads}) leaves none (the count includes the calling thread)\nFix: build the session with SessionBuilder::async_threads() (one worker per core), leave intra_op_threads unset, or set 2 or more; or call Session::run inside spawn_blocking")]
+    AsyncNeedsThreadPool {
+        /// The intra-op thread count of the session.
+        threads: usize,
+    },
+
     /// A configuration value was refused before reaching ORT.
     #[error("{what}: {why}")]
     InvalidArgument {
@@ -431,6 +438,7 @@ impl Error {
             Error::ProviderLoad { .. } => "ProviderLoad",
             Error::OutOfMemory { .. } => "OutOfMemory",
             Error::Terminated { .. } => "Terminated",
+            Error::AsyncNeedsThreadPool { .. } => "AsyncNeedsThreadPool",
             Error::InvalidArgument { .. } => "InvalidArgument",
         }
     }

@@ -70,8 +70,8 @@ pub use io_binding::IoBinding;
 pub use memory::{Device, MemoryInfo};
 pub use run_options::{RunOptions, RunTerminator};
 pub use session::{
-    config_keys, Dim, ExecutionMode, ModelFileProblem, ModelMetadata, OptimizationLevel, Outputs, RunFuture, Session,
-    SessionBuilder, SessionInput, ValueInfo,
+    config_keys, AsyncInput, Dim, ExecutionMode, InputName, ModelFileProblem, ModelMetadata, OptimizationLevel,
+    Outputs, OwnedOutputs, RunFuture, Session, SessionBuilder, SessionInput, ValueInfo, DEFAULT_MAX_ASYNC_RUNS,
 };
 pub use value::optional::ValueType;
 pub use value::{TensorInfo, Value, ValueKind};

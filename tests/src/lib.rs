@@ -34,10 +34,12 @@ pub fn env() -> Arc<Environment> {
     Arc::clone(ENV.get_or_init(|| Environment::global().expect("the ONNX Runtime environment should be created")))
 }
 
-/// A session builder in the shared environment, with one intra-op thread (the test machine
-/// has two cores and the test harness already runs tests in parallel).
+/// A session builder in the shared environment, with two intra-op threads: the caller of
+/// `Session::run` plus one pool worker, which `Session::run_async` needs (with one thread it
+/// fails with `Error::AsyncNeedsThreadPool`). The test machine has two cores and the harness
+/// runs tests in parallel, so no more.
 pub fn builder() -> SessionBuilder {
-    Session::builder().environment(env()).intra_op_threads(1)
+    Session::builder().environment(env()).intra_op_threads(2)
 }
 
 /// A session of a committed model with [`builder`]'s settings.

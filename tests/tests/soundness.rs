@@ -136,8 +136,8 @@ fn an_async_output_that_is_an_input_outlives_the_inputs() {
     };
     // The future (and the inputs it owned) are gone; the output is its own copy.
     drop(future);
-    let (name, x) = outputs.remove(0);
-    assert_eq!(name, "x");
+    assert_eq!(outputs.names().collect::<Vec<_>>(), ["x"]);
+    let x = outputs.take("x").expect("output x");
     let noise: Vec<f32> = std::iter::repeat_n(-7.0, 3).collect();
     assert_eq!(noise.len(), 3);
     assert_eq!(x.view::<f32>().expect("view").as_slice(), Some(&[0.5f32, 1.5, 2.5][..]));

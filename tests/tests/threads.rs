@@ -148,9 +148,8 @@ fn run_async_adds() {
             )
             .expect("run_async starts");
         let outputs = block_on(future).expect("the async run succeeds");
-        assert_eq!(outputs.len(), 1);
-        assert_eq!(outputs[0].0, "sum");
-        let sum: ArrayD<f32> = outputs[0].1.to_array().expect("f32");
+        assert_eq!(outputs.names().collect::<Vec<_>>(), ["sum"]);
+        let sum: ArrayD<f32> = outputs.get("sum").expect("by name").to_array().expect("f32");
         assert_eq!(sum, expected);
     }
 
@@ -180,7 +179,7 @@ fn run_async_futures_can_be_dropped_early() {
     )
     .expect("completes");
     assert_eq!(outputs.len(), 1);
-    let bits: Vec<u32> = outputs[0].1.view::<f32>().expect("f32").iter().map(|v| v.to_bits()).collect();
+    let bits: Vec<u32> = outputs[0].view::<f32>().expect("f32").iter().map(|v| v.to_bits()).collect();
     assert_eq!(bits, reference);
 }
 
@@ -190,11 +189,13 @@ fn run_async_needs_an_intra_op_pool() {
     let session = builder().intra_op_threads(1).commit_from_file(model("add_f32.onnx")).expect("add_f32 loads");
     let value = || Value::from_vec(&[2, 3], vec![1.0f32; 6]).expect("input");
     match session.run_async(vec![("a".to_owned(), value()), ("b".to_owned(), value())], &[]) {
-        Err(Error::Ort { function, code, message }) => {
-            assert_eq!((function, code), ("RunAsync", onnxrt::ErrorCode::InvalidArgument));
-            assert!(message.contains("intra op thread pool"), "{message}");
+        Err(error @ Error::AsyncNeedsThreadPool { threads: 1 }) => {
+            assert!(
+                error.to_string().contains("Fix: build the session with SessionBuilder::async_threads()"),
+                "{error}"
+            );
         }
-        Err(other) => panic!("expected Error::Ort from RunAsync, got {other:?}"),
+        Err(other) => panic!("expected Error::AsyncNeedsThreadPool, got {other:?}"),
         Ok(_) => panic!("RunAsync started without an intra-op pool"),
     }
     // The session is still usable synchronously.

@@ -67,6 +67,17 @@ pub enum ExecutionMode {
     Parallel,
 }
 
+/// Default of [`SessionBuilder::max_async_runs`]: well under ORT's queue of 1,024 runs per
+/// worker, enough to keep every worker of a large machine busy.
+pub const DEFAULT_MAX_ASYNC_RUNS: usize = 256;
+
+/// The builder settings [`Session::run_async`] needs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct AsyncSettings {
+    pub(crate) intra_op_threads: Option<usize>,
+    pub(crate) max_async_runs: usize,
+}
+
 /// Settings for a [`Session`]. Nothing reaches ORT until `commit_from_*`, which fails once, with
 /// the first invalid setting.
 #[derive(Debug, Clone)]
@@ -86,6 +97,7 @@ pub struct SessionBuilder {
     custom_op_libraries: Vec<PathBuf>,
     global_thread_pools: bool,
     deterministic: bool,
+    max_async_runs: usize,
     pub(crate) providers: Vec<ProviderRequest>,
     pub(crate) strict_gpu: bool,
 }
@@ -115,6 +127,7 @@ impl SessionBuilder {
             custom_op_libraries: Vec::new(),
             global_thread_pools: false,
             deterministic: false,
+            max_async_runs: DEFAULT_MAX_ASYNC_RUNS,
             providers: Vec::new(),
             strict_gpu: false,
         }
@@ -133,9 +146,53 @@ impl SessionBuilder {
     }
 
     /// Threads used inside one operator (0 or unset: ORT's default, one per physical core).
+    ///
+    /// The count includes the thread that calls [`Session::run`], so `n` means `n - 1` pool
+    /// workers. [`Session::run_async`] runs only on those workers: `intra_op_threads(1)` leaves
+    /// it none (it then fails with [`Error::AsyncNeedsThreadPool`]); see
+    /// [`async_threads`](SessionBuilder::async_threads).
     pub fn intra_op_threads(mut self, threads: usize) -> Self {
         self.intra_op_threads = Some(threads);
         self
+    }
+
+    /// Intra-op threads for a session driven mostly by [`Session::run_async`]: one pool worker
+    /// per logical CPU (`intra_op_threads(cores + 1)`).
+    ///
+    /// ORT's default (one thread per physical core, the caller being one of them) leaves async
+    /// runs one core short, since they run on the workers only: on 2 cores a compute-bound
+    /// model got 206 runs/s with `run_async` against 295 with `spawn_blocking(run)`, and 383 with
+    /// `intra_op_threads(3)`, what this sets there (BENCHMARKS.md, "Async"). The trade-off: a
+    /// synchronous [`Session::run`] on such a session has one thread more than there are cores,
+    /// so prefer ORT's default for sessions run mostly with `run`.
+    ///
+    /// ```
+    /// let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/add_f32.onnx");
+    /// let session = onnxrt::Session::builder().async_threads().commit_from_file(model)?;
+    /// # drop(session);
+    /// # Ok::<(), onnxrt::Error>(())
+    /// ```
+    pub fn async_threads(self) -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        self.intra_op_threads(cores + 1)
+    }
+
+    /// Most [`Session::run_async`] runs of the session handed to ORT at once (default 256, at
+    /// least 1); later runs wait inside their futures, in arrival order, for one to end.
+    ///
+    /// Without a bound, ORT queues up to 1,024 runs per pool worker and past that runs the
+    /// model inline on the thread that called `run_async` (an async worker).
+    pub fn max_async_runs(mut self, runs: usize) -> Self {
+        self.max_async_runs = runs.max(1);
+        self
+    }
+
+    /// What the session keeps of these settings for `run_async`.
+    fn async_settings(&self) -> AsyncSettings {
+        AsyncSettings {
+            intra_op_threads: if self.global_thread_pools { None } else { self.intra_op_threads },
+            max_async_runs: self.max_async_runs,
+        }
     }
 
     /// Threads used across independent nodes in [`ExecutionMode::Parallel`].
@@ -235,6 +292,7 @@ impl SessionBuilder {
         }
         let path_c = CString::new(path.as_os_str().as_encoded_bytes())
             .map_err(|_| Error::nul("model path", &path.display().to_string()))?;
+        let asyncs = self.async_settings();
         let (env, options, prepared) = self.prepare()?;
         let api = api()?;
         let mut raw = std::ptr::null_mut();
@@ -243,7 +301,7 @@ impl SessionBuilder {
         let created = created.map_err(|e| model_check::explain_file(prepared.explain(e, &env), path));
         created?;
         // SAFETY: on success we own the session.
-        Session::new(unsafe { Owned::from_raw(raw) }?, env, prepared)
+        Session::new(unsafe { Owned::from_raw(raw) }?, env, prepared, asyncs)
     }
 
     /// Makes a session from model bytes (ORT copies them).
@@ -255,6 +313,7 @@ impl SessionBuilder {
     /// Corresponds to `OrtApi::CreateSessionFromArray`.
     #[doc(alias = "CreateSessionFromArray")]
     pub fn commit_from_memory(self, model: &[u8]) -> Result<Session> {
+        let asyncs = self.async_settings();
         let (env, options, prepared) = self.prepare()?;
         let api = api()?;
         let mut raw = std::ptr::null_mut();
@@ -267,7 +326,7 @@ impl SessionBuilder {
         };
         created.map_err(|e| model_check::explain_bytes(prepared.explain(e, &env), model))?;
         // SAFETY: on success we own the session.
-        Session::new(unsafe { Owned::from_raw(raw) }?, env, prepared)
+        Session::new(unsafe { Owned::from_raw(raw) }?, env, prepared, asyncs)
     }
 
     /// Creates the ORT session options from the settings.

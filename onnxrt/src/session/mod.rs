@@ -7,11 +7,14 @@
 //! Inputs are checked in Rust before ORT sees them: unknown or missing names, element types,
 //! ranks and fixed dimensions each give a typed error that says what the model expects.
 
+mod async_input;
 pub(crate) mod builder;
+mod gate;
 pub(crate) mod info;
 mod input;
 pub(crate) mod metadata;
 pub(crate) mod model_check;
+mod owned_outputs;
 mod run_async;
 pub(crate) mod validate;
 
@@ -39,11 +42,13 @@ type Indices = SmallVec<[usize; 8]>;
 /// Output values of one run (on the stack for up to 4 outputs, so a run allocates nothing).
 type OutputValues = SmallVec<[Value<'static>; 4]>;
 
-pub use builder::{config_keys, ExecutionMode, OptimizationLevel, SessionBuilder};
+pub use async_input::{AsyncInput, InputName};
+pub use builder::{config_keys, ExecutionMode, OptimizationLevel, SessionBuilder, DEFAULT_MAX_ASYNC_RUNS};
 pub use info::{Dim, ValueInfo};
 pub use input::SessionInput;
 pub use metadata::ModelMetadata;
 pub use model_check::ModelFileProblem;
+pub use owned_outputs::OwnedOutputs;
 pub use run_async::RunFuture;
 
 pub(crate) struct Inner {
@@ -67,35 +72,47 @@ pub(crate) struct Inner {
     pub(crate) passthrough: Vec<bool>,
     // Asynchronous runs not yet called back; the session is released only when this is zero.
     pub(crate) in_flight: Arc<run_async::InFlight>,
+    // At most `max_async_runs` asynchronous runs with ORT at once.
+    pub(crate) gate: Arc<gate::Gate>,
+    // As set on the builder (None with global thread pools): 1 leaves RunAsync no worker.
+    pub(crate) intra_op_threads: Option<usize>,
 }
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        // Never release the session while ORT may still call back into it, and never from ORT's
-        // own pool thread. The last `Session` can be dropped there by a waker that `on_done`
-        // calls before the run counts as finished: waiting there would deadlock, so the release
-        // (and the environment it needs) moves to a thread of its own.
+        // Never release the session while ORT may still call back into it, never from ORT's own
+        // pool thread, and never make the dropping thread (an async worker, say) wait for runs.
+        // With no run in flight the release happens here. Otherwise it moves to a thread of its
+        // own that waits for the runs (their futures, if dropped, have set their terminate flags):
+        // the last `Session` can even be dropped on ORT's thread, by a waker that `on_done` calls
+        // before its run counts as finished, where waiting would deadlock.
         // SAFETY: taken exactly once, here; `raw` is not used after this line.
         let raw = unsafe { ManuallyDrop::take(&mut self.raw) };
-        if run_async::in_callback() {
+        if run_async::in_callback() || self.in_flight.count() > 0 {
             let in_flight = Arc::clone(&self.in_flight);
             // If no thread can be started, the closure is dropped unrun: ManuallyDrop then leaks
-            // the session (and keeps its environment) rather than deadlock.
-            let held = ManuallyDrop::new(Handoff(raw, Arc::clone(&self.env)));
+            // the session (and keeps its environment) rather than block or deadlock.
+            // The runs read the session's name strings too: they travel with it.
+            let names = (std::mem::take(&mut self.input_names), std::mem::take(&mut self.output_names));
+            let held = ManuallyDrop::new(Handoff(raw, Arc::clone(&self.env), names));
             let release = move || {
                 in_flight.wait_idle();
                 drop(ManuallyDrop::into_inner(held));
             };
             let _ = std::thread::Builder::new().name("onnxrt-session-release".into()).spawn(release);
         } else {
-            self.in_flight.wait_idle();
             drop(raw);
         }
     }
 }
 
-/// A session (and the environment it needs) on its way to be released on another thread.
-struct Handoff(#[allow(dead_code)] Owned<OrtSession>, #[allow(dead_code)] Arc<Environment>);
+/// A session (with the environment it needs and the name strings its runs read) on its way to
+/// be released on another thread.
+struct Handoff(
+    #[allow(dead_code)] Owned<OrtSession>,
+    #[allow(dead_code)] Arc<Environment>,
+    #[allow(dead_code)] (Vec<CString>, Vec<CString>),
+);
 
 // SAFETY: an OrtSession has no thread affinity (it is created, run and released on any thread;
 // `Inner` is Send for the same reason); only the handoff thread touches it.
@@ -108,7 +125,45 @@ unsafe impl Send for Inner {}
 // SAFETY: as above.
 unsafe impl Sync for Inner {}
 
-/// A model loaded into ORT. See the module docs.
+/// A model loaded into ORT; cheap to clone (an `Arc`), `Send + Sync`.
+///
+/// **Threads.** [`run`](Session::run) takes `&self` and may be called from any number of threads
+/// at once (ORT's `Run` is thread-safe; TensorRT before ORT 1.17 excepted, see
+/// [`serializes_runs`](Session::serializes_runs)). It blocks its caller for the whole run and
+/// also uses the session's intra-op pool: in an async service call it inside
+/// `spawn_blocking`, or use [`run_async`](Session::run_async).
+///
+/// **Async.** [`run_async`](Session::run_async) returns a [`RunFuture`] that needs no
+/// particular executor. Runs execute on the intra-op pool's workers (never on the caller), so
+/// build the session with [`SessionBuilder::async_threads`] to give them every core (ORT's
+/// default leaves one core to the caller of `run`; `intra_op_threads(1)` leaves no worker at all:
+/// [`Error::AsyncNeedsThreadPool`]). At most [`SessionBuilder::max_async_runs`] runs are with ORT
+/// at once; the others wait in their futures. Dropping a future terminates its run.
+///
+/// **Dropping.** Dropping the last `Session` never waits: with asynchronous runs in flight the
+/// release moves to a short-lived thread that waits for them (a dropped future's run stops at
+/// ORT's next terminate check, well under a second on the test models); the futures still
+/// alive resolve normally.
+///
+/// ```
+/// # let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/add_f32.onnx");
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use onnxrt::{Session, Value};
+///
+/// let session = Session::builder().async_threads().max_async_runs(64).commit_from_file(model)?;
+/// let inputs = || [("a", Value::from_vec(&[2, 3], vec![1.0f32; 6]).unwrap()), ("b", Value::from_vec(&[2, 3], vec![2.0f32; 6]).unwrap())];
+/// let mut tasks = Vec::new();
+/// for _ in 0..8 {
+///     tasks.push(tokio::spawn(session.run_async(inputs(), &["sum"])?));
+/// }
+/// drop(session); // does not wait for the runs
+/// for task in tasks {
+///     let outputs = task.await.expect("task")?;
+///     assert!(outputs.get("sum")?.view::<f32>()?.iter().all(|&v| v == 3.0));
+/// }
+/// # Ok::<(), onnxrt::Error>(())
+/// # }).unwrap();
+/// ```
 #[derive(Clone)]
 pub struct Session {
     pub(crate) inner: Arc<Inner>,
@@ -134,6 +189,7 @@ impl Session {
         raw: Owned<OrtSession>,
         env: Arc<Environment>,
         prepared: crate::providers::Prepared,
+        asyncs: builder::AsyncSettings,
     ) -> Result<Session> {
         let inputs = info::describe(raw.as_ptr(), info::Side::Input)?;
         let outputs = info::describe(raw.as_ptr(), info::Side::Output)?;
@@ -161,6 +217,8 @@ impl Session {
                 output_labels,
                 run_lock,
                 in_flight: Arc::default(),
+                gate: Arc::new(gate::Gate::new(asyncs.max_async_runs)),
+                intra_op_threads: asyncs.intra_op_threads,
                 providers: prepared.registered,
                 passthrough,
             }),
@@ -194,6 +252,18 @@ impl Session {
     /// Whether this session serializes its runs (TensorRT on ORT < 1.17).
     pub fn serializes_runs(&self) -> bool {
         self.inner.run_lock.is_some()
+    }
+
+    /// Asynchronous runs of this session holding one of its
+    /// [`max_async_runs`](SessionBuilder::max_async_runs) slots: with ORT, or about to start
+    /// (futures waiting for a slot do not count). A run gives its slot back in ORT's callback.
+    pub fn async_runs_in_flight(&self) -> usize {
+        self.inner.gate.taken()
+    }
+
+    /// The bound set by [`SessionBuilder::max_async_runs`].
+    pub fn max_async_runs(&self) -> usize {
+        self.inner.gate.limit()
     }
 
     /// The environment the session lives in.
@@ -426,6 +496,15 @@ impl<'s> Outputs<'s> {
     /// The values, in order.
     pub fn into_values(self) -> Vec<Value<'static>> {
         self.values.into_vec()
+    }
+
+    /// The outputs with their names, no longer borrowing the session (e.g. to return them from
+    /// a `spawn_blocking` closure).
+    pub fn into_owned(self) -> OwnedOutputs {
+        let names = (0..self.values.len())
+            .map(|p| Arc::clone(&self.session.inner.output_labels[self.model_index(p)]))
+            .collect();
+        OwnedOutputs::new(names, self.values.into_vec())
     }
 }
 

@@ -1,9 +1,12 @@
 //! [`Session::run_async`]: ORT's `RunAsync` (new in 1.16) as a Rust future.
 //!
-//! ORT runs the model on its intra-op thread pool and calls back when done; the future resolves
-//! then. Everything ORT touches until the callback (the session, the inputs, the name and output
-//! arrays) is owned by a shared state the callback releases, so dropping the future early is safe.
-//! ORT needs an intra-op pool for this: do not set `intra_op_threads(1)` on such a session.
+//! ORT runs the model on its intra-op pool's worker threads and calls back when done; the future
+//! resolves then. Everything ORT touches until the callback (the session's names, the inputs, the
+//! output array, the run's options) is owned by a shared state the callback releases, so dropping
+//! the future early is safe; dropping it also sets the run's terminate flag, so ORT stops at its
+//! next check instead of finishing work nobody will read. At most
+//! [`SessionBuilder::max_async_runs`](crate::SessionBuilder::max_async_runs) runs of a session are
+//! with ORT at once (see `gate`); the rest wait for a slot inside their futures.
 
 use std::cell::Cell;
 use std::ffi::{c_char, c_void};
@@ -13,10 +16,15 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::task::{Context, Poll, Waker};
 
 use onnxrt_sys::{OrtStatus, OrtValue};
+use smallvec::SmallVec;
 
 use crate::api::api;
 use crate::error::{Error, Result};
 use crate::handle::Owned;
+use crate::run_options::RunOptions;
+use crate::session::async_input::{AsyncInput, Held};
+use crate::session::gate::{Gate, Ticket};
+use crate::session::owned_outputs::OwnedOutputs;
 use crate::session::{validate, Session};
 use crate::status::ort;
 use crate::value::Value;
@@ -41,6 +49,10 @@ impl InFlight {
         }
     }
 
+    pub(crate) fn count(&self) -> usize {
+        *self.count.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     pub(crate) fn wait_idle(&self) {
         let mut count = self.count.lock().unwrap_or_else(|e| e.into_inner());
         while *count > 0 {
@@ -50,7 +62,7 @@ impl InFlight {
 }
 
 thread_local! {
-    // True while `on_done` wakes the task on ORT's pool thread: a session dropped there (by the
+    // True while `on_done` wakes tasks on ORT's pool thread: a session dropped there (by a
     // waker) must not be released on that thread (see `Drop for Inner`).
     static IN_CALLBACK: Cell<bool> = const { Cell::new(false) };
 }
@@ -63,13 +75,18 @@ pub(crate) fn in_callback() -> bool {
 struct State {
     // The session waits for this to reach zero before it is released (it owns the names below).
     in_flight: Arc<InFlight>,
+    // The run's slot goes back here when ORT calls back.
+    gate: Arc<Gate>,
+    // This run's own options: ORT reads them until the callback; dropping the future terminates.
+    options: RunOptions,
     // Keep-alive: ORT reads the inputs until the callback.
-    _inputs: Vec<Value<'static>>,
+    inputs: Vec<Held>,
     input_names: Vec<*const c_char>,
     input_values: Vec<*const OrtValue>,
     output_names: Vec<*const c_char>,
     output_values: Mutex<Vec<*mut OrtValue>>,
-    // Per requested output: whether the model returns an input there (see `Inner::passthrough`).
+    // Per requested output: its name, and whether the model returns an input there.
+    labels: Vec<Arc<str>>,
     passthrough: Vec<bool>,
     done: Mutex<Done>,
 }
@@ -81,79 +98,223 @@ struct Done {
 }
 
 // SAFETY: the raw pointers point into the session's names (alive until `in_flight` is zero) and
-// into `_inputs`, which the state owns; they are
-// only read by ORT's thread and by the callback, and the mutable parts sit behind Mutexes.
+// into `inputs`, which the state owns; they are only read by ORT's thread and by the callback,
+// and the mutable parts sit behind Mutexes. RunOptions is Send + Sync.
 unsafe impl Send for State {}
 // SAFETY: as above.
 unsafe impl Sync for State {}
 
-/// The future returned by [`Session::run_async`]; resolves to the outputs in model order (or
-/// the order requested).
-pub struct RunFuture {
-    state: Arc<State>,
-    names: Vec<String>,
+enum Phase {
+    // Waiting for a slot; the session is kept for the start.
+    Queued(Session, Arc<Ticket>),
+    // With ORT; the result arrives through `State::done`.
+    Started,
+    // The result was handed out (or the start failed).
+    Finished,
 }
 
-/// Outputs of an asynchronous run, with their names.
-pub type NamedOutputs = Vec<(String, Value<'static>)>;
+/// A run in progress: resolves to its [`OwnedOutputs`] (in model order, or the order requested).
+///
+/// Returned by [`Session::run_async`] and [`Session::run_async_with`]. It is `Send` and
+/// `'static`: spawn it, race it, time it out. The run's inputs and options live in it until ORT
+/// calls back, so every way of dropping it is safe:
+///
+/// - **Dropping it cancels the run.** Before the run reaches ORT it simply never starts; after,
+///   the run's terminate flag is set and ORT stops at its next check (between nodes, and between
+///   iterations of a loop), ending with [`Error::Terminated`] that nobody reads. Its slot is
+///   then free for the next run.
+/// - **Backpressure.** While [`SessionBuilder::max_async_runs`](crate::SessionBuilder::max_async_runs)
+///   runs of the session are with ORT, a new future waits, in arrival order, for one to end;
+///   `run_async` itself never blocks and never runs the model on the caller's thread.
+///
+/// ```
+/// # let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/add_f32.onnx");
+/// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use onnxrt::{Session, Value};
+///
+/// let session = Session::builder().async_threads().commit_from_file(model)?;
+/// // A buffer shared by many requests: no copy per run.
+/// let b = Arc::new(Value::from_vec(&[2, 3], vec![1.0f32; 6])?);
+/// let a = Value::from_vec(&[2, 3], vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0])?;
+/// let run = session.run_async([("a", Arc::new(a)), ("b", Arc::clone(&b))], &[])?;
+/// // A timeout drops the future, which terminates the run.
+/// let outputs = tokio::time::timeout(Duration::from_secs(10), run).await.expect("in time")?;
+/// assert_eq!(outputs.names().collect::<Vec<_>>(), ["sum"]);
+/// assert_eq!(outputs.get("sum")?.view::<f32>()?.as_slice(), Some(&[2.0f32, 3.0, 4.0, 5.0, 6.0, 7.0][..]));
+/// # Ok::<(), onnxrt::Error>(())
+/// # }).unwrap();
+/// ```
+pub struct RunFuture {
+    state: Arc<State>,
+    phase: Phase,
+}
 
 impl std::fmt::Debug for RunFuture {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RunFuture").field("outputs", &self.names).finish()
+        let phase = match self.phase {
+            Phase::Queued(..) => "waiting for a slot",
+            Phase::Started => "running",
+            Phase::Finished => "finished",
+        };
+        f.debug_struct("RunFuture").field("outputs", &self.state.labels).field("phase", &phase).finish()
     }
 }
 
 impl Future for RunFuture {
-    type Output = Result<NamedOutputs>;
+    type Output = Result<OwnedOutputs>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if let Phase::Queued(_, ticket) = &self.phase {
+            if !ticket.granted(cx.waker()) {
+                return Poll::Pending;
+            }
+            ticket.consume();
+            let Phase::Queued(session, _) = std::mem::replace(&mut self.phase, Phase::Started) else {
+                unreachable!("matched above")
+            };
+            if let Err(error) = start(&session, &self.state) {
+                self.phase = Phase::Finished;
+                return Poll::Ready(Err(error));
+            }
+        }
+        if let Phase::Finished = self.phase {
+            return Poll::Ready(Err(Error::InvalidArgument {
+                what: "RunFuture".into(),
+                why: "polled again after it completed".into(),
+            }));
+        }
         let mut done = self.state.done.lock().unwrap_or_else(|e| e.into_inner());
         match done.result.take() {
-            Some(result) => Poll::Ready(result.map(|values| self.names.iter().cloned().zip(values).collect())),
+            Some(result) => {
+                drop(done);
+                self.phase = Phase::Finished;
+                let labels = self.state.labels.clone();
+                Poll::Ready(result.map(|values| OwnedOutputs::new(labels, values)))
+            }
             None => {
-                done.waker = Some(cx.waker().clone());
+                if !done.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                    done.waker = Some(cx.waker().clone());
+                }
                 Poll::Pending
             }
         }
     }
 }
 
+impl Drop for RunFuture {
+    fn drop(&mut self) {
+        match &self.phase {
+            Phase::Queued(_, ticket) => self.state.gate.cancel(ticket),
+            Phase::Started => {
+                let unfinished = self.state.done.lock().unwrap_or_else(|e| e.into_inner()).result.is_none();
+                if unfinished {
+                    // Nobody will read this run's outputs: let ORT stop at its next check.
+                    let _ = self.state.options.terminator().terminate();
+                }
+            }
+            Phase::Finished => {}
+        }
+    }
+}
+
 impl Session {
-    /// Starts a run on ORT's thread pool and returns a future of its outputs. Inputs are moved
-    /// in (ORT reads them until the run ends); they are checked like [`Session::run`]'s. As with
+    /// Starts a run and returns a future of its outputs (see [`RunFuture`] for cancellation and
+    /// backpressure). Same as [`run_async_with`](Session::run_async_with) with default options.
+    ///
+    /// Inputs are `(name, Value<'static>)` moved in, or `(name, Arc<Value<'static>>)` shared
+    /// with other runs (see [`AsyncInput`]); they are checked like [`Session::run`]'s. As with
     /// [`Outputs`](crate::Outputs), an output that would be an input's buffer is a copy, so the
-    /// outputs outlive the inputs the future drops.
+    /// outputs outlive the inputs.
     ///
     /// # Errors
-    /// Input errors at once; ORT's errors through the future.
+    /// Input errors at once, and [`Error::AsyncNeedsThreadPool`] for a session built with
+    /// `intra_op_threads(1)`; ORT's errors through the future.
     ///
     /// Corresponds to `OrtApi::RunAsync`.
     #[doc(alias = "RunAsync")]
-    pub fn run_async(&self, inputs: Vec<(String, Value<'static>)>, outputs: &[&str]) -> Result<RunFuture> {
-        let api = api()?;
-        let borrowed: Vec<(&str, &Value<'static>)> = inputs.iter().map(|(n, v)| (n.as_str(), v)).collect();
+    pub fn run_async<I>(&self, inputs: I, outputs: &[&str]) -> Result<RunFuture>
+    where
+        I: IntoIterator,
+        I::Item: AsyncInput,
+    {
+        self.run_async_with(inputs, outputs, RunOptions::new()?)
+    }
+
+    /// [`run_async`](Session::run_async) with [`RunOptions`] (a log tag or level, a
+    /// [`RunTerminator`](crate::RunTerminator) kept to cancel from elsewhere). The options belong
+    /// to this run: dropping the future sets their terminate flag.
+    ///
+    /// ```
+    /// # let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/slow_loop.onnx");
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use onnxrt::{Error, RunOptions, Session, Value};
+    ///
+    /// let session = Session::builder().async_threads().commit_from_file(model)?;
+    /// let mut options = RunOptions::new()?;
+    /// options.set_tag("request-17")?;
+    /// let stop = options.terminator();
+    /// let run = session.run_async_with([("iters", Value::scalar(1_000_000i64)?)], &[], options)?;
+    /// stop.terminate()?;
+    /// assert!(matches!(run.await, Err(Error::Terminated { .. })));
+    /// # Ok::<(), onnxrt::Error>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// As [`run_async`](Session::run_async).
+    ///
+    /// Corresponds to `OrtApi::RunAsync`.
+    #[doc(alias = "RunAsync")]
+    pub fn run_async_with<I>(&self, inputs: I, outputs: &[&str], options: RunOptions) -> Result<RunFuture>
+    where
+        I: IntoIterator,
+        I::Item: AsyncInput,
+    {
+        if let Some(threads @ 1) = self.inner.intra_op_threads {
+            return Err(Error::AsyncNeedsThreadPool { threads });
+        }
+        let given: SmallVec<[I::Item; 8]> = inputs.into_iter().collect();
+        let borrowed: SmallVec<[(&str, &Value<'static>); 8]> = given.iter().map(|i| (i.name(), i.value())).collect();
         let mut order: Vec<usize> = Vec::with_capacity(borrowed.len());
         validate::inputs(self, &borrowed, |index, _| order.push(index))?;
+        let input_values = borrowed.iter().map(|(_, v)| v.as_ptr().cast_const()).collect();
+        drop(borrowed);
         let output_indices: Vec<usize> = if outputs.is_empty() {
             (0..self.inner.outputs.len()).collect()
         } else {
             outputs.iter().map(|n| self.output_index(n)).collect::<Result<_>>()?
         };
-        let names = output_indices.iter().map(|&i| self.inner.outputs[i].name.clone()).collect();
-        let input_values = inputs.iter().map(|(_, v)| v.as_ptr().cast_const()).collect();
-        let values: Vec<Value<'static>> = inputs.into_iter().map(|(_, v)| v).collect();
         let state = Arc::new(State {
             in_flight: Arc::clone(&self.inner.in_flight),
+            gate: Arc::clone(&self.inner.gate),
+            options,
             input_names: order.iter().map(|&i| self.inner.input_names[i].as_ptr()).collect(),
             input_values,
-            _inputs: values,
+            inputs: given.into_iter().map(|i| i.into_held().0).collect(),
             output_names: output_indices.iter().map(|&i| self.inner.output_names[i].as_ptr()).collect(),
             output_values: Mutex::new(vec![std::ptr::null_mut(); output_indices.len()]),
+            labels: output_indices.iter().map(|&i| Arc::clone(&self.inner.output_labels[i])).collect(),
             passthrough: output_indices.iter().map(|&i| self.inner.passthrough[i]).collect(),
             done: Mutex::new(Done::default()),
         });
+        let phase = match self.inner.gate.enter() {
+            None => {
+                start(self, &state)?;
+                Phase::Started
+            }
+            Some(ticket) => Phase::Queued(self.clone(), ticket),
+        };
+        Ok(RunFuture { state, phase })
+    }
+}
+
+/// Hands a run that holds a slot to ORT; on failure the slot goes back.
+fn start(session: &Session, state: &Arc<State>) -> Result<()> {
+    let started = api().and_then(|api| {
         state.in_flight.start();
-        let user_data = Arc::into_raw(Arc::clone(&state)).cast_mut().cast::<c_void>();
+        let user_data = Arc::into_raw(Arc::clone(state)).cast_mut().cast::<c_void>();
         let outputs_ptr = state.output_values.lock().unwrap_or_else(|e| e.into_inner()).as_mut_ptr();
         // SAFETY: every pointer passed lives in `state`, which the callback keeps alive through
         // `user_data` (one strong count) until it runs; ORT calls the callback exactly once.
@@ -161,8 +322,8 @@ impl Session {
             ort!(
                 api,
                 RunAsync(
-                    self.inner.raw.as_ptr(),
-                    std::ptr::null(),
+                    session.inner.raw.as_ptr(),
+                    state.options.as_ptr(),
                     state.input_names.as_ptr(),
                     state.input_values.as_ptr(),
                     state.input_values.len(),
@@ -174,15 +335,25 @@ impl Session {
                 )
             )
         };
-        if let Err(error) = started {
+        if started.is_err() {
             // ORT did not take the run, so the callback will not fire: drop its reference here.
             // SAFETY: `user_data` came from Arc::into_raw above and was not consumed.
             drop(unsafe { Arc::from_raw(user_data.cast::<State>().cast_const()) });
             state.in_flight.finish();
-            return Err(error);
         }
-        Ok(RunFuture { state, names })
+        started
+    });
+    if let Err(error) = started {
+        state.gate.leave();
+        // ORT refuses RunAsync when the intra-op pool has no worker (e.g. global pools of one).
+        return Err(match error {
+            Error::Ort { message, .. } if message.contains("at least one thread for RunAsync") => {
+                Error::AsyncNeedsThreadPool { threads: 1 }
+            }
+            other => other,
+        });
     }
+    Ok(())
 }
 
 /// ORT's completion callback. Never unwinds into C.
@@ -204,13 +375,17 @@ unsafe extern "C" fn on_done(
             if !raw.is_null() {
                 // SAFETY: as above.
                 if let Ok(owned) = unsafe { Owned::from_raw(raw) } {
-                    values.push(Value::from_owned(owned));
+                    let value = Value::from_owned(owned);
+                    values.push(match state.labels.get(i) {
+                        Some(label) => value.with_name(Arc::clone(label)),
+                        None => value,
+                    });
                 }
             }
         }
         // An output that is an input's buffer must not outlive the inputs, which `state` drops
         // once the future is gone: copy it.
-        let unaliased = crate::value::alias::unalias(&mut values, state._inputs.iter(), |p| {
+        let unaliased = crate::value::alias::unalias(&mut values, state.inputs.iter().map(Held::value), |p| {
             state.passthrough.get(p).copied().unwrap_or(false)
         });
         let result = match checked.and(unaliased) {
@@ -226,13 +401,15 @@ unsafe extern "C" fn on_done(
         done.result = Some(result);
         let waker = done.waker.take();
         drop(done);
+        // A waker may drop the last `Session` here, on ORT's thread, before `finish` below:
+        // `Drop for Inner` sees the flag and releases the session on another thread.
+        IN_CALLBACK.with(|flag| flag.set(true));
         if let Some(waker) = waker {
-            // The waker may drop the last `Session` here, on ORT's thread, before `finish` below:
-            // `Drop for Inner` sees the flag and releases the session on another thread.
-            IN_CALLBACK.with(|flag| flag.set(true));
             waker.wake();
-            IN_CALLBACK.with(|flag| flag.set(false));
         }
+        // The slot goes to the oldest waiting future (woken here), or back to the pool.
+        state.gate.leave();
+        IN_CALLBACK.with(|flag| flag.set(false));
         // Last: from here on the session may be released (on the thread that drops it, not here).
         state.in_flight.finish();
     }));

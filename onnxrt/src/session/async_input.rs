@@ -1,0 +1,94 @@
+//! [`AsyncInput`]: what [`Session::run_async`](crate::Session::run_async) accepts as one named
+//! input. The run reads the value until ORT calls back, possibly after the future is gone, so the
+//! run must own it or share it: a [`Value<'static>`] moved in, or an `Arc<Value<'static>>` shared
+//! with other runs and the caller (no copy, the buffer is reused across requests).
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use crate::value::Value;
+
+/// A value held by an asynchronous run until ORT calls back.
+#[derive(Debug)]
+pub(crate) enum Held {
+    Owned(Value<'static>),
+    Shared(Arc<Value<'static>>),
+}
+
+impl Held {
+    pub(crate) fn value(&self) -> &Value<'static> {
+        match self {
+            Held::Owned(v) => v,
+            Held::Shared(v) => v,
+        }
+    }
+}
+
+/// One named input of [`Session::run_async`](crate::Session::run_async): `(name, Value<'static>)`
+/// or `(name, Arc<Value<'static>>)`, the name a `String`, `&str` or `Arc<str>`.
+pub trait AsyncInput {
+    /// The input's name.
+    fn name(&self) -> &str;
+    /// The input's value.
+    fn value(&self) -> &Value<'static>;
+    #[doc(hidden)]
+    fn into_held(self) -> HeldValue;
+}
+
+/// An input value on its way into a run (opaque).
+#[derive(Debug)]
+pub struct HeldValue(pub(crate) Held);
+
+/// Names an input can have.
+pub trait InputName {
+    /// The name as text.
+    fn as_name(&self) -> &str;
+}
+
+impl InputName for String {
+    fn as_name(&self) -> &str {
+        self
+    }
+}
+
+impl InputName for &str {
+    fn as_name(&self) -> &str {
+        self
+    }
+}
+
+impl InputName for Arc<str> {
+    fn as_name(&self) -> &str {
+        self
+    }
+}
+
+impl InputName for Cow<'_, str> {
+    fn as_name(&self) -> &str {
+        self
+    }
+}
+
+impl<N: InputName> AsyncInput for (N, Value<'static>) {
+    fn name(&self) -> &str {
+        self.0.as_name()
+    }
+    fn value(&self) -> &Value<'static> {
+        &self.1
+    }
+    fn into_held(self) -> HeldValue {
+        HeldValue(Held::Owned(self.1))
+    }
+}
+
+impl<N: InputName> AsyncInput for (N, Arc<Value<'static>>) {
+    fn name(&self) -> &str {
+        self.0.as_name()
+    }
+    fn value(&self) -> &Value<'static> {
+        &self.1
+    }
+    fn into_held(self) -> HeldValue {
+        HeldValue(Held::Shared(self.1))
+    }
+}
