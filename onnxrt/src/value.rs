@@ -502,14 +502,14 @@ impl<'data> Value<'data> {
         // SAFETY: `info` is valid while the value lives; the name is a static string in ORT.
         unsafe { ort!(api, MemoryInfoGetName(info, &mut name)) }?;
         // SAFETY: a NUL-terminated static string.
-        let name = unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy();
-        let mut mem_type = 0;
-        // SAFETY: as above.
-        unsafe { ort!(api, MemoryInfoGetMemType(info, &mut mem_type)) }?;
-        let on_host = name == "Cpu"
-            || name == "CudaPinned"
-            || mem_type == onnxrt_sys::OrtMemTypeCPUOutput
-            || mem_type == onnxrt_sys::OrtMemTypeCPUInput;
+        let name = unsafe { std::ffi::CStr::from_ptr(name) }.to_bytes();
+        // Host memory by name (the common case, one call fewer), else by memory type.
+        let on_host = name == b"Cpu" || name == b"CudaPinned" || {
+            let mut mem_type = 0;
+            // SAFETY: as above.
+            unsafe { ort!(api, MemoryInfoGetMemType(info, &mut mem_type)) }?;
+            mem_type == onnxrt_sys::OrtMemTypeCPUOutput || mem_type == onnxrt_sys::OrtMemTypeCPUInput
+        };
         if !on_host {
             return Ok(None);
         }
@@ -541,10 +541,9 @@ impl<'data> Value<'data> {
         }
         // SAFETY: ORT guarantees the buffer holds `len` elements of the tensor's type, which is T
         // (checked above), aligned for it, and for bool every byte was checked to be 0 or 1; it
-        // lives as long as the value, which `&self` borrows.
-        let slice = unsafe { std::slice::from_raw_parts(data.cast::<T>(), len) };
-        ArrayViewD::from_shape(IxDyn(&shape), slice)
-            .map_err(|e| Error::InvalidArgument { what: "tensor shape".into(), why: e.to_string() })
+        // lives as long as the value, which `&self` borrows. `shape` has `len` elements in all
+        // (both come from the same cached dims), so its row-major strides stay inside the buffer.
+        Ok(unsafe { ArrayViewD::from_shape_ptr(IxDyn(&shape), data.cast::<T>().cast_const()) })
     }
 
     /// Copies a tensor's elements into an owned array.
