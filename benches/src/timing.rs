@@ -107,7 +107,9 @@ pub fn print_table(key: &str, title: &str, stats: &[Stats]) {
     let binding = find("raw C RunWithBinding");
     let trip = find("raw C round trip");
     println!("### {title} (`{key}`)\n");
-    println!("| variant | median ns/run | p25–p75 | min | vs raw C Run | vs raw C RunWithBinding | vs raw C round trip |");
+    println!(
+        "| variant | median ns/run | p25–p75 | min | vs raw C Run | vs raw C RunWithBinding | vs raw C round trip |"
+    );
     println!("|---|---:|---:|---:|---:|---:|---:|");
     for s in stats {
         let ratio = |base: Option<f64>| base.map_or("–".to_owned(), |b| format!("{:.3}×", s.median_ns / b));

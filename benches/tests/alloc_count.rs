@@ -121,9 +121,9 @@ fn round_trip_allocates_nothing() {
         let first = round_trip_once(&session, case.inputs, &views, case.output).expect("round trip");
         let expected = match case.key {
             "add1" | "add1mb" => 2.0,
-            "mul1" => 1.0,                        // 1 * W[0][0]
+            "mul1" => 1.0, // 1 * W[0][0]
             "sigmoid" => 1.0 / (1.0 + (-1.0f32).exp()),
-            _ => first,                           // the MLP's weights are the model's
+            _ => first, // the MLP's weights are the model's
         };
         assert!((first - expected).abs() < 1e-6, "{}: first output element {first}, expected {expected}", case.key);
         for _ in 0..3 {
@@ -134,7 +134,10 @@ fn round_trip_allocates_nothing() {
                 round_trip_once(&session, case.inputs, &views, case.output).expect("round trip");
             }
         });
-        println!("{}: from_view + run + get + view + drop: {count} Rust heap allocations in {RUNS} round trips", case.key);
+        println!(
+            "{}: from_view + run + get + view + drop: {count} Rust heap allocations in {RUNS} round trips",
+            case.key
+        );
         assert_eq!(count, 0, "{}: the round trip allocated {count} times in {RUNS} runs", case.key);
     }
 }

@@ -258,7 +258,11 @@ impl Value<'static> {
         // SAFETY: `data` is moved into the value's backing below, so it outlives the OrtValue;
         // the heap buffer does not move when the Box does.
         let raw = unsafe { tensor_over(ptr, std::mem::size_of_val(&*data), shape, T::TYPE) }?;
-        Ok(Value::new(raw, Some(Box::new(data)), Some(TensorMeta { element_type: T::TYPE, shape: Shape::from_slice(shape) })))
+        Ok(Value::new(
+            raw,
+            Some(Box::new(data)),
+            Some(TensorMeta { element_type: T::TYPE, shape: Shape::from_slice(shape) }),
+        ))
     }
 
     /// A rank-0 tensor.
@@ -300,7 +304,11 @@ impl Value<'static> {
         let raw = unsafe { Owned::from_raw(raw) }?;
         // SAFETY: `pointers` holds `len` NUL-terminated strings alive for the call; ORT copies them.
         unsafe { ort!(api, FillStringTensor(raw.as_ptr(), pointers.as_ptr(), pointers.len())) }?;
-        Ok(Value::new(raw, None, Some(TensorMeta { element_type: ElementType::String, shape: Shape::from_slice(shape) })))
+        Ok(Value::new(
+            raw,
+            None,
+            Some(TensorMeta { element_type: ElementType::String, shape: Shape::from_slice(shape) }),
+        ))
     }
 
     /// A sequence of tensors (all of one element type, as ONNX requires).

@@ -171,17 +171,15 @@ where
     }
     // Starts of the outputs already looked at (after any copy).
     let mut starts: SmallVec<[Option<usize>; 8]> = SmallVec::new();
-    for i in 0..outputs.len() {
-        let start = outputs[i].data_start()?;
+    for (i, output) in outputs.iter_mut().enumerate() {
+        let start = output.data_start()?;
         let shared = match start {
             None => passthrough(i),
-            Some(start) => {
-                spans.iter().any(|&(from, to)| (from..to).contains(&start)) || starts.contains(&Some(start))
-            }
+            Some(start) => spans.iter().any(|&(from, to)| (from..to).contains(&start)) || starts.contains(&Some(start)),
         };
         if shared {
-            outputs[i] = outputs[i].detached()?;
-            starts.push(outputs[i].data_start()?);
+            *output = output.detached()?;
+            starts.push(output.data_start()?);
         } else {
             starts.push(start);
         }
