@@ -13,6 +13,11 @@
 //! crop 224), ImageNet mean/std, NCHW contiguous batch; a CUDA session with every graph
 //! optimization; IoBinding (input bound once, output bound once, runs repeated without per-run
 //! setup); softmax and top-5 with labels; a timing summary.
+//!
+//! For the last bit of speed (ORT 1.17+, recent GPUs), the fast recipe that `examples/gpu_bench.rs`
+//! documents and measures (`--modes fast`): export the model in fp16 and feed/read `onnxrt::half::f16`,
+//! add `.prefer_nhwc(true).enable_cuda_graph(true)` to the `CudaOptions` below, keep the bound
+//! input and output on the device at fixed addresses, and do a few warm-up runs before timing.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

@@ -10,7 +10,10 @@
  *   Run(session, NULL, names, values, n, out_names, n_out, outputs); ReleaseValue(outputs[i]);
  *
  * (mode "run"), or RunWithBinding on an IoBinding whose inputs and preallocated outputs were
- * bound once (mode "binding").
+ * bound once (mode "binding"), or the whole round trip a caller writes around Run (mode
+ * "roundtrip", raw_roundtrip): wrap the existing input buffers (CreateTensorWithDataAsOrtValue),
+ * Run, read output 0's data pointer (GetTensorMutableData) and one element, ReleaseValue the
+ * output and the inputs.
  *
  * Used twice:
  *  - compiled into the Rust benchmark (benches/build.rs, the `cc` crate) and called through
@@ -30,6 +33,7 @@
 #include <onnxruntime_c_api.h>
 
 #define RAW_MAX_IO 4
+#define RAW_MAX_RANK 8
 #define RAW_API_VERSION 16
 
 typedef struct raw_bench {
@@ -46,6 +50,9 @@ typedef struct raw_bench {
   OrtValue *bound_out[RAW_MAX_IO];
   float *in_data[RAW_MAX_IO];
   float *out_data[RAW_MAX_IO];
+  int64_t in_shape[RAW_MAX_RANK];
+  size_t in_rank, in_len;
+  float sink; /* what the round trip read, so the read is not optimised away */
 } raw_bench;
 
 /* Writes ORT's message into err and releases the status; returns 1 if there was an error. */
@@ -71,8 +78,8 @@ void raw_close(raw_bench *b);
 raw_bench *raw_open(const char *library, const char *model, size_t n_in, const char *const *in_names,
                     const int64_t *in_shape, size_t in_rank, size_t n_out, const char *const *out_names,
                     const int64_t *out_shape, size_t out_rank, char *err, size_t err_len) {
-  if (n_in > RAW_MAX_IO || n_out > RAW_MAX_IO) {
-    snprintf(err, err_len, "at most %d inputs and outputs", RAW_MAX_IO);
+  if (n_in > RAW_MAX_IO || n_out > RAW_MAX_IO || in_rank > RAW_MAX_RANK) {
+    snprintf(err, err_len, "at most %d inputs and outputs, rank %d", RAW_MAX_IO, RAW_MAX_RANK);
     return NULL;
   }
   void *handle = dlopen(library, RTLD_NOW | RTLD_LOCAL);
@@ -105,6 +112,9 @@ raw_bench *raw_open(const char *library, const char *model, size_t n_in, const c
   for (size_t i = 0; i < out_rank; i++) out_len *= (size_t)out_shape[i];
   b->n_in = n_in;
   b->n_out = n_out;
+  b->in_rank = in_rank;
+  b->in_len = in_len;
+  for (size_t i = 0; i < in_rank; i++) b->in_shape[i] = in_shape[i];
   for (size_t i = 0; i < n_in; i++) {
     b->in_names[i] = in_names[i];
     b->in_data[i] = malloc(in_len * sizeof(float));
@@ -143,6 +153,42 @@ int raw_loop(raw_bench *b, long iters, int binding, char *err, size_t err_len) {
       if (outputs[i] != NULL) api->ReleaseValue(outputs[i]);
     }
     if (failed(api, status, "Run", err, err_len)) return 1;
+  }
+  return 0;
+}
+
+/*
+ * `iters` round trips: per call, wrap each input buffer as a tensor, Run, read output 0's first
+ * element through GetTensorMutableData, release the outputs and the inputs. Returns 0, or 1 with
+ * a message in err.
+ */
+int raw_roundtrip(raw_bench *b, long iters, char *err, size_t err_len) {
+  const OrtApi *api = b->api;
+  OrtValue *inputs[RAW_MAX_IO];
+  OrtValue *outputs[RAW_MAX_IO];
+  for (long k = 0; k < iters; k++) {
+    for (size_t i = 0; i < b->n_in; i++) {
+      inputs[i] = NULL;
+      if (failed(api,
+                 api->CreateTensorWithDataAsOrtValue(b->memory, b->in_data[i], b->in_len * sizeof(float), b->in_shape,
+                                                     b->in_rank, ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT, &inputs[i]),
+                 "CreateTensorWithDataAsOrtValue", err, err_len))
+        return 1;
+    }
+    for (size_t i = 0; i < b->n_out; i++) outputs[i] = NULL;
+    OrtStatus *status = api->Run(b->session, NULL, b->in_names, (const OrtValue *const *)inputs, b->n_in,
+                                 b->out_names, b->n_out, outputs);
+    int bad = failed(api, status, "Run", err, err_len);
+    if (!bad) {
+      void *data = NULL;
+      bad = failed(api, api->GetTensorMutableData(outputs[0], &data), "GetTensorMutableData", err, err_len);
+      if (!bad) b->sink += ((const float *)data)[0];
+    }
+    for (size_t i = 0; i < b->n_out; i++) {
+      if (outputs[i] != NULL) api->ReleaseValue(outputs[i]);
+    }
+    for (size_t i = 0; i < b->n_in; i++) api->ReleaseValue(inputs[i]);
+    if (bad) return 1;
   }
   return 0;
 }

@@ -5,6 +5,9 @@
 //!
 //! - [`onnxrt_run`]: `Session::run` with inputs made once.
 //! - [`onnxrt_binding`]: an `IoBinding` with inputs and a preallocated output bound once.
+//! - [`onnxrt_round_trip`]: what a caller writes per call: `Value::from_view` over an existing
+//!   buffer, `Session::run`, `outputs.get(name)?.view::<f32>()`, drop; against the same loop in C
+//!   ([`raw_c::RawC::round_trip`]).
 //! - [`raw_c::RawC`]: `c/raw_run.c`, the C API called from C (Run + ReleaseValue, or RunWithBinding).
 //! - [`raw_ffi::RawFfi`]: the same loop written in Rust directly against `onnxrt_sys`.
 //!
@@ -53,7 +56,8 @@ impl Case {
     }
 }
 
-/// The three CPU cases: a 1-element Add, a 1 MiB Add, the small MLP at batch 1.
+/// The CPU cases: a 1-element Add, a 1 MiB Add, the small MLP at batch 1, and ORT's own tiny test
+/// models `mul_1.onnx` (X[3,2] * W) and `sigmoid.onnx` ([3,4,5]).
 pub fn cases() -> Vec<Case> {
     let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     vec![
@@ -83,6 +87,24 @@ pub fn cases() -> Vec<Case> {
             in_shape: &[1, 16],
             output: "logits",
             out_shape: &[1, 4],
+        },
+        Case {
+            key: "mul1",
+            title: "mul_1.onnx, X[3,2] * W",
+            model: here.join("models/mul_1.onnx"),
+            inputs: &["X"],
+            in_shape: &[3, 2],
+            output: "Y",
+            out_shape: &[3, 2],
+        },
+        Case {
+            key: "sigmoid",
+            title: "sigmoid.onnx, [3,4,5]",
+            model: here.join("models/sigmoid.onnx"),
+            inputs: &["x"],
+            in_shape: &[3, 4, 5],
+            output: "y",
+            out_shape: &[3, 4, 5],
         },
     ]
 }
@@ -142,6 +164,47 @@ pub fn onnxrt_run(case: &Case) -> onnxrt::Result<Variant> {
     }))
 }
 
+/// The whole round trip per call, over input buffers made once: `Value::from_view` for each
+/// input, `Session::run`, `outputs.get(output)?.view::<f32>()` and one element read, then the
+/// outputs and the input values dropped.
+pub fn onnxrt_round_trip(case: &Case) -> onnxrt::Result<Variant> {
+    let session: &'static Session = leak(session(case)?);
+    let buffers: &'static Vec<Vec<f32>> = leak(case.inputs.iter().map(|_| vec![1.0f32; case.in_len()]).collect());
+    let dims: Vec<usize> = case.in_shape.iter().map(|&d| d as usize).collect();
+    let views: Vec<ndarray::ArrayViewD<'static, f32>> = buffers
+        .iter()
+        .map(|b| ndarray::ArrayViewD::from_shape(ndarray::IxDyn(&dims), b.as_slice()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| onnxrt::Error::InvalidArgument { what: "benchmark view".into(), why: e.to_string() })?;
+    let (names, output) = (case.inputs, case.output);
+    Ok(Variant::new("onnxrt round trip", move |n| {
+        for _ in 0..n {
+            round_trip_once(session, names, &views, output).expect("onnxrt round trip");
+        }
+    }))
+}
+
+/// One round trip (see [`onnxrt_round_trip`]); returns the output's first element.
+pub fn round_trip_once(
+    session: &Session,
+    names: &[&str],
+    views: &[ndarray::ArrayViewD<'_, f32>],
+    output: &str,
+) -> onnxrt::Result<f32> {
+    // On the stack (up to 4 inputs): the caller's code, not onnxrt's, should not allocate here.
+    let mut values: [Option<Value<'_>>; 4] = Default::default();
+    for (slot, view) in values.iter_mut().zip(views) {
+        *slot = Some(Value::from_view(view.view())?);
+    }
+    let outputs = match (names, &values) {
+        ([a], [Some(x), ..]) => session.run([(*a, x)])?,
+        ([a, b], [Some(x), Some(y), ..]) => session.run([(*a, x), (*b, y)])?,
+        _ => return Err(onnxrt::Error::InvalidArgument { what: "benchmark inputs".into(), why: "1 or 2".into() }),
+    };
+    let view = outputs.get(output)?.view::<f32>()?;
+    Ok(std::hint::black_box(view.iter().next().copied().unwrap_or_default()))
+}
+
 /// `IoBinding::run` on a binding made once (inputs and a preallocated output).
 pub fn onnxrt_binding(case: &Case) -> onnxrt::Result<Variant> {
     let mut binding = bound(case)?;
@@ -159,6 +222,7 @@ pub fn all_variants(case: &Case) -> Result<Vec<Variant>, String> {
     let mut c_bind = raw_c::RawC::open(&library, case)?;
     let mut ffi_run = raw_ffi::RawFfi::open(&library, case)?;
     let mut ffi_bind = raw_ffi::RawFfi::open(&library, case)?;
+    let mut c_trip = raw_c::RawC::open(&library, case)?;
     Ok(vec![
         Variant::new("raw C Run", move |n| c_run.run(n, false)),
         Variant::new("raw C RunWithBinding", move |n| c_bind.run(n, true)),
@@ -166,5 +230,7 @@ pub fn all_variants(case: &Case) -> Result<Vec<Variant>, String> {
         Variant::new("raw FFI (Rust) RunWithBinding", move |n| ffi_bind.run(n, true)),
         onnxrt_run(case).map_err(|e| e.to_string())?,
         onnxrt_binding(case).map_err(|e| e.to_string())?,
+        Variant::new("raw C round trip", move |n| c_trip.round_trip(n)),
+        onnxrt_round_trip(case).map_err(|e| e.to_string())?,
     ])
 }

@@ -26,6 +26,7 @@ extern "C" {
         err_len: usize,
     ) -> *mut RawBench;
     fn raw_loop(b: *mut RawBench, iters: c_long, binding: c_int, err: *mut c_char, err_len: usize) -> c_int;
+    fn raw_roundtrip(b: *mut RawBench, iters: c_long, err: *mut c_char, err_len: usize) -> c_int;
     fn raw_bound_output0(b: *const RawBench) -> f32;
     fn raw_close(b: *mut RawBench);
 }
@@ -92,6 +93,18 @@ impl RawC {
         // SAFETY: `self.raw` is the live handle from raw_open; `err` has the length given.
         let failed =
             unsafe { raw_loop(self.raw, n as c_long, c_int::from(binding), err.as_mut_ptr().cast(), err.len()) };
+        assert_eq!(failed, 0, "raw_run.c: {}", message(&err));
+    }
+
+    /// `n` whole round trips: wrap the input buffers (`CreateTensorWithDataAsOrtValue`), `Run`,
+    /// `GetTensorMutableData` of output 0 and read one element, `ReleaseValue` outputs and inputs.
+    ///
+    /// # Panics
+    /// If ORT reports an error.
+    pub fn round_trip(&mut self, n: u64) {
+        let mut err = [0u8; 512];
+        // SAFETY: `self.raw` is the live handle from raw_open; `err` has the length given.
+        let failed = unsafe { raw_roundtrip(self.raw, n as c_long, err.as_mut_ptr().cast(), err.len()) };
         assert_eq!(failed, 0, "raw_run.c: {}", message(&err));
     }
 

@@ -99,25 +99,30 @@ pub fn measure(variants: &mut [Variant], samples: usize, target: Duration) -> Ve
         .collect()
 }
 
-/// Prints the table and RESULT lines; ratios are to `raw C Run` and `raw C RunWithBinding`.
+/// Prints the table and RESULT lines; ratios are to `raw C Run`, `raw C RunWithBinding` and
+/// `raw C round trip`.
 pub fn print_table(key: &str, title: &str, stats: &[Stats]) {
     let find = |name: &str| stats.iter().find(|s| s.name == name).map(|s| s.median_ns);
     let run = find("raw C Run");
     let binding = find("raw C RunWithBinding");
+    let trip = find("raw C round trip");
     println!("### {title} (`{key}`)\n");
-    println!("| variant | median ns/run | p25–p75 | min | vs raw C Run | vs raw C RunWithBinding |");
-    println!("|---|---:|---:|---:|---:|---:|");
+    println!(
+        "| variant | median ns/run | p25–p75 | min | vs raw C Run | vs raw C RunWithBinding | vs raw C round trip |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|");
     for s in stats {
         let ratio = |base: Option<f64>| base.map_or("–".to_owned(), |b| format!("{:.3}×", s.median_ns / b));
         println!(
-            "| {} | {:.0} | {:.0}–{:.0} | {:.0} | {} | {} |",
+            "| {} | {:.0} | {:.0}–{:.0} | {:.0} | {} | {} | {} |",
             s.name,
             s.median_ns,
             s.p25_ns,
             s.p75_ns,
             s.min_ns,
             ratio(run),
-            ratio(binding)
+            ratio(binding),
+            ratio(trip)
         );
     }
     println!();

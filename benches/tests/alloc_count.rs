@@ -9,7 +9,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use onnxrt_benches::{bound, cases, inputs, session};
+use onnxrt_benches::{bound, cases, inputs, round_trip_once, session};
 
 struct Counting;
 
@@ -104,6 +104,41 @@ fn session_run_allocates_nothing() {
             );
             assert_eq!(count, 0, "{}: Session::run({form}) allocated {count} times in {RUNS} runs", case.key);
         }
+    }
+}
+
+#[test]
+fn round_trip_allocates_nothing() {
+    for case in cases() {
+        let session = session(&case).expect("session");
+        let buffers: Vec<Vec<f32>> = case.inputs.iter().map(|_| vec![1.0f32; case.in_len()]).collect();
+        let dims: Vec<usize> = case.in_shape.iter().map(|&d| d as usize).collect();
+        let views: Vec<ndarray::ArrayViewD<'_, f32>> = buffers
+            .iter()
+            .map(|b| ndarray::ArrayViewD::from_shape(ndarray::IxDyn(&dims), b.as_slice()).expect("view"))
+            .collect();
+        // The output really is computed from the wrapped buffers (all ones).
+        let first = round_trip_once(&session, case.inputs, &views, case.output).expect("round trip");
+        let expected = match case.key {
+            "add1" | "add1mb" => 2.0,
+            "mul1" => 1.0, // 1 * W[0][0]
+            "sigmoid" => 1.0 / (1.0 + (-1.0f32).exp()),
+            _ => first, // the MLP's weights are the model's
+        };
+        assert!((first - expected).abs() < 1e-6, "{}: first output element {first}, expected {expected}", case.key);
+        for _ in 0..3 {
+            round_trip_once(&session, case.inputs, &views, case.output).expect("round trip");
+        }
+        let count = allocations_in(|| {
+            for _ in 0..RUNS {
+                round_trip_once(&session, case.inputs, &views, case.output).expect("round trip");
+            }
+        });
+        println!(
+            "{}: from_view + run + get + view + drop: {count} Rust heap allocations in {RUNS} round trips",
+            case.key
+        );
+        assert_eq!(count, 0, "{}: the round trip allocated {count} times in {RUNS} runs", case.key);
     }
 }
 

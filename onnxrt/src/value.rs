@@ -16,6 +16,7 @@ use std::marker::PhantomData;
 use std::sync::{Arc, OnceLock};
 
 use ndarray::{ArrayD, ArrayView, ArrayViewD, Dimension, IxDyn};
+use smallvec::SmallVec;
 
 use onnxrt_sys::OrtValue;
 
@@ -114,7 +115,28 @@ pub struct Value<'data> {
 pub(crate) struct Meta {
     pub(crate) kind: ValueKind,
     /// Element type and shape, for tensors.
-    pub(crate) tensor: Option<TensorInfo>,
+    pub(crate) tensor: Option<TensorMeta>,
+}
+
+/// A tensor's dimensions, inline up to rank 6 (caching them costs no heap allocation).
+pub(crate) type Shape = SmallVec<[i64; 6]>;
+
+/// Element type and shape of a tensor, as cached in a value ([`TensorInfo`] is the public copy).
+#[derive(Debug, Clone)]
+pub(crate) struct TensorMeta {
+    pub(crate) element_type: ElementType,
+    pub(crate) shape: Shape,
+}
+
+impl TensorMeta {
+    /// Number of elements.
+    pub(crate) fn len(&self) -> usize {
+        self.shape.iter().map(|&d| d.max(0) as usize).product()
+    }
+
+    fn to_info(&self) -> TensorInfo {
+        TensorInfo { element_type: self.element_type, shape: self.shape.to_vec() }
+    }
 }
 
 // SAFETY: an OrtValue has no thread affinity; ORT allows creating it on one thread and using or
@@ -146,7 +168,8 @@ pub(crate) fn element_count(shape: &[i64]) -> Result<usize> {
         if dim == 0 {
             empty = true;
         } else {
-            nonzero = nonzero.checked_mul(dim).ok_or(bad("element count overflows"))?;
+            // `ok_or_else`: the error (and its copy of the shape) is built only on failure.
+            nonzero = nonzero.checked_mul(dim).ok_or_else(|| bad("element count overflows"))?;
         }
     }
     if nonzero > isize::MAX as usize {
@@ -165,7 +188,7 @@ enum Access {
 }
 
 /// Refuses to read or write a tensor as another element type; `name` is the output's, if known.
-fn check_element(info: &TensorInfo, wanted: ElementType, access: Access, name: Option<&str>) -> Result<()> {
+fn check_element(info: &TensorMeta, wanted: ElementType, access: Access, name: Option<&str>) -> Result<()> {
     if info.element_type == wanted {
         return Ok(());
     }
@@ -236,7 +259,11 @@ impl Value<'static> {
         // SAFETY: `data` is moved into the value's backing below, so it outlives the OrtValue;
         // the heap buffer does not move when the Box does.
         let raw = unsafe { tensor_over(ptr, std::mem::size_of_val(&*data), shape, T::TYPE) }?;
-        Ok(Value::new(raw, Some(Box::new(data)), Some(TensorInfo { element_type: T::TYPE, shape: shape.to_vec() })))
+        Ok(Value::new(
+            raw,
+            Some(Box::new(data)),
+            Some(TensorMeta { element_type: T::TYPE, shape: Shape::from_slice(shape) }),
+        ))
     }
 
     /// A rank-0 tensor.
@@ -278,7 +305,11 @@ impl Value<'static> {
         let raw = unsafe { Owned::from_raw(raw) }?;
         // SAFETY: `pointers` holds `len` NUL-terminated strings alive for the call; ORT copies them.
         unsafe { ort!(api, FillStringTensor(raw.as_ptr(), pointers.as_ptr(), pointers.len())) }?;
-        Ok(Value::new(raw, None, Some(TensorInfo { element_type: ElementType::String, shape: shape.to_vec() })))
+        Ok(Value::new(
+            raw,
+            None,
+            Some(TensorMeta { element_type: ElementType::String, shape: Shape::from_slice(shape) }),
+        ))
     }
 
     /// A sequence of tensors (all of one element type, as ONNX requires).
@@ -330,14 +361,15 @@ impl<'data> Value<'data> {
         if !view.is_standard_layout() {
             return Err(Error::NotContiguous { name: "view".into() });
         }
-        let shape: Vec<i64> = view.shape().iter().map(|&d| d as i64).collect();
+        // On the stack up to rank 6: wrapping a buffer makes no heap allocation.
+        let shape: Shape = view.shape().iter().map(|&d| d as i64).collect();
         let len = view.len();
         // ORT's API takes `void*` but does not write to tensors used as inputs; values made from
         // views are never handed to ORT as outputs by this crate.
         let ptr = view.as_ptr().cast_mut().cast::<c_void>();
         // SAFETY: the memory is borrowed for 'data, which the returned Value carries.
         let raw = unsafe { tensor_over(ptr, len * std::mem::size_of::<T>(), &shape, T::TYPE) }?;
-        let mut value = Value::new(raw, None, Some(TensorInfo { element_type: T::TYPE, shape }));
+        let mut value = Value::new(raw, None, Some(TensorMeta { element_type: T::TYPE, shape }));
         value.writable = false;
         Ok(value)
     }
@@ -345,7 +377,7 @@ impl<'data> Value<'data> {
     fn new(
         raw: Owned<OrtValue>,
         backing: Option<Box<dyn Any + Send + Sync>>,
-        tensor: Option<TensorInfo>,
+        tensor: Option<TensorMeta>,
     ) -> Value<'data> {
         let meta = OnceLock::new();
         if let Some(tensor) = tensor {
@@ -370,32 +402,44 @@ impl<'data> Value<'data> {
     }
 
     /// Kind, element type and shape, read from ORT on first use.
+    ///
+    /// Tensors are recognised with `IsTensor`, a flag read: `GetValueType` builds and frees a
+    /// whole type description in ORT, so it is asked only for values that are not tensors. No
+    /// Rust heap allocation up to rank 6.
     pub(crate) fn meta(&self) -> Result<&Meta> {
         if let Some(meta) = self.meta.get() {
             return Ok(meta);
         }
         let api = api()?;
-        // An absent optional (a model's `None` output) holds nothing: describing one with
-        // GetValueType and the tensor calls after it crashed ORT 1.16.2 here (SIGSEGV).
-        // HasValue is the question it answers.
-        if self.is_none()? {
-            return Ok(self.meta.get_or_init(|| Meta { kind: ValueKind::Optional, tensor: None }));
-        }
-        let mut raw = 0;
-        // SAFETY: `self.raw` is a live value that holds something; the out-pointer is valid.
-        unsafe { ort!(api, GetValueType(self.raw.as_ptr(), &mut raw)) }?;
-        let kind = ValueKind::from_raw(raw);
-        let tensor = if kind == ValueKind::Tensor {
+        let (kind, tensor) = if self.is_tensor(api)? {
             let mut info = std::ptr::null_mut();
             // SAFETY: `self.raw` is a live tensor; the out-pointer is valid.
             unsafe { ort!(api, GetTensorTypeAndShape(self.raw.as_ptr(), &mut info)) }?;
             // SAFETY: on success we own `info`.
             let info = unsafe { Owned::from_raw(info) }?;
-            Some(crate::session::info::tensor_info_of(api, info.as_ptr())?)
+            (ValueKind::Tensor, Some(crate::session::info::tensor_meta_of(api, info.as_ptr())?))
+        } else if self.is_none()? {
+            // An absent optional (a model's `None` output) holds nothing: describing one with
+            // GetValueType crashed ORT 1.16.2 (SIGSEGV). `IsTensor` above is safe on it (false).
+            (ValueKind::Optional, None)
         } else {
-            None
+            let mut raw = 0;
+            // SAFETY: `self.raw` is a live value that holds something; the out-pointer is valid.
+            unsafe { ort!(api, GetValueType(self.raw.as_ptr(), &mut raw)) }?;
+            (ValueKind::from_raw(raw), None)
         };
         Ok(self.meta.get_or_init(|| Meta { kind, tensor }))
+    }
+
+    /// Whether this is a dense tensor: the cached kind, or ORT's `IsTensor` (no allocation).
+    pub(crate) fn is_tensor(&self, api: &crate::api::Api) -> Result<bool> {
+        if let Some(meta) = self.meta.get() {
+            return Ok(meta.kind == ValueKind::Tensor);
+        }
+        let mut flag = 0;
+        // SAFETY: `self.raw` is a live value; the out-pointer is valid.
+        unsafe { ort!(api, IsTensor(self.raw.as_ptr(), &mut flag)) }?;
+        Ok(flag != 0)
     }
 
     /// The kind of value (tensor, sequence, map...).
@@ -411,11 +455,11 @@ impl<'data> Value<'data> {
     /// Corresponds to `OrtApi::GetTensorTypeAndShape`.
     #[doc(alias = "GetTensorTypeAndShape")]
     pub fn tensor_info(&self) -> Result<TensorInfo> {
-        self.tensor_meta().cloned()
+        self.tensor_meta().map(TensorMeta::to_info)
     }
 
     /// The cached tensor info, or [`Error::ValueKind`] for non-tensors.
-    pub(crate) fn tensor_meta(&self) -> Result<&TensorInfo> {
+    pub(crate) fn tensor_meta(&self) -> Result<&TensorMeta> {
         let meta = self.meta()?;
         meta.tensor.as_ref().ok_or_else(|| Error::ValueKind {
             name: self.label(),
@@ -471,14 +515,14 @@ impl<'data> Value<'data> {
         // SAFETY: `info` is valid while the value lives; the name is a static string in ORT.
         unsafe { ort!(api, MemoryInfoGetName(info, &mut name)) }?;
         // SAFETY: a NUL-terminated static string.
-        let name = unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy();
-        let mut mem_type = 0;
-        // SAFETY: as above.
-        unsafe { ort!(api, MemoryInfoGetMemType(info, &mut mem_type)) }?;
-        let on_host = name == "Cpu"
-            || name == "CudaPinned"
-            || mem_type == onnxrt_sys::OrtMemTypeCPUOutput
-            || mem_type == onnxrt_sys::OrtMemTypeCPUInput;
+        let name = unsafe { std::ffi::CStr::from_ptr(name) }.to_bytes();
+        // Host memory by name (the common case, one call fewer), else by memory type.
+        let on_host = name == b"Cpu" || name == b"CudaPinned" || {
+            let mut mem_type = 0;
+            // SAFETY: as above.
+            unsafe { ort!(api, MemoryInfoGetMemType(info, &mut mem_type)) }?;
+            mem_type == onnxrt_sys::OrtMemTypeCPUOutput || mem_type == onnxrt_sys::OrtMemTypeCPUInput
+        };
         if !on_host {
             return Ok(None);
         }
@@ -496,7 +540,8 @@ impl<'data> Value<'data> {
     pub fn view<T: Element>(&self) -> Result<ArrayViewD<'_, T>> {
         let info = self.tensor_meta()?;
         check_element(info, T::TYPE, Access::Read, self.name())?;
-        let shape: Vec<usize> = info.shape.iter().map(|&d| d.max(0) as usize).collect();
+        // On the stack (ndarray keeps up to 4 dimensions inline, so views of rank <= 4 allocate nothing).
+        let shape: SmallVec<[usize; 6]> = info.shape.iter().map(|&d| d.max(0) as usize).collect();
         let len = info.len();
         if len == 0 {
             return ArrayViewD::from_shape(IxDyn(&shape), &[])
@@ -509,10 +554,9 @@ impl<'data> Value<'data> {
         }
         // SAFETY: ORT guarantees the buffer holds `len` elements of the tensor's type, which is T
         // (checked above), aligned for it, and for bool every byte was checked to be 0 or 1; it
-        // lives as long as the value, which `&self` borrows.
-        let slice = unsafe { std::slice::from_raw_parts(data.cast::<T>(), len) };
-        ArrayViewD::from_shape(IxDyn(&shape), slice)
-            .map_err(|e| Error::InvalidArgument { what: "tensor shape".into(), why: e.to_string() })
+        // lives as long as the value, which `&self` borrows. `shape` has `len` elements in all
+        // (both come from the same cached dims), so its row-major strides stay inside the buffer.
+        Ok(unsafe { ArrayViewD::from_shape_ptr(IxDyn(&shape), data.cast::<T>().cast_const()) })
     }
 
     /// Copies a tensor's elements into an owned array.
@@ -662,8 +706,8 @@ unsafe fn tensor_over(
 /// Copies between host memory and tensors in device memory (the `cuda` feature).
 #[cfg(feature = "cuda")]
 impl Value<'_> {
-    fn raw_data(&self) -> Result<(*mut c_void, TensorInfo)> {
-        let info = self.tensor_info()?;
+    fn raw_data(&self) -> Result<(*mut c_void, TensorMeta)> {
+        let info = self.tensor_meta()?.clone();
         let api = api()?;
         let mut data = std::ptr::null_mut();
         // SAFETY: `self.raw` is a live tensor; the out-pointer is valid.
@@ -688,7 +732,7 @@ impl Value<'_> {
         let (ptr, info) = self.raw_data()?;
         check_element(&info, T::TYPE, Access::Write, self.name())?;
         if info.len() != data.len() {
-            return Err(Error::DataLength { expected: info.len(), shape: info.shape, got: data.len() });
+            return Err(Error::DataLength { expected: info.len(), shape: info.shape.to_vec(), got: data.len() });
         }
         // SAFETY: the tensor holds exactly `len` elements of T (checked above) and `data` is a
         // separate host slice of the same size.

@@ -1,5 +1,5 @@
 """The Python baseline for examples/gpu_bench.rs, same modes and output format, same ORT build.
-python3 bench_python.py MODEL [--batches 1,32,128] [--iterations 50] [--warmup 10]
+python3 bench_python.py MODEL [--modes run,iobinding,cuda_graph,nhwc,fast] [--batches 1,32,128] [--iterations 50] [--warmup 10]
 (PYTHONPATH must reach the onnxruntime package of the GPU bundle.)"""
 import argparse
 import time
@@ -10,20 +10,24 @@ import onnxruntime as ort
 p = argparse.ArgumentParser()
 p.add_argument("model")
 p.add_argument("--batches", default="1,32,128")
+p.add_argument("--modes", default="run,iobinding,cuda_graph")
 p.add_argument("--iterations", type=int, default=50)
 p.add_argument("--warmup", type=int, default=10)
 a = p.parse_args()
 
 
-def session(graph):
+def session(graph, nhwc):
     opts = ort.SessionOptions()
     opts.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
-    provider = ("CUDAExecutionProvider", {"enable_cuda_graph": "1" if graph else "0"})
+    cuda = {"enable_cuda_graph": "1" if graph else "0"}
+    if nhwc:
+        cuda["prefer_nhwc"] = "1"
+    provider = ("CUDAExecutionProvider", cuda)
     return ort.InferenceSession(a.model, opts, providers=[provider])
 
 
 def measure(mode, batch):
-    s = session(mode == "cuda_graph")
+    s = session(mode in ("cuda_graph", "fast"), mode in ("nhwc", "fast"))
     inp, out = s.get_inputs()[0], s.get_outputs()[0]
     dtype = np.float16 if "float16" in inp.type else np.float32
     x = np.full((batch, 3, 224, 224), 0.5, dtype=dtype)
@@ -53,7 +57,7 @@ def measure(mode, batch):
 print(f"# runtime {ort.__version__} (python); model {a.model}")
 print("mode batch median_ms p90_ms images_per_s")
 for batch in [int(b) for b in a.batches.split(",")]:
-    for mode in ["run", "iobinding", "cuda_graph"]:
+    for mode in a.modes.split(","):
         t = measure(mode, batch)
         med, p90 = t[len(t) // 2], t[len(t) * 9 // 10]
         print(f"{mode} {batch} {med * 1e3:.3f} {p90 * 1e3:.3f} {batch / med:.1f}")

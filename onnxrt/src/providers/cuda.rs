@@ -1,5 +1,15 @@
 //! CUDA execution provider options, through ORT's V2 options API (string keys, so options that a
 //! runtime does not know are refused by that runtime, as a typed error, never silently ignored).
+//!
+//! Options that appeared after ORT 1.16 ([`OPTION_SINCE`]) are checked against the loaded
+//! runtime's version before anything else, so asking for one on an older runtime is
+//! [`Error::Unsupported`] naming the option and the first version that has it.
+//!
+//! The fastest ResNet-style configuration on a recent runtime (see `examples/gpu_bench.rs`,
+//! mode `fast`): an fp16 model with fp16 inputs and outputs, [`CudaOptions::prefer_nhwc`],
+//! [`CudaOptions::enable_cuda_graph`] with an `IoBinding` over device buffers whose addresses
+//! never change, and a few warm-up runs (cuDNN's exhaustive search and the graph capture happen
+//! in the first runs).
 
 use std::sync::Arc;
 
@@ -32,6 +42,15 @@ pub enum ConvAlgoSearch {
     /// cuDNN's default algorithm.
     Default,
 }
+
+/// CUDA provider options that ORT 1.16 does not know, with the first minor version (1.x) that
+/// reads them. Setting one on an older runtime fails at session build with [`Error::Unsupported`].
+pub const OPTION_SINCE: &[(&str, u32)] = &[
+    // cuda_execution_provider_info.cc: both keys arrived with the NHWC kernels and the EP-level stream.
+    ("prefer_nhwc", 17),
+    ("use_ep_level_unified_stream", 17),
+    ("use_tf32", 18),
+];
 
 /// Options of the CUDA provider. Unset options keep ORT's defaults.
 #[derive(Debug, Clone, Default)]
@@ -101,14 +120,37 @@ impl CudaOptions {
         self.set("enable_cuda_graph", u8::from(yes))
     }
 
-    /// TF32 tensor cores for fp32 matmuls/convolutions (runtimes that know the key; older ones refuse it).
+    /// TF32 tensor cores for fp32 matmuls/convolutions (ORT's default: on). ORT 1.18 and later;
+    /// on older runtimes building the session fails with [`Error::Unsupported`].
     pub fn use_tf32(self, yes: bool) -> Self {
         self.set("use_tf32", u8::from(yes))
+    }
+
+    /// Prefer channels-last (NHWC) kernels: ORT rewrites convolutions, pooling and normalisation
+    /// to NHWC inside the graph (inputs and outputs keep the model's layout), which is what lets
+    /// cuDNN use tensor cores without transposes, mostly a gain for fp16 models.
+    ///
+    /// ORT 1.17 and later; on older runtimes building the session fails with
+    /// [`Error::Unsupported`]. ORT builds made without NHWC CUDA kernels (the build option is on
+    /// in the official packages from 1.20) accept the key and keep NCHW.
+    pub fn prefer_nhwc(self, yes: bool) -> Self {
+        self.set("prefer_nhwc", u8::from(yes))
+    }
+
+    /// Run every CUDA kernel of the session on one stream owned by the provider (ORT 1.17 and
+    /// later; older runtimes give [`Error::Unsupported`]).
+    pub fn use_ep_level_unified_stream(self, yes: bool) -> Self {
+        self.set("use_ep_level_unified_stream", u8::from(yes))
     }
 
     /// ORT's tunable ops (kernel auto-tuning).
     pub fn tunable_op(self, enable: bool, tuning: bool) -> Self {
         self.set("tunable_op_enable", u8::from(enable)).set("tunable_op_tuning_enable", u8::from(tuning))
+    }
+
+    /// Upper bound on the time one tunable op spends tuning, in milliseconds (0: no bound).
+    pub fn tunable_op_max_tuning_duration_ms(self, ms: u32) -> Self {
+        self.set("tunable_op_max_tuning_duration_ms", ms)
     }
 
     /// Any other V2 key (`UpdateCUDAProviderOptions`), for options this builder does not name.
@@ -147,6 +189,22 @@ pub const ADDRESS_KEYS: &[&str] = &[
     "gpu_external_empty_cache",
 ];
 
+/// Refuses options the loaded runtime is too old to know ([`OPTION_SINCE`]), naming the first.
+fn check_versions(api: &Api, options: &CudaOptions) -> Result<()> {
+    for (key, _) in &options.options.entries {
+        if let Some(&(_, level)) = OPTION_SINCE.iter().find(|(k, _)| k == key) {
+            if api.api_level < level {
+                return Err(Error::Unsupported {
+                    feature: format!("CUDA provider option `{key}`"),
+                    since: format!("1.{level}"),
+                    found: api.version.clone(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A device id that does not exist is an error here, not a crash or a silent device 0 later.
 fn check_device(options: &CudaOptions) -> Result<()> {
     let Some(id) = options.options.get("device_id") else { return Ok(()) };
@@ -181,6 +239,7 @@ pub(crate) fn append(
     options: &CudaOptions,
 ) -> Result<()> {
     options.options.refuse("CUDA", ADDRESS_KEYS, "pass a stream with the unsafe CudaOptions::user_compute_stream")?;
+    check_versions(api, options)?;
     super::require(api, "CUDAExecutionProvider", "CUDA")?;
     check_device(options)?;
     let mut raw = std::ptr::null_mut();

@@ -387,13 +387,14 @@ impl Session {
             )
         };
         // Take ownership of whatever ORT produced before looking at the status, so nothing leaks.
-        let mut values = OutputValues::new();
+        // The values go straight into the `Outputs` returned (it is large: moving it costs copies).
+        let mut out = Outputs { session: self, indices: output_indices, values: OutputValues::new() };
         let mut missing = false;
         for (position, p) in output_values.into_iter().enumerate() {
-            let label = &self.inner.output_labels[output_indices.as_ref().map_or(position, |i| i[position])];
+            let label = &self.inner.output_labels[out.model_index(position)];
             // SAFETY: each non-null pointer is a new value ORT handed to us.
             match unsafe { Owned::from_raw(p) } {
-                Ok(owned) => values.push(Value::from_owned(owned).with_name(Arc::clone(label))),
+                Ok(owned) => out.values.push(Value::from_owned(owned).with_name(Arc::clone(label))),
                 Err(_) => missing = true,
             }
         }
@@ -407,11 +408,12 @@ impl Session {
         }
         // An output that is an input's buffer (graph output == graph input) would outlive the
         // caller's memory as a `Value<'static>`: copy it.
-        let model_index = |p: usize| output_indices.as_ref().map_or(p, |indices| indices[p]);
-        crate::value::alias::unalias(&mut values, inputs.iter().map(|(_, v)| *v), |p| {
+        let Outputs { indices, values, .. } = &mut out;
+        let model_index = |p: usize| indices.as_ref().map_or(p, |indices| indices[p]);
+        crate::value::alias::unalias(values, inputs.iter().map(|(_, v)| *v), |p| {
             self.inner.passthrough[model_index(p)]
         })?;
-        Ok(Outputs { session: self, indices: output_indices, values })
+        Ok(out)
     }
 
     /// Ends profiling and returns the path of the profile (Chrome trace JSON) ORT wrote.

@@ -15,8 +15,12 @@ pub(crate) fn inputs<'v, 'd>(
     let declared = session.inputs();
     // A bit per declared input (models with more than 128 inputs fall back to a Vec).
     let mut seen = Seen::new(declared.len());
-    for &(name, value) in given {
-        let index = session.input_index(name)?;
+    for (position, &(name, value)) in given.iter().enumerate() {
+        // Inputs usually come in model order: try that position before searching by name.
+        let index = match declared.get(position) {
+            Some(info) if info.name == name => position,
+            _ => session.input_index(name)?,
+        };
         if seen.insert(index) {
             return Err(Error::DuplicateInput { name: name.to_owned() });
         }
@@ -70,7 +74,7 @@ fn check_value(info: &ValueInfo, value: &Value<'_>) -> Result<()> {
         return Err(Error::ShapeMismatch {
             name: info.name.clone(),
             expected: ShapeText(info.shape_text()),
-            got: tensor.shape.clone(),
+            got: tensor.shape.to_vec(),
             hint: shape_hint(&info.shape, &tensor.shape),
         });
     }

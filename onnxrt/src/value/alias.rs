@@ -8,6 +8,8 @@
 
 use std::ffi::{c_void, CString};
 
+use smallvec::SmallVec;
+
 use onnxrt_sys::OrtValue;
 
 use crate::api::api;
@@ -31,11 +33,11 @@ impl<'a> Value<'a> {
     /// a tensor without data. Device memory is compared by address as well: CUDA addresses do
     /// not overlap host ones.
     pub(crate) fn data_span(&self) -> Result<Option<(usize, usize)>> {
-        if self.kind()? != ValueKind::Tensor {
+        let api = api()?;
+        if !self.is_tensor(api)? {
             return Ok(None);
         }
         let info = self.tensor_meta()?;
-        let api = api()?;
         let mut data: *mut c_void = std::ptr::null_mut();
         // SAFETY: `self.raw` is a live tensor; the out-pointer is valid. Only the address is used.
         unsafe { ort!(api, GetTensorMutableData(self.raw.as_ptr(), &mut data)) }?;
@@ -47,22 +49,13 @@ impl<'a> Value<'a> {
         Ok(Some((start, start.saturating_add(bytes))))
     }
 
-    /// The address of a tensor's data (`None` for other kinds), without reading its shape: no
-    /// allocation, so checking every output of every run stays cheap.
+    /// The address of a tensor's data (`None` for other kinds), without reading its shape or
+    /// type (two flag and pointer reads in ORT), so checking every output of every run stays cheap.
     pub(crate) fn data_start(&self) -> Result<Option<usize>> {
         let api = api()?;
-        let kind = match self.meta.get() {
-            Some(meta) => meta.kind,
-            // An absent optional holds no data (and GetValueType must not see it).
-            None if self.is_none()? => return Ok(None),
-            None => {
-                let mut raw = 0;
-                // SAFETY: `self.raw` is a live value holding something; the out-pointer is valid.
-                unsafe { ort!(api, GetValueType(self.raw.as_ptr(), &mut raw)) }?;
-                ValueKind::from_raw(raw)
-            }
-        };
-        if kind != ValueKind::Tensor {
+        // `IsTensor` is false for an absent optional, which holds no data (and must not be shown
+        // to GetValueType).
+        if !self.is_tensor(api)? {
             return Ok(None);
         }
         let mut data: *mut c_void = std::ptr::null_mut();
@@ -84,7 +77,7 @@ impl<'a> Value<'a> {
         let bytes = info
             .len()
             .checked_mul(info.element_type.size())
-            .ok_or(Error::BadShape { shape: info.shape.clone(), why: "byte size overflows" })?;
+            .ok_or_else(|| Error::BadShape { shape: info.shape.to_vec(), why: "byte size overflows" })?;
         let api = api()?;
         let allocator = default_allocator()?;
         let mut raw = std::ptr::null_mut();
@@ -161,32 +154,36 @@ fn string_copy(shape: &[i64], strings: Vec<Vec<u8>>) -> Result<Value<'static>> {
 /// data, as when a graph output is a graph input or an alias of one) or with an earlier output
 /// by a copy of its own, so outputs never point into the caller's buffers. Non-tensor outputs
 /// (sequences) are copied when `passthrough(i)` says the model returns an input as output `i`.
+///
+/// Each input's span and each output's start is read once (on the stack for up to 8 of each),
+/// so a run with `n` inputs and `m` outputs makes `n + 2m` cheap calls into ORT.
 pub(crate) fn unalias<'i, 'd: 'i, I>(
     outputs: &mut [Value<'static>],
     inputs: I,
     passthrough: impl Fn(usize) -> bool,
 ) -> Result<()>
 where
-    I: Iterator<Item = &'i Value<'d>> + Clone,
+    I: Iterator<Item = &'i Value<'d>>,
 {
-    for i in 0..outputs.len() {
-        let shared = match outputs[i].data_start()? {
+    let mut spans: SmallVec<[(usize, usize); 8]> = SmallVec::new();
+    for input in inputs {
+        if let Some(span) = input.data_span()? {
+            spans.push(span);
+        }
+    }
+    // Starts of the outputs already looked at (after any copy).
+    let mut starts: SmallVec<[Option<usize>; 8]> = SmallVec::new();
+    for (i, output) in outputs.iter_mut().enumerate() {
+        let start = output.data_start()?;
+        let shared = match start {
             None => passthrough(i),
-            Some(start) => {
-                let mut shared = false;
-                for input in inputs.clone() {
-                    if let Some((from, to)) = input.data_span()? {
-                        shared |= (from..to).contains(&start);
-                    }
-                }
-                for earlier in &outputs[..i] {
-                    shared |= earlier.data_start()? == Some(start);
-                }
-                shared
-            }
+            Some(start) => spans.iter().any(|&(from, to)| (from..to).contains(&start)) || starts.contains(&Some(start)),
         };
         if shared {
-            outputs[i] = outputs[i].detached()?;
+            *output = output.detached()?;
+            starts.push(output.data_start()?);
+        } else {
+            starts.push(start);
         }
     }
     Ok(())
