@@ -411,17 +411,17 @@ impl<'data> Value<'data> {
             return Ok(meta);
         }
         let api = api()?;
-        let (kind, tensor) = if self.is_tensor(api)? {
+        // An absent optional (a model's `None` output) holds nothing: ORT 1.16.2 crashed (SIGSEGV)
+        // when `IsTensor` or GetValueType described one, so `HasValue` is asked first.
+        let (kind, tensor) = if self.is_none()? {
+            (ValueKind::Optional, None)
+        } else if self.is_tensor(api)? {
             let mut info = std::ptr::null_mut();
             // SAFETY: `self.raw` is a live tensor; the out-pointer is valid.
             unsafe { ort!(api, GetTensorTypeAndShape(self.raw.as_ptr(), &mut info)) }?;
             // SAFETY: on success we own `info`.
             let info = unsafe { Owned::from_raw(info) }?;
             (ValueKind::Tensor, Some(crate::session::info::tensor_meta_of(api, info.as_ptr())?))
-        } else if self.is_none()? {
-            // An absent optional (a model's `None` output) holds nothing: describing one with
-            // GetValueType crashed ORT 1.16.2 (SIGSEGV). `IsTensor` above is safe on it (false).
-            (ValueKind::Optional, None)
         } else {
             let mut raw = 0;
             // SAFETY: `self.raw` is a live value that holds something; the out-pointer is valid.

@@ -53,8 +53,11 @@ impl<'a> Value<'a> {
     /// type (two flag and pointer reads in ORT), so checking every output of every run stays cheap.
     pub(crate) fn data_start(&self) -> Result<Option<usize>> {
         let api = api()?;
-        // `IsTensor` is false for an absent optional, which holds no data (and must not be shown
-        // to GetValueType).
+        // An absent optional holds no data, and ORT 1.16.2 crashes when `IsTensor` or
+        // GetValueType is asked about one: `HasValue` first (a flag read) while the kind is unknown.
+        if self.meta.get().is_none() && self.is_none()? {
+            return Ok(None);
+        }
         if !self.is_tensor(api)? {
             return Ok(None);
         }
