@@ -34,8 +34,8 @@ and size of the initializers (weights).")]
     Inspect(Inspect),
     /// Run a model on .npy inputs; outputs, timing, registered providers
     #[command(long_about = "\
-Runs MODEL once on the given inputs (NumPy .npy files: little-endian float32, float64, int32, int64,
-uint8 or bool, C order), then N more times for timing. Prints the runtime, the providers the
+Runs MODEL once on the given inputs (NumPy .npy files of float32, float64, int32, int64, uint8 or
+bool), then N more times for timing. Prints the runtime, the providers the
 session registered (is the GPU really used?), the session creation time, the first run and the
 median of the repeats, and each output's name, type, shape and first values.")]
     Run(Run),
