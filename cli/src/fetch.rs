@@ -83,7 +83,7 @@ impl Shown {
                 let now = Instant::now();
                 self.attempt = Some(Attempt { since: now, bytes: 0, total, printed: now, finished: None });
                 if let Some(bar) = &self.bar {
-                    start_bar(bar, &self.file_name, total);
+                    start_bar(bar, total);
                 }
             }
             Event::Received { bytes, .. } => {
@@ -119,21 +119,21 @@ impl Shown {
 }
 
 /// Shows `bar` on stderr for a new attempt: bytes, percentage, rate and ETA when the size is
-/// known, else bytes and rate.
-fn start_bar(bar: &ProgressBar, file_name: &str, total: Option<u64>) {
+/// known, else bytes and rate. (The file name is on the line above, so the bar fits 80 columns.)
+fn start_bar(bar: &ProgressBar, total: Option<u64>) {
     let template = match total {
         Some(_) => {
-            "{msg}: {binary_bytes} of {binary_total_bytes} ({percent}%), {binary_bytes_per_sec}, ETA {eta} {wide_bar}"
+            "onnxrt: [{bar:20}] {binary_bytes}/{binary_total_bytes} ({percent}%), {binary_bytes_per_sec}, ETA {eta}"
         }
-        None => "{msg}: {binary_bytes}, {binary_bytes_per_sec}, ETA unknown (no Content-Length)",
+        None => "onnxrt: {binary_bytes}, {binary_bytes_per_sec}, ETA unknown (no Content-Length)",
     };
     if let Ok(style) = ProgressStyle::with_template(template) {
-        bar.set_style(style);
+        bar.set_style(style.progress_chars("=> "));
     }
     bar.set_length(total.unwrap_or(0));
     bar.set_position(0);
     bar.reset_elapsed();
-    bar.set_message(format!("onnxrt: {file_name}"));
+    bar.reset_eta();
     bar.set_draw_target(ProgressDrawTarget::stderr());
 }
 
