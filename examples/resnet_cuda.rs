@@ -32,52 +32,37 @@ const MEAN: [f32; 3] = [0.485, 0.456, 0.406];
 const STD: [f32; 3] = [0.229, 0.224, 0.225];
 const SIDE: u32 = 224;
 
-#[derive(Debug)]
+/// Classify images with an ImageNet-style ONNX model on a CUDA GPU (falls back to the CPU unless
+/// --strict). With no arguments: an embedded model and picture.
+#[derive(Debug, clap::Parser)]
+#[command(name = "resnet_cuda")]
 struct Args {
+    /// The model (default: the embedded color classifier)
+    #[arg(long, value_name = "M.onnx")]
     model: Option<PathBuf>,
+    /// One label per line, in the model's class order (default: the embedded model's)
+    #[arg(long, value_name = "L.txt")]
     labels: Option<PathBuf>,
+    /// A picture to classify (repeat for several; default: the embedded picture)
+    #[arg(long = "image", value_name = "I")]
     images: Vec<PathBuf>,
+    /// The CUDA device
+    #[arg(long, value_name = "N", default_value_t = 0)]
     device: i32,
-    batch: usize,
+    /// Pictures per run (the pictures given repeat to fill it)
+    #[arg(long, value_name = "B", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    batch: u32,
+    /// Timed runs
+    #[arg(long, value_name = "K", default_value_t = 20)]
     iterations: usize,
+    /// Fail instead of running on the CPU (no GPU, or a node CUDA cannot run)
+    #[arg(long)]
     strict: bool,
 }
 
-fn parse_args() -> Result<Args, String> {
-    let mut args =
-        Args { model: None, labels: None, images: Vec::new(), device: 0, batch: 1, iterations: 20, strict: false };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
-        match flag.as_str() {
-            "--model" => args.model = Some(value()?.into()),
-            "--labels" => args.labels = Some(value()?.into()),
-            "--image" => args.images.push(value()?.into()),
-            "--device" => args.device = value()?.parse().map_err(|e| format!("--device: {e}"))?,
-            "--batch" => args.batch = value()?.parse().map_err(|e| format!("--batch: {e}"))?,
-            "--iterations" => args.iterations = value()?.parse().map_err(|e| format!("--iterations: {e}"))?,
-            "--strict" => args.strict = true,
-            "--help" | "-h" => return Err(String::new()),
-            other => return Err(format!("unknown argument {other}")),
-        }
-    }
-    if args.batch == 0 {
-        return Err("--batch must be at least 1".into());
-    }
-    Ok(args)
-}
-
 fn main() {
-    let args = match parse_args() {
-        Ok(args) => args,
-        Err(message) => {
-            if !message.is_empty() {
-                eprintln!("error: {message}");
-            }
-            eprintln!("usage: resnet_cuda [--model M.onnx] [--labels L.txt] [--image I]... [--device N] [--batch B] [--iterations K] [--strict]");
-            std::process::exit(2);
-        }
-    };
+    // Usage mistakes print clap's message and exit with status 2; --help exits with 0.
+    let args = <Args as clap::Parser>::parse();
     if let Err(error) = run(&args) {
         // The crate's errors carry their fix; print it whole.
         eprintln!("error: {error}");
@@ -86,6 +71,7 @@ fn main() {
 }
 
 fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+    let batch_size = args.batch as usize;
     let runtime = onnxrt::runtime_info()?;
     println!("ONNX Runtime {} from {}", runtime.version, runtime.library.display());
     println!("  built against {} ({})", runtime.build_version, runtime.build_source);
@@ -118,7 +104,7 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
             .map(|p| Ok((p.display().to_string(), image::open(p)?.to_rgb8())))
             .collect::<Result<_, image::ImageError>>()?
     };
-    let mut batch = Array4::<f32>::zeros((args.batch, 3, SIDE as usize, SIDE as usize));
+    let mut batch = Array4::<f32>::zeros((batch_size, 3, SIDE as usize, SIDE as usize));
     for (i, mut slot) in batch.outer_iter_mut().enumerate() {
         let picture = preprocess(&pictures[i % pictures.len()].1);
         slot.assign(&picture);
@@ -146,7 +132,7 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let logits = outputs[0].view::<f32>()?;
     let logits = logits.into_dimensionality::<onnxrt::ndarray::Ix2>()?;
 
-    for (i, (name, _)) in pictures.iter().enumerate().take(args.batch) {
+    for (i, (name, _)) in pictures.iter().enumerate().take(batch_size) {
         println!("{name}:");
         for (class, p) in top5(&softmax(logits.row(i).as_slice().ok_or("non-contiguous output")?)) {
             let label = labels.get(class).map_or_else(|| format!("class {class}"), Clone::clone);
@@ -159,13 +145,13 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "timing ({}, batch {}): preprocess {:.2} ms, first run {:.2} ms, then {} runs: median {:.3} ms, mean {:.3} ms, {:.1} images/s",
         if on_gpu { format!("CUDA device {}", args.device) } else { "CPU".into() },
-        args.batch,
+        batch_size,
         ms(preprocess_time),
         ms(first),
         times.len(),
         ms(median),
         ms(mean),
-        args.batch as f64 / median.as_secs_f64().max(1e-9),
+        batch_size as f64 / median.as_secs_f64().max(1e-9),
     );
     Ok(())
 }

@@ -94,3 +94,23 @@ in_app DOCS_RS=1 ONNXRT_OFFLINE=1 ONNXRT_CACHE_DIR="$app/empty-cache" cargo doc 
 { [ -f "$CARGO_TARGET_DIR/doc/onnxrt/index.html" ] && [ ! -e "$app/empty-cache" ]; } \
   || fail "DOCS_RS build: no documentation, or it touched the cache"
 say "docs.rs-style build: documented offline, with an empty cache and without libclang"
+
+# 5. The CLI installed from its packaged crate (`cargo install onnxrt-cli`) and used in the app,
+# which holds no checkout of this repository: its help, a fetch of the distribution the app uses,
+# and every other distribution of the built-in manifest known to it (offline here: each is either
+# in the cache or refused as offline, never as unknown).
+started=$SECONDS
+# (`cargo install` reads no project configuration: the source replacement is given here, and the
+# distribution its own build links against is chosen in the environment, as a user would.)
+in_app env ONNXRT_DIST="$dist" cargo install -q --debug --offline --root "$app/tools" onnxrt-cli \
+  --config 'source.crates-io.replace-with="packaged"' --config "source.packaged.directory=\"$registry\""
+cli=$app/tools/bin/onnxrt
+(cd "$app/hello" && "$cli" --help) | grep -q "EXIT STATUS" || fail "the installed onnxrt has no help with the exit codes"
+lib_dir=$(cd "$app/hello" && env -u ONNXRT_DIST "$cli" fetch "$dist") || fail "the installed onnxrt could not fetch $dist"
+[ -d "$lib_dir" ] || fail "onnxrt fetch printed no library folder: $lib_dir"
+for d in $(sed -n 's/^name = "\(.*\)"$/\1/p' build-support/vendor-manifest.toml); do
+  out=$(cd "$app/hello" && ONNXRT_OFFLINE=1 "$cli" fetch "$d" 2>&1) && continue
+  grep -q "offline" <<<"$out" && ! grep -q "no distribution named" <<<"$out" \
+    || { echo "$out"; fail "the installed onnxrt does not know how to fetch $d"; }
+done
+say "cargo install onnxrt-cli from the packaged crate: help, fetch $dist, every manifest entry known ($((SECONDS - started)) s)"

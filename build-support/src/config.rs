@@ -60,6 +60,9 @@ pub struct Config {
     pub attempts: u32,
     /// Names of the variables read, for `cargo:rerun-if-env-changed`.
     pub vars_read: Vec<&'static str>,
+    /// Told about a download's progress (`None`: nobody). In a build script [`Config::from_env`]
+    /// sets a log on stderr; `onnxrt fetch` sets its progress bar.
+    pub progress: Option<crate::Reporter>,
 }
 
 struct EnvReader {
@@ -137,6 +140,7 @@ impl Config {
             stamp_dir: std::env::var_os("OUT_DIR").map(PathBuf::from),
             attempts: 3,
             vars_read: env.read,
+            progress: std::env::var_os("OUT_DIR").map(|_| crate::Reporter::log("onnxrt-sys build")),
         })
     }
 
@@ -160,6 +164,7 @@ impl Config {
             stamp_dir: None,
             attempts: 3,
             vars_read: Vec::new(),
+            progress: None,
         })
     }
 }

@@ -38,6 +38,34 @@ pub struct Downloaded {
     pub final_url: String,
 }
 
+/// What a download reports while it runs (see [`download_reporting`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event<'a> {
+    /// An attempt was answered and its body starts; an earlier attempt's bytes no longer count.
+    Started {
+        /// The URL answering, after redirects.
+        url: &'a str,
+        /// 1 for the first attempt.
+        attempt: u32,
+        /// The size the server announced (`Content-Length`), if it did.
+        total: Option<u64>,
+    },
+    /// Bytes of this attempt's body written so far.
+    Received {
+        /// Bytes so far.
+        bytes: u64,
+        /// The announced size, if any.
+        total: Option<u64>,
+    },
+    /// The whole body arrived and was written (not yet checked against the pin).
+    Finished {
+        /// Bytes in all.
+        bytes: u64,
+        /// How long the attempt took, from the request on.
+        elapsed: Duration,
+    },
+}
+
 /// Limits of one download.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -56,6 +84,13 @@ pub struct Limits {
 
 /// Downloads `url` into `dest` (created or truncated). On error `dest` is removed.
 pub fn download(url: &str, dest: &Path, limits: Limits) -> Result<Downloaded> {
+    download_reporting(url, dest, limits, &|_| {})
+}
+
+/// [`download`], telling `progress` what happens: each attempt's start (with the size the server
+/// announced), the bytes received after each read, and the end of a complete body. The bytes
+/// reported are the ones hashed; whether they match the pin is decided by the caller afterwards.
+pub fn download_reporting(url: &str, dest: &Path, limits: Limits, progress: &dyn Fn(&Event)) -> Result<Downloaded> {
     check_scheme(url, None, limits.allow_http)?;
     let agent = ureq::AgentBuilder::new()
         .timeout_connect(Duration::from_secs(30).min(limits.stall_timeout.max(Duration::from_secs(5))))
@@ -67,7 +102,7 @@ pub fn download(url: &str, dest: &Path, limits: Limits) -> Result<Downloaded> {
         .build();
     let mut last_error = None;
     for attempt in 1..=limits.attempts.max(1) {
-        match attempt_once(&agent, url, dest, limits) {
+        match attempt_once(&agent, url, dest, limits, attempt, progress) {
             Ok(done) => return Ok(done),
             Err(Retry::No(error)) => {
                 let _ = std::fs::remove_file(dest);
@@ -167,7 +202,14 @@ enum Retry {
     No(Error),
 }
 
-fn attempt_once(agent: &ureq::Agent, url: &str, dest: &Path, limits: Limits) -> Result<Downloaded, Retry> {
+fn attempt_once(
+    agent: &ureq::Agent,
+    url: &str,
+    dest: &Path,
+    limits: Limits,
+    attempt: u32,
+    progress: &dyn Fn(&Event),
+) -> Result<Downloaded, Retry> {
     let started = Instant::now();
     let (response, final_url) = get(agent, url, limits)?;
     let announced: Option<u64> = response.header("Content-Length").and_then(|v| v.trim().parse().ok());
@@ -176,6 +218,7 @@ fn attempt_once(agent: &ureq::Agent, url: &str, dest: &Path, limits: Limits) -> 
             return Err(Retry::No(Error::TooLarge { what: url.to_owned(), cap: limits.max_bytes }));
         }
     }
+    progress(&Event::Started { url: &final_url, attempt, total: announced });
     let file = File::create(dest).map_err(|e| Retry::No(Error::io(format!("creating {}", dest.display()))(e)))?;
     let mut sink = HashingWriter::new(BufWriter::new(file));
     // Read one byte past the cap so an over-long body is detected rather than silently cut.
@@ -206,6 +249,7 @@ fn attempt_once(agent: &ureq::Agent, url: &str, dest: &Path, limits: Limits) -> 
             }
         };
         sink.write_all(&buf[..n]).map_err(|e| Retry::No(Error::io(format!("writing {}", dest.display()))(e)))?;
+        progress(&Event::Received { bytes: sink.written(), total: announced });
         if sink.written() > limits.max_bytes {
             return Err(Retry::No(Error::TooLarge { what: url.to_owned(), cap: limits.max_bytes }));
         }
@@ -237,6 +281,7 @@ fn attempt_once(agent: &ureq::Agent, url: &str, dest: &Path, limits: Limits) -> 
     let file =
         writer.into_inner().map_err(|e| Retry::No(Error::io(format!("writing {}", dest.display()))(e.into_error())))?;
     file.sync_all().map_err(|e| Retry::No(Error::io(format!("syncing {}", dest.display()))(e)))?;
+    progress(&Event::Finished { bytes, elapsed: started.elapsed() });
     Ok(Downloaded { bytes, sha256, final_url })
 }
 

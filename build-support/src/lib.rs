@@ -30,6 +30,7 @@ pub mod extract;
 pub mod manifest;
 pub mod pack;
 pub mod probe;
+pub mod progress;
 pub mod record;
 pub mod verify;
 
@@ -41,6 +42,7 @@ use std::path::{Path, PathBuf};
 pub use config::Config;
 pub use error::{Error, Result};
 pub use manifest::{Dist, DistKind, Manifest};
+pub use progress::Reporter;
 
 use cache::Cache;
 
@@ -358,7 +360,10 @@ fn download_and_install(config: &Config, dist: &Dist, cache: &Cache, pin: Option
         attempts: config.attempts,
         allow_http: config.allow_http,
     };
-    let got = download::download(&url, file.path(), limits)?;
+    let got = match &config.progress {
+        Some(reporter) => download::download_reporting(&url, file.path(), limits, &|e| reporter.report(e))?,
+        None => download::download(&url, file.path(), limits)?,
+    };
     let Some(expected) = pin else {
         return Err(Error::Unpinned { dist: dist.name.clone(), computed: got.sha256 });
     };

@@ -356,3 +356,57 @@ fn pack_is_deterministic_and_round_trips_through_onnxrt_archive() {
     assert_installed(&round, &cache2, &sha1);
     assert_cache_holds_only(&cache2, &sha1);
 }
+
+/// Every event a reporter hears, as text (the test asserts their order and values).
+fn recording() -> (build_support::Reporter, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use build_support::download::Event;
+    let heard = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = std::sync::Arc::clone(&heard);
+    let reporter = build_support::Reporter::new(move |event| {
+        let line = match *event {
+            Event::Started { attempt, total, .. } => format!("started {attempt} {total:?}"),
+            Event::Received { bytes, total } => format!("received {bytes} {total:?}"),
+            Event::Finished { bytes, .. } => format!("finished {bytes}"),
+        };
+        sink.lock().expect("not poisoned").push(line);
+    });
+    (reporter, heard)
+}
+
+#[test]
+fn the_progress_reporter_hears_each_attempt_its_bytes_and_the_end() {
+    let archive = good_archive();
+    let sha = sha256(&archive);
+    let len = archive.len() as u64;
+    let server = Server::start(vec![(PATH, Behaviour::Serve(archive.clone()))]);
+    let tmp = tempdir();
+    let mut cfg = config(manifest(&server.url(PATH), &sha, MAX_BYTES), &tmp.path().join("cache"));
+    let (reporter, heard) = recording();
+    cfg.progress = Some(reporter);
+    provision(&cfg).expect("a good archive provisions");
+    let heard = heard.lock().expect("not poisoned").clone();
+    assert_eq!(heard.first().map(String::as_str), Some(format!("started 1 Some({len})").as_str()), "{heard:?}");
+    assert_eq!(heard.last().map(String::as_str), Some(format!("finished {len}").as_str()), "{heard:?}");
+    let received: Vec<u64> =
+        heard.iter().filter_map(|l| l.strip_prefix("received ")?.split(' ').next()?.parse().ok()).collect();
+    assert!(received.windows(2).all(|w| w[0] < w[1]), "bytes only grow within an attempt: {received:?}");
+    assert_eq!(received.last(), Some(&len), "{heard:?}");
+
+    // A body cut short: every attempt starts again from zero, and none is reported finished.
+    let sent = archive.len() / 2;
+    let server = Server::start(vec![(PATH, Behaviour::Truncated { body: archive[..sent].to_vec(), announced: len })]);
+    let tmp = tempdir();
+    let mut cfg = config(manifest(&server.url(PATH), &sha, MAX_BYTES), &tmp.path().join("cache"));
+    let (reporter, heard) = recording();
+    cfg.progress = Some(reporter);
+    provision(&cfg).expect_err("a truncated body must be refused");
+    let heard = heard.lock().expect("not poisoned").clone();
+    let starts: Vec<&String> = heard.iter().filter(|l| l.starts_with("started")).collect();
+    assert_eq!(
+        starts,
+        [&format!("started 1 Some({len})"), &format!("started 2 Some({len})"), &format!("started 3 Some({len})")]
+    );
+    assert!(!heard.iter().any(|l| l.starts_with("finished")), "{heard:?}");
+    let most = heard.iter().filter_map(|l| l.strip_prefix("received ")?.split(' ').next()?.parse::<u64>().ok()).max();
+    assert!(most.is_some_and(|m| m <= sent as u64), "no more than was sent: {most:?}");
+}

@@ -1,23 +1,19 @@
 //! `onnxrt fetch [DIST] [--offline]`: provisions a distribution exactly as the build does
-//! (`build_support::provision` with the same `ONNXRT_*` variables), with a progress line on stderr
-//! while it downloads.
-//!
-//! Progress without touching build-support's download code: `provision` streams into the cache
-//! file `.tmp/<dist>.download-<pid>-<n>`, so a thread watches that file grow (bytes, rate) and
-//! learns the total from one `HEAD` request, for the percentage and the ETA. The bytes that count
-//! are still only the ones build-support hashes and verifies.
+//! (`build_support::provision` with the same `ONNXRT_*` variables), showing the download's
+//! progress on stderr from build-support's progress callback: an indicatif bar on a terminal,
+//! otherwise a plain line a second (a CI log keeps the rate and ETA without control codes).
+//! The bytes shown are the ones build-support hashes and verifies.
 //!
 //! A registry-assembled distribution (`cpu-1.16.2-registry`, `gpu-cuda13-1.30.0-wheel`) that is not
 //! in the cache yet is assembled by `provision` itself (npm, pip, apt-get), unless offline.
 
-use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
+use std::io::IsTerminal;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use build_support::{advice, provision, Config};
+use build_support::download::Event;
+use build_support::{advice, provision, Config, Reporter};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::error::{CliError, Result};
 use crate::output;
@@ -33,9 +29,16 @@ pub fn run(dist: Option<&str>, offline: bool) -> Result<()> {
         config.offline = Some("--offline".into());
     }
     let dist = config.manifest.dist(&config.dist)?.clone();
-    let progress = Progress::start(&config, &dist);
+    let shown = Arc::new(Mutex::new(Shown {
+        file_name: dist.file_name(),
+        url: build_support::url(&config, &dist),
+        bar: std::io::stderr().is_terminal().then(ProgressBar::hidden),
+        attempt: None,
+    }));
+    let sink = Arc::clone(&shown);
+    config.progress = Some(Reporter::new(move |event| lock(&sink).on(event)));
     let result = provision(&config);
-    progress.finish(result.is_ok());
+    lock(&shown).finish(result.is_ok());
     let provisioned = match result {
         Ok(provisioned) => provisioned,
         Err(error) if advice::applies(&error) => {
@@ -48,67 +51,90 @@ pub fn run(dist: Option<&str>, offline: bool) -> Result<()> {
     Ok(())
 }
 
-/// The thread that shows download progress.
-struct Progress {
-    stop: Arc<AtomicBool>,
-    succeeded: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+fn lock(shown: &Mutex<Shown>) -> std::sync::MutexGuard<'_, Shown> {
+    shown.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-impl Progress {
-    fn start(config: &Config, dist: &build_support::Dist) -> Progress {
-        let stop = Arc::new(AtomicBool::new(false));
-        let succeeded = Arc::new(AtomicBool::new(false));
-        let watch = Watch {
-            tmp: config.cache_dir.join(".tmp"),
-            prefix: format!("{}.download-{}-", dist.name, std::process::id()),
-            url: build_support::url(config, dist),
-            file_name: dist.file_name(),
-            tty: std::io::stderr().is_terminal(),
-        };
-        let (flag, ok) = (Arc::clone(&stop), Arc::clone(&succeeded));
-        let thread =
-            std::thread::Builder::new().name("fetch-progress".into()).spawn(move || watch.run(&flag, &ok)).ok();
-        Progress { stop, succeeded, thread }
-    }
-
-    /// Stops the watcher; `succeeded`: the download (if any) completed and was verified.
-    fn finish(mut self, succeeded: bool) {
-        self.succeeded.store(succeeded, Ordering::Relaxed);
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-    }
-}
-
-struct Watch {
-    tmp: PathBuf,
-    prefix: String,
-    url: String,
+/// What the user sees of the download.
+struct Shown {
     file_name: String,
-    tty: bool,
+    url: String,
+    /// The bar, on a terminal only.
+    bar: Option<ProgressBar>,
+    /// The current attempt: when it started, bytes received, the announced size, the last line.
+    attempt: Option<Attempt>,
 }
 
-/// The size of the download, learned from a `HEAD` request (0: unknown yet or not announced).
-fn learn_total(url: String, total: Arc<AtomicU64>) {
-    std::thread::spawn(move || {
-        let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(10)).build();
-        if let Ok(response) = agent.head(&url).call() {
-            if let Some(len) = response.header("Content-Length").and_then(|v| v.trim().parse().ok()) {
-                total.store(len, Ordering::Relaxed);
+struct Attempt {
+    since: Instant,
+    bytes: u64,
+    total: Option<u64>,
+    printed: Instant,
+    finished: Option<Duration>,
+}
+
+impl Shown {
+    fn on(&mut self, event: &Event) {
+        match *event {
+            Event::Started { attempt, total, .. } => {
+                if attempt == 1 {
+                    eprintln!("onnxrt: downloading {} from {}", self.file_name, self.url);
+                }
+                let now = Instant::now();
+                self.attempt = Some(Attempt { since: now, bytes: 0, total, printed: now, finished: None });
+                if let Some(bar) = &self.bar {
+                    start_bar(bar, total);
+                }
+            }
+            Event::Received { bytes, .. } => {
+                let Some(attempt) = &mut self.attempt else { return };
+                attempt.bytes = bytes;
+                if let Some(bar) = &self.bar {
+                    bar.set_position(bytes);
+                } else if attempt.printed.elapsed() >= Duration::from_secs(1) {
+                    let line = progress_line(bytes, attempt.total.unwrap_or(0), attempt.since.elapsed());
+                    eprintln!("onnxrt: {}: {line}", self.file_name);
+                    attempt.printed = Instant::now();
+                }
+            }
+            Event::Finished { bytes, elapsed } => {
+                if let Some(attempt) = &mut self.attempt {
+                    attempt.bytes = bytes;
+                    attempt.finished = Some(elapsed);
+                }
             }
         }
-    });
+    }
+
+    /// Ends the display once provisioning returned; `verified`: it succeeded.
+    fn finish(&mut self, verified: bool) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+        let Some(attempt) = &self.attempt else { return };
+        let secs = attempt.finished.unwrap_or_else(|| attempt.since.elapsed()).as_secs_f64();
+        let what = if verified { "downloaded" } else { "received before the failure" };
+        eprintln!("onnxrt: {}: {} {what} in {secs:.1} s", self.file_name, output::bytes(attempt.bytes));
+    }
 }
 
-/// The growing download file of this process, if there is one.
-fn download_file(tmp: &Path, prefix: &str) -> Option<PathBuf> {
-    std::fs::read_dir(tmp)
-        .ok()?
-        .flatten()
-        .find(|e| e.file_name().to_str().is_some_and(|n| n.starts_with(prefix)))
-        .map(|e| e.path())
+/// Shows `bar` on stderr for a new attempt: bytes, percentage, rate and ETA when the size is
+/// known, else bytes and rate. (The file name is on the line above, so the bar fits 80 columns.)
+fn start_bar(bar: &ProgressBar, total: Option<u64>) {
+    let template = match total {
+        Some(_) => {
+            "onnxrt: [{bar:20}] {binary_bytes}/{binary_total_bytes} ({percent}%), {binary_bytes_per_sec}, ETA {eta}"
+        }
+        None => "onnxrt: {binary_bytes}, {binary_bytes_per_sec}, ETA unknown (no Content-Length)",
+    };
+    if let Ok(style) = ProgressStyle::with_template(template) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.set_length(total.unwrap_or(0));
+    bar.set_position(0);
+    bar.reset_elapsed();
+    bar.reset_eta();
+    bar.set_draw_target(ProgressDrawTarget::stderr());
 }
 
 /// `12.3 MiB of 180.2 MiB (6%), 4.1 MiB/s, ETA 41 s`
@@ -128,69 +154,6 @@ pub fn progress_line(done: u64, total: u64, elapsed: Duration) -> String {
         line.push_str(", ETA unknown (no Content-Length)");
     }
     line
-}
-
-impl Watch {
-    fn run(&self, stop: &AtomicBool, succeeded: &AtomicBool) {
-        let total = Arc::new(AtomicU64::new(0));
-        let mut started: Option<(Instant, PathBuf)> = None;
-        let mut last = 0u64;
-        let mut grew_at = Instant::now();
-        let mut last_print = Instant::now();
-        let print = |text: String| {
-            let mut err = std::io::stderr().lock();
-            if self.tty {
-                let _ = write!(err, "\r\x1b[2K{text}");
-            } else {
-                let _ = writeln!(err, "{text}");
-            }
-            let _ = err.flush();
-        };
-        while !stop.load(Ordering::Relaxed) {
-            std::thread::sleep(Duration::from_millis(200));
-            if started.is_none() {
-                if let Some(file) = download_file(&self.tmp, &self.prefix) {
-                    learn_total(self.url.clone(), Arc::clone(&total));
-                    eprintln!("onnxrt: downloading {} from {}", self.file_name, self.url);
-                    started = Some((Instant::now(), file));
-                }
-            }
-            let Some((since, file)) = &started else { continue };
-            let Ok(meta) = std::fs::metadata(file) else { continue };
-            let size = meta.len();
-            if size < last {
-                // The file was truncated for another attempt: the rate starts again.
-                started = Some((Instant::now(), file.clone()));
-                last = size;
-                continue;
-            }
-            if size > last {
-                grew_at = Instant::now();
-            }
-            last = size;
-            let every = if self.tty { Duration::from_millis(200) } else { Duration::from_secs(1) };
-            if last_print.elapsed() >= every {
-                let line = progress_line(size, total.load(Ordering::Relaxed), since.elapsed());
-                print(format!("onnxrt: {}: {line}", self.file_name));
-                last_print = Instant::now();
-            }
-        }
-        if let Some((since, _)) = started {
-            let secs = grew_at.saturating_duration_since(since).as_secs_f64();
-            // The file is gone by now; a verified download has exactly the announced length.
-            let total = total.load(Ordering::Relaxed);
-            let (size, what) = match succeeded.load(Ordering::Relaxed) {
-                true if total > 0 => (total, "downloaded"),
-                true => (last, "downloaded"),
-                false => (last, "received before the failure"),
-            };
-            let done = format!("onnxrt: {}: {} {what} in {secs:.1} s", self.file_name, output::bytes(size));
-            print(done);
-            if self.tty {
-                eprintln!();
-            }
-        }
-    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,13 @@
-//! NumPy `.npy` files (format 1.0, 2.0, 3.0) for `onnxrt run`: little-endian `f32`, `f64`, `i32`,
-//! `i64`, `u8` and `bool`, C order. Anything else is refused with what to do in NumPy.
+//! NumPy `.npy` files for `onnxrt run`, read and written with the `ndarray-npy` crate: `f32`,
+//! `f64`, `i32`, `i64`, `u8` and `bool` arrays (either byte order, C or Fortran order; format
+//! 1.0, 2.0 and 3.0). Anything else is refused with what to do in NumPy. Outputs are written
+//! little-endian in C order, format 1.0 (2.0 for a very long header), as `numpy.save` does.
 
 use std::path::Path;
+
+use ndarray_npy::npy::header::Header;
+use ndarray_npy::{ReadNpyError, ReadNpyExt, ReadableElement, WritableElement, WriteNpyExt};
+use onnxrt::ndarray::{ArrayD, IxDyn};
 
 use crate::error::{CliError, Result};
 
@@ -33,120 +39,80 @@ pub struct Npy {
     pub data: NpyData,
 }
 
-impl NpyData {
-    fn descr(&self) -> &'static str {
-        match self {
-            NpyData::F32(_) => "<f4",
-            NpyData::F64(_) => "<f8",
-            NpyData::I32(_) => "<i4",
-            NpyData::I64(_) => "<i8",
-            NpyData::U8(_) => "|u1",
-            NpyData::Bool(_) => "|b1",
-        }
-    }
+/// The element types this command reads, by NumPy type code (`f4`, `i8`...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    F32,
+    F64,
+    I32,
+    I64,
+    U8,
+    Bool,
+}
 
-    /// Number of elements.
-    pub fn len(&self) -> usize {
-        match self {
-            NpyData::F32(v) => v.len(),
-            NpyData::F64(v) => v.len(),
-            NpyData::I32(v) => v.len(),
-            NpyData::I64(v) => v.len(),
-            NpyData::U8(v) => v.len(),
-            NpyData::Bool(v) => v.len(),
-        }
-    }
+/// The element type of a `.npy` type descriptor (`'<f4'`, `'>i8'`, `'|b1'`), if supported here.
+/// Every supported type is named here and in [`read_as`]'s dispatch.
+fn element_type(descr: &str) -> Option<Kind> {
+    let code = descr.strip_prefix(['<', '>', '|', '=']).unwrap_or(descr);
+    Some(match code {
+        "f4" => Kind::F32,
+        "f8" => Kind::F64,
+        "i4" => Kind::I32,
+        "i8" => Kind::I64,
+        "u1" => Kind::U8,
+        "b1" => Kind::Bool,
+        _ => return None,
+    })
 }
 
 fn refuse(what: String) -> String {
     format!(
-        "{what}; onnxrt run reads little-endian float32, float64, int32, int64, uint8 and bool arrays in C order \
-         (convert in NumPy: np.save(path, np.ascontiguousarray(a, dtype='<f4')))"
+        "{what}; onnxrt run reads float32, float64, int32, int64, uint8 and bool arrays \
+         (convert in NumPy: np.save(path, a.astype('<f4')))"
     )
 }
 
-/// The value of `key` in the header dictionary, as written (`'<f4'`, `False`, `(2, 3)`).
-fn header_value<'h>(header: &'h str, key: &str) -> Option<&'h str> {
-    let start = header.find(&format!("'{key}'"))? + key.len() + 2;
-    let rest = header[start..].trim_start().strip_prefix(':')?.trim_start();
-    let end = if rest.starts_with('(') {
-        rest.find(')')? + 1
-    } else if let Some(quoted) = rest.strip_prefix('\'') {
-        quoted.find('\'')? + 2
-    } else {
-        rest.find([',', '}']).unwrap_or(rest.len())
-    };
-    Some(rest[..end].trim())
+/// What went wrong reading the data, for a person.
+fn data_error(error: ReadNpyError, kind: Kind) -> String {
+    match error {
+        ReadNpyError::MissingData => {
+            "the .npy data is shorter than its shape says; the file is truncated or damaged".into()
+        }
+        ReadNpyError::ExtraBytes(n) => {
+            format!("the .npy data has {n} bytes more than its shape says; the file is truncated or damaged")
+        }
+        ReadNpyError::LengthOverflow => "the shape is too large".into(),
+        ReadNpyError::ParseData(_) if kind == Kind::Bool => "a bool array holds a byte other than 0 or 1".into(),
+        other => other.to_string(),
+    }
 }
 
-fn parse_shape(text: &str) -> Option<Vec<usize>> {
-    let inner = text.strip_prefix('(')?.strip_suffix(')')?;
-    inner.split(',').map(str::trim).filter(|s| !s.is_empty()).map(|s| s.trim_end_matches('L').parse().ok()).collect()
-}
-
-fn chunks<const N: usize>(body: &[u8]) -> impl Iterator<Item = [u8; N]> + '_ {
-    body.chunks_exact(N).map(|c| {
-        let mut a = [0u8; N];
-        a.copy_from_slice(c);
-        a
-    })
+fn read_as<T: ReadableElement>(bytes: &[u8], kind: Kind) -> std::result::Result<Vec<T>, String> {
+    let array = ArrayD::<T>::read_npy(bytes).map_err(|e| data_error(e, kind))?;
+    // `iter` walks the logical (C) order whatever the file's layout.
+    Ok(array.into_iter().collect())
 }
 
 /// Decodes the bytes of a `.npy` file.
 ///
 /// # Errors
-/// A message saying what is wrong (not a `.npy`, unsupported type or order, wrong length).
+/// A message saying what is wrong (not a `.npy`, unsupported type, wrong length).
 pub fn decode(bytes: &[u8]) -> std::result::Result<Npy, String> {
     if bytes.len() < 10 || !bytes.starts_with(MAGIC) {
         return Err("not a .npy file (no \\x93NUMPY magic); save arrays with numpy.save".into());
     }
-    let major = bytes[6];
-    let (header_len, offset) = match major {
-        1 => (usize::from(u16::from_le_bytes([bytes[8], bytes[9]])), 10),
-        2 | 3 => {
-            let b = bytes.get(8..12).ok_or("truncated .npy header")?;
-            (u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize, 12)
-        }
-        other => return Err(format!(".npy format version {other} is not supported (1, 2 and 3 are)")),
+    let header = Header::from_reader(&mut &bytes[..]).map_err(|e| format!("the .npy header cannot be read: {e}"))?;
+    let descr = header.type_descriptor.as_string().cloned().unwrap_or_else(|| header.type_descriptor.to_string());
+    let kind = element_type(&descr).ok_or_else(|| refuse(format!("dtype {descr} is not supported")))?;
+    let data = match kind {
+        Kind::F32 => NpyData::F32(read_as(bytes, kind)?),
+        Kind::F64 => NpyData::F64(read_as(bytes, kind)?),
+        Kind::I32 => NpyData::I32(read_as(bytes, kind)?),
+        Kind::I64 => NpyData::I64(read_as(bytes, kind)?),
+        Kind::U8 => NpyData::U8(read_as(bytes, kind)?),
+        Kind::Bool => NpyData::Bool(read_as(bytes, kind)?),
     };
-    let header = bytes.get(offset..offset + header_len).ok_or("truncated .npy header")?;
-    let header = std::str::from_utf8(header).map_err(|_| "the .npy header is not text")?;
-    let descr = header_value(header, "descr").ok_or("the .npy header has no 'descr'")?.trim_matches('\'');
-    let fortran = header_value(header, "fortran_order").ok_or("the .npy header has no 'fortran_order'")?;
-    let shape = header_value(header, "shape").and_then(parse_shape).ok_or("the .npy header has no valid 'shape'")?;
-    if fortran != "False" {
-        return Err(refuse("the array is in Fortran order".into()));
-    }
-    let count = shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d)).ok_or("the shape is too large")?;
-    let body = &bytes[offset + header_len..];
-    let size = match descr {
-        "<f4" | "<i4" => 4,
-        "<f8" | "<i8" => 8,
-        "|u1" | "<u1" | "|b1" | "<b1" => 1,
-        other if other.starts_with('>') => return Err(refuse(format!("dtype {other} is big-endian"))),
-        other => return Err(refuse(format!("dtype {other} is not supported"))),
-    };
-    let expected = count.checked_mul(size).ok_or("the shape is too large")?;
-    if body.len() != expected {
-        return Err(format!(
-            "the .npy data holds {} bytes but shape {shape:?} of {descr} needs {expected}; the file is truncated or damaged",
-            body.len()
-        ));
-    }
-    let data = match descr {
-        "<f4" => NpyData::F32(chunks::<4>(body).map(f32::from_le_bytes).collect()),
-        "<i4" => NpyData::I32(chunks::<4>(body).map(i32::from_le_bytes).collect()),
-        "<f8" => NpyData::F64(chunks::<8>(body).map(f64::from_le_bytes).collect()),
-        "<i8" => NpyData::I64(chunks::<8>(body).map(i64::from_le_bytes).collect()),
-        "|u1" | "<u1" => NpyData::U8(body.to_vec()),
-        _ => {
-            if let Some(bad) = body.iter().find(|&&b| b > 1) {
-                return Err(format!("a bool array holds the byte {bad}; bools must be 0 or 1"));
-            }
-            NpyData::Bool(body.iter().map(|&b| b == 1).collect())
-        }
-    };
-    Ok(Npy { shape, data })
+    Ok(Npy { shape: header.shape, data })
 }
 
 /// Reads a `.npy` file.
@@ -158,40 +124,37 @@ pub fn read(path: &Path) -> Result<Npy> {
     decode(&bytes).map_err(|why| CliError::Failed(format!("{}: {why}", path.display())))
 }
 
-/// Encodes an array as a version 1.0 `.npy` file.
-pub fn encode(array: &Npy) -> Vec<u8> {
-    let dims: Vec<String> = array.shape.iter().map(usize::to_string).collect();
-    let shape = match dims.len() {
-        1 => format!("({},)", dims[0]),
-        _ => format!("({})", dims.join(", ")),
-    };
-    let mut header = format!("{{'descr': '{}', 'fortran_order': False, 'shape': {shape}, }}", array.data.descr());
-    // Magic (6) + version (2) + length (2) + header + '\n' is padded to a multiple of 64.
-    let unpadded = 10 + header.len() + 1;
-    header.push_str(&" ".repeat((64 - unpadded % 64) % 64));
-    header.push('\n');
-    let mut out = Vec::with_capacity(10 + header.len() + array.data.len() * 8);
-    out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&[1, 0]);
-    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
-    out.extend_from_slice(header.as_bytes());
+fn encode_as<T: WritableElement + Clone>(shape: &[usize], data: &[T]) -> std::result::Result<Vec<u8>, String> {
+    let array = ArrayD::from_shape_vec(IxDyn(shape), data.to_vec())
+        .map_err(|e| format!("{} values do not fill shape {shape:?}: {e}", data.len()))?;
+    let mut out = Vec::new();
+    array.write_npy(&mut out).map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
+/// Encodes an array as a `.npy` file (little-endian, C order).
+///
+/// # Errors
+/// A message if the shape does not match the number of values.
+pub fn encode(array: &Npy) -> std::result::Result<Vec<u8>, String> {
+    let shape = &array.shape;
     match &array.data {
-        NpyData::F32(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
-        NpyData::F64(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
-        NpyData::I32(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
-        NpyData::I64(v) => v.iter().for_each(|x| out.extend_from_slice(&x.to_le_bytes())),
-        NpyData::U8(v) => out.extend_from_slice(v),
-        NpyData::Bool(v) => out.extend(v.iter().map(|&b| u8::from(b))),
+        NpyData::F32(v) => encode_as(shape, v),
+        NpyData::F64(v) => encode_as(shape, v),
+        NpyData::I32(v) => encode_as(shape, v),
+        NpyData::I64(v) => encode_as(shape, v),
+        NpyData::U8(v) => encode_as(shape, v),
+        NpyData::Bool(v) => encode_as(shape, v),
     }
-    out
 }
 
 /// Writes a `.npy` file.
 ///
 /// # Errors
-/// [`CliError::Io`] naming the file.
+/// [`CliError::Io`] or [`CliError::Failed`] naming the file.
 pub fn write(path: &Path, array: &Npy) -> Result<()> {
-    std::fs::write(path, encode(array)).map_err(CliError::io("cannot write", path))
+    let bytes = encode(array).map_err(|why| CliError::Failed(format!("{}: {why}", path.display())))?;
+    std::fs::write(path, bytes).map_err(CliError::io("cannot write", path))
 }
 
 #[cfg(test)]
@@ -210,7 +173,7 @@ mod tests {
             Npy { shape: vec![0, 3], data: NpyData::F32(vec![]) },
         ];
         for array in arrays {
-            let bytes = encode(&array);
+            let bytes = encode(&array).expect("encodes");
             let header_end = 10 + usize::from(u16::from_le_bytes([bytes[8], bytes[9]]));
             assert_eq!(header_end % 64, 0);
             assert_eq!(decode(&bytes).expect("decodes"), array);
@@ -232,7 +195,7 @@ mod tests {
     }
 
     fn edited(array: &Npy, from: &str, to: &str) -> Vec<u8> {
-        let bytes = encode(array);
+        let bytes = encode(array).expect("encodes");
         let at = bytes.windows(from.len()).position(|w| w == from.as_bytes()).expect("present");
         let mut out = bytes[..at].to_vec();
         out.extend_from_slice(to.as_bytes());
@@ -240,15 +203,37 @@ mod tests {
         out
     }
 
+    /// A version 1.0 file written by hand: header dictionary fields and the raw body.
+    fn handmade(descr: &str, fortran: &str, shape: &str, body: &[u8]) -> Vec<u8> {
+        let dict = format!("{{'descr': '{descr}', 'fortran_order': {fortran}, 'shape': {shape}, }}");
+        let padded = format!("{dict:<width$}\n", width = (10 + dict.len() + 1).div_ceil(64) * 64 - 11);
+        let mut bytes = MAGIC.to_vec();
+        bytes.extend_from_slice(&[1, 0]);
+        bytes.extend_from_slice(&(padded.len() as u16).to_le_bytes());
+        bytes.extend_from_slice(padded.as_bytes());
+        bytes.extend_from_slice(body);
+        bytes
+    }
+
+    #[test]
+    fn big_endian_and_fortran_order_arrays_are_read_in_c_order() {
+        let be: Vec<u8> = [1.5f32, -2.0].iter().flat_map(|x| x.to_be_bytes()).collect();
+        let read = decode(&handmade(">f4", "False", "(2,)", &be)).expect("big-endian");
+        assert_eq!(read, Npy { shape: vec![2], data: NpyData::F32(vec![1.5, -2.0]) });
+        // [[1, 2, 3], [4, 5, 6]] stored column by column.
+        let columns: Vec<u8> = [1i32, 4, 2, 5, 3, 6].iter().flat_map(|x| x.to_le_bytes()).collect();
+        let read = decode(&handmade("<i4", "True", "(2, 3)", &columns)).expect("fortran order");
+        assert_eq!(read, Npy { shape: vec![2, 3], data: NpyData::I32(vec![1, 2, 3, 4, 5, 6]) });
+    }
+
     #[test]
     fn unsupported_arrays_are_refused_with_a_fix() {
         let one = Npy { shape: vec![1], data: NpyData::F32(vec![1.0]) };
-        let err = decode(&edited(&one, "<f4", ">f4")).expect_err("big-endian");
-        assert!(err.contains("big-endian") && err.contains("np.save"), "{err}");
-        assert!(decode(&edited(&one, "False", "True ")).expect_err("fortran").contains("Fortran"));
+        let err = decode(&edited(&one, "<f4", "<c8")).expect_err("complex");
+        assert!(err.contains("dtype <c8 is not supported") && err.contains("np.save"), "{err}");
         assert!(decode(&edited(&one, "<f4", "<f2")).expect_err("f16").contains("<f2 is not supported"));
         assert!(decode(b"hello world").expect_err("magic").contains("not a .npy"));
-        let four = encode(&Npy { shape: vec![4], data: NpyData::I32(vec![1, 2, 3, 4]) });
+        let four = encode(&Npy { shape: vec![4], data: NpyData::I32(vec![1, 2, 3, 4]) }).expect("encodes");
         assert!(decode(&four[..four.len() - 1]).expect_err("short").contains("truncated"));
         let bools = Npy { shape: vec![1], data: NpyData::U8(vec![2]) };
         assert!(decode(&edited(&bools, "|u1", "|b1")).expect_err("bool").contains("0 or 1"));

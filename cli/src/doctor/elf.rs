@@ -1,6 +1,6 @@
-//! A small ELF64 reader: the dynamic section of a shared library (`NEEDED`, `SONAME`, `RPATH`,
-//! `RUNPATH`), read with a few seeks so that a 270 MB provider library costs nothing, and without
-//! `readelf`, which many servers lack.
+//! The dynamic section of a shared library (`NEEDED`, `SONAME`, `RPATH`, `RUNPATH`), read with the
+//! `object` crate's ELF parser through a [`ReadCache`], which reads only the ranges asked for: a
+//! 270 MB provider library costs a few small reads, and no `readelf` is needed (many servers lack it).
 //!
 //! The dynamic section is found the way the dynamic loader finds it, through the `PT_DYNAMIC`
 //! program header; its string table (`DT_STRTAB`, a virtual address) is mapped back to a file
@@ -8,23 +8,14 @@
 //! section headers (`SHT_DYNAMIC` and the string table it links to).
 
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
-const PT_LOAD: u32 = 1;
-const PT_DYNAMIC: u32 = 2;
-const SHT_DYNAMIC: u32 = 6;
-const DT_NULL: u64 = 0;
-const DT_NEEDED: u64 = 1;
-const DT_STRTAB: u64 = 5;
-const DT_STRSZ: u64 = 10;
-const DT_SONAME: u64 = 14;
-const DT_RPATH: u64 = 15;
-const DT_RUNPATH: u64 = 29;
+use object::elf::{self, FileHeader64};
+use object::read::elf::{Dyn, FileHeader, ProgramHeader};
+use object::{Endianness, ReadCache, ReadRef, StringTable};
+
 /// `EM_X86_64`.
 pub const MACHINE_X86_64: u16 = 62;
-/// Largest dynamic section or string table read (far above any real library's).
-const MAX_TABLE: u64 = 16 * 1024 * 1024;
 
 /// What the dynamic loader reads from a shared library.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -44,7 +35,7 @@ pub struct Dynamic {
 /// Why a file's dynamic section could not be read.
 #[derive(Debug)]
 pub enum ElfError {
-    /// Opening or reading failed (permission denied is the common case).
+    /// Opening the file failed (permission denied is the common case).
     Io(std::io::Error),
     /// Not an ELF64 little-endian shared object, or damaged.
     Format(String),
@@ -63,129 +54,109 @@ fn bad(why: impl Into<String>) -> ElfError {
     ElfError::Format(why.into())
 }
 
-fn u16_at(b: &[u8], at: usize) -> u16 {
-    u16::from_le_bytes([b[at], b[at + 1]])
+/// `object`'s error, as a damaged-file message.
+fn damaged(error: object::Error) -> ElfError {
+    bad(format!("damaged or truncated ELF file ({error})"))
 }
 
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
-}
-
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    let mut a = [0u8; 8];
-    a.copy_from_slice(&b[at..at + 8]);
-    u64::from_le_bytes(a)
-}
-
-fn read_at(file: &mut File, offset: u64, len: u64) -> Result<Vec<u8>, ElfError> {
-    if len > MAX_TABLE {
-        return Err(bad(format!("a table of {len} bytes is implausibly large (damaged file?)")));
-    }
-    file.seek(SeekFrom::Start(offset)).map_err(ElfError::Io)?;
-    let mut buf = vec![0u8; len as usize];
-    file.read_exact(&mut buf).map_err(|e| match e.kind() {
-        std::io::ErrorKind::UnexpectedEof => bad("the file ends inside a table it declares (truncated?)"),
-        _ => ElfError::Io(e),
-    })?;
-    Ok(buf)
-}
+type Data<'a> = &'a ReadCache<File>;
+type Tables<'a> = (&'a [elf::Dyn64<Endianness>], StringTable<'a, Data<'a>>);
 
 /// Reads the dynamic section of the ELF file at `path`.
 ///
 /// # Errors
-/// [`ElfError::Io`] if the file cannot be opened or read; [`ElfError::Format`] if it is not an
-/// ELF64 little-endian file with a dynamic section.
+/// [`ElfError::Io`] if the file cannot be opened; [`ElfError::Format`] if it is not an ELF64
+/// little-endian file with a dynamic section, or is cut short.
 pub fn read_dynamic(path: &Path) -> Result<Dynamic, ElfError> {
-    let mut file = File::open(path).map_err(ElfError::Io)?;
-    let header = read_at(&mut file, 0, 64).map_err(|e| match e {
-        ElfError::Format(_) => bad("too short to be an ELF file"),
-        other => other,
-    })?;
-    if &header[..4] != b"\x7fELF" {
+    let data = ReadCache::new(File::open(path).map_err(ElfError::Io)?);
+    let data = &data;
+    let ident = data.read_bytes_at(0, 16).map_err(|()| bad("too short to be an ELF file"))?;
+    if &ident[..4] != b"\x7fELF" {
         return Err(bad("not an ELF file"));
     }
-    if header[4] != 2 || header[5] != 1 {
+    if ident[4] != elf::ELFCLASS64.0 || ident[5] != elf::ELFDATA2LSB.0 {
         return Err(bad("not a 64-bit little-endian ELF file (built for another architecture)"));
     }
-    let machine = u16_at(&header, 18);
-    let (phoff, phentsize, phnum) =
-        (u64_at(&header, 32), u64::from(u16_at(&header, 54)), u64::from(u16_at(&header, 56)));
-    let (shoff, shentsize, shnum) =
-        (u64_at(&header, 40), u64::from(u16_at(&header, 58)), u64::from(u16_at(&header, 60)));
-    let from_segments =
-        if phnum > 0 && phentsize >= 56 { from_program_headers(&mut file, phoff, phentsize, phnum)? } else { None };
-    let (dynamic, strtab) = match from_segments {
+    let header = FileHeader64::<Endianness>::parse(data).map_err(damaged)?;
+    let endian = header.endian().map_err(damaged)?;
+    let (dynamic, strings) = match from_segments(header, endian, data)? {
         Some(tables) => tables,
-        None => from_section_headers(&mut file, shoff, shentsize, shnum)?,
+        None => from_sections(header, endian, data)?,
     };
-    let mut out = Dynamic { machine, ..Dynamic::default() };
-    let string = |offset: u64| -> Result<String, ElfError> {
-        let start = usize::try_from(offset)
-            .ok()
-            .filter(|&s| s < strtab.len())
-            .ok_or_else(|| bad("a string offset is outside the string table"))?;
-        let end = strtab[start..].iter().position(|&b| b == 0).map_or(strtab.len(), |p| start + p);
-        Ok(String::from_utf8_lossy(&strtab[start..end]).into_owned())
-    };
-    for entry in dynamic.chunks_exact(16) {
-        let (tag, value) = (u64_at(entry, 0), u64_at(entry, 8));
+    let mut out = Dynamic { machine: header.e_machine(endian).0, ..Dynamic::default() };
+    for entry in dynamic {
+        let tag = entry.tag(endian);
+        if tag == elf::DT_NULL {
+            break;
+        }
+        if !entry.is_string(endian) {
+            continue;
+        }
+        let text = entry.string(endian, strings).map_err(|_| bad("a string offset is outside the string table"))?;
+        let text = String::from_utf8_lossy(text).into_owned();
+        let folders = || text.split(':').filter(|s| !s.is_empty()).map(str::to_owned).collect::<Vec<_>>();
         match tag {
-            DT_NULL => break,
-            DT_NEEDED => out.needed.push(string(value)?),
-            DT_SONAME => out.soname = Some(string(value)?),
-            DT_RPATH => out.rpath.extend(string(value)?.split(':').filter(|s| !s.is_empty()).map(str::to_owned)),
-            DT_RUNPATH => out.runpath.extend(string(value)?.split(':').filter(|s| !s.is_empty()).map(str::to_owned)),
+            elf::DT_NEEDED => out.needed.push(text.clone()),
+            elf::DT_SONAME => out.soname = Some(text.clone()),
+            elf::DT_RPATH => out.rpath.extend(folders()),
+            elf::DT_RUNPATH => out.runpath.extend(folders()),
             _ => {}
         }
     }
     Ok(out)
 }
 
-type Tables = (Vec<u8>, Vec<u8>);
-
-fn from_program_headers(file: &mut File, off: u64, entsize: u64, num: u64) -> Result<Option<Tables>, ElfError> {
-    let table = read_at(file, off, entsize * num)?;
-    let headers: Vec<&[u8]> = table.chunks_exact(entsize as usize).collect();
-    let Some(dynamic) = headers.iter().find(|h| u32_at(h, 0) == PT_DYNAMIC) else { return Ok(None) };
-    let dynamic = read_at(file, u64_at(dynamic, 8), u64_at(dynamic, 32))?;
-    let mut strtab_addr = None;
-    let mut strsz = None;
-    for entry in dynamic.chunks_exact(16) {
-        match u64_at(entry, 0) {
-            DT_NULL => break,
-            DT_STRTAB => strtab_addr = Some(u64_at(entry, 8)),
-            DT_STRSZ => strsz = Some(u64_at(entry, 8)),
+/// The dynamic table and its strings through the program headers, as the loader reads them.
+fn from_segments<'a>(
+    header: &FileHeader64<Endianness>,
+    endian: Endianness,
+    data: Data<'a>,
+) -> Result<Option<Tables<'a>>, ElfError> {
+    let segments = header.program_headers(endian, data).map_err(damaged)?;
+    let mut dynamic = None;
+    for segment in segments {
+        if let Some(table) = segment.dynamic(endian, data).map_err(damaged)? {
+            dynamic = Some(table);
+            break;
+        }
+    }
+    let Some(dynamic) = dynamic else { return Ok(None) };
+    let mut address = None;
+    let mut size = None;
+    for entry in dynamic.iter().take_while(|e| e.tag(endian) != elf::DT_NULL) {
+        match entry.tag(endian) {
+            elf::DT_STRTAB => address = Some(entry.val(endian)),
+            elf::DT_STRSZ => size = Some(entry.val(endian)),
             _ => {}
         }
     }
-    let (Some(addr), Some(size)) = (strtab_addr, strsz) else {
+    let (Some(address), Some(size)) = (address, size) else {
         return Err(bad("the dynamic section has no string table"));
     };
     // Virtual address → file offset, through the loadable segment that holds it.
-    let offset = headers
+    let offset = segments
         .iter()
-        .filter(|h| u32_at(h, 0) == PT_LOAD)
-        .find(|h| addr >= u64_at(h, 16) && addr - u64_at(h, 16) < u64_at(h, 32))
-        .map(|h| addr - u64_at(h, 16) + u64_at(h, 8))
+        .filter(|s| s.p_type(endian) == elf::PT_LOAD)
+        .find(|s| address >= s.p_vaddr(endian) && address - s.p_vaddr(endian) < s.p_filesz(endian))
+        .map(|s| address - s.p_vaddr(endian) + s.p_offset(endian))
         .ok_or_else(|| bad("the string table is outside every loadable segment"))?;
-    Ok(Some((dynamic, read_at(file, offset, size)?)))
+    let end = offset.checked_add(size).ok_or_else(|| bad("the string table's size overflows"))?;
+    Ok(Some((dynamic, StringTable::new(data, offset, end))))
 }
 
-fn from_section_headers(file: &mut File, off: u64, entsize: u64, num: u64) -> Result<Tables, ElfError> {
-    if num == 0 || entsize < 64 {
+/// The dynamic table and its strings through the section headers.
+fn from_sections<'a>(
+    header: &FileHeader64<Endianness>,
+    endian: Endianness,
+    data: Data<'a>,
+) -> Result<Tables<'a>, ElfError> {
+    let sections = header.sections(endian, data).map_err(damaged)?;
+    let Some((dynamic, link)) = sections.dynamic(endian, data).map_err(damaged)? else {
         return Err(bad("no dynamic section (a static executable, or not a shared library)"));
-    }
-    let table = read_at(file, off, entsize * num)?;
-    let sections: Vec<&[u8]> = table.chunks_exact(entsize as usize).collect();
-    let dynamic = sections
-        .iter()
-        .find(|s| u32_at(s, 4) == SHT_DYNAMIC)
-        .ok_or_else(|| bad("no dynamic section (a static executable, or not a shared library)"))?;
-    let link = u32_at(dynamic, 40) as usize;
-    let strings = sections.get(link).ok_or_else(|| bad("the dynamic section links to no string table"))?;
-    let dynamic_bytes = read_at(file, u64_at(dynamic, 24), u64_at(dynamic, 32))?;
-    let string_bytes = read_at(file, u64_at(strings, 24), u64_at(strings, 32))?;
-    Ok((dynamic_bytes, string_bytes))
+    };
+    let strings =
+        sections.strings(endian, data, link).map_err(|_| bad("the dynamic section links to no string table"))?;
+    Ok((dynamic, strings))
 }
 
 #[cfg(test)]
