@@ -283,33 +283,7 @@ impl Value<'static> {
         if expected != strings.len() {
             return Err(Error::DataLength { shape: shape.to_vec(), expected, got: strings.len() });
         }
-        let owned: Vec<CString> = strings
-            .iter()
-            .enumerate()
-            .map(|(index, s)| {
-                CString::new(s.as_ref()).map_err(|_| Error::InvalidString { index, why: "contains a NUL byte" })
-            })
-            .collect::<Result<_>>()?;
-        let pointers: Vec<*const std::ffi::c_char> = owned.iter().map(|s| s.as_ptr()).collect();
-        let api = api()?;
-        let allocator = default_allocator()?;
-        let mut raw = std::ptr::null_mut();
-        // SAFETY: shape pointer/length describe a live slice; the allocator is ORT's default.
-        unsafe {
-            ort!(
-                api,
-                CreateTensorAsOrtValue(allocator, shape.as_ptr(), shape.len(), ElementType::String.to_raw(), &mut raw)
-            )
-        }?;
-        // SAFETY: on success `raw` is a new value we own.
-        let raw = unsafe { Owned::from_raw(raw) }?;
-        // SAFETY: `pointers` holds `len` NUL-terminated strings alive for the call; ORT copies them.
-        unsafe { ort!(api, FillStringTensor(raw.as_ptr(), pointers.as_ptr(), pointers.len())) }?;
-        Ok(Value::new(
-            raw,
-            None,
-            Some(TensorMeta { element_type: ElementType::String, shape: Shape::from_slice(shape) }),
-        ))
+        string_tensor(shape, strings.iter().map(|s| s.as_ref().as_bytes().to_vec()))
     }
 
     /// A sequence of tensors (all of one element type, as ONNX requires).
@@ -761,4 +735,31 @@ impl Value<'_> {
         ArrayD::from_shape_vec(IxDyn(&shape), host)
             .map_err(|e| Error::InvalidArgument { what: "tensor shape".into(), why: e.to_string() })
     }
+}
+
+/// A new string tensor of `shape` holding `strings` (bytes as ORT stores them; the caller has
+/// checked that there are as many as the shape holds). Used by [`Value::from_strings`] and by the
+/// copy of a string output that aliased an input.
+pub(crate) fn string_tensor(shape: &[i64], strings: impl IntoIterator<Item = Vec<u8>>) -> Result<Value<'static>> {
+    let owned: Vec<CString> = strings
+        .into_iter()
+        .enumerate()
+        .map(|(index, s)| CString::new(s).map_err(|_| Error::InvalidString { index, why: "contains a NUL byte" }))
+        .collect::<Result<_>>()?;
+    let pointers: Vec<*const std::ffi::c_char> = owned.iter().map(|s| s.as_ptr()).collect();
+    let api = api()?;
+    let allocator = default_allocator()?;
+    let mut raw = std::ptr::null_mut();
+    // SAFETY: shape pointer/length describe a live slice; the allocator is ORT's default.
+    unsafe {
+        ort!(
+            api,
+            CreateTensorAsOrtValue(allocator, shape.as_ptr(), shape.len(), ElementType::String.to_raw(), &mut raw)
+        )
+    }?;
+    // SAFETY: on success `raw` is a new value we own.
+    let raw = unsafe { Owned::from_raw(raw) }?;
+    // SAFETY: `pointers` holds `len` NUL-terminated strings alive for the call; ORT copies them.
+    unsafe { ort!(api, FillStringTensor(raw.as_ptr(), pointers.as_ptr(), pointers.len())) }?;
+    Ok(Value::new(raw, None, Some(TensorMeta { element_type: ElementType::String, shape: Shape::from_slice(shape) })))
 }

@@ -6,7 +6,7 @@
 //! themselves. Shared memory is either copied here ([`Value::detached`]) or marked read-only
 //! ([`Value::shared`]) and tied by a lifetime to what it shares; see RELIABILITY.md (soundness).
 
-use std::ffi::{c_void, CString};
+use std::ffi::c_void;
 
 use smallvec::SmallVec;
 
@@ -75,7 +75,7 @@ impl<'a> Value<'a> {
         }
         let info = self.tensor_meta()?.clone();
         if info.element_type == ElementType::String {
-            return string_copy(&info.shape, self.string_bytes()?);
+            return super::string_tensor(&info.shape, self.string_bytes()?);
         }
         let bytes = info
             .len()
@@ -126,31 +126,6 @@ impl<'a> Value<'a> {
         unsafe { std::ptr::write_bytes(data.cast::<u8>(), 0, bytes) };
         Ok(())
     }
-}
-
-/// A new string tensor holding `strings` (bytes as ORT stores them).
-fn string_copy(shape: &[i64], strings: Vec<Vec<u8>>) -> Result<Value<'static>> {
-    let owned: Vec<CString> = strings
-        .into_iter()
-        .enumerate()
-        .map(|(index, s)| CString::new(s).map_err(|_| Error::InvalidString { index, why: "contains a NUL byte" }))
-        .collect::<Result<_>>()?;
-    let pointers: Vec<*const std::ffi::c_char> = owned.iter().map(|s| s.as_ptr()).collect();
-    let api = api()?;
-    let allocator = default_allocator()?;
-    let mut raw = std::ptr::null_mut();
-    // SAFETY: the shape slice is live; the allocator is ORT's default.
-    unsafe {
-        ort!(
-            api,
-            CreateTensorAsOrtValue(allocator, shape.as_ptr(), shape.len(), ElementType::String.to_raw(), &mut raw)
-        )
-    }?;
-    // SAFETY: on success we own the value.
-    let raw = unsafe { Owned::from_raw(raw) }?;
-    // SAFETY: `pointers` holds NUL-terminated strings alive for the call; ORT copies them.
-    unsafe { ort!(api, FillStringTensor(raw.as_ptr(), pointers.as_ptr(), pointers.len())) }?;
-    Ok(Value::new(raw, None, None))
 }
 
 /// Replaces each output that shares memory with an input (its data starts inside an input's
