@@ -737,6 +737,21 @@ impl Value<'_> {
     }
 }
 
+/// A new tensor of `shape` and `element_type` in ORT's default allocator (host memory, not yet
+/// written: callers fill it before anyone can read it).
+pub(crate) fn allocated_tensor(shape: &[i64], element_type: ElementType) -> Result<Owned<OrtValue>> {
+    let api = api()?;
+    let allocator = default_allocator()?;
+    let mut raw = std::ptr::null_mut();
+    // SAFETY: shape pointer/length describe a live slice; the allocator is ORT's default
+    // (process lifetime); the out-pointer is valid.
+    unsafe {
+        ort!(api, CreateTensorAsOrtValue(allocator, shape.as_ptr(), shape.len(), element_type.to_raw(), &mut raw))
+    }?;
+    // SAFETY: on success `raw` is a new value we own.
+    unsafe { Owned::from_raw(raw) }
+}
+
 /// A new string tensor of `shape` holding `strings` (bytes as ORT stores them; the caller has
 /// checked that there are as many as the shape holds). Used by [`Value::from_strings`] and by the
 /// copy of a string output that aliased an input.
@@ -748,17 +763,7 @@ pub(crate) fn string_tensor(shape: &[i64], strings: impl IntoIterator<Item = Vec
         .collect::<Result<_>>()?;
     let pointers: Vec<*const std::ffi::c_char> = owned.iter().map(|s| s.as_ptr()).collect();
     let api = api()?;
-    let allocator = default_allocator()?;
-    let mut raw = std::ptr::null_mut();
-    // SAFETY: shape pointer/length describe a live slice; the allocator is ORT's default.
-    unsafe {
-        ort!(
-            api,
-            CreateTensorAsOrtValue(allocator, shape.as_ptr(), shape.len(), ElementType::String.to_raw(), &mut raw)
-        )
-    }?;
-    // SAFETY: on success `raw` is a new value we own.
-    let raw = unsafe { Owned::from_raw(raw) }?;
+    let raw = allocated_tensor(shape, ElementType::String)?;
     // SAFETY: `pointers` holds `len` NUL-terminated strings alive for the call; ORT copies them.
     unsafe { ort!(api, FillStringTensor(raw.as_ptr(), pointers.as_ptr(), pointers.len())) }?;
     Ok(Value::new(raw, None, Some(TensorMeta { element_type: ElementType::String, shape: Shape::from_slice(shape) })))

@@ -432,6 +432,11 @@ pub const MAX_BYTES: u64 = 10_000_000;
 /// A manifest with one archive distribution of root [`ROOT`] at `url`, pinned to `sha256` (empty:
 /// unpinned), capped at `max_bytes`.
 pub fn manifest(url: &str, sha256: &str, max_bytes: u64) -> Manifest {
+    manifest_with(url, sha256, max_bytes, "")
+}
+
+/// [`manifest`] with `extra` lines appended to its one distribution (e.g. `unpacked_bytes = 10`).
+pub fn manifest_with(url: &str, sha256: &str, max_bytes: u64, extra: &str) -> Manifest {
     let text = format!(
         r#"schema = 1
 default = "{DIST}"
@@ -450,36 +455,8 @@ root = "{ROOT}"
 library = "lib/libonnxruntime.so.1.16.2"
 providers = []
 headers = ["include/onnxruntime_c_api.h"]
-"#
-    );
-    Manifest::parse(&text).expect("the test manifest parses")
-}
-
-/// [`manifest`] with `extra` lines appended to its one distribution (e.g. `unpacked_bytes = 10`).
-pub fn manifest_with(url: &str, sha256: &str, max_bytes: u64, extra: &str) -> Manifest {
-    let base = manifest(url, sha256, max_bytes);
-    let dist = base.dist(DIST).expect("the test dist");
-    let text = format!(
-        r#"schema = 1
-default = "{DIST}"
-
-[[dist]]
-name = "{DIST}"
-description = "synthetic archive served by the test server"
-ort_version = "1.16.2"
-api_version = 16
-target = "x86_64-unknown-linux-gnu"
-kind = "archive"
-url = "{url}"
-sha256 = "{sha256}"
-max_bytes = {max_bytes}
-root = "{ROOT}"
-library = "{}"
-providers = []
-headers = ["include/onnxruntime_c_api.h"]
 {extra}
-"#,
-        dist.library
+"#
     );
     Manifest::parse(&text).expect("the test manifest parses")
 }

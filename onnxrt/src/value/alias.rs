@@ -16,7 +16,6 @@ use crate::api::api;
 use crate::element::ElementType;
 use crate::error::{Error, Result};
 use crate::handle::Owned;
-use crate::memory::default_allocator;
 use crate::status::ort;
 use crate::value::{Value, ValueKind};
 
@@ -82,23 +81,7 @@ impl<'a> Value<'a> {
             .checked_mul(info.element_type.size())
             .ok_or_else(|| Error::BadShape { shape: info.shape.to_vec(), why: "byte size overflows" })?;
         let api = api()?;
-        let allocator = default_allocator()?;
-        let mut raw = std::ptr::null_mut();
-        // SAFETY: the allocator is ORT's default (process lifetime); the shape slice is live.
-        unsafe {
-            ort!(
-                api,
-                CreateTensorAsOrtValue(
-                    allocator,
-                    info.shape.as_ptr(),
-                    info.shape.len(),
-                    info.element_type.to_raw(),
-                    &mut raw
-                )
-            )
-        }?;
-        // SAFETY: on success we own the new value.
-        let copy = Value::new(unsafe { Owned::from_raw(raw) }?, None, Some(info));
+        let copy = Value::new(super::allocated_tensor(&info.shape, info.element_type)?, None, Some(info));
         if bytes > 0 {
             let source = self.host_data()?;
             let mut target: *mut c_void = std::ptr::null_mut();
