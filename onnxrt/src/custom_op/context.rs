@@ -82,9 +82,9 @@ impl<'a> KernelContext<'a> {
     /// Input `index` as a view of `T`.
     ///
     /// # Errors
-    /// [`Error::ReadTypeMismatch`] if the input holds another element type;
-    /// [`Error::InvalidArgument`] if `index` is out of range or the input was left out (read
-    /// optional inputs with [`optional_input`](KernelContext::optional_input)).
+    /// [`Error::InvalidArgument`] if the input holds another element type, if `index` is out of
+    /// range, or if the node left the input out (read optional inputs with
+    /// [`optional_input`](KernelContext::optional_input)).
     ///
     /// Corresponds to `OrtApi::KernelContext_GetInput`.
     #[doc(alias = "KernelContext_GetInput")]
@@ -106,10 +106,9 @@ impl<'a> KernelContext<'a> {
         };
         let meta = tensor_meta(api, value)?;
         if meta.element_type != T::TYPE {
-            return Err(Error::ReadTypeMismatch {
-                name: Some(format!("input {index} of `{}`", self.label)),
-                holds: meta.element_type,
-                requested: T::TYPE,
+            return Err(Error::InvalidArgument {
+                what: format!("input {index} of `{}` read as {}", self.label, T::TYPE),
+                why: format!("it holds {} elements", meta.element_type),
             });
         }
         let shape: SmallVec<[usize; 6]> = meta.shape.iter().map(|&d| d.max(0) as usize).collect();
@@ -171,7 +170,7 @@ impl<'a> KernelContext<'a> {
         let meta = tensor_meta(api, value)?;
         if meta.element_type != T::TYPE {
             return Err(Error::ElementTypeMismatch {
-                name: format!("output {index} of `{}`", self.label),
+                name: format!("output {index} of {}", self.label),
                 expected: meta.element_type,
                 got: T::TYPE,
                 hint: String::new(),

@@ -45,7 +45,8 @@ impl<'a> KernelInfo<'a> {
         let (api, name_c) = self.prepare(name)?;
         let mut value = 0i64;
         // SAFETY: `self.raw` is live (see `new`); `name_c` is NUL-terminated; out-pointer valid.
-        let read = unsafe { crate::status::ort!(api, KernelInfoGetAttribute_int64(self.raw, name_c.as_ptr(), &mut value)) };
+        let read =
+            unsafe { crate::status::ort!(api, KernelInfoGetAttribute_int64(self.raw, name_c.as_ptr(), &mut value)) };
         read.map_err(|e| self.attribute_error(name, "int", e))?;
         Ok(value)
     }
@@ -61,7 +62,8 @@ impl<'a> KernelInfo<'a> {
         let (api, name_c) = self.prepare(name)?;
         let mut value = 0f32;
         // SAFETY: as in `attribute_i64`.
-        let read = unsafe { crate::status::ort!(api, KernelInfoGetAttribute_float(self.raw, name_c.as_ptr(), &mut value)) };
+        let read =
+            unsafe { crate::status::ort!(api, KernelInfoGetAttribute_float(self.raw, name_c.as_ptr(), &mut value)) };
         read.map_err(|e| self.attribute_error(name, "float", e))?;
         Ok(value)
     }
@@ -75,7 +77,8 @@ impl<'a> KernelInfo<'a> {
     #[doc(alias = "KernelInfoGetAttribute_string")]
     pub fn attribute_string(&self, name: &str) -> Result<String> {
         let (api, _) = self.prepare(name)?;
-        let getter = api.ort.KernelInfoGetAttribute_string.ok_or_else(|| Error::missing("KernelInfoGetAttribute_string"))?;
+        let getter =
+            api.ort.KernelInfoGetAttribute_string.ok_or_else(|| Error::missing("KernelInfoGetAttribute_string"))?;
         let mut bytes: Vec<c_char> = self.sized(name, "string", "KernelInfoGetAttribute_string", getter)?;
         // The size ORT reports counts the terminating NUL.
         if bytes.last() == Some(&0) {
@@ -94,8 +97,10 @@ impl<'a> KernelInfo<'a> {
     #[doc(alias = "KernelInfoGetAttributeArray_int64")]
     pub fn attribute_i64s(&self, name: &str) -> Result<Vec<i64>> {
         let (api, _) = self.prepare(name)?;
-        let getter =
-            api.ort.KernelInfoGetAttributeArray_int64.ok_or_else(|| Error::missing("KernelInfoGetAttributeArray_int64"))?;
+        let getter = api
+            .ort
+            .KernelInfoGetAttributeArray_int64
+            .ok_or_else(|| Error::missing("KernelInfoGetAttributeArray_int64"))?;
         self.sized(name, "ints", "KernelInfoGetAttributeArray_int64", getter)
     }
 
@@ -108,8 +113,10 @@ impl<'a> KernelInfo<'a> {
     #[doc(alias = "KernelInfoGetAttributeArray_float")]
     pub fn attribute_f32s(&self, name: &str) -> Result<Vec<f32>> {
         let (api, _) = self.prepare(name)?;
-        let getter =
-            api.ort.KernelInfoGetAttributeArray_float.ok_or_else(|| Error::missing("KernelInfoGetAttributeArray_float"))?;
+        let getter = api
+            .ort
+            .KernelInfoGetAttributeArray_float
+            .ok_or_else(|| Error::missing("KernelInfoGetAttributeArray_float"))?;
         self.sized(name, "floats", "KernelInfoGetAttributeArray_float", getter)
     }
 
@@ -153,11 +160,15 @@ impl<'a> KernelInfo<'a> {
         let name_c = CString::new(name).map_err(|_| Error::nul("attribute name", name))?;
         let mut size = 0usize;
         // SAFETY: `self.raw` is live; a null `out` asks ORT only for the size.
-        let asked = unsafe { crate::status::check(function, getter(self.raw, name_c.as_ptr(), std::ptr::null_mut(), &mut size)) };
+        let asked = unsafe {
+            crate::status::check(function, getter(self.raw, name_c.as_ptr(), std::ptr::null_mut(), &mut size))
+        };
         asked.map_err(|e| self.attribute_error(name, kind, e))?;
         let mut values = vec![T::default(); size];
         // SAFETY: `values` has room for the `size` elements ORT reported for this attribute.
-        let read = unsafe { crate::status::check(function, getter(self.raw, name_c.as_ptr(), values.as_mut_ptr(), &mut size)) };
+        let read = unsafe {
+            crate::status::check(function, getter(self.raw, name_c.as_ptr(), values.as_mut_ptr(), &mut size))
+        };
         read.map_err(|e| self.attribute_error(name, kind, e))?;
         values.truncate(size);
         Ok(values)

@@ -53,6 +53,12 @@
 //! at the boundary and never unwind into ONNX Runtime; the session stays usable for the next run
 //! (the kernel itself is not reset: a kernel with interior state must keep it consistent).
 //!
+//! **Element types.** Inputs and outputs declare their element type ([`IoSpec`]); ONNX Runtime
+//! checks the model against them when the session is made. A model that feeds a declared-`f32`
+//! input another type fails there, with ORT's words for it (ORT 1.16.2: `Node () output arg (y)
+//! type inference failed`, an [`Error::Ort`](crate::Error::Ort)). Inside the kernel, reading or
+//! writing a tensor as another type than it holds is an error, never a reinterpretation.
+//!
 //! **Threads.** ONNX Runtime creates one kernel per node and calls [`Kernel::compute`] on it from
 //! whichever thread runs the session, from several threads at once when several runs are in
 //! flight (concurrent [`Session::run`](crate::Session::run) calls, `run_async`); kernels are
@@ -82,11 +88,11 @@ mod context;
 mod domain;
 mod info;
 
+pub(crate) use callbacks::recognise;
 pub use context::KernelContext;
 pub use domain::OpDomain;
 pub(crate) use domain::{register, Registered};
 pub use info::KernelInfo;
-pub(crate) use callbacks::recognise;
 
 use crate::element::ElementType;
 
