@@ -351,13 +351,14 @@ fn variadic_and_optional_inputs() {
 
 // ---- threads and lifetimes ----
 
-/// `y = x + 1`, counting its computes, kernels and drops.
+/// `y = x + 1` after sleeping `sleep_ms` (attribute, default 0), counting computes and drops.
 struct Counted {
     computes: Arc<AtomicUsize>,
     dropped: Arc<Mutex<Vec<&'static str>>>,
 }
 
 struct CountedKernel {
+    sleep: std::time::Duration,
     computes: Arc<AtomicUsize>,
     dropped: Arc<Mutex<Vec<&'static str>>>,
 }
@@ -385,13 +386,15 @@ impl CustomOp for Counted {
     fn outputs(&self) -> Vec<IoSpec> {
         vec![IoSpec::tensor(ElementType::F32)]
     }
-    fn create_kernel(&self, _info: &KernelInfo<'_>) -> OpResult<CountedKernel> {
-        Ok(CountedKernel { computes: Arc::clone(&self.computes), dropped: Arc::clone(&self.dropped) })
+    fn create_kernel(&self, info: &KernelInfo<'_>) -> OpResult<CountedKernel> {
+        let sleep = std::time::Duration::from_millis(info.attribute_i64("sleep_ms").unwrap_or(0) as u64);
+        Ok(CountedKernel { sleep, computes: Arc::clone(&self.computes), dropped: Arc::clone(&self.dropped) })
     }
 }
 
 impl Kernel for CountedKernel {
     fn compute(&self, ctx: &KernelContext<'_>) -> OpResult {
+        std::thread::sleep(self.sleep);
         let x = ctx.input::<f32>(0)?;
         ctx.output::<f32>(0, x.shape())?.zip_mut_with(&x, |y, &x| *y = x + 1.0);
         self.computes.fetch_add(1, Ordering::SeqCst);
@@ -400,8 +403,12 @@ impl Kernel for CountedKernel {
 }
 
 fn add_one_model() -> Vec<u8> {
+    add_one_model_with(&[])
+}
+
+fn add_one_model_with(attributes: &[Vec<u8>]) -> Vec<u8> {
     model(
-        proto::domain_node(DOMAIN, "AddOne", &["x"], &["y"], &[]),
+        proto::domain_node(DOMAIN, "AddOne", &["x"], &["y"], attributes),
         vec![],
         &[("x", proto::FLOAT, &[3])],
         &[("y", proto::FLOAT, &[3])],
@@ -452,6 +459,27 @@ fn the_session_keeps_its_operators_alive_after_builder_and_domain_are_dropped() 
     // ORT destroys the kernel when the session is released, then the session drops the op.
     assert_eq!(*dropped.lock().expect("lock"), ["kernel", "op"]);
     assert_eq!(computes.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn a_session_dropped_during_an_async_run_releases_its_operators_after_the_run() {
+    let dropped: Arc<Mutex<Vec<&'static str>>> = Arc::default();
+    let op = Counted { computes: Arc::default(), dropped: Arc::clone(&dropped) };
+    let session = builder()
+        .custom_ops(OpDomain::new(DOMAIN).with(op))
+        .commit_from_memory(&add_one_model_with(&[proto::int_attribute("sleep_ms", 300)]))
+        .expect("session");
+    let run = session.run_async([("x", f32s(&[1.0, 2.0, 3.0]))], &["y"]).expect("started");
+    drop(session); // the release moves to a thread that waits for the run
+    assert!(dropped.lock().expect("lock").is_empty(), "the kernel is computing");
+    let runtime = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
+    let outputs = runtime.block_on(run).expect("the run ends normally");
+    assert_eq!(outputs.get("y").expect("y").view::<f32>().expect("f32").as_slice(), Some(&[2.0f32, 3.0, 4.0][..]));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while dropped.lock().expect("lock").len() < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(*dropped.lock().expect("lock"), ["kernel", "op"]);
 }
 
 #[test]
