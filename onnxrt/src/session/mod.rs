@@ -184,8 +184,11 @@ impl std::fmt::Debug for Session {
     }
 }
 
+/// Inputs, outputs, input names and output names (as C strings) of a model.
+type DescribedIo = (Vec<ValueInfo>, Vec<ValueInfo>, Vec<CString>, Vec<CString>);
+
 /// The model's inputs and outputs, with their names as C strings.
-fn describe_io(raw: &Owned<OrtSession>) -> Result<(Vec<ValueInfo>, Vec<ValueInfo>, Vec<CString>, Vec<CString>)> {
+fn describe_io(raw: &Owned<OrtSession>) -> Result<DescribedIo> {
     let inputs = info::describe(raw.as_ptr(), info::Side::Input)?;
     let outputs = info::describe(raw.as_ptr(), info::Side::Output)?;
     let c_names = |infos: &[ValueInfo]| -> Result<Vec<CString>> {
