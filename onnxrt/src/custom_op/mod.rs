@@ -55,8 +55,9 @@
 //!
 //! **Element types.** Inputs and outputs declare their element type ([`IoSpec`]); ONNX Runtime
 //! checks the model against them when the session is made. A model that feeds a declared-`f32`
-//! input another type fails there, with ORT's words for it (ORT 1.16.2: `Node () output arg (y)
-//! type inference failed`, an [`Error::Ort`](crate::Error::Ort)). Inside the kernel, reading or
+//! input another type fails there with an [`Error::Ort`](crate::Error::Ort) in ORT's words
+//! (1.16.2: `Node () output arg (y) type inference failed`; 1.30: `Type 'tensor(int64)' of input
+//! parameter (x) of operator (Scale) in node () is invalid`). Inside the kernel, reading or
 //! writing a tensor as another type than it holds is an error, never a reinterpretation.
 //!
 //! **Threads.** ONNX Runtime creates one kernel per node and calls [`Kernel::compute`] on it from
