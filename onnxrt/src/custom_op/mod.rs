@@ -3,12 +3,12 @@
 //!
 //! Implement [`CustomOp`] (the operator's name, its inputs and outputs, how to make a kernel for
 //! one node from the node's attributes) and [`Kernel`] (the computation), put the operators of one
-//! ONNX domain in an [`OpDomain`], and hand it to [`SessionBuilder::custom_ops`]. The model names
+//! ONNX domain in an [`OpDomain`], and hand it to [`SessionBuilder::custom_ops`](crate::SessionBuilder::custom_ops). The model names
 //! the operator as `domain::Name` in a node and imports the domain in its `opset_import`.
 //!
 //! Use this for a missing operator or a fused post-processing step that must live inside the
 //! graph; for operators already in a compiled shared library, use
-//! [`SessionBuilder::custom_op_library`] instead.
+//! [`SessionBuilder::custom_op_library`](crate::SessionBuilder::custom_op_library) instead.
 //!
 //! ```
 //! use onnxrt::custom_op::{CustomOp, IoSpec, Kernel, KernelContext, KernelInfo, OpDomain, OpResult};
