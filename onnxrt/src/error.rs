@@ -400,6 +400,20 @@ pub enum Error {
         /// What is wrong and what is allowed.
         why: String,
     },
+
+    /// A Rust custom operator ([`crate::custom_op`]) returned an error or panicked, while its
+    /// kernel was made (session creation) or while it computed (a run).
+    #[error("custom operator `{op}` {}: {message} (in ONNX Runtime {function})", if *panicked { "panicked" } else { "failed" })]
+    CustomOp {
+        /// The operator, as `domain::Name`.
+        op: String,
+        /// Whether it panicked (the panic was caught) rather than returned an error.
+        panicked: bool,
+        /// The error's or the panic's message.
+        message: String,
+        /// The ORT call that failed (`CreateSession`, `Run`...).
+        function: &'static str,
+    },
 }
 
 impl fmt::Debug for Error {
@@ -440,6 +454,7 @@ impl Error {
             Error::Terminated { .. } => "Terminated",
             Error::AsyncNeedsThreadPool { .. } => "AsyncNeedsThreadPool",
             Error::InvalidArgument { .. } => "InvalidArgument",
+            Error::CustomOp { .. } => "CustomOp",
         }
     }
 

@@ -43,6 +43,7 @@ mod allocator;
 mod api;
 #[cfg(feature = "cuda")]
 mod cuda_runtime;
+pub mod custom_op;
 mod element;
 mod env;
 mod error;

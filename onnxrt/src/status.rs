@@ -34,6 +34,9 @@ pub(crate) unsafe fn check(function: &'static str, status: *mut OrtStatus) -> Re
 
 /// Gives the failures people act on their own variant.
 fn classify(function: &'static str, code: ErrorCode, message: String) -> Error {
+    if let Some(error) = crate::custom_op::recognise(function, &message) {
+        return error;
+    }
     let lower = message.to_ascii_lowercase();
     if lower.contains("out of memory")
         || lower.contains("failed to allocate memory")

@@ -205,7 +205,7 @@ fn check_element(info: &TensorMeta, wanted: ElementType, access: Access, name: O
 }
 
 /// Rust's `bool` may only hold 0 or 1; a model can produce other bytes in a bool tensor.
-fn check_bools(bytes: &[u8]) -> Result<()> {
+pub(crate) fn check_bools(bytes: &[u8]) -> Result<()> {
     match bytes.iter().position(|&b| b > 1) {
         None => Ok(()),
         Some(index) => Err(Error::InvalidArgument {

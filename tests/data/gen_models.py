@@ -312,6 +312,15 @@ def custom_add_one():
     return model(graph, opsets=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnxrt.test", 1)])
 
 
+def custom_scale():
+    """x -> Scale(x, factor=2.5) in the domain ai.onnxrt.example, implemented in Rust by the
+    example of onnxrt's custom_op module docs."""
+    node = helper.make_node("Scale", ["x"], ["y"], domain="ai.onnxrt.example", factor=2.5)
+    graph = helper.make_graph([node], "custom_scale", [tensor("x", TensorProto.FLOAT, ["N"])],
+                              [tensor("y", TensorProto.FLOAT, ["N"])])
+    return model(graph, opsets=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnxrt.example", 1)])
+
+
 def passthrough():
     # No nodes: every output is a graph input, which ORT returns as the input's own value (the
     # aliasing case of RELIABILITY.md's soundness section).
@@ -383,6 +392,7 @@ def main():
     save("opset_too_new.onnx", opset_too_new(), check=None)
     # The checker does not know the custom domain's schema.
     save("custom_add_one.onnx", custom_add_one(), check=None)
+    save("custom_scale.onnx", custom_scale(), check=None)
     truncated = add_bytes[: len(add_bytes) // 2]
     write("bad_truncated.onnx", truncated)
     print(f"{'bad_truncated.onnx':24} {len(truncated):7} bytes  first half of add_f32.onnx")

@@ -8,6 +8,8 @@ use std::sync::{Arc, OnceLock};
 use ndarray::Array2;
 use onnxrt::{Environment, Session, SessionBuilder};
 
+pub mod proto;
+
 /// The folder holding the committed test models (`tests/data/models`).
 pub fn models_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("data").join("models")

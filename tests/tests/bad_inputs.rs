@@ -18,7 +18,7 @@ use std::sync::Arc;
 use half::{bf16, f16};
 use ndarray::{Array2, ArrayView2};
 use onnxrt::{ElementType, Environment, Error, GlobalThreadPools, MemoryInfo, Result, RunOptions, Session, Value};
-use onnxrt_tests::{builder, mlp_input, model, session, TempDir};
+use onnxrt_tests::{builder, mlp_input, model, proto, session, TempDir};
 
 /// What a case must give.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,126 +136,6 @@ fn a_map() -> Value<'static> {
 
 fn a_string_tensor() -> Value<'static> {
     Value::from_strings(&[2], &["a", "b"]).expect("strings")
-}
-
-/// Small ONNX protobuf writer for the models no committed file holds.
-mod proto {
-    fn varint(mut v: u64, out: &mut Vec<u8>) {
-        while v >= 0x80 {
-            out.push((v as u8) | 0x80);
-            v >>= 7;
-        }
-        out.push(v as u8);
-    }
-
-    /// A varint field.
-    pub fn int(number: u64, value: u64, out: &mut Vec<u8>) {
-        varint(number << 3, out);
-        varint(value, out);
-    }
-
-    /// A length-delimited field (bytes, string or message).
-    pub fn bytes(number: u64, payload: &[u8], out: &mut Vec<u8>) {
-        varint((number << 3) | 2, out);
-        varint(payload.len() as u64, out);
-        out.extend_from_slice(payload);
-    }
-
-    /// `ValueInfoProto` of a tensor with fixed dims.
-    pub fn tensor_info(name: &str, elem_type: u64, dims: &[u64]) -> Vec<u8> {
-        let mut shape = Vec::new();
-        for &d in dims {
-            let mut dim = Vec::new();
-            int(1, d, &mut dim);
-            bytes(1, &dim, &mut shape);
-        }
-        let mut tensor = Vec::new();
-        int(1, elem_type, &mut tensor);
-        bytes(2, &shape, &mut tensor);
-        let mut type_proto = Vec::new();
-        bytes(1, &tensor, &mut type_proto);
-        let mut info = Vec::new();
-        bytes(1, name.as_bytes(), &mut info);
-        bytes(2, &type_proto, &mut info);
-        info
-    }
-
-    /// `NodeProto`.
-    pub fn node(op: &str, inputs: &[&str], outputs: &[&str], attributes: &[Vec<u8>]) -> Vec<u8> {
-        let mut node = Vec::new();
-        for i in inputs {
-            bytes(1, i.as_bytes(), &mut node);
-        }
-        for o in outputs {
-            bytes(2, o.as_bytes(), &mut node);
-        }
-        bytes(4, op.as_bytes(), &mut node);
-        for a in attributes {
-            bytes(5, a, &mut node);
-        }
-        node
-    }
-
-    /// `AttributeProto` `value` holding a tensor: `fields` are the TensorProto's data fields.
-    pub fn tensor_attribute(elem_type: u64, dims: &[u64], fields: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
-        let mut tensor = Vec::new();
-        for &d in dims {
-            int(1, d, &mut tensor);
-        }
-        int(2, elem_type, &mut tensor);
-        fields(&mut tensor);
-        let mut attribute = Vec::new();
-        bytes(1, b"value", &mut attribute);
-        bytes(5, &tensor, &mut attribute);
-        int(20, 4, &mut attribute); // type: TENSOR
-        attribute
-    }
-
-    /// `ModelProto` with one graph.
-    pub fn model(ir_version: u64, opset: u64, nodes: &[Vec<u8>], inputs: &[Vec<u8>], outputs: &[Vec<u8>]) -> Vec<u8> {
-        let mut graph = Vec::new();
-        for n in nodes {
-            bytes(1, n, &mut graph);
-        }
-        bytes(2, b"handmade", &mut graph);
-        for i in inputs {
-            bytes(11, i, &mut graph);
-        }
-        for o in outputs {
-            bytes(12, o, &mut graph);
-        }
-        let mut opset_id = Vec::new();
-        bytes(1, b"", &mut opset_id);
-        int(2, opset, &mut opset_id);
-        let mut m = Vec::new();
-        int(1, ir_version, &mut m);
-        bytes(2, b"onnxrt-tests", &mut m);
-        bytes(7, &graph, &mut m);
-        bytes(8, &opset_id, &mut m);
-        m
-    }
-
-    /// ONNX `TensorProto.DataType` codes used here.
-    pub const FLOAT: u64 = 1;
-    pub const STRING: u64 = 8;
-    pub const BOOL: u64 = 9;
-
-    /// A model with no inputs whose output `y` is a Constant holding `fields`.
-    pub fn constant(elem_type: u64, dims: &[u64], fields: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
-        let value = tensor_attribute(elem_type, dims, fields);
-        model(8, 17, &[node("Constant", &[], &["y"], &[value])], &[], &[tensor_info("y", elem_type, dims)])
-    }
-
-    /// `y = op(x)` on f32 [2].
-    pub fn unary(op: &str, ir_version: u64, opset: u64) -> Vec<u8> {
-        model(
-            ir_version,
-            opset,
-            &[node(op, &["x"], &["y"], &[])],
-            &[tensor_info("x", FLOAT, &[2])],
-            &[tensor_info("y", FLOAT, &[2])],
-        )
-    }
 }
 
 /// Deterministic pseudo-random bytes (xorshift), so the "random model" case is reproducible.

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use onnxrt_sys::OrtSessionOptions;
 
 use crate::api::api;
+use crate::custom_op::{self, OpDomain};
 use crate::env::{Environment, LogLevel};
 use crate::error::{Error, Result};
 use crate::handle::Owned;
@@ -95,6 +96,7 @@ pub struct SessionBuilder {
     config: Vec<(String, String)>,
     free_dimensions: Vec<(String, i64)>,
     custom_op_libraries: Vec<PathBuf>,
+    op_domains: Vec<OpDomain>,
     global_thread_pools: bool,
     deterministic: bool,
     max_async_runs: usize,
@@ -125,6 +127,7 @@ impl SessionBuilder {
             config: Vec::new(),
             free_dimensions: Vec::new(),
             custom_op_libraries: Vec::new(),
+            op_domains: Vec::new(),
             global_thread_pools: false,
             deterministic: false,
             max_async_runs: DEFAULT_MAX_ASYNC_RUNS,
@@ -256,6 +259,16 @@ impl SessionBuilder {
         self
     }
 
+    /// Adds operators written in Rust (see [`crate::custom_op`]). The session keeps the domain
+    /// alive for as long as it lives.
+    ///
+    /// Corresponds to `OrtApi::AddCustomOpDomain`.
+    #[doc(alias = "AddCustomOpDomain")]
+    pub fn custom_ops(mut self, domain: OpDomain) -> Self {
+        self.op_domains.push(domain);
+        self
+    }
+
     /// Asks ORT for deterministic kernels (same output bits on every run, at some speed cost).
     /// Needs ONNX Runtime 1.17 or newer: on older runtimes `commit_from_*` returns
     /// [`Error::Unsupported`] instead of silently ignoring the request.
@@ -293,15 +306,16 @@ impl SessionBuilder {
         let path_c = CString::new(path.as_os_str().as_encoded_bytes())
             .map_err(|_| Error::nul("model path", &path.display().to_string()))?;
         let asyncs = self.async_settings();
-        let (env, options, prepared) = self.prepare()?;
+        let (env, options, prepared, custom_ops) = self.prepare()?;
         let api = api()?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: env and options are live; the path is NUL-terminated and outlives the call.
         let created = unsafe { ort!(api, CreateSession(env.as_ptr(), path_c.as_ptr(), options.as_ptr(), &mut raw)) };
+        drop(options); // before `custom_ops`, which it points to (see custom_op::Registered)
         let created = created.map_err(|e| model_check::explain_file(prepared.explain(e, &env), path));
         created?;
         // SAFETY: on success we own the session.
-        Session::new(unsafe { Owned::from_raw(raw) }?, env, prepared, asyncs)
+        Session::new(unsafe { Owned::from_raw(raw) }?, env, prepared, asyncs, custom_ops)
     }
 
     /// Makes a session from model bytes (ORT copies them).
@@ -314,7 +328,7 @@ impl SessionBuilder {
     #[doc(alias = "CreateSessionFromArray")]
     pub fn commit_from_memory(self, model: &[u8]) -> Result<Session> {
         let asyncs = self.async_settings();
-        let (env, options, prepared) = self.prepare()?;
+        let (env, options, prepared, custom_ops) = self.prepare()?;
         let api = api()?;
         let mut raw = std::ptr::null_mut();
         // SAFETY: env and options are live; `model` is a live slice for the call.
@@ -324,13 +338,16 @@ impl SessionBuilder {
                 CreateSessionFromArray(env.as_ptr(), model.as_ptr().cast(), model.len(), options.as_ptr(), &mut raw)
             )
         };
+        drop(options); // before `custom_ops`, which it points to (see custom_op::Registered)
         created.map_err(|e| model_check::explain_bytes(prepared.explain(e, &env), model))?;
         // SAFETY: on success we own the session.
-        Session::new(unsafe { Owned::from_raw(raw) }?, env, prepared, asyncs)
+        Session::new(unsafe { Owned::from_raw(raw) }?, env, prepared, asyncs, custom_ops)
     }
 
-    /// Creates the ORT session options from the settings.
-    fn prepare(self) -> Result<(Arc<Environment>, Owned<OrtSessionOptions>, crate::providers::Prepared)> {
+    /// Creates the ORT session options from the settings, with the custom op domains they point to.
+    fn prepare(
+        self,
+    ) -> Result<(Arc<Environment>, Owned<OrtSessionOptions>, crate::providers::Prepared, custom_op::Registered)> {
         let env = match &self.env {
             Some(env) => Arc::clone(env),
             None => Environment::global()?,
@@ -444,6 +461,8 @@ impl SessionBuilder {
             unsafe { ort!(api, RegisterCustomOpsLibrary_V2(o, lib_c.as_ptr())) }?;
         }
         let prepared = crate::providers::append_all(api, &env, o, &self.providers, self.strict_gpu)?;
-        Ok((env, options, prepared))
+        // Last: nothing fails after it here, and the caller releases `options` before it.
+        let custom_ops = custom_op::register(api, o, &self.op_domains)?;
+        Ok((env, options, prepared, custom_ops))
     }
 }

@@ -76,6 +76,8 @@ pub(crate) struct Inner {
     pub(crate) gate: Arc<gate::Gate>,
     // As set on the builder (None with global thread pools): 1 leaves RunAsync no worker.
     pub(crate) intra_op_threads: Option<usize>,
+    // Rust custom operators ORT calls back into: released after the session (see `Drop`).
+    custom_ops: crate::custom_op::Registered,
 }
 
 impl Drop for Inner {
@@ -94,7 +96,8 @@ impl Drop for Inner {
             // the session (and keeps its environment) rather than block or deadlock.
             // The runs read the session's name strings too: they travel with it.
             let names = (std::mem::take(&mut self.input_names), std::mem::take(&mut self.output_names));
-            let held = ManuallyDrop::new(Handoff(raw, Arc::clone(&self.env), names));
+            let custom_ops = std::mem::take(&mut self.custom_ops);
+            let held = ManuallyDrop::new(Handoff(raw, Arc::clone(&self.env), names, custom_ops));
             let release = move || {
                 in_flight.wait_idle();
                 drop(ManuallyDrop::into_inner(held));
@@ -106,12 +109,14 @@ impl Drop for Inner {
     }
 }
 
-/// A session (with the environment it needs and the name strings its runs read) on its way to
-/// be released on another thread.
+/// A session (with the environment it needs, the name strings its runs read and the custom
+/// operators it calls) on its way to be released on another thread. Fields drop in order: the
+/// session first.
 struct Handoff(
     #[allow(dead_code)] Owned<OrtSession>,
     #[allow(dead_code)] Arc<Environment>,
     #[allow(dead_code)] (Vec<CString>, Vec<CString>),
+    #[allow(dead_code)] crate::custom_op::Registered,
 );
 
 // SAFETY: an OrtSession has no thread affinity (it is created, run and released on any thread;
@@ -179,6 +184,24 @@ impl std::fmt::Debug for Session {
     }
 }
 
+/// Inputs, outputs, input names and output names (as C strings) of a model.
+type DescribedIo = (Vec<ValueInfo>, Vec<ValueInfo>, Vec<CString>, Vec<CString>);
+
+/// The model's inputs and outputs, with their names as C strings.
+fn describe_io(raw: &Owned<OrtSession>) -> Result<DescribedIo> {
+    let inputs = info::describe(raw.as_ptr(), info::Side::Input)?;
+    let outputs = info::describe(raw.as_ptr(), info::Side::Output)?;
+    let c_names = |infos: &[ValueInfo]| -> Result<Vec<CString>> {
+        infos
+            .iter()
+            .map(|i| CString::new(i.name.as_str()).map_err(|_| Error::nul("model value name", &i.name)))
+            .collect()
+    };
+    let input_names = c_names(&inputs)?;
+    let output_names = c_names(&outputs)?;
+    Ok((inputs, outputs, input_names, output_names))
+}
+
 impl Session {
     /// Settings for a new session.
     pub fn builder() -> SessionBuilder {
@@ -190,17 +213,17 @@ impl Session {
         env: Arc<Environment>,
         prepared: crate::providers::Prepared,
         asyncs: builder::AsyncSettings,
+        custom_ops: crate::custom_op::Registered,
     ) -> Result<Session> {
-        let inputs = info::describe(raw.as_ptr(), info::Side::Input)?;
-        let outputs = info::describe(raw.as_ptr(), info::Side::Output)?;
-        let c_names = |infos: &[ValueInfo]| -> Result<Vec<CString>> {
-            infos
-                .iter()
-                .map(|i| CString::new(i.name.as_str()).map_err(|_| Error::nul("model value name", &i.name)))
-                .collect()
+        let (inputs, outputs, input_names, output_names) = match describe_io(&raw) {
+            Ok(described) => described,
+            Err(e) => {
+                // The session first: releasing it destroys kernels that call into `custom_ops`.
+                drop(raw);
+                drop(custom_ops);
+                return Err(e);
+            }
         };
-        let input_names = c_names(&inputs)?;
-        let output_names = c_names(&outputs)?;
         let output_name_ptrs = output_names.iter().map(|n| n.as_ptr()).collect();
         let output_labels = outputs.iter().map(|o| Arc::from(o.name.as_str())).collect();
         let run_lock = prepared.serialize_runs.then(|| Mutex::new(()));
@@ -221,6 +244,7 @@ impl Session {
                 intra_op_threads: asyncs.intra_op_threads,
                 providers: prepared.registered,
                 passthrough,
+                custom_ops,
             }),
         })
     }

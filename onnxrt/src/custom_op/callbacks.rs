@@ -1,0 +1,265 @@
+//! The `extern "C"` functions ORT calls for a Rust operator: the only code of this module that
+//! runs on ORT's behalf. Each one that runs user code catches panics (`catch_unwind`) and turns
+//! them, like the user's errors, into an `OrtStatus` whose message `status::classify` recognises
+//! (`Error::CustomOp`); nothing unwinds into C.
+
+use std::any::Any;
+use std::ffi::{c_char, c_int, c_void, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+
+use onnxrt_sys::{
+    ONNXTensorElementDataType, OrtApi, OrtCustomOp, OrtCustomOpInputOutputCharacteristic, OrtKernelContext,
+    OrtKernelInfo, OrtMemType, OrtStatusPtr,
+};
+
+use super::domain::OpEntry;
+use super::{Arity, IoSpec, Kernel, KernelContext, KernelInfo};
+use crate::api::api;
+
+/// The start of the message of every status made here; `status::classify` looks for it.
+pub(crate) const MARKER: &str = "onnxrt custom op `";
+
+/// The record ORT reads: version 16 (the C API this crate asks for; ORT reads no field added
+/// after it), the V2 kernel functions (which return a status), no provider type (CPU).
+pub(crate) fn record() -> OrtCustomOp {
+    OrtCustomOp {
+        version: onnxrt_sys::API_VERSION,
+        CreateKernel: None,
+        GetName: Some(name),
+        GetExecutionProviderType: Some(provider_type),
+        GetInputType: Some(input_type),
+        GetInputTypeCount: Some(input_count),
+        GetOutputType: Some(output_type),
+        GetOutputTypeCount: Some(output_count),
+        KernelCompute: None,
+        KernelDestroy: Some(destroy_kernel),
+        GetInputCharacteristic: Some(input_characteristic),
+        GetOutputCharacteristic: Some(output_characteristic),
+        GetInputMemoryType: Some(input_memory_type),
+        GetVariadicInputMinArity: Some(variadic_input_min_arity),
+        GetVariadicInputHomogeneity: Some(homogeneous),
+        GetVariadicOutputMinArity: Some(variadic_output_min_arity),
+        GetVariadicOutputHomogeneity: Some(homogeneous),
+        CreateKernelV2: Some(create_kernel),
+        KernelComputeV2: Some(compute),
+        InferOutputShapeFn: None,
+        GetStartVersion: None,
+        GetEndVersion: None,
+        GetMayInplace: None,
+        ReleaseMayInplace: None,
+        GetAliasMap: None,
+        ReleaseAliasMap: None,
+    }
+}
+
+/// The entry around the record ORT passed back.
+///
+/// # Safety
+/// `op` is the `raw` field of a live [`OpEntry`] (every record ORT has comes from `record()` in
+/// an entry that the session keeps alive, see `domain::Registered`).
+unsafe fn entry<'a>(op: *const OrtCustomOp) -> &'a OpEntry {
+    // SAFETY: `OpEntry` is repr(C) with `raw` first, so both start at the same address.
+    unsafe { &*op.cast::<OpEntry>() }
+}
+
+/// What a kernel pointer given to ORT points to.
+struct KernelBox {
+    kernel: Box<dyn Kernel>,
+    label: Arc<str>,
+}
+
+unsafe extern "C" fn name(op: *const OrtCustomOp) -> *const c_char {
+    // SAFETY: ORT passes back a record of ours.
+    unsafe { entry(op) }.name.as_ptr()
+}
+
+unsafe extern "C" fn provider_type(_op: *const OrtCustomOp) -> *const c_char {
+    std::ptr::null() // the CPU provider
+}
+
+fn element_at(specs: &[IoSpec], index: usize) -> ONNXTensorElementDataType {
+    // 0 is ONNX_TENSOR_ELEMENT_DATA_TYPE_UNDEFINED: any type.
+    specs.get(index).and_then(|s| s.element).map_or(0, |e| e.to_raw())
+}
+
+fn characteristic_at(specs: &[IoSpec], index: usize) -> OrtCustomOpInputOutputCharacteristic {
+    match specs.get(index).map(|s| s.arity) {
+        Some(Arity::Optional) => onnxrt_sys::INPUT_OUTPUT_OPTIONAL,
+        Some(Arity::Variadic { .. }) => onnxrt_sys::INPUT_OUTPUT_VARIADIC,
+        _ => onnxrt_sys::INPUT_OUTPUT_REQUIRED,
+    }
+}
+
+fn min_arity(specs: &[IoSpec]) -> c_int {
+    match specs.last().map(|s| s.arity) {
+        Some(Arity::Variadic { min }) => c_int::try_from(min).unwrap_or(c_int::MAX),
+        _ => 1,
+    }
+}
+
+unsafe extern "C" fn input_type(op: *const OrtCustomOp, index: usize) -> ONNXTensorElementDataType {
+    // SAFETY: ORT passes back a record of ours.
+    element_at(&unsafe { entry(op) }.inputs, index)
+}
+
+unsafe extern "C" fn input_count(op: *const OrtCustomOp) -> usize {
+    // SAFETY: ORT passes back a record of ours.
+    unsafe { entry(op) }.inputs.len()
+}
+
+unsafe extern "C" fn output_type(op: *const OrtCustomOp, index: usize) -> ONNXTensorElementDataType {
+    // SAFETY: ORT passes back a record of ours.
+    element_at(&unsafe { entry(op) }.outputs, index)
+}
+
+unsafe extern "C" fn output_count(op: *const OrtCustomOp) -> usize {
+    // SAFETY: ORT passes back a record of ours.
+    unsafe { entry(op) }.outputs.len()
+}
+
+unsafe extern "C" fn input_characteristic(
+    op: *const OrtCustomOp,
+    index: usize,
+) -> OrtCustomOpInputOutputCharacteristic {
+    // SAFETY: ORT passes back a record of ours.
+    characteristic_at(&unsafe { entry(op) }.inputs, index)
+}
+
+unsafe extern "C" fn output_characteristic(
+    op: *const OrtCustomOp,
+    index: usize,
+) -> OrtCustomOpInputOutputCharacteristic {
+    // SAFETY: ORT passes back a record of ours.
+    characteristic_at(&unsafe { entry(op) }.outputs, index)
+}
+
+unsafe extern "C" fn input_memory_type(_op: *const OrtCustomOp, _index: usize) -> OrtMemType {
+    onnxrt_sys::OrtMemTypeDefault
+}
+
+unsafe extern "C" fn variadic_input_min_arity(op: *const OrtCustomOp) -> c_int {
+    // SAFETY: ORT passes back a record of ours.
+    min_arity(&unsafe { entry(op) }.inputs)
+}
+
+unsafe extern "C" fn variadic_output_min_arity(op: *const OrtCustomOp) -> c_int {
+    // SAFETY: ORT passes back a record of ours.
+    min_arity(&unsafe { entry(op) }.outputs)
+}
+
+/// Variadic values all share one element type ([`IoSpec::variadic`]).
+unsafe extern "C" fn homogeneous(_op: *const OrtCustomOp) -> c_int {
+    1
+}
+
+unsafe extern "C" fn create_kernel(
+    op: *const OrtCustomOp,
+    _api: *const OrtApi,
+    info: *const OrtKernelInfo,
+    kernel: *mut *mut c_void,
+) -> OrtStatusPtr {
+    // SAFETY: ORT passes back a record of ours.
+    let entry = unsafe { entry(op) };
+    // SAFETY: `info` is ORT's live kernel info for this call; `info` is dropped before we return.
+    let info = unsafe { KernelInfo::new(info, &entry.label) };
+    match catch_unwind(AssertUnwindSafe(|| entry.op.create(&info))) {
+        Ok(Ok(made)) => {
+            let boxed = Box::new(KernelBox { kernel: made, label: Arc::clone(&entry.label) });
+            // SAFETY: `kernel` is ORT's valid out-pointer; ORT gives the pointer back to
+            // `compute` and, once, to `destroy_kernel`, which frees it.
+            unsafe { *kernel = Box::into_raw(boxed).cast() };
+            std::ptr::null_mut()
+        }
+        Ok(Err(error)) => failure(&entry.label, "failed", &error.to_string()),
+        Err(payload) => failure(&entry.label, "panicked", &panic_text(&*payload)),
+    }
+}
+
+unsafe extern "C" fn compute(kernel: *mut c_void, context: *mut OrtKernelContext) -> OrtStatusPtr {
+    // SAFETY: `kernel` is what `create_kernel` made, alive until `destroy_kernel`; ORT calls
+    // compute only between the two. Shared access only: `Kernel: Sync`.
+    let kernel = unsafe { &*kernel.cast::<KernelBox>() };
+    // SAFETY: `context` is ORT's live context for this call.
+    let ctx = unsafe { KernelContext::new(context, &kernel.label) };
+    match catch_unwind(AssertUnwindSafe(|| kernel.kernel.compute(&ctx))) {
+        Ok(Ok(())) => std::ptr::null_mut(),
+        Ok(Err(error)) => failure(&kernel.label, "failed", &error.to_string()),
+        Err(payload) => failure(&kernel.label, "panicked", &panic_text(&*payload)),
+    }
+}
+
+unsafe extern "C" fn destroy_kernel(kernel: *mut c_void) {
+    if kernel.is_null() {
+        return; // creation failed: there is nothing to free
+    }
+    // SAFETY: `kernel` came from Box::into_raw in `create_kernel`; ORT destroys it once.
+    let boxed = unsafe { Box::from_raw(kernel.cast::<KernelBox>()) };
+    // A panicking Drop of the user's kernel must not unwind into C either; the kernel is gone.
+    let _ = catch_unwind(AssertUnwindSafe(move || drop(boxed)));
+}
+
+/// The text of a panic's payload (`panic!("...")` gives a `&str` or a `String`).
+fn panic_text(payload: &(dyn Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "(a panic without a message)".to_owned()
+    }
+}
+
+/// An ORT error status naming the operator: `onnxrt custom op `d::Op` failed: message`.
+fn failure(label: &str, what: &str, message: &str) -> OrtStatusPtr {
+    let text = format!("{MARKER}{label}` {what}: {message}").replace('\0', " ");
+    let text = CString::new(text).unwrap_or_default();
+    let create = match api() {
+        Ok(api) => api.ort.CreateStatus,
+        Err(_) => None,
+    };
+    match create {
+        // SAFETY: `text` is NUL-terminated and outlives the call; ORT copies it.
+        Some(create) => unsafe { create(onnxrt_sys::ORT_RUNTIME_EXCEPTION, text.as_ptr()) },
+        // ORT is calling us, so its table is loaded and has CreateStatus; returning null would
+        // report success with outputs unwritten, so stop instead.
+        None => std::process::abort(),
+    }
+}
+
+/// The error a status made by [`failure`] became, once ORT passed it on (ORT puts its own words,
+/// such as the node's name, before ours).
+pub(crate) fn recognise(function: &'static str, message: &str) -> Option<crate::Error> {
+    let start = message.find(MARKER)? + MARKER.len();
+    let rest = &message[start..];
+    let (op, rest) = rest.split_once('`')?;
+    let (panicked, message) = if let Some(text) = rest.strip_prefix(" panicked: ") {
+        (true, text)
+    } else {
+        (false, rest.strip_prefix(" failed: ")?)
+    };
+    Some(crate::Error::CustomOp { op: op.to_owned(), panicked, message: message.to_owned(), function })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failure_message_is_recognised_inside_ort_words() {
+        let ort = format!("Non-zero status code returned while running Scale node. Name:'n' Status Message: {MARKER}d::Scale` panicked: boom: 3");
+        let error = recognise("Run", &ort).expect("recognised");
+        assert!(
+            matches!(&error, crate::Error::CustomOp { op, panicked: true, message, function: "Run" } if op == "d::Scale" && message == "boom: 3"),
+            "{error:?}"
+        );
+        assert!(recognise("Run", "some other ORT failure").is_none());
+    }
+
+    #[test]
+    fn panic_payloads_become_text() {
+        assert_eq!(panic_text(&"static"), "static");
+        assert_eq!(panic_text(&String::from("owned")), "owned");
+        assert_eq!(panic_text(&7u32), "(a panic without a message)");
+    }
+}
