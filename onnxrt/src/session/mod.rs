@@ -9,6 +9,7 @@
 
 mod async_input;
 pub(crate) mod builder;
+mod external_data;
 mod gate;
 pub(crate) mod info;
 mod input;
@@ -16,6 +17,8 @@ pub(crate) mod metadata;
 pub(crate) mod model_check;
 mod owned_outputs;
 mod run_async;
+mod saved_model;
+mod shared_weights;
 pub(crate) mod validate;
 
 use std::ffi::{c_char, CString};
@@ -50,6 +53,7 @@ pub use metadata::ModelMetadata;
 pub use model_check::ModelFileProblem;
 pub use owned_outputs::OwnedOutputs;
 pub use run_async::RunFuture;
+pub use shared_weights::{PrepackedWeights, SharedInitializers};
 
 pub(crate) struct Inner {
     // Released in `Drop for Inner`, possibly on another thread.
@@ -76,6 +80,8 @@ pub(crate) struct Inner {
     pub(crate) gate: Arc<gate::Gate>,
     // As set on the builder (None with global thread pools): 1 leaves RunAsync no worker.
     pub(crate) intra_op_threads: Option<usize>,
+    // Shared weights ORT points into: released after the session (see `Drop`).
+    held: shared_weights::SessionHeld,
 }
 
 impl Drop for Inner {
@@ -94,7 +100,8 @@ impl Drop for Inner {
             // the session (and keeps its environment) rather than block or deadlock.
             // The runs read the session's name strings too: they travel with it.
             let names = (std::mem::take(&mut self.input_names), std::mem::take(&mut self.output_names));
-            let held = ManuallyDrop::new(Handoff(raw, Arc::clone(&self.env), names));
+            let weights = std::mem::take(&mut self.held);
+            let held = ManuallyDrop::new(Handoff(raw, Arc::clone(&self.env), names, weights));
             let release = move || {
                 in_flight.wait_idle();
                 drop(ManuallyDrop::into_inner(held));
@@ -103,6 +110,7 @@ impl Drop for Inner {
         } else {
             drop(raw);
         }
+        // The fields drop after this: `held` (shared weights) only once the session is gone.
     }
 }
 
@@ -112,6 +120,7 @@ struct Handoff(
     #[allow(dead_code)] Owned<OrtSession>,
     #[allow(dead_code)] Arc<Environment>,
     #[allow(dead_code)] (Vec<CString>, Vec<CString>),
+    #[allow(dead_code)] shared_weights::SessionHeld,
 );
 
 // SAFETY: an OrtSession has no thread affinity (it is created, run and released on any thread;
@@ -190,6 +199,7 @@ impl Session {
         env: Arc<Environment>,
         prepared: crate::providers::Prepared,
         asyncs: builder::AsyncSettings,
+        held: shared_weights::SessionHeld,
     ) -> Result<Session> {
         let inputs = info::describe(raw.as_ptr(), info::Side::Input)?;
         let outputs = info::describe(raw.as_ptr(), info::Side::Output)?;
@@ -221,6 +231,7 @@ impl Session {
                 intra_op_threads: asyncs.intra_op_threads,
                 providers: prepared.registered,
                 passthrough,
+                held,
             }),
         })
     }
