@@ -2,6 +2,8 @@
 //! sessions, a shared pre-packed weights container, and external-data weights from memory — on
 //! the real runtime, checked against the plain session's outputs.
 
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
 use std::sync::Arc;
 
 use ndarray::ArrayD;
