@@ -290,6 +290,18 @@ impl SessionBuilder {
     /// this machine's instruction set only; save at [`OptimizationLevel::Extended`] for a file to
     /// copy to other machines. A path ending in `.ort` is written in ORT's own format.
     ///
+    /// ```
+    /// use onnxrt::{OptimizationLevel, Session};
+    /// # let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/mlp.onnx");
+    /// let saved = std::env::temp_dir().join(format!("mlp-optimized-{}.onnx", std::process::id()));
+    /// // Once (at deployment): optimize and save.
+    /// Session::builder().optimization_level(OptimizationLevel::Extended).save_optimized_model(&saved).commit_from_file(model)?;
+    /// // At every start: load the optimized file without optimizing again.
+    /// let session = Session::builder().optimization_level(OptimizationLevel::Disabled).commit_from_file(&saved)?;
+    /// # drop(session); std::fs::remove_file(&saved).unwrap();
+    /// # Ok::<(), onnxrt::Error>(())
+    /// ```
+    ///
     /// Corresponds to `OrtApi::SetOptimizedModelFilePath`.
     #[doc(alias = "SetOptimizedModelFilePath")]
     pub fn save_optimized_model(mut self, path: impl Into<PathBuf>) -> Self {

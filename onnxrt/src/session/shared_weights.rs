@@ -106,6 +106,25 @@ impl SharedInitializers {
 /// re-lay a constant weight out for speed do it once for all of them). Use it with
 /// [`SharedInitializers`]: ORT shares pre-packed copies only of initializers it knows are shared.
 ///
+/// ```
+/// use std::sync::Arc;
+/// use onnxrt::{PrepackedWeights, Session, SharedInitializers, Value};
+/// # let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/mlp.onnx");
+/// let mut weights = SharedInitializers::new();
+/// weights.add("w1", Value::from_vec(&[16, 32], vec![0.5f32; 16 * 32])?)?;
+/// let (weights, packed) = (Arc::new(weights), Arc::new(PrepackedWeights::new()?));
+/// let sessions = (0..4)
+///     .map(|_| {
+///         Session::builder()
+///             .shared_initializers(Arc::clone(&weights))
+///             .prepacked_weights(Arc::clone(&packed))
+///             .commit_from_file(model)
+///     })
+///     .collect::<onnxrt::Result<Vec<_>>>()?;
+/// # drop(sessions);
+/// # Ok::<(), onnxrt::Error>(())
+/// ```
+///
 /// Corresponds to `OrtApi::CreatePrepackedWeightsContainer`.
 #[doc(alias = "CreatePrepackedWeightsContainer")]
 pub struct PrepackedWeights {
