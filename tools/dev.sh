@@ -76,7 +76,7 @@ case "${1:-}" in
     # Provider-load diagnosis against the real CUDA 13 build of ORT 1.30 (its provider libraries
     # present, CUDA absent, as on a misconfigured server): assembled from the onnxruntime-gpu wheel.
     cargo run -q -p onnxrt-build-support --bin onnxrt-dist -- assemble gpu-cuda13-1.30.0-wheel >/dev/null
-    ONNXRT_REQUIRE_GPU_WHEEL=1 cargo test -p onnxrt-tests --features cuda,tensorrt --test provider_load
+    ONNXRT_REQUIRE_GPU_WHEEL=1 cargo test -p onnxrt-tests --features cuda,tensorrt --test provider_load --test named_provider
     # Loading without LD_LIBRARY_PATH, in both modes, as a user would run the binary.
     cargo build -q --example resnet_cuda
     out=$(env -i ./target/debug/examples/resnet_cuda)

@@ -53,7 +53,7 @@ fn runtime() -> Result<&'static CudaRuntime> {
         })
         .as_ref()
         .map_err(|why| Error::ProviderLoad {
-            provider: "CUDA",
+            provider: "CUDA".into(),
             library: "libcudart.so".into(),
             missing: Some("libcudart.so".into()),
             cause: why.clone(),

@@ -345,7 +345,7 @@ pub enum Error {
     #[error("the {provider} execution provider is not in this ONNX Runtime build ({runtime}, providers: {available}); {fix}")]
     ProviderNotAvailable {
         /// The provider asked for.
-        provider: &'static str,
+        provider: String,
         /// Providers the runtime has.
         available: Names,
         /// Loaded runtime version/path.
@@ -358,7 +358,7 @@ pub enum Error {
     #[error("the {provider} execution provider could not be loaded: {cause}\nFix: {fix}")]
     ProviderLoad {
         /// The provider.
-        provider: &'static str,
+        provider: String,
         /// The provider library involved.
         library: PathBuf,
         /// The missing dependency, if one was identified (e.g. `libcudnn.so.8`).

@@ -72,7 +72,8 @@ pub use memory::{Device, MemoryInfo};
 pub use run_options::{RunOptions, RunTerminator};
 pub use session::{
     config_keys, AsyncInput, Dim, ExecutionMode, InputName, ModelFileProblem, ModelMetadata, OptimizationLevel,
-    Outputs, OwnedOutputs, RunFuture, Session, SessionBuilder, SessionInput, ValueInfo, DEFAULT_MAX_ASYNC_RUNS,
+    Outputs, OwnedOutputs, PrepackedWeights, RunFuture, Session, SessionBuilder, SessionInput, SharedInitializers,
+    ValueInfo, DEFAULT_MAX_ASYNC_RUNS,
 };
 pub use value::optional::ValueType;
 pub use value::{TensorInfo, Value, ValueKind};

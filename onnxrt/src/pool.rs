@@ -38,6 +38,26 @@ impl GpuPool {
     /// Loads `model` once per device in `devices`. `configure` adjusts each device's builder (the
     /// CUDA provider for that device is added after it, so its options come first in priority).
     ///
+    /// **Shared weights.** Give every member the same [`SharedInitializers`](crate::SharedInitializers)
+    /// (and [`PrepackedWeights`](crate::PrepackedWeights)) in `configure`: the host keeps one
+    /// copy of the weights for all devices instead of one per session (each GPU still holds its
+    /// own device copy).
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use onnxrt::{pool::GpuPool, providers::cuda::CudaOptions, SharedInitializers, Value};
+    /// let mut weights = SharedInitializers::new();
+    /// weights.add("fc.weight", Value::from_vec(&[1000, 2048], vec![0f32; 1000 * 2048])?)?;
+    /// let weights = Arc::new(weights);
+    /// let pool = GpuPool::all_devices(
+    ///     "resnet50.onnx",
+    ///     |builder, _device| builder.shared_initializers(Arc::clone(&weights)),
+    ///     |_device| CudaOptions::new(),
+    /// )?;
+    /// # drop(pool);
+    /// # Ok::<(), onnxrt::Error>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::InvalidArgument`] for an empty device list, a repeated device or a device that
     /// does not exist; any session-creation error, naming nothing half-built (all or nothing).

@@ -11,6 +11,7 @@ loads them (except the deliberately broken ones).
 
 import os
 import sys
+import tempfile
 
 import numpy as np
 import onnx
@@ -152,6 +153,25 @@ def mlp():
         initializer=inits,
     )
     return model(g)
+
+
+def save_mlp_external():
+    """`mlp` with every initializer in external data (`mlp_external.data`, as onnx lays it out),
+    for loading weights from memory."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "mlp_external.onnx")
+        onnx.save_model(
+            mlp(), path, save_as_external_data=True, all_tensors_to_one_file=True,
+            location="mlp_external.data", size_threshold=0,
+        )
+        onnx.checker.check_model(path)
+        with open(path, "rb") as f:
+            data = f.read()
+        with open(os.path.join(tmp, "mlp_external.data"), "rb") as f:
+            blob = f.read()
+    write("mlp_external.onnx", data)
+    write("mlp_external.data", blob)
+    print(f"{'mlp_external.onnx':24} {len(data):7} bytes  weights in mlp_external.data ({len(blob)} bytes)")
 
 
 def strings():
@@ -380,6 +400,7 @@ def main():
     raw = expected.astype("<f4").tobytes()
     write("mlp_expected.bin", raw)
     print(f"{'mlp_expected.bin':24} {len(raw):7} bytes  float32 LE, shape {list(expected.shape)}")
+    save_mlp_external()
     save("strings.onnx", strings())
     save("sequence.onnx", sequence())
     save("sequence_len.onnx", sequence_len())

@@ -56,29 +56,23 @@ pub fn fix_for(missing: &str, provider: &str) -> String {
 }
 
 /// Turns a failed append of provider `short` into the most specific error we can establish.
-// Used by the provider and IoBinding code, which CPU-only builds leave out.
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-pub(crate) fn provider_load_failure(api: &Api, env: &Arc<Environment>, short: &'static str, error: Error) -> Error {
+pub(crate) fn provider_load_failure(api: &Api, env: &Arc<Environment>, short: &str, error: Error) -> Error {
     let original = error.to_string();
     if original.contains("not enabled in this build") {
         let have = super::available().unwrap_or_default();
         return Error::ProviderNotAvailable {
-            provider: short,
+            provider: short.into(),
             available: crate::error::Names(have),
             runtime: format!("{} at {}", api.version, api.library.display()),
             fix: "this ONNX Runtime is a CPU-only build; use a GPU build (ONNXRT_DIST=gpu-1.16.2, the default)".into(),
         };
     }
-    let key = match short {
-        "TensorRT" => "tensorrt",
-        _ => "cuda",
-    };
-    let library = provider_library_path(&api.library, key);
+    let library = provider_library_path(&api.library, short);
     let shared = provider_library_path(&api.library, "shared");
     for (lib, what) in [(&shared, "provider bridge"), (&library, "provider library")] {
         if !lib.exists() {
             return Error::ProviderLoad {
-                provider: short,
+                provider: short.into(),
                 library: lib.clone(),
                 missing: lib.file_name().map(|f| f.to_string_lossy().into_owned()),
                 cause: format!("the {what} {} is not beside {}", lib.display(), api.library.display()),
@@ -110,14 +104,14 @@ pub(crate) fn provider_load_failure(api: &Api, env: &Arc<Environment>, short: &'
         .or_else(|| logged.as_deref().and_then(missing_library_in));
     match missing {
         Some(missing) => Error::ProviderLoad {
-            provider: short,
+            provider: short.into(),
             library,
             fix: fix_for(&missing, short),
             missing: Some(missing),
             cause: cause_text,
         },
         None => Error::ProviderLoad {
-            provider: short,
+            provider: short.into(),
             library,
             missing: None,
             cause: format!("{original} ({cause_text})"),

@@ -9,6 +9,7 @@
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod diagnose;
+pub mod named;
 #[cfg(feature = "cuda")]
 mod options;
 #[cfg(feature = "tensorrt")]
@@ -55,6 +56,8 @@ pub enum ProviderRequest {
     /// TensorRT, with its options.
     #[cfg(feature = "tensorrt")]
     TensorRt(tensorrt::TensorRtOptions),
+    /// Any provider by name, with string options ([`SessionBuilder::provider`]).
+    Named(named::NamedProvider),
 }
 
 /// What appending providers produced, kept by the session.
@@ -108,9 +111,10 @@ pub(crate) fn append_all(
                 registered.push("TensorrtExecutionProvider");
                 serialize_runs |= tensorrt_runs_need_serializing(api.api_level);
             }
-            // Without the `cuda`/`tensorrt` features there is nothing to request.
-            #[allow(unreachable_patterns)]
-            _ => {}
+            ProviderRequest::Named(named) => {
+                named::append(api, env, options, named)?;
+                registered.push(named::registered_name(&named.name));
+            }
         }
     }
     if strict && registered.is_empty() {
@@ -145,7 +149,7 @@ pub(crate) fn require(api: &Api, name: &'static str, short: &'static str) -> Res
         _ => "use a GPU build of ONNX Runtime (e.g. ONNXRT_DIST=gpu-1.16.2, the default, or gpu-cuda13-1.30.0)",
     };
     Err(Error::ProviderNotAvailable {
-        provider: short,
+        provider: short.into(),
         available: Names(have),
         runtime: format!("{} at {}", api.version, api.library.display()),
         fix: fix.into(),

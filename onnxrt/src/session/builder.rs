@@ -12,8 +12,11 @@ use crate::env::{Environment, LogLevel};
 use crate::error::{Error, Result};
 use crate::handle::Owned;
 use crate::providers::ProviderRequest;
+use crate::session::saved_model::SavedModel;
+use crate::session::shared_weights::{PrepackedWeights, SessionHeld, SharedInitializers};
 use crate::session::{model_check, Session};
 use crate::status::ort;
+use crate::value::Value;
 
 /// Session configuration keys people need, for [`SessionBuilder::config_entry`] (names as in
 /// ORT's `onnxruntime_session_options_config_keys.h`; values are strings, usually `"0"`/`"1"`).
@@ -102,6 +105,8 @@ pub struct SessionBuilder {
     max_async_runs: usize,
     pub(crate) providers: Vec<ProviderRequest>,
     pub(crate) strict_gpu: bool,
+    optimized_model: Option<PathBuf>,
+    held: SessionHeld,
 }
 
 impl Default for SessionBuilder {
@@ -133,6 +138,8 @@ impl SessionBuilder {
             max_async_runs: DEFAULT_MAX_ASYNC_RUNS,
             providers: Vec::new(),
             strict_gpu: false,
+            optimized_model: None,
+            held: SessionHeld::default(),
         }
     }
 
@@ -286,6 +293,55 @@ impl SessionBuilder {
         self
     }
 
+    /// Saves the model as ORT optimized it (after the graph optimizations of
+    /// [`optimization_level`](SessionBuilder::optimization_level)) to `path` when the session is
+    /// made. Loading that file later with `OptimizationLevel::Disabled` skips the optimizations
+    /// at start-up (BENCHMARKS.md, "Start-up"). The file appears only once the session exists:
+    /// ORT writes a temporary file beside it, renamed into place on success and removed on failure.
+    ///
+    /// A model saved at [`OptimizationLevel::All`] may hold layout-specific CPU kernels fit for
+    /// this machine's instruction set only; save at [`OptimizationLevel::Extended`] for a file to
+    /// copy to other machines. A path ending in `.ort` is written in ORT's own format.
+    ///
+    /// ```
+    /// use onnxrt::{OptimizationLevel, Session};
+    /// # let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/mlp.onnx");
+    /// let saved = std::env::temp_dir().join(format!("mlp-optimized-{}.onnx", std::process::id()));
+    /// // Once (at deployment): optimize and save.
+    /// Session::builder().optimization_level(OptimizationLevel::Extended).save_optimized_model(&saved).commit_from_file(model)?;
+    /// // At every start: load the optimized file without optimizing again.
+    /// let session = Session::builder().optimization_level(OptimizationLevel::Disabled).commit_from_file(&saved)?;
+    /// # drop(session); std::fs::remove_file(&saved).unwrap();
+    /// # Ok::<(), onnxrt::Error>(())
+    /// ```
+    ///
+    /// Corresponds to `OrtApi::SetOptimizedModelFilePath`.
+    #[doc(alias = "SetOptimizedModelFilePath")]
+    pub fn save_optimized_model(mut self, path: impl Into<PathBuf>) -> Self {
+        self.optimized_model = Some(path.into());
+        self
+    }
+
+    /// Uses the caller's initializers instead of the model's copies of them (by name), shared
+    /// with every other session built with the same set; see [`SharedInitializers`].
+    ///
+    /// Corresponds to `OrtApi::AddInitializer`.
+    #[doc(alias = "AddInitializer")]
+    pub fn shared_initializers(mut self, initializers: Arc<SharedInitializers>) -> Self {
+        self.held.initializers = Some(initializers);
+        self
+    }
+
+    /// Shares pre-packed weights with every other session built with the same container; see
+    /// [`PrepackedWeights`].
+    ///
+    /// Corresponds to `OrtApi::CreateSessionWithPrepackedWeightsContainer`.
+    #[doc(alias = "CreateSessionWithPrepackedWeightsContainer")]
+    pub fn prepacked_weights(mut self, container: Arc<PrepackedWeights>) -> Self {
+        self.held.prepacked = Some(container);
+        self
+    }
+
     /// Makes a session from a model file.
     ///
     /// # Errors
@@ -305,17 +361,7 @@ impl SessionBuilder {
         }
         let path_c = CString::new(path.as_os_str().as_encoded_bytes())
             .map_err(|_| Error::nul("model path", &path.display().to_string()))?;
-        let asyncs = self.async_settings();
-        let (env, options, prepared, custom_ops) = self.prepare()?;
-        let api = api()?;
-        let mut raw = std::ptr::null_mut();
-        // SAFETY: env and options are live; the path is NUL-terminated and outlives the call.
-        let created = unsafe { ort!(api, CreateSession(env.as_ptr(), path_c.as_ptr(), options.as_ptr(), &mut raw)) };
-        drop(options); // before `custom_ops`, which it points to (see custom_op::Registered)
-        let created = created.map_err(|e| model_check::explain_file(prepared.explain(e, &env), path));
-        created?;
-        // SAFETY: on success we own the session.
-        Session::new(unsafe { Owned::from_raw(raw) }?, env, prepared, asyncs, custom_ops)
+        self.commit(Source::File(path, &path_c), &[])
     }
 
     /// Makes a session from model bytes (ORT copies them).
@@ -327,21 +373,79 @@ impl SessionBuilder {
     /// Corresponds to `OrtApi::CreateSessionFromArray`.
     #[doc(alias = "CreateSessionFromArray")]
     pub fn commit_from_memory(self, model: &[u8]) -> Result<Session> {
+        self.commit(Source::Bytes(model), &[])
+    }
+
+    /// Makes a session from model bytes whose weights live in external data, with those weights
+    /// given from memory: one tensor per external initializer, by initializer name (a model
+    /// exported with `save_as_external_data`, its `.data` file never touching the disk).
+    ///
+    /// ORT checks each tensor's element type and shape against the model and copies the data,
+    /// so the values may be dropped once this returns.
+    ///
+    /// ```
+    /// # let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models");
+    /// # let model = std::fs::read(format!("{dir}/mlp_external.onnx")).unwrap();
+    /// # let (w1, b1, w2, b2) = (vec![0f32; 16 * 32], vec![0f32; 32], vec![0f32; 32 * 4], vec![0f32; 4]);
+    /// use onnxrt::{Session, Value};
+    /// let weights = [
+    ///     ("w1", Value::from_vec(&[16, 32], w1)?),
+    ///     ("b1", Value::from_vec(&[32], b1)?),
+    ///     ("w2", Value::from_vec(&[32, 4], w2)?),
+    ///     ("b2", Value::from_vec(&[4], b2)?),
+    /// ];
+    /// let named: Vec<(&str, &Value)> = weights.iter().map(|(n, v)| (*n, v)).collect();
+    /// let session = Session::builder().commit_from_memory_with_external_data(&model, &named)?;
+    /// # drop(session);
+    /// # Ok::<(), onnxrt::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a name given twice or a value that is not a CPU tensor;
+    /// ORT's error naming the initializer for a name the model has no external initializer for,
+    /// or a type or shape that differs; ORT's error for external data left without a tensor;
+    /// as [`SessionBuilder::commit_from_memory`] otherwise.
+    ///
+    /// Corresponds to `OrtApi::AddExternalInitializers`.
+    #[doc(alias = "AddExternalInitializers")]
+    pub fn commit_from_memory_with_external_data(
+        self,
+        model: &[u8],
+        initializers: &[(&str, &Value<'_>)],
+    ) -> Result<Session> {
+        self.commit(Source::Bytes(model), initializers)
+    }
+
+    /// Makes the session: options, shared weights, external data, then ORT's create call.
+    fn commit(self, source: Source<'_>, external: &[(&str, &Value<'_>)]) -> Result<Session> {
         let asyncs = self.async_settings();
+        let held = self.held.clone();
+        let saved = self.optimized_model.as_deref().map(SavedModel::new).transpose()?;
         let (env, options, prepared, custom_ops) = self.prepare()?;
-        let api = api()?;
+        let o = options.as_ptr();
         let mut raw = std::ptr::null_mut();
-        // SAFETY: env and options are live; `model` is a live slice for the call.
-        let created = unsafe {
-            ort!(
-                api,
-                CreateSessionFromArray(env.as_ptr(), model.as_ptr().cast(), model.len(), options.as_ptr(), &mut raw)
-            )
-        };
-        drop(options); // before `custom_ops`, which it points to (see custom_op::Registered)
-        created.map_err(|e| model_check::explain_bytes(prepared.explain(e, &env), model))?;
+        // Every step that can fail once the options exist ends up in `created`, so the options are
+        // released (below) before anything they point to, whichever step fails.
+        let created = create(source, &env, o, &held, saved.as_ref(), external, &mut raw);
+        // Before `custom_ops`, which the options point to (see custom_op::Registered), on every path.
+        drop(options);
+        match created {
+            Ok(()) => {}
+            Err(Failure::Setup(e)) => return Err(e),
+            Err(Failure::Create(e)) => {
+                let e = super::external_data::explain(prepared.explain(e, &env), external);
+                return Err(match source {
+                    Source::File(path, _) => model_check::explain_file(e, path),
+                    Source::Bytes(model) => model_check::explain_bytes(e, model),
+                });
+            }
+        }
         // SAFETY: on success we own the session.
-        Session::new(unsafe { Owned::from_raw(raw) }?, env, prepared, asyncs, custom_ops)
+        let session = Session::new(unsafe { Owned::from_raw(raw) }?, env, prepared, asyncs, custom_ops, held)?;
+        if let Some(saved) = saved {
+            saved.keep()?;
+        }
+        Ok(session)
     }
 
     /// Creates the ORT session options from the settings, with the custom op domains they point to.
@@ -465,4 +569,71 @@ impl SessionBuilder {
         let custom_ops = custom_op::register(api, o, &self.op_domains)?;
         Ok((env, options, prepared, custom_ops))
     }
+}
+
+/// Where the model comes from.
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    File(&'a Path, &'a CString),
+    Bytes(&'a [u8]),
+}
+
+/// Why `create` failed: before ORT's create call (our checks, setting options) or in it.
+enum Failure {
+    Setup(Error),
+    Create(Error),
+}
+
+/// The steps between the session options and ORT's session: shared weights, the saved-model
+/// path, external data, then the create call that fits `source` and the pre-packed container.
+fn create(
+    source: Source<'_>,
+    env: &Environment,
+    o: *mut OrtSessionOptions,
+    held: &SessionHeld,
+    saved: Option<&SavedModel>,
+    external: &[(&str, &Value<'_>)],
+    raw: &mut *mut onnxrt_sys::OrtSession,
+) -> std::result::Result<(), Failure> {
+    let setup = || -> Result<()> {
+        if let Some(initializers) = &held.initializers {
+            initializers.add_to(o)?;
+        }
+        if let Some(saved) = saved {
+            saved.set_on(o)?;
+        }
+        super::external_data::add(o, external)
+    };
+    setup().map_err(Failure::Setup)?;
+    let api = api().map_err(Failure::Setup)?;
+    let container = held.prepacked.as_ref().map_or(std::ptr::null_mut(), |c| c.as_ptr());
+    let raw: *mut *mut onnxrt_sys::OrtSession = raw;
+    let created = match source {
+        // SAFETY: env and options are live; the path is NUL-terminated and outlives the call;
+        // the container (if any) is live and held by the session made from it.
+        Source::File(_, path_c) if !container.is_null() => unsafe {
+            ort!(api, CreateSessionWithPrepackedWeightsContainer(env.as_ptr(), path_c.as_ptr(), o, container, raw))
+        },
+        // SAFETY: as above.
+        Source::File(_, path_c) => unsafe { ort!(api, CreateSession(env.as_ptr(), path_c.as_ptr(), o, raw)) },
+        // SAFETY: as above; `model` is a live slice for the call (ORT copies it).
+        Source::Bytes(model) if !container.is_null() => unsafe {
+            ort!(
+                api,
+                CreateSessionFromArrayWithPrepackedWeightsContainer(
+                    env.as_ptr(),
+                    model.as_ptr().cast(),
+                    model.len(),
+                    o,
+                    container,
+                    raw
+                )
+            )
+        },
+        // SAFETY: as above.
+        Source::Bytes(model) => unsafe {
+            ort!(api, CreateSessionFromArray(env.as_ptr(), model.as_ptr().cast(), model.len(), o, raw))
+        },
+    };
+    created.map_err(Failure::Create)
 }

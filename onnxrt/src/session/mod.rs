@@ -9,6 +9,7 @@
 
 mod async_input;
 pub(crate) mod builder;
+mod external_data;
 mod gate;
 pub(crate) mod info;
 mod input;
@@ -16,6 +17,8 @@ pub(crate) mod metadata;
 pub(crate) mod model_check;
 mod owned_outputs;
 mod run_async;
+mod saved_model;
+mod shared_weights;
 pub(crate) mod validate;
 
 use std::ffi::{c_char, CString};
@@ -50,6 +53,7 @@ pub use metadata::ModelMetadata;
 pub use model_check::ModelFileProblem;
 pub use owned_outputs::OwnedOutputs;
 pub use run_async::RunFuture;
+pub use shared_weights::{PrepackedWeights, SharedInitializers};
 
 pub(crate) struct Inner {
     // Released in `Drop for Inner`, possibly on another thread.
@@ -78,6 +82,8 @@ pub(crate) struct Inner {
     pub(crate) intra_op_threads: Option<usize>,
     // Rust custom operators ORT calls back into: released after the session (see `Drop`).
     custom_ops: crate::custom_op::Registered,
+    // Shared weights ORT points into: released after the session (see `Drop`).
+    held: shared_weights::SessionHeld,
 }
 
 impl Drop for Inner {
@@ -97,7 +103,8 @@ impl Drop for Inner {
             // The runs read the session's name strings too: they travel with it.
             let names = (std::mem::take(&mut self.input_names), std::mem::take(&mut self.output_names));
             let custom_ops = std::mem::take(&mut self.custom_ops);
-            let held = ManuallyDrop::new(Handoff(raw, Arc::clone(&self.env), names, custom_ops));
+            let weights = std::mem::take(&mut self.held);
+            let held = ManuallyDrop::new(Handoff(raw, Arc::clone(&self.env), names, custom_ops, weights));
             let release = move || {
                 in_flight.wait_idle();
                 drop(ManuallyDrop::into_inner(held));
@@ -106,6 +113,7 @@ impl Drop for Inner {
         } else {
             drop(raw);
         }
+        // The fields drop after this: `held` (shared weights) only once the session is gone.
     }
 }
 
@@ -117,6 +125,7 @@ struct Handoff(
     #[allow(dead_code)] Arc<Environment>,
     #[allow(dead_code)] (Vec<CString>, Vec<CString>),
     #[allow(dead_code)] crate::custom_op::Registered,
+    #[allow(dead_code)] shared_weights::SessionHeld,
 );
 
 // SAFETY: an OrtSession has no thread affinity (it is created, run and released on any thread;
@@ -214,6 +223,7 @@ impl Session {
         prepared: crate::providers::Prepared,
         asyncs: builder::AsyncSettings,
         custom_ops: crate::custom_op::Registered,
+        held: shared_weights::SessionHeld,
     ) -> Result<Session> {
         let (inputs, outputs, input_names, output_names) = match describe_io(&raw) {
             Ok(described) => described,
@@ -245,6 +255,7 @@ impl Session {
                 providers: prepared.registered,
                 passthrough,
                 custom_ops,
+                held,
             }),
         })
     }

@@ -2,7 +2,7 @@
 //! runtime the environment points at, optionally appends a provider, and prints the outcome.
 //!
 //! ```text
-//! onnxrt-probe [--init PATH] [cuda|tensorrt|none] MODEL
+//! onnxrt-probe [--init PATH] [cuda|tensorrt|none|named:NAME] MODEL
 //! ```
 //! Prints `OK <version> <providers> <library path>` or `ERR <variant>: <Display>`; exit status 0 either way, 2 on
 //! usage errors. Variants are printed from `Debug` up to the first `{` or `(`.
@@ -22,11 +22,16 @@ fn main() {
     let (provider, model) = match args.as_slice() {
         [provider, model] => (provider.clone(), model.clone()),
         _ => {
-            eprintln!("usage: onnxrt-probe [--init PATH] cuda|tensorrt|none MODEL");
+            eprintln!("usage: onnxrt-probe [--init PATH] cuda|tensorrt|none|named:NAME MODEL");
             std::process::exit(2);
         }
     };
     let builder = Session::builder();
+    // Any provider by name, through the generic append call (no cargo feature needed).
+    let builder = match provider.strip_prefix("named:") {
+        Some(name) => builder.provider(name, std::iter::empty::<(String, String)>()),
+        None => builder,
+    };
     #[cfg(feature = "cuda")]
     let builder = match provider.as_str() {
         "cuda" => builder.cuda(onnxrt::providers::cuda::CudaOptions::new()),
@@ -37,7 +42,7 @@ fn main() {
         "tensorrt" => builder.tensorrt(onnxrt::providers::tensorrt::TensorRtOptions::new()),
         _ => builder,
     };
-    if provider != "none" && !cfg!(feature = "cuda") {
+    if provider != "none" && !provider.starts_with("named:") && !cfg!(feature = "cuda") {
         eprintln!("onnxrt-probe was built without the cuda/tensorrt features");
         std::process::exit(2);
     }

@@ -1,0 +1,309 @@
+//! Any execution provider by the name ORT gives it, with string options: OpenVINO, XNNPACK, QNN,
+//! SNPE, Azure, and on newer runtimes more (ORT's `SessionOptionsAppendExecutionProvider`).
+//!
+//! The typed CUDA and TensorRT options stay the better way to ask for those two; this is for the
+//! providers onnxrt has no typed options for. A refusal is diagnosed as for CUDA: a provider the
+//! runtime was not built with is [`Error::ProviderNotAvailable`], one whose library cannot load is
+//! [`Error::ProviderLoad`] naming the library (and the missing dependency when the loader says).
+
+use std::collections::BTreeSet;
+use std::ffi::CString;
+use std::sync::{Arc, Mutex};
+
+use onnxrt_sys::OrtSessionOptions;
+
+use crate::api::Api;
+use crate::env::Environment;
+use crate::error::{Error, Names, Result};
+use crate::handle::Owned;
+use crate::session::SessionBuilder;
+use crate::status::ort;
+
+/// A provider asked for by name, with its options as ORT's strings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamedProvider {
+    /// The name the C API takes (`"OpenVINO"`, `"XNNPACK"`, `"QNN"`, …) or the
+    /// `…ExecutionProvider` name the session reports.
+    pub name: String,
+    /// Option keys and values, passed as given.
+    pub options: Vec<(String, String)>,
+    /// Whether keys ORT may read as addresses were vouched for (`provider_unchecked`).
+    unchecked: bool,
+}
+
+/// Parts of option keys that name something ORT reads as a raw address or a library to load
+/// (CUDA's `user_compute_stream`, `gpu_external_alloc`; TensorRT's `trt_onnx_bytestream`,
+/// `trt_extra_plugin_lib_paths`; OpenVINO's `context`, …). The safe `provider` refuses them.
+const ADDRESS_LIKE: &[&str] = &["stream", "alloc", "context", "ptr", "handle", "lib_path", "empty_cache"];
+
+/// The first key of `options` that looks like an address or a library to load.
+fn address_like(options: &[(String, String)]) -> Option<&(String, String)> {
+    options.iter().find(|(key, _)| {
+        let key = key.to_ascii_lowercase();
+        ADDRESS_LIKE.iter().any(|part| key.contains(part))
+    })
+}
+
+impl SessionBuilder {
+    /// Appends an execution provider by name, with string options, in priority order with the
+    /// others asked for (CUDA, TensorRT, more named ones); the CPU provider always comes last.
+    ///
+    /// ```
+    /// # let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/add_f32.onnx");
+    /// // The XNNPACK provider with two threads of its own.
+    /// let built = onnxrt::Session::builder().provider("XNNPACK", [("intra_op_num_threads", "2")]).commit_from_file(model);
+    /// match built {
+    ///     Ok(session) => assert!(session.providers().contains(&"XnnpackExecutionProvider")),
+    ///     // The runtime was built without it: the error names the providers it has.
+    ///     Err(onnxrt::Error::ProviderNotAvailable { provider, available, .. }) => {
+    ///         assert_eq!(provider, "XNNPACK");
+    ///         assert!(available.0.contains(&"CPUExecutionProvider".to_string()));
+    ///     }
+    ///     Err(other) => panic!("{other}"),
+    /// }
+    /// # Ok::<(), onnxrt::Error>(())
+    /// ```
+    ///
+    /// `"CUDA"` and `"TensorRT"` (or their `…ExecutionProvider` names) take the same string
+    /// options as ORT's Python API; `SessionBuilder::cuda` / `tensorrt`
+    /// (cargo features `cuda`, `tensorrt`) are the typed way to the same thing. Option keys that
+    /// look like raw addresses or libraries to load (streams, allocators, contexts, handles,
+    /// plugin library paths) are refused: see [`provider_unchecked`](SessionBuilder::provider_unchecked).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for such a key. At `commit_from_*`: [`Error::ProviderNotAvailable`] when the runtime was built without it
+    /// or does not know the name (the message lists what it has), [`Error::ProviderLoad`] when
+    /// its library is missing or cannot load, [`Error::Ort`] for options the provider refuses.
+    ///
+    /// Corresponds to `OrtApi::SessionOptionsAppendExecutionProvider`.
+    #[doc(alias = "SessionOptionsAppendExecutionProvider")]
+    pub fn provider<K, V>(mut self, name: impl Into<String>, options: impl IntoIterator<Item = (K, V)>) -> Self
+    where
+        K: Into<String>,
+        V: Into<String>,
+    {
+        let options = options.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
+        self.providers.push(super::ProviderRequest::Named(NamedProvider {
+            name: name.into(),
+            options,
+            unchecked: false,
+        }));
+        self
+    }
+
+    /// [`provider`](SessionBuilder::provider) without its refusal of option keys that look like
+    /// raw addresses or libraries to load (streams, allocators, contexts, handles, plugin paths).
+    ///
+    /// # Safety
+    /// Every option ORT reads as an address must hold a valid one of the right type, alive for
+    /// as long as every session built with it; every library named must be safe to load.
+    pub unsafe fn provider_unchecked<K, V>(
+        mut self,
+        name: impl Into<String>,
+        options: impl IntoIterator<Item = (K, V)>,
+    ) -> Self
+    where
+        K: Into<String>,
+        V: Into<String>,
+    {
+        let options = options.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
+        self.providers.push(super::ProviderRequest::Named(NamedProvider {
+            name: name.into(),
+            options,
+            unchecked: true,
+        }));
+        self
+    }
+}
+
+/// The C API's name for a provider and the name the session reports for it. Either is
+/// accepted (`"XNNPACK"` or `"XnnpackExecutionProvider"`, any case); ORT 1.16 takes only the first.
+const KNOWN: &[(&str, &str)] = &[
+    ("CUDA", "CUDAExecutionProvider"),
+    ("TensorRT", "TensorrtExecutionProvider"),
+    ("OpenVINO", "OpenVINOExecutionProvider"),
+    ("XNNPACK", "XnnpackExecutionProvider"),
+    ("QNN", "QNNExecutionProvider"),
+    ("SNPE", "SNPEExecutionProvider"),
+    ("AZURE", "AzureExecutionProvider"),
+    ("WEBNN", "WebNNExecutionProvider"),
+    ("JS", "JsExecutionProvider"),
+    ("CoreML", "CoreMLExecutionProvider"),
+    ("DML", "DmlExecutionProvider"),
+    ("MIGraphX", "MIGraphXExecutionProvider"),
+    ("VitisAI", "VitisAIExecutionProvider"),
+    ("WebGPU", "WebGpuExecutionProvider"),
+];
+
+/// `(C API name, reported name)` for what the caller wrote; unknown names pass through as given.
+fn resolve(name: &str) -> (String, String) {
+    match KNOWN.iter().find(|(short, full)| short.eq_ignore_ascii_case(name) || full.eq_ignore_ascii_case(name)) {
+        Some((short, full)) => ((*short).to_owned(), (*full).to_owned()),
+        None => (name.to_owned(), format!("{name}ExecutionProvider")),
+    }
+}
+
+/// The name the session reports for a provider asked for as `name`, as a `&'static str` like the
+/// typed providers' names: each distinct name is stored once per process.
+pub(crate) fn registered_name(name: &str) -> &'static str {
+    let (_, full) = resolve(name);
+    static NAMES: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
+    let mut names = NAMES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some(known) = names.get(full.as_str()) {
+        return known;
+    }
+    // Bounded by the distinct provider names a program asks for.
+    let leaked: &'static str = Box::leak(full.into_boxed_str());
+    names.insert(leaked);
+    leaked
+}
+
+/// Appends `request` to the session options, diagnosing a refusal.
+pub(crate) fn append(
+    api: &Api,
+    env: &Arc<Environment>,
+    options: *mut OrtSessionOptions,
+    request: &NamedProvider,
+) -> Result<()> {
+    let (short, _) = resolve(&request.name);
+    if !request.unchecked {
+        if let Some((key, value)) = address_like(&request.options) {
+            return Err(Error::InvalidArgument {
+                what: format!("{} option `{key}` = `{value}`", request.name),
+                why: "ONNX Runtime may read this option as a raw address or a library to load, which safe code cannot vouch for; use the typed options (CudaOptions::user_compute_stream) or the unsafe SessionBuilder::provider_unchecked".into(),
+            });
+        }
+    }
+    let mut keys = Vec::with_capacity(request.options.len());
+    let mut values = Vec::with_capacity(request.options.len());
+    for (key, value) in &request.options {
+        keys.push(CString::new(key.as_str()).map_err(|_| Error::nul("provider option key", key))?);
+        values.push(CString::new(value.as_str()).map_err(|_| Error::nul("provider option value", value))?);
+    }
+    let key_ptrs: Vec<_> = keys.iter().map(|k| k.as_ptr()).collect();
+    let value_ptrs: Vec<_> = values.iter().map(|v| v.as_ptr()).collect();
+    let strings = StringOptions { keys: key_ptrs.as_ptr(), values: value_ptrs.as_ptr(), len: key_ptrs.len() };
+    match short.as_str() {
+        // The generic call does not take these two (not even ORT 1.30); their V2 option objects
+        // take the same strings, as Python's `providers=[("CUDAExecutionProvider", {...})]` does.
+        "CUDA" => append_cuda(api, env, options, &strings),
+        "TensorRT" => append_tensorrt(api, env, options, &strings),
+        _ => {
+            let name_c = CString::new(short.as_str()).map_err(|_| Error::nul("provider name", &request.name))?;
+            // SAFETY: `options` is the live session options being built; the name and both arrays
+            // of `len` NUL-terminated strings outlive the call (ORT copies them).
+            let appended = unsafe {
+                ort!(
+                    api,
+                    SessionOptionsAppendExecutionProvider(
+                        options,
+                        name_c.as_ptr(),
+                        strings.keys,
+                        strings.values,
+                        strings.len
+                    )
+                )
+            };
+            appended.map_err(|e| refusal(api, env, &request.name, e))
+        }
+    }
+}
+
+/// Arrays of `len` option keys and values (NUL-terminated strings), alive for the append.
+struct StringOptions {
+    keys: *const *const std::ffi::c_char,
+    values: *const *const std::ffi::c_char,
+    len: usize,
+}
+
+fn append_cuda(
+    api: &Api,
+    env: &Arc<Environment>,
+    options: *mut OrtSessionOptions,
+    strings: &StringOptions,
+) -> Result<()> {
+    super::require(api, "CUDAExecutionProvider", "CUDA")?;
+    let mut raw = std::ptr::null_mut();
+    // SAFETY: the out-pointer is valid.
+    let created = unsafe { ort!(api, CreateCUDAProviderOptions(&mut raw)) };
+    created.map_err(|e| super::diagnose::provider_load_failure(api, env, "CUDA", e))?;
+    // SAFETY: on success we own the options.
+    let cuda = unsafe { Owned::from_raw(raw) }?;
+    // SAFETY: both arrays hold `len` NUL-terminated strings alive for the call; ORT copies them.
+    let updated =
+        unsafe { ort!(api, UpdateCUDAProviderOptions(cuda.as_ptr(), strings.keys, strings.values, strings.len)) };
+    // Updating loads the provider library (ORT 1.30), so this is where a missing CUDA shows.
+    updated.map_err(|e| super::diagnose::provider_load_failure(api, env, "CUDA", e))?;
+    // SAFETY: both option objects are live; ORT copies the CUDA options.
+    let appended = unsafe { ort!(api, SessionOptionsAppendExecutionProvider_CUDA_V2(options, cuda.as_ptr())) };
+    appended.map_err(|e| super::diagnose::provider_load_failure(api, env, "CUDA", e))
+}
+
+fn append_tensorrt(
+    api: &Api,
+    env: &Arc<Environment>,
+    options: *mut OrtSessionOptions,
+    strings: &StringOptions,
+) -> Result<()> {
+    super::require(api, "TensorrtExecutionProvider", "TensorRT")?;
+    let mut raw = std::ptr::null_mut();
+    // SAFETY: the out-pointer is valid.
+    let created = unsafe { ort!(api, CreateTensorRTProviderOptions(&mut raw)) };
+    created.map_err(|e| super::diagnose::provider_load_failure(api, env, "TensorRT", e))?;
+    // SAFETY: on success we own the options.
+    let trt = unsafe { Owned::from_raw(raw) }?;
+    // SAFETY: both arrays hold `len` NUL-terminated strings alive for the call; ORT copies them.
+    let updated =
+        unsafe { ort!(api, UpdateTensorRTProviderOptions(trt.as_ptr(), strings.keys, strings.values, strings.len)) };
+    updated.map_err(|e| super::diagnose::provider_load_failure(api, env, "TensorRT", e))?;
+    // SAFETY: both option objects are live; ORT copies the TensorRT options.
+    let appended = unsafe { ort!(api, SessionOptionsAppendExecutionProvider_TensorRT_V2(options, trt.as_ptr())) };
+    appended.map_err(|e| super::diagnose::provider_load_failure(api, env, "TensorRT", e))
+}
+
+/// Turns ORT's refusal of a named provider into the most specific error.
+fn refusal(api: &Api, env: &Arc<Environment>, name: &str, error: Error) -> Error {
+    let message = error.to_string();
+    // ORT's words for a name it does not know, and for a provider left out of this build.
+    let unknown = message.contains("Unknown provider name");
+    let not_built = message.contains("not supported in this build") || message.contains("not enabled in this build");
+    if unknown || not_built {
+        let have = super::available().unwrap_or_default();
+        let fix = if unknown {
+            format!(
+                "ONNX Runtime {} does not know a provider called `{name}` ({}); check the name against that list, and ask for CUDA and TensorRT with SessionBuilder::cuda / ::tensorrt",
+                api.version,
+                message.lines().next().unwrap_or_default()
+            )
+        } else {
+            format!(
+                "use an ONNX Runtime build that includes the {name} provider (this one has {})",
+                Names(have.clone())
+            )
+        };
+        return Error::ProviderNotAvailable {
+            provider: name.to_owned(),
+            available: Names(have),
+            runtime: format!("{} at {}", api.version, api.library.display()),
+            fix,
+        };
+    }
+    if message.contains("Failed to load") || message.contains("cannot open shared object") {
+        return super::diagnose::provider_load_failure(api, env, name, error);
+    }
+    error
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn registered_names_follow_ort() {
+        assert_eq!(super::registered_name("OpenVINO"), "OpenVINOExecutionProvider");
+        assert_eq!(super::registered_name("XNNPACK"), "XnnpackExecutionProvider");
+        assert_eq!(super::registered_name("xnnpackexecutionprovider"), "XnnpackExecutionProvider");
+        assert_eq!(super::registered_name("cuda"), "CUDAExecutionProvider");
+        assert_eq!(super::registered_name("Foo"), "FooExecutionProvider");
+        // Stored once: the same pointer each time.
+        assert!(std::ptr::eq(super::registered_name("Foo"), super::registered_name("Foo")));
+    }
+}

@@ -1,0 +1,120 @@
+//! Any execution provider by name (`SessionBuilder::provider`), diagnosed like CUDA: the CPU
+//! runtime's refusal (a provider left out of the build, a name it does not know), keys that look
+//! like raw addresses refused before ORT sees them, and — on the real CUDA 13 build of ORT 1.30
+//! (assembled from the onnxruntime-gpu wheel; CUDA absent here) — a load failure naming the
+//! missing CUDA library. Runtime-specific cases run in their own process (`onnxrt-probe`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn model(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("data/models").join(name)
+}
+
+fn probe(runtime: Option<&Path>, provider: &str) -> String {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_onnxrt-probe"));
+    command.env_remove("LD_LIBRARY_PATH").env_remove("ONNXRT_DYLIB_PATH");
+    if let Some(runtime) = runtime {
+        command.env("ONNXRT_DYLIB_PATH", runtime);
+    }
+    let output = command.arg(format!("named:{provider}")).arg(model("mlp.onnx")).output().expect("probe runs");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+#[test]
+fn a_provider_left_out_of_the_cpu_build_is_not_available() {
+    let built =
+        onnxrt::Session::builder().provider("OpenVINO", [("device_type", "CPU")]).commit_from_file(model("mlp.onnx"));
+    match built {
+        Err(onnxrt::Error::ProviderNotAvailable { provider, available, fix, .. }) => {
+            assert_eq!(provider, "OpenVINO");
+            assert_eq!(available.0, ["CPUExecutionProvider"]);
+            assert!(fix.contains("build that includes the OpenVINO provider"), "{fix}");
+        }
+        other => panic!("expected ProviderNotAvailable, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_name_ort_does_not_know_quotes_orts_list() {
+    let err = onnxrt::Session::builder()
+        .provider("OpenVino2", std::iter::empty::<(&str, &str)>())
+        .commit_from_file(model("mlp.onnx"))
+        .expect_err("unknown provider");
+    let text = err.to_string();
+    assert_eq!(err.variant(), "ProviderNotAvailable", "{text}");
+    assert!(text.contains("does not know a provider called `OpenVino2`"), "{text}");
+    // ORT's own list of the names it takes.
+    assert!(text.contains("XNNPACK"), "{text}");
+}
+
+#[test]
+fn cuda_by_name_on_the_cpu_build_is_not_available() {
+    for name in ["CUDA", "CUDAExecutionProvider", "tensorrt"] {
+        let out = probe(None, name);
+        assert!(out.starts_with("ERR ProviderNotAvailable"), "{name}: {out}");
+    }
+}
+
+#[test]
+fn keys_read_as_addresses_are_refused_before_ort_sees_them() {
+    for (name, key) in
+        [("CUDA", "user_compute_stream"), ("TensorRT", "trt_extra_plugin_lib_paths"), ("OpenVINO", "context")]
+    {
+        let result = onnxrt::Session::builder().provider(name, [(key, "4096")]).commit_from_file(model("mlp.onnx"));
+        match result {
+            Err(onnxrt::Error::InvalidArgument { what, why }) => {
+                assert!(what.contains(key), "{what}");
+                assert!(why.contains("provider_unchecked"), "{why}");
+            }
+            other => panic!("{name} option `{key}` was not refused: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn the_session_runs_on_the_cpu_when_only_cpu_is_named() {
+    // ORT ≥ 1.18 takes "CPU" by name; 1.16 does not know it: either way a clear answer.
+    let built = onnxrt::Session::builder()
+        .provider("CPU", std::iter::empty::<(&str, &str)>())
+        .commit_from_file(model("mlp.onnx"));
+    match built {
+        Ok(session) => assert_eq!(session.providers().last(), Some(&"CPUExecutionProvider")),
+        Err(e) => assert_eq!(e.variant(), "ProviderNotAvailable", "{e}"),
+    }
+}
+
+/// The lib folder of the assembled ORT 1.30 CUDA 13 build, if present.
+fn gpu_build() -> Option<PathBuf> {
+    let mut config = build_support::Config::from_env().expect("config");
+    "gpu-cuda13-1.30.0-wheel".clone_into(&mut config.dist);
+    config.lib_dir = None;
+    config.archive = None;
+    match build_support::provision(&config) {
+        Ok(p) => Some(p.lib_dir),
+        Err(e) if std::env::var("ONNXRT_REQUIRE_GPU_WHEEL").is_ok_and(|v| v == "1") => {
+            panic!("ONNXRT_REQUIRE_GPU_WHEEL=1 but the GPU build is not available: {e}")
+        }
+        Err(e) => {
+            println!("skipped: {e}");
+            None
+        }
+    }
+}
+
+#[test]
+fn cuda_and_tensorrt_by_name_on_the_cuda13_build_name_the_missing_library() {
+    let Some(lib_dir) = gpu_build() else { return };
+    for name in ["CUDA", "CUDAExecutionProvider", "TensorRT"] {
+        let out = probe(Some(&lib_dir), name);
+        println!("{out}");
+        assert!(out.starts_with("ERR ProviderLoad"), "{name}: {out}");
+        assert!(out.contains(".so.13: cannot open shared object file"), "{name}: {out}");
+        assert!(out.contains("Fix: install"), "{name}: {out}");
+    }
+    // A provider that build does not have, by name: not available, listing what it has.
+    let out = probe(Some(&lib_dir), "OpenVINO");
+    assert!(out.starts_with("ERR ProviderNotAvailable"), "{out}");
+    assert!(out.contains("CUDAExecutionProvider"), "{out}");
+}
