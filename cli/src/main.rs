@@ -10,7 +10,7 @@ mod error;
 mod fetch;
 mod inspect;
 mod npy;
-mod onnx_proto;
+mod model_summary;
 mod output;
 mod run;
 mod version;
