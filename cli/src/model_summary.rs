@@ -100,7 +100,8 @@ fn count_nodes(graph: &GraphProto, summary: &mut GraphSummary, depth: usize) -> 
             summary.subgraph_nodes += 1;
         }
         let (op_type, domain) = (node.op_type(), node.domain());
-        let key = if domain.is_empty() || domain == "ai.onnx" { op_type.to_owned() } else { format!("{domain}.{op_type}") };
+        let key =
+            if domain.is_empty() || domain == "ai.onnx" { op_type.to_owned() } else { format!("{domain}.{op_type}") };
         *summary.op_types.entry(key).or_default() += 1;
         for attribute in &node.attribute {
             for subgraph in attribute.g.iter().chain(&attribute.graphs) {
@@ -122,7 +123,8 @@ fn count_nodes(graph: &GraphProto, summary: &mut GraphSummary, depth: usize) -> 
 /// model at all), or a model without a graph.
 pub fn decode(buf: Bytes) -> Result<ModelSummary, DecodeError> {
     let model = ModelProto::decode(buf).map_err(|e| DecodeError(e.to_string()))?;
-    let graph = model.graph.as_ref().ok_or_else(|| DecodeError("ModelProto has no graph (not an ONNX model?)".into()))?;
+    let graph =
+        model.graph.as_ref().ok_or_else(|| DecodeError("ModelProto has no graph (not an ONNX model?)".into()))?;
     let mut summary = ModelSummary {
         ir_version: model.ir_version(),
         producer_name: model.producer_name().to_owned(),
@@ -134,8 +136,7 @@ pub fn decode(buf: Bytes) -> Result<ModelSummary, DecodeError> {
     count_nodes(graph, g, 0)?;
     g.initializers = graph.initializer.len();
     g.initializer_bytes = graph.initializer.iter().map(tensor_size).sum();
-    g.external_initializers =
-        graph.initializer.iter().filter(|t| t.data_location() == DataLocation::External).count();
+    g.external_initializers = graph.initializer.iter().filter(|t| t.data_location() == DataLocation::External).count();
     g.sparse_initializers = graph.sparse_initializer.len();
     Ok(summary)
 }

@@ -17,7 +17,10 @@ fn proto_root() -> Option<(PathBuf, Option<String>)> {
         return Some((PathBuf::from(dir), None));
     }
     let out = Command::new("python3")
-        .args(["-c", "import onnx, os; print(os.path.dirname(os.path.dirname(onnx.__file__))); print(onnx.__version__)"])
+        .args([
+            "-c",
+            "import onnx, os; print(os.path.dirname(os.path.dirname(onnx.__file__))); print(onnx.__version__)",
+        ])
         .output()
         .ok()?;
     let text = String::from_utf8(out.stdout).ok()?;
