@@ -18,6 +18,8 @@ use std::sync::Arc;
 use half::{bf16, f16};
 use ndarray::{Array2, ArrayView2};
 use onnxrt::{ElementType, Environment, Error, GlobalThreadPools, MemoryInfo, Result, RunOptions, Session, Value};
+use onnxrt_onnx_proto::prost::bytes::Bytes;
+use onnxrt_onnx_proto::TensorProto;
 use onnxrt_tests::{builder, mlp_input, model, session, TempDir};
 
 /// What a case must give.
@@ -138,123 +140,81 @@ fn a_string_tensor() -> Value<'static> {
     Value::from_strings(&[2], &["a", "b"]).expect("strings")
 }
 
-/// Small ONNX protobuf writer for the models no committed file holds.
+/// The models no committed file holds, built from the generated ONNX messages.
 mod proto {
-    fn varint(mut v: u64, out: &mut Vec<u8>) {
-        while v >= 0x80 {
-            out.push((v as u8) | 0x80);
-            v >>= 7;
-        }
-        out.push(v as u8);
-    }
+    use onnxrt_onnx_proto::attribute_proto::AttributeType;
+    use onnxrt_onnx_proto::tensor_proto::DataType;
+    use onnxrt_onnx_proto::tensor_shape_proto::{dimension, Dimension};
+    use onnxrt_onnx_proto::{
+        type_proto, AttributeProto, GraphProto, Message, ModelProto, NodeProto, OperatorSetIdProto, TensorProto,
+        TensorShapeProto, TypeProto, ValueInfoProto,
+    };
 
-    /// A varint field.
-    pub fn int(number: u64, value: u64, out: &mut Vec<u8>) {
-        varint(number << 3, out);
-        varint(value, out);
-    }
-
-    /// A length-delimited field (bytes, string or message).
-    pub fn bytes(number: u64, payload: &[u8], out: &mut Vec<u8>) {
-        varint((number << 3) | 2, out);
-        varint(payload.len() as u64, out);
-        out.extend_from_slice(payload);
-    }
+    /// ONNX `TensorProto.DataType` codes used here.
+    pub const FLOAT: i32 = DataType::Float as i32;
+    pub const STRING: i32 = DataType::String as i32;
+    pub const BOOL: i32 = DataType::Bool as i32;
 
     /// `ValueInfoProto` of a tensor with fixed dims.
-    pub fn tensor_info(name: &str, elem_type: u64, dims: &[u64]) -> Vec<u8> {
-        let mut shape = Vec::new();
-        for &d in dims {
-            let mut dim = Vec::new();
-            int(1, d, &mut dim);
-            bytes(1, &dim, &mut shape);
-        }
-        let mut tensor = Vec::new();
-        int(1, elem_type, &mut tensor);
-        bytes(2, &shape, &mut tensor);
-        let mut type_proto = Vec::new();
-        bytes(1, &tensor, &mut type_proto);
-        let mut info = Vec::new();
-        bytes(1, name.as_bytes(), &mut info);
-        bytes(2, &type_proto, &mut info);
-        info
+    pub fn tensor_info(name: &str, elem_type: i32, dims: &[i64]) -> ValueInfoProto {
+        let dim = |&d: &i64| Dimension { value: Some(dimension::Value::DimValue(d)), denotation: None };
+        let shape = TensorShapeProto { dim: dims.iter().map(dim).collect() };
+        let tensor = type_proto::Tensor { elem_type: Some(elem_type), shape: Some(shape) };
+        let ty = TypeProto { value: Some(type_proto::Value::TensorType(tensor)), denotation: None };
+        ValueInfoProto { name: Some(name.into()), r#type: Some(ty), doc_string: None }
     }
 
     /// `NodeProto`.
-    pub fn node(op: &str, inputs: &[&str], outputs: &[&str], attributes: &[Vec<u8>]) -> Vec<u8> {
-        let mut node = Vec::new();
-        for i in inputs {
-            bytes(1, i.as_bytes(), &mut node);
+    pub fn node(op: &str, inputs: &[&str], outputs: &[&str], attribute: Vec<AttributeProto>) -> NodeProto {
+        NodeProto {
+            input: inputs.iter().map(|&i| i.into()).collect(),
+            output: outputs.iter().map(|&o| o.into()).collect(),
+            op_type: Some(op.into()),
+            attribute,
+            ..Default::default()
         }
-        for o in outputs {
-            bytes(2, o.as_bytes(), &mut node);
-        }
-        bytes(4, op.as_bytes(), &mut node);
-        for a in attributes {
-            bytes(5, a, &mut node);
-        }
-        node
     }
 
-    /// `AttributeProto` `value` holding a tensor: `fields` are the TensorProto's data fields.
-    pub fn tensor_attribute(elem_type: u64, dims: &[u64], fields: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
-        let mut tensor = Vec::new();
-        for &d in dims {
-            int(1, d, &mut tensor);
-        }
-        int(2, elem_type, &mut tensor);
-        fields(&mut tensor);
-        let mut attribute = Vec::new();
-        bytes(1, b"value", &mut attribute);
-        bytes(5, &tensor, &mut attribute);
-        int(20, 4, &mut attribute); // type: TENSOR
-        attribute
+    /// A `TensorProto` header; the caller sets the data fields.
+    pub fn tensor(elem_type: i32, dims: &[i64]) -> TensorProto {
+        TensorProto { dims: dims.to_vec(), data_type: Some(elem_type), ..Default::default() }
     }
 
     /// `ModelProto` with one graph.
-    pub fn model(ir_version: u64, opset: u64, nodes: &[Vec<u8>], inputs: &[Vec<u8>], outputs: &[Vec<u8>]) -> Vec<u8> {
-        let mut graph = Vec::new();
-        for n in nodes {
-            bytes(1, n, &mut graph);
+    pub fn model(
+        ir_version: i64,
+        opset: i64,
+        node: Vec<NodeProto>,
+        input: Vec<ValueInfoProto>,
+        output: Vec<ValueInfoProto>,
+    ) -> Vec<u8> {
+        let graph = GraphProto { node, name: Some("handmade".into()), input, output, ..Default::default() };
+        ModelProto {
+            ir_version: Some(ir_version),
+            producer_name: Some("onnxrt-tests".into()),
+            graph: Some(graph),
+            opset_import: vec![OperatorSetIdProto { domain: Some(String::new()), version: Some(opset) }],
+            ..Default::default()
         }
-        bytes(2, b"handmade", &mut graph);
-        for i in inputs {
-            bytes(11, i, &mut graph);
-        }
-        for o in outputs {
-            bytes(12, o, &mut graph);
-        }
-        let mut opset_id = Vec::new();
-        bytes(1, b"", &mut opset_id);
-        int(2, opset, &mut opset_id);
-        let mut m = Vec::new();
-        int(1, ir_version, &mut m);
-        bytes(2, b"onnxrt-tests", &mut m);
-        bytes(7, &graph, &mut m);
-        bytes(8, &opset_id, &mut m);
-        m
+        .encode_to_vec()
     }
 
-    /// ONNX `TensorProto.DataType` codes used here.
-    pub const FLOAT: u64 = 1;
-    pub const STRING: u64 = 8;
-    pub const BOOL: u64 = 9;
-
-    /// A model with no inputs whose output `y` is a Constant holding `fields`.
-    pub fn constant(elem_type: u64, dims: &[u64], fields: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
-        let value = tensor_attribute(elem_type, dims, fields);
-        model(8, 17, &[node("Constant", &[], &["y"], &[value])], &[], &[tensor_info("y", elem_type, dims)])
+    /// A model with no inputs whose output `y` is a Constant holding `value`.
+    pub fn constant(value: TensorProto) -> Vec<u8> {
+        let output = tensor_info("y", value.data_type(), &value.dims);
+        let attribute = AttributeProto {
+            name: Some("value".into()),
+            r#type: Some(AttributeType::Tensor as i32),
+            t: Some(value),
+            ..Default::default()
+        };
+        model(8, 17, vec![node("Constant", &[], &["y"], vec![attribute])], vec![], vec![output])
     }
 
     /// `y = op(x)` on f32 [2].
-    pub fn unary(op: &str, ir_version: u64, opset: u64) -> Vec<u8> {
-        model(
-            ir_version,
-            opset,
-            &[node(op, &["x"], &["y"], &[])],
-            &[tensor_info("x", FLOAT, &[2])],
-            &[tensor_info("y", FLOAT, &[2])],
-        )
+    pub fn unary(op: &str, ir_version: i64, opset: i64) -> Vec<u8> {
+        let (x, y) = (tensor_info("x", FLOAT, &[2]), tensor_info("y", FLOAT, &[2]));
+        model(ir_version, opset, vec![node(op, &["x"], &["y"], vec![])], vec![x], vec![y])
     }
 }
 
@@ -489,11 +449,9 @@ fn reader_cases() -> Vec<Case> {
             Value::from_vec(&[1], vec![true])?.string_bytes().map(drop)
         }),
         case("non-UTF-8 string output read with strings()", err("InvalidString"), || {
-            let bytes = proto::constant(proto::STRING, &[3], |t| {
-                proto::bytes(6, b"fine", t);
-                proto::bytes(6, b"\xff\xfe latin-1 \xe9", t);
-                proto::bytes(6, b"nul\0inside", t);
-            });
+            let strings: [&'static [u8]; 3] = [b"fine", b"\xff\xfe latin-1 \xe9", b"nul\0inside"];
+            let string_data = strings.map(Bytes::from_static).to_vec();
+            let bytes = proto::constant(TensorProto { string_data, ..proto::tensor(proto::STRING, &[3]) });
             let s = builder().commit_from_memory(&bytes)?;
             let outputs = s.run(onnxrt::NO_INPUTS)?;
             // The bytes are all there, NUL included...
@@ -614,9 +572,9 @@ fn model_cases() -> Vec<Case> {
             let bytes = proto::model(
                 8,
                 17,
-                &[proto::node("Relu", &["x"], &["y"], &[])],
-                &[proto::tensor_info("x", proto::FLOAT, &[2])],
-                &[proto::tensor_info("z", proto::FLOAT, &[2])],
+                vec![proto::node("Relu", &["x"], &["y"], vec![])],
+                vec![proto::tensor_info("x", proto::FLOAT, &[2])],
+                vec![proto::tensor_info("z", proto::FLOAT, &[2])],
             );
             builder().commit_from_memory(&bytes).map(drop)
         }),
@@ -624,9 +582,9 @@ fn model_cases() -> Vec<Case> {
             let bytes = proto::model(
                 8,
                 17,
-                &[proto::node("Relu", &["x"], &["y"], &[])],
-                &[proto::tensor_info("x", proto::STRING, &[2])],
-                &[proto::tensor_info("y", proto::STRING, &[2])],
+                vec![proto::node("Relu", &["x"], &["y"], vec![])],
+                vec![proto::tensor_info("x", proto::STRING, &[2])],
+                vec![proto::tensor_info("y", proto::STRING, &[2])],
             );
             builder().commit_from_memory(&bytes).map(drop)
         }),
@@ -846,7 +804,8 @@ fn bind_output_must_not_write_into_a_borrowed_view() {
 /// the bytes and refuses them (a Rust `bool` may only be 0 or 1). Found by this sweep.
 #[test]
 fn bool_outputs_with_invalid_bytes_are_refused() {
-    let bytes = proto::constant(proto::BOOL, &[3], |t| proto::bytes(9, &[0, 1, 2], t));
+    let raw_data = Some(Bytes::from_static(&[0, 1, 2]));
+    let bytes = proto::constant(TensorProto { raw_data, ..proto::tensor(proto::BOOL, &[3]) });
     let s = builder().commit_from_memory(&bytes).expect("the model loads");
     let outputs = s.run(onnxrt::NO_INPUTS).expect("runs");
     assert_eq!(outputs[0].tensor_info().expect("info").element_type, ElementType::Bool);
