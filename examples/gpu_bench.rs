@@ -9,6 +9,7 @@
 //! ```text
 //! cargo build --release --features cuda --example gpu_bench
 //! gpu_bench MODEL.onnx [--modes run,iobinding,cuda_graph] [--batches 1,32,128] [--iterations 50] [--warmup 10]
+//! gpu_bench --help
 //! ```
 //! The fast recipe, step by step (what `fast` does; the same in your own code):
 //! 1. an fp16 model, fed and read in `f16` (half the bytes, tensor cores);
@@ -22,59 +23,98 @@
 //! The input element type (f32 or f16) is read from the model. Prints one line per measurement:
 //! `mode batch median_ms p90_ms images_per_s`.
 
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use onnxrt::half::f16;
 use onnxrt::providers::cuda::CudaOptions;
 use onnxrt::{ElementType, MemoryInfo, Session, Value};
 
+/// GPU latency and throughput of one model, one line per mode and batch size:
+/// `mode batch median_ms p90_ms images_per_s`.
+#[derive(Debug, clap::Parser)]
+#[command(name = "gpu_bench")]
+struct Args {
+    /// The model (an ImageNet-style classifier with a [N, 3, 224, 224] input, f32 or f16)
+    #[arg(value_name = "MODEL.onnx")]
+    model: PathBuf,
+    /// Modes to measure, comma-separated
+    #[arg(long, value_name = "M,..", value_delimiter = ',', default_value = "run,iobinding,cuda_graph")]
+    modes: Vec<Mode>,
+    /// Batch sizes, comma-separated (a model with a fixed batch dimension uses its own)
+    #[arg(long, value_name = "B,..", value_delimiter = ',', default_value = "1,32,128")]
+    batches: Vec<i64>,
+    /// Timed runs per measurement
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    iterations: usize,
+    /// Untimed runs before them
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    warmup: usize,
+}
+
+/// How the model is fed and run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Mode {
+    /// Host arrays in and out
+    Run,
+    /// IoBinding with device-resident input and output
+    Iobinding,
+    /// `iobinding` plus a CUDA graph
+    #[value(name = "cuda_graph")]
+    CudaGraph,
+    /// `iobinding` with prefer_nhwc
+    Nhwc,
+    /// `nhwc` plus a CUDA graph (give it the fp16 model)
+    Fast,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Run => "run",
+            Mode::Iobinding => "iobinding",
+            Mode::CudaGraph => "cuda_graph",
+            Mode::Nhwc => "nhwc",
+            Mode::Fast => "fast",
+        }
+    }
+}
+
 fn main() {
-    if let Err(e) = run() {
+    // Usage mistakes print clap's message and exit with status 2; --help exits with 0.
+    let args = <Args as clap::Parser>::parse();
+    if let Err(e) = run(&args) {
         eprintln!("error: {e}");
         std::process::exit(1);
     }
 }
 
-fn arg(args: &[String], flag: &str, default: &str) -> String {
-    args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)).cloned().unwrap_or_else(|| default.to_owned())
-}
-
-fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let model = args
-        .first()
-        .ok_or("usage: gpu_bench MODEL.onnx [--modes run,iobinding,cuda_graph,nhwc,fast] [--batches 1,32,128] [--iterations N] [--warmup N]")?;
-    let modes: Vec<String> = arg(&args, "--modes", "run,iobinding,cuda_graph").split(',').map(str::to_owned).collect();
-    if let Some(bad) = modes.iter().find(|m| !["run", "iobinding", "cuda_graph", "nhwc", "fast"].contains(&m.as_str()))
-    {
-        return Err(format!("unknown mode `{bad}`; modes are run, iobinding, cuda_graph, nhwc, fast").into());
-    }
-    let batches: Vec<i64> = arg(&args, "--batches", "1,32,128").split(',').map(str::parse).collect::<Result<_, _>>()?;
-    let iterations: usize = arg(&args, "--iterations", "50").parse()?;
-    let warmup: usize = arg(&args, "--warmup", "10").parse()?;
-    println!("# runtime {}; model {model}", onnxrt::runtime_info()?.version);
+fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+    let model = &args.model;
+    println!("# runtime {}; model {}", onnxrt::runtime_info()?.version, model.display());
     println!("mode batch median_ms p90_ms images_per_s");
-    for &batch in &batches {
-        for mode in modes.iter().map(String::as_str) {
-            let times = measure(model, mode, batch, iterations, warmup)?;
+    for &batch in &args.batches {
+        for &mode in &args.modes {
+            let times = measure(model, mode, batch, args.iterations, args.warmup)?;
             let median = times[times.len() / 2];
             let p90 = times[times.len() * 9 / 10];
-            println!("{mode} {batch} {:.3} {:.3} {:.1}", ms(median), ms(p90), batch as f64 / median.as_secs_f64());
+            let name = mode.name();
+            println!("{name} {batch} {:.3} {:.3} {:.1}", ms(median), ms(p90), batch as f64 / median.as_secs_f64());
         }
     }
     Ok(())
 }
 
 fn measure(
-    model: &str,
-    mode: &str,
+    model: &Path,
+    mode: Mode,
     batch: i64,
     iterations: usize,
     warmup: usize,
 ) -> Result<Vec<Duration>, onnxrt::Error> {
-    let graph = mode == "cuda_graph" || mode == "fast";
+    let graph = matches!(mode, Mode::CudaGraph | Mode::Fast);
     let mut cuda = CudaOptions::new().enable_cuda_graph(graph);
-    if mode == "nhwc" || mode == "fast" {
+    if matches!(mode, Mode::Nhwc | Mode::Fast) {
         cuda = cuda.prefer_nhwc(true);
     }
     let session = Session::builder().cuda(cuda).strict_gpu(true).commit_from_file(model)?;
@@ -92,7 +132,7 @@ fn measure(
         Value::from_vec(&shape, vec![0.5f32; len])?
     };
     let mut times = Vec::with_capacity(iterations);
-    if mode == "run" {
+    if mode == Mode::Run {
         for i in 0..warmup + iterations {
             let t = Instant::now();
             let outputs = session.run(&[(&input.name, &host)])?;

@@ -51,7 +51,8 @@ setup_build() {
 }
 
 setup_test() {
-  # The conformance test reads the ONNX backend test data shipped in the onnx wheel.
+  # The conformance test reads the ONNX backend test data shipped in the onnx wheel; the
+  # onnx-proto crate regenerates its messages from the .proto files the same wheel ships.
   python3 -c 'import onnx, numpy' 2>/dev/null || { say "installing onnx 1.14.1 (backend test data)"; python3 -m pip install -q onnx==1.14.1 numpy; }
 }
 
@@ -66,7 +67,7 @@ case "${1:-}" in
     setup_test
     # The checked-in bindings must equal a fresh bindgen run (unless libclang is hidden on purpose).
     if [ -z "${LIBCLANG_PATH:-}" ]; then export ONNXRT_REQUIRE_BINDGEN=1; fi
-    ONNXRT_REQUIRE_CONFORMANCE=1 cargo test --workspace --no-fail-fast
+    ONNXRT_REQUIRE_CONFORMANCE=1 ONNXRT_REQUIRE_ONNX_PROTO=1 cargo test --workspace --no-fail-fast
     # Soundness regressions (RELIABILITY.md, soundness): the mistakes the compiler must refuse,
     # and the runtime ones under valgrind (invalid reads, uninitialised memory, freed loggers).
     bash tools/reliability/compile_fail.sh

@@ -7,7 +7,7 @@ use onnxrt::{Dim, ModelMetadata, Session, ValueInfo, ValueKind};
 use serde_json::{json, Value as Json};
 
 use crate::error::{CliError, Result};
-use crate::onnx_proto::{self, ModelSummary};
+use crate::model_summary::{self, ModelSummary};
 use crate::output::{self, Table};
 
 /// What the runtime says about the model.
@@ -35,13 +35,14 @@ fn load(model: &Path) -> onnxrt::Result<Loaded> {
 /// Runs `inspect`.
 pub fn run(model: &Path, as_json: bool) -> Result<()> {
     let bytes = std::fs::read(model).map_err(CliError::io("cannot read model", model))?;
-    let proto = onnx_proto::decode(&bytes).map_err(|e| {
+    let file_bytes = bytes.len() as u64;
+    let proto = model_summary::decode(bytes.into()).map_err(|e| {
         CliError::Failed(format!(
             "{} is not a readable ONNX model: {e}. The file is truncated or is not an ONNX model; export it again",
             model.display()
         ))
     })?;
-    let inspection = Inspection { file_bytes: bytes.len() as u64, proto, runtime: load(model) };
+    let inspection = Inspection { file_bytes, proto, runtime: load(model) };
     if as_json {
         output::print_json(&to_json(model, &inspection));
     } else {

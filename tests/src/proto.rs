@@ -1,179 +1,144 @@
-//! A small ONNX protobuf writer, for the models no committed file holds (hostile ones, and models
-//! using operators only a test defines). Field numbers are those of `onnx.proto`.
+//! Models built in code for the tests that need one no committed file holds (hostile inputs,
+//! custom-op graphs), from the ONNX messages generated from `onnx.proto` (`onnxrt-onnx-proto`).
 
-fn varint(mut v: u64, out: &mut Vec<u8>) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
+use onnxrt_onnx_proto::attribute_proto::AttributeType;
+use onnxrt_onnx_proto::tensor_proto::DataType;
+use onnxrt_onnx_proto::tensor_shape_proto::{dimension, Dimension};
+use onnxrt_onnx_proto::{
+    type_proto, AttributeProto, GraphProto, Message, ModelProto, NodeProto, OperatorSetIdProto, TensorProto,
+    TensorShapeProto, TypeProto, ValueInfoProto,
+};
 
-/// A varint field.
-pub fn int(number: u64, value: u64, out: &mut Vec<u8>) {
-    varint(number << 3, out);
-    varint(value, out);
-}
-
-/// A length-delimited field (bytes, string or message).
-pub fn bytes(number: u64, payload: &[u8], out: &mut Vec<u8>) {
-    varint((number << 3) | 2, out);
-    varint(payload.len() as u64, out);
-    out.extend_from_slice(payload);
-}
-
-/// A 32-bit field (a float).
-pub fn fixed32(number: u64, bits: u32, out: &mut Vec<u8>) {
-    varint((number << 3) | 5, out);
-    out.extend_from_slice(&bits.to_le_bytes());
-}
+/// ONNX `TensorProto.DataType` codes used by the tests.
+pub const FLOAT: i32 = DataType::Float as i32;
+/// `int64`.
+pub const INT64: i32 = DataType::Int64 as i32;
+/// `string`.
+pub const STRING: i32 = DataType::String as i32;
+/// `bool`.
+pub const BOOL: i32 = DataType::Bool as i32;
 
 /// `ValueInfoProto` of a tensor with fixed dims.
-pub fn tensor_info(name: &str, elem_type: u64, dims: &[u64]) -> Vec<u8> {
-    let mut shape = Vec::new();
-    for &d in dims {
-        let mut dim = Vec::new();
-        int(1, d, &mut dim);
-        bytes(1, &dim, &mut shape);
-    }
-    let mut tensor = Vec::new();
-    int(1, elem_type, &mut tensor);
-    bytes(2, &shape, &mut tensor);
-    let mut type_proto = Vec::new();
-    bytes(1, &tensor, &mut type_proto);
-    let mut info = Vec::new();
-    bytes(1, name.as_bytes(), &mut info);
-    bytes(2, &type_proto, &mut info);
-    info
+pub fn tensor_info(name: &str, elem_type: i32, dims: &[i64]) -> ValueInfoProto {
+    let dim = |&d: &i64| Dimension { value: Some(dimension::Value::DimValue(d)), denotation: None };
+    let shape = TensorShapeProto { dim: dims.iter().map(dim).collect() };
+    let tensor = type_proto::Tensor { elem_type: Some(elem_type), shape: Some(shape) };
+    let ty = TypeProto { value: Some(type_proto::Value::TensorType(tensor)), denotation: None };
+    ValueInfoProto { name: Some(name.into()), r#type: Some(ty), doc_string: None }
 }
 
 /// `NodeProto` of the default domain.
-pub fn node(op: &str, inputs: &[&str], outputs: &[&str], attributes: &[Vec<u8>]) -> Vec<u8> {
+pub fn node(op: &str, inputs: &[&str], outputs: &[&str], attributes: &[AttributeProto]) -> NodeProto {
     domain_node("", op, inputs, outputs, attributes)
 }
 
-/// `NodeProto` of operator `op` in `domain` (an empty input name leaves an optional input out).
-pub fn domain_node(domain: &str, op: &str, inputs: &[&str], outputs: &[&str], attributes: &[Vec<u8>]) -> Vec<u8> {
-    let mut node = Vec::new();
-    for i in inputs {
-        bytes(1, i.as_bytes(), &mut node);
+/// `NodeProto` of operator `op` in `domain`.
+pub fn domain_node(
+    domain: &str,
+    op: &str,
+    inputs: &[&str],
+    outputs: &[&str],
+    attributes: &[AttributeProto],
+) -> NodeProto {
+    NodeProto {
+        input: inputs.iter().map(|&i| i.into()).collect(),
+        output: outputs.iter().map(|&o| o.into()).collect(),
+        op_type: Some(op.into()),
+        domain: (!domain.is_empty()).then(|| domain.into()),
+        attribute: attributes.to_vec(),
+        ..Default::default()
     }
-    for o in outputs {
-        bytes(2, o.as_bytes(), &mut node);
-    }
-    bytes(4, op.as_bytes(), &mut node);
-    for a in attributes {
-        bytes(5, a, &mut node);
-    }
-    if !domain.is_empty() {
-        bytes(7, domain.as_bytes(), &mut node);
-    }
-    node
 }
 
-fn attribute(name: &str, kind: u64, fields: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
-    let mut attribute = Vec::new();
-    bytes(1, name.as_bytes(), &mut attribute);
-    fields(&mut attribute);
-    int(20, kind, &mut attribute);
-    attribute
+/// An attribute of `kind`, filled in by `set`.
+fn attribute(name: &str, kind: AttributeType, set: impl FnOnce(&mut AttributeProto)) -> AttributeProto {
+    let mut a = AttributeProto { name: Some(name.into()), r#type: Some(kind as i32), ..Default::default() };
+    set(&mut a);
+    a
 }
 
 /// `AttributeProto` of type FLOAT.
-pub fn float_attribute(name: &str, value: f32) -> Vec<u8> {
-    attribute(name, 1, |a| fixed32(2, value.to_bits(), a))
+pub fn float_attribute(name: &str, value: f32) -> AttributeProto {
+    attribute(name, AttributeType::Float, |a| a.f = Some(value))
 }
 
 /// `AttributeProto` of type INT.
-pub fn int_attribute(name: &str, value: i64) -> Vec<u8> {
-    attribute(name, 2, |a| int(3, value as u64, a))
+pub fn int_attribute(name: &str, value: i64) -> AttributeProto {
+    attribute(name, AttributeType::Int, |a| a.i = Some(value))
 }
 
 /// `AttributeProto` of type STRING.
-pub fn string_attribute(name: &str, value: &str) -> Vec<u8> {
-    attribute(name, 3, |a| bytes(4, value.as_bytes(), a))
+pub fn string_attribute(name: &str, value: &str) -> AttributeProto {
+    attribute(name, AttributeType::String, |a| a.s = Some(value.as_bytes().to_vec().into()))
 }
 
 /// `AttributeProto` of type FLOATS.
-pub fn floats_attribute(name: &str, values: &[f32]) -> Vec<u8> {
-    attribute(name, 6, |a| values.iter().for_each(|v| fixed32(7, v.to_bits(), a)))
+pub fn floats_attribute(name: &str, values: &[f32]) -> AttributeProto {
+    attribute(name, AttributeType::Floats, |a| a.floats = values.to_vec())
 }
 
 /// `AttributeProto` of type INTS.
-pub fn ints_attribute(name: &str, values: &[i64]) -> Vec<u8> {
-    attribute(name, 7, |a| values.iter().for_each(|&v| int(8, v as u64, a)))
+pub fn ints_attribute(name: &str, values: &[i64]) -> AttributeProto {
+    attribute(name, AttributeType::Ints, |a| a.ints = values.to_vec())
 }
 
-/// `AttributeProto` `value` holding a tensor: `fields` are the TensorProto's data fields.
-pub fn tensor_attribute(elem_type: u64, dims: &[u64], fields: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
-    let mut tensor = Vec::new();
-    for &d in dims {
-        int(1, d, &mut tensor);
-    }
-    int(2, elem_type, &mut tensor);
-    fields(&mut tensor);
-    attribute("value", 4, |a| bytes(5, &tensor, a))
+/// A `TensorProto` header; the caller sets the data fields.
+pub fn tensor(elem_type: i32, dims: &[i64]) -> TensorProto {
+    TensorProto { dims: dims.to_vec(), data_type: Some(elem_type), ..Default::default() }
 }
 
-/// `ModelProto` with one graph, importing the default domain at `opset`.
-pub fn model(ir_version: u64, opset: u64, nodes: &[Vec<u8>], inputs: &[Vec<u8>], outputs: &[Vec<u8>]) -> Vec<u8> {
+/// `ModelProto` bytes with one graph, importing the default domain at `opset`.
+pub fn model(
+    ir_version: i64,
+    opset: i64,
+    nodes: &[NodeProto],
+    inputs: &[ValueInfoProto],
+    outputs: &[ValueInfoProto],
+) -> Vec<u8> {
     model_with_opsets(ir_version, &[("", opset)], nodes, inputs, outputs)
 }
 
-/// `ModelProto` with one graph, importing each `(domain, version)`.
+/// `ModelProto` bytes with one graph, importing each `(domain, version)`.
 pub fn model_with_opsets(
-    ir_version: u64,
-    opsets: &[(&str, u64)],
-    nodes: &[Vec<u8>],
-    inputs: &[Vec<u8>],
-    outputs: &[Vec<u8>],
+    ir_version: i64,
+    opsets: &[(&str, i64)],
+    nodes: &[NodeProto],
+    inputs: &[ValueInfoProto],
+    outputs: &[ValueInfoProto],
 ) -> Vec<u8> {
-    let mut graph = Vec::new();
-    for n in nodes {
-        bytes(1, n, &mut graph);
+    let graph = GraphProto {
+        node: nodes.to_vec(),
+        name: Some("handmade".into()),
+        input: inputs.to_vec(),
+        output: outputs.to_vec(),
+        ..Default::default()
+    };
+    let opset =
+        |&(domain, version): &(&str, i64)| OperatorSetIdProto { domain: Some(domain.into()), version: Some(version) };
+    ModelProto {
+        ir_version: Some(ir_version),
+        producer_name: Some("onnxrt-tests".into()),
+        graph: Some(graph),
+        opset_import: opsets.iter().map(opset).collect(),
+        ..Default::default()
     }
-    bytes(2, b"handmade", &mut graph);
-    for i in inputs {
-        bytes(11, i, &mut graph);
-    }
-    for o in outputs {
-        bytes(12, o, &mut graph);
-    }
-    let mut m = Vec::new();
-    int(1, ir_version, &mut m);
-    bytes(2, b"onnxrt-tests", &mut m);
-    bytes(7, &graph, &mut m);
-    for (domain, version) in opsets {
-        let mut opset_id = Vec::new();
-        bytes(1, domain.as_bytes(), &mut opset_id);
-        int(2, *version, &mut opset_id);
-        bytes(8, &opset_id, &mut m);
-    }
-    m
+    .encode_to_vec()
 }
 
-/// ONNX `TensorProto.DataType` codes used here.
-pub const FLOAT: u64 = 1;
-/// `int64`.
-pub const INT64: u64 = 7;
-/// `string`.
-pub const STRING: u64 = 8;
-/// `bool`.
-pub const BOOL: u64 = 9;
-
-/// A model with no inputs whose output `y` is a Constant holding `fields`.
-pub fn constant(elem_type: u64, dims: &[u64], fields: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
-    let value = tensor_attribute(elem_type, dims, fields);
-    model(8, 17, &[node("Constant", &[], &["y"], &[value])], &[], &[tensor_info("y", elem_type, dims)])
+/// A model with no inputs whose output `y` is a Constant holding `value`.
+pub fn constant(value: TensorProto) -> Vec<u8> {
+    let output = tensor_info("y", value.data_type(), &value.dims);
+    let attribute = AttributeProto {
+        name: Some("value".into()),
+        r#type: Some(AttributeType::Tensor as i32),
+        t: Some(value),
+        ..Default::default()
+    };
+    model(8, 17, &[node("Constant", &[], &["y"], &[attribute])], &[], &[output])
 }
 
 /// `y = op(x)` on f32 [2].
-pub fn unary(op: &str, ir_version: u64, opset: u64) -> Vec<u8> {
-    model(
-        ir_version,
-        opset,
-        &[node(op, &["x"], &["y"], &[])],
-        &[tensor_info("x", FLOAT, &[2])],
-        &[tensor_info("y", FLOAT, &[2])],
-    )
+pub fn unary(op: &str, ir_version: i64, opset: i64) -> Vec<u8> {
+    let (x, y) = (tensor_info("x", FLOAT, &[2]), tensor_info("y", FLOAT, &[2]));
+    model(ir_version, opset, &[node(op, &["x"], &["y"], &[])], &[x], &[y])
 }

@@ -18,6 +18,8 @@ use std::sync::Arc;
 use half::{bf16, f16};
 use ndarray::{Array2, ArrayView2};
 use onnxrt::{ElementType, Environment, Error, GlobalThreadPools, MemoryInfo, Result, RunOptions, Session, Value};
+use onnxrt_onnx_proto::prost::bytes::Bytes;
+use onnxrt_onnx_proto::TensorProto;
 use onnxrt_tests::{builder, mlp_input, model, proto, session, TempDir};
 
 /// What a case must give.
@@ -369,11 +371,9 @@ fn reader_cases() -> Vec<Case> {
             Value::from_vec(&[1], vec![true])?.string_bytes().map(drop)
         }),
         case("non-UTF-8 string output read with strings()", err("InvalidString"), || {
-            let bytes = proto::constant(proto::STRING, &[3], |t| {
-                proto::bytes(6, b"fine", t);
-                proto::bytes(6, b"\xff\xfe latin-1 \xe9", t);
-                proto::bytes(6, b"nul\0inside", t);
-            });
+            let strings: [&'static [u8]; 3] = [b"fine", b"\xff\xfe latin-1 \xe9", b"nul\0inside"];
+            let string_data = strings.map(Bytes::from_static).to_vec();
+            let bytes = proto::constant(TensorProto { string_data, ..proto::tensor(proto::STRING, &[3]) });
             let s = builder().commit_from_memory(&bytes)?;
             let outputs = s.run(onnxrt::NO_INPUTS)?;
             // The bytes are all there, NUL included...
@@ -726,7 +726,8 @@ fn bind_output_must_not_write_into_a_borrowed_view() {
 /// the bytes and refuses them (a Rust `bool` may only be 0 or 1). Found by this sweep.
 #[test]
 fn bool_outputs_with_invalid_bytes_are_refused() {
-    let bytes = proto::constant(proto::BOOL, &[3], |t| proto::bytes(9, &[0, 1, 2], t));
+    let raw_data = Some(Bytes::from_static(&[0, 1, 2]));
+    let bytes = proto::constant(TensorProto { raw_data, ..proto::tensor(proto::BOOL, &[3]) });
     let s = builder().commit_from_memory(&bytes).expect("the model loads");
     let outputs = s.run(onnxrt::NO_INPUTS).expect("runs");
     assert_eq!(outputs[0].tensor_info().expect("info").element_type, ElementType::Bool);

@@ -9,6 +9,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use onnxrt::{Environment, LogLevel, LogRecord, Session, Value};
+use onnxrt_onnx_proto::tensor_proto::DataType;
+use onnxrt_onnx_proto::{GraphProto, Message, ModelProto, TensorProto};
 use onnxrt_tests::model;
 
 static HOOK_CALLS: AtomicUsize = AtomicUsize::new(0);
@@ -44,30 +46,19 @@ fn custom_env() -> Arc<Environment> {
 }
 
 /// `add_f32.onnx` plus an initializer no node uses. Protobuf merges a repeated singular message
-/// field, so appending a second `graph` (field 7) that holds one `initializer` (field 5) adds it
-/// to the model's graph. ORT warns when it removes such an initializer.
+/// field, so appending a `ModelProto` whose `graph` holds one `initializer` adds it to the
+/// model's graph. ORT warns when it removes such an initializer.
 fn model_with_unused_initializer() -> Vec<u8> {
-    fn len_field(number: u8, payload: &[u8], out: &mut Vec<u8>) {
-        out.push((number << 3) | 2);
-        let mut len = payload.len();
-        loop {
-            let byte = (len & 0x7f) as u8;
-            len >>= 7;
-            if len == 0 {
-                out.push(byte);
-                break;
-            }
-            out.push(byte | 0x80);
-        }
-        out.extend_from_slice(payload);
-    }
-    let mut tensor = vec![0x08, 0x01, 0x10, 0x01]; // dims: [1], data_type: FLOAT
-    len_field(8, b"unused_weight", &mut tensor);
-    len_field(9, &1.0f32.to_le_bytes(), &mut tensor);
-    let mut graph = Vec::new();
-    len_field(5, &tensor, &mut graph);
+    let tensor = TensorProto {
+        dims: vec![1],
+        data_type: Some(DataType::Float as i32),
+        name: Some("unused_weight".into()),
+        raw_data: Some(1.0f32.to_le_bytes().to_vec().into()),
+        ..Default::default()
+    };
+    let graph = GraphProto { initializer: vec![tensor], ..Default::default() };
     let mut bytes = std::fs::read(model("add_f32.onnx")).expect("add_f32.onnx");
-    len_field(7, &graph, &mut bytes);
+    bytes.extend(ModelProto { graph: Some(graph), ..Default::default() }.encode_to_vec());
     bytes
 }
 

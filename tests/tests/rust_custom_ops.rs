@@ -7,21 +7,22 @@ use std::sync::{Arc, Mutex};
 
 use onnxrt::custom_op::{CustomOp, IoSpec, Kernel, KernelContext, KernelInfo, OpDomain, OpResult};
 use onnxrt::{ElementType, Error, Session, Value};
+use onnxrt_onnx_proto::{AttributeProto, NodeProto};
 use onnxrt_tests::{builder, proto};
 
 const DOMAIN: &str = "ai.onnxrt.rust_test";
 
 /// A model of one `DOMAIN::op` node (plus `extra` default-domain nodes), float inputs and outputs.
 fn model(
-    op_node: Vec<u8>,
-    extra: Vec<Vec<u8>>,
-    inputs: &[(&str, u64, &[u64])],
-    outputs: &[(&str, u64, &[u64])],
+    op_node: NodeProto,
+    extra: Vec<NodeProto>,
+    inputs: &[(&str, i32, &[i64])],
+    outputs: &[(&str, i32, &[i64])],
 ) -> Vec<u8> {
     let mut nodes = vec![op_node];
     nodes.extend(extra);
     let infos =
-        |list: &[(&str, u64, &[u64])]| list.iter().map(|(n, t, d)| proto::tensor_info(n, *t, d)).collect::<Vec<_>>();
+        |list: &[(&str, i32, &[i64])]| list.iter().map(|(n, t, d)| proto::tensor_info(n, *t, d)).collect::<Vec<_>>();
     proto::model_with_opsets(8, &[("", 17), (DOMAIN, 1)], &nodes, &infos(inputs), &infos(outputs))
 }
 
@@ -82,7 +83,7 @@ impl Kernel for AffineKernel {
     }
 }
 
-fn affine_model(input_type: u64) -> Vec<u8> {
+fn affine_model(input_type: i32) -> Vec<u8> {
     let attributes = [
         proto::float_attribute("scale", 1.5),
         proto::int_attribute("offset", -2),
@@ -206,7 +207,7 @@ impl Kernel for MisbehaveKernel {
     }
 }
 
-fn misbehave_model(attributes: &[Vec<u8>]) -> Vec<u8> {
+fn misbehave_model(attributes: &[AttributeProto]) -> Vec<u8> {
     model(
         proto::domain_node(DOMAIN, "Misbehave", &["x"], &["y"], attributes),
         vec![],
@@ -323,7 +324,7 @@ impl Kernel for SumKernel {
 
 #[test]
 fn variadic_and_optional_inputs() {
-    let sum_model = |inputs: &[&str], graph_inputs: &[(&str, u64, &[u64])]| {
+    let sum_model = |inputs: &[&str], graph_inputs: &[(&str, i32, &[i64])]| {
         model(
             proto::domain_node(DOMAIN, "Sum", inputs, &["y"], &[]),
             vec![],
@@ -408,7 +409,7 @@ fn add_one_model() -> Vec<u8> {
     add_one_model_with(&[])
 }
 
-fn add_one_model_with(attributes: &[Vec<u8>]) -> Vec<u8> {
+fn add_one_model_with(attributes: &[AttributeProto]) -> Vec<u8> {
     model(
         proto::domain_node(DOMAIN, "AddOne", &["x"], &["y"], attributes),
         vec![],

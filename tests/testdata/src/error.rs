@@ -4,8 +4,6 @@ use std::path::PathBuf;
 /// Why some test data could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DecodeError {
-    /// The input ended in the middle of the named wire item.
-    Truncated(&'static str),
     /// The bytes are not a valid encoding of the expected message.
     Malformed(String),
     /// A tensor element type this crate does not decode (complex, 8-bit floats, unknown codes).
@@ -44,7 +42,6 @@ impl DecodeError {
 impl fmt::Display for DecodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            DecodeError::Truncated(what) => write!(f, "input truncated inside a {what}"),
             DecodeError::Malformed(msg) => write!(f, "malformed protobuf: {msg}"),
             DecodeError::Unsupported(code) => {
                 write!(f, "unsupported tensor element type {code}")
@@ -62,3 +59,10 @@ impl fmt::Display for DecodeError {
 }
 
 impl std::error::Error for DecodeError {}
+
+impl From<onnxrt_onnx_proto::DecodeError> for DecodeError {
+    /// Bytes that are not the message: truncated, a wrong wire type, nested too deep.
+    fn from(err: onnxrt_onnx_proto::DecodeError) -> Self {
+        DecodeError::Malformed(err.to_string())
+    }
+}

@@ -1,10 +1,10 @@
 //! Decoder for ONNX protobuf test data, for the `onnxrt` tests.
 //!
 //! The ONNX backend test suite ships each case as a `model.onnx` plus `test_data_set_*`
-//! folders of `input_N.pb` / `output_N.pb` files. This crate reads those without a protobuf
-//! dependency: a small hand-written wire-format reader ([`wire`]) and decoders for
-//! `TensorProto`, `SequenceProto`, `MapProto`, `OptionalProto` and the parts of `ModelProto`
-//! needed to know which of those each data file holds.
+//! folders of `input_N.pb` / `output_N.pb` files. This crate decodes those with the messages of
+//! `onnxrt-onnx-proto` (generated from the official `onnx.proto`) and turns `TensorProto`,
+//! `SequenceProto`, `MapProto`, `OptionalProto` and the interface of a `ModelProto` into plain
+//! Rust values for the tests to compare.
 //!
 //! ```no_run
 //! use onnxrt_testdata::{case_dirs, load_model_summary, load_value};
@@ -28,7 +28,6 @@ mod float8;
 mod model;
 mod tensor;
 mod value;
-pub mod wire;
 
 pub use cases::{case_dirs, light_input, onnx_backend_data_dir, DataSet, TestCase, CASE_GROUPS};
 pub use error::DecodeError;

@@ -1,8 +1,12 @@
 //! Just enough of `ModelProto` to interpret a test case's data files.
 
+use std::collections::HashSet;
 use std::path::Path;
 
-use crate::wire;
+use onnxrt_onnx_proto::prost::bytes::Bytes;
+use onnxrt_onnx_proto::tensor_shape_proto::dimension;
+use onnxrt_onnx_proto::{type_proto, Message, ModelProto, TensorShapeProto, TypeProto, ValueInfoProto};
+
 use crate::DecodeError;
 
 /// The kind of value a graph input or output carries.
@@ -55,226 +59,91 @@ pub struct ModelSummary {
     pub ir_version: i64,
 }
 
-fn decode_dim(buf: &[u8]) -> Result<Dim, DecodeError> {
-    let mut dim = Dim::Unknown;
-    for field in wire::fields(buf) {
-        let (number, value) = field?;
-        match number {
-            1 => dim = Dim::Value(wire::expect_varint("dim_value", value)? as i64),
-            2 => dim = Dim::Param(wire::expect_string("dim_param", value)?),
-            _ => {}
-        }
-    }
-    Ok(dim)
+fn dims(shape: &TensorShapeProto) -> Vec<Dim> {
+    let dim = |d: &dimension::Value| match d {
+        dimension::Value::DimValue(v) => Dim::Value(*v),
+        dimension::Value::DimParam(p) => Dim::Param(p.clone()),
+    };
+    shape.dim.iter().map(|d| d.value.as_ref().map_or(Dim::Unknown, dim)).collect()
 }
 
-fn decode_shape(buf: &[u8]) -> Result<Vec<Dim>, DecodeError> {
-    let mut dims = Vec::new();
-    for field in wire::fields(buf) {
-        let (number, value) = field?;
-        if number == 1 {
-            dims.push(decode_dim(wire::expect_bytes("dim", value)?)?);
-        }
+fn kind_and_shape(ty: Option<&TypeProto>) -> (TypeKind, Option<Vec<Dim>>) {
+    use type_proto::Value as V;
+    match ty.and_then(|t| t.value.as_ref()) {
+        Some(V::TensorType(t)) => (TypeKind::Tensor { elem_type: t.elem_type() }, t.shape.as_ref().map(dims)),
+        Some(V::SequenceType(_)) => (TypeKind::Sequence, None),
+        Some(V::MapType(_)) => (TypeKind::Map, None),
+        Some(V::SparseTensorType(_)) => (TypeKind::SparseTensor, None),
+        Some(V::OptionalType(_)) => (TypeKind::Optional, None),
+        Some(V::OpaqueType(_)) | None => (TypeKind::Unknown, None),
     }
-    Ok(dims)
 }
 
-fn decode_tensor_type(buf: &[u8]) -> Result<(i32, Option<Vec<Dim>>), DecodeError> {
-    let mut elem_type = 0;
-    let mut shape = None;
-    for field in wire::fields(buf) {
-        let (number, value) = field?;
-        match number {
-            1 => elem_type = wire::expect_i32("elem_type", value)?,
-            2 => shape = Some(decode_shape(wire::expect_bytes("shape", value)?)?),
-            _ => {}
-        }
+fn summarize(model: &ModelProto) -> ModelSummary {
+    let mut summary = ModelSummary {
+        ir_version: model.ir_version(),
+        opsets: model.opset_import.iter().map(|o| (o.domain().to_owned(), o.version())).collect(),
+        ..ModelSummary::default()
+    };
+    let Some(graph) = &model.graph else { return summary };
+    // Inputs that are also initializers (weights, in old IR versions) are not fed at run time.
+    let dense = graph.initializer.iter().map(|t| t.name());
+    let sparse = graph.sparse_initializer.iter().map(|s| s.values.as_ref().map_or("", |v| v.name()));
+    let initializers: HashSet<&str> = dense.chain(sparse).collect();
+    let push = |info: &ValueInfoProto, names: &mut Vec<(String, TypeKind)>, shapes: &mut Vec<Option<Vec<Dim>>>| {
+        let (kind, shape) = kind_and_shape(info.r#type.as_ref());
+        names.push((info.name().to_owned(), kind));
+        shapes.push(shape);
+    };
+    for info in graph.input.iter().filter(|i| !initializers.contains(i.name())) {
+        push(info, &mut summary.inputs, &mut summary.input_shapes);
     }
-    Ok((elem_type, shape))
-}
-
-fn decode_type(buf: &[u8]) -> Result<(TypeKind, Option<Vec<Dim>>), DecodeError> {
-    let mut result = (TypeKind::Unknown, None);
-    for field in wire::fields(buf) {
-        let (number, value) = field?;
-        // `value` is a oneof; each arm still checks the wire type so garbage is reported.
-        result = match number {
-            1 => {
-                let (elem_type, shape) = decode_tensor_type(wire::expect_bytes("tensor_type", value)?)?;
-                (TypeKind::Tensor { elem_type }, shape)
-            }
-            4 => {
-                wire::expect_bytes("sequence_type", value)?;
-                (TypeKind::Sequence, None)
-            }
-            5 => {
-                wire::expect_bytes("map_type", value)?;
-                (TypeKind::Map, None)
-            }
-            8 => {
-                wire::expect_bytes("sparse_tensor_type", value)?;
-                (TypeKind::SparseTensor, None)
-            }
-            9 => {
-                wire::expect_bytes("optional_type", value)?;
-                (TypeKind::Optional, None)
-            }
-            _ => continue,
-        };
+    for info in &graph.output {
+        push(info, &mut summary.outputs, &mut summary.output_shapes);
     }
-    Ok(result)
-}
-
-struct ValueInfo {
-    name: String,
-    kind: TypeKind,
-    shape: Option<Vec<Dim>>,
-}
-
-fn decode_value_info(buf: &[u8]) -> Result<ValueInfo, DecodeError> {
-    let mut info = ValueInfo { name: String::new(), kind: TypeKind::Unknown, shape: None };
-    for field in wire::fields(buf) {
-        let (number, value) = field?;
-        match number {
-            1 => info.name = wire::expect_string("name", value)?,
-            2 => (info.kind, info.shape) = decode_type(wire::expect_bytes("type", value)?)?,
-            _ => {}
-        }
-    }
-    Ok(info)
-}
-
-/// The `name` (field 8) of a `TensorProto`, without decoding its data.
-fn tensor_name(buf: &[u8]) -> Result<String, DecodeError> {
-    let mut name = String::new();
-    for field in wire::fields(buf) {
-        let (number, value) = field?;
-        if number == 8 {
-            name = wire::expect_string("name", value)?;
-        }
-    }
-    Ok(name)
-}
-
-/// The name of a `SparseTensorProto`: that of its `values` tensor (field 1).
-fn sparse_tensor_name(buf: &[u8]) -> Result<String, DecodeError> {
-    let mut name = String::new();
-    for field in wire::fields(buf) {
-        let (number, value) = field?;
-        if number == 1 {
-            name = tensor_name(wire::expect_bytes("values", value)?)?;
-        }
-    }
-    Ok(name)
-}
-
-fn decode_graph(buf: &[u8], summary: &mut ModelSummary) -> Result<(), DecodeError> {
-    let mut inputs = Vec::new();
-    let mut initializers = std::collections::HashSet::new();
-    for field in wire::fields(buf) {
-        let (number, value) = field?;
-        match number {
-            5 => {
-                initializers.insert(tensor_name(wire::expect_bytes("initializer", value)?)?);
-            }
-            15 => {
-                let bytes = wire::expect_bytes("sparse_initializer", value)?;
-                initializers.insert(sparse_tensor_name(bytes)?);
-            }
-            11 => inputs.push(decode_value_info(wire::expect_bytes("input", value)?)?),
-            12 => {
-                let info = decode_value_info(wire::expect_bytes("output", value)?)?;
-                summary.outputs.push((info.name, info.kind));
-                summary.output_shapes.push(info.shape);
-            }
-            _ => {}
-        }
-    }
-    // Initializers may come after the inputs on the wire, so filter once all are known.
-    for info in inputs {
-        if !initializers.contains(&info.name) {
-            summary.inputs.push((info.name, info.kind));
-            summary.input_shapes.push(info.shape);
-        }
-    }
-    Ok(())
-}
-
-fn decode_opset(buf: &[u8]) -> Result<(String, i64), DecodeError> {
-    let mut domain = String::new();
-    let mut version = 0;
-    for field in wire::fields(buf) {
-        let (number, value) = field?;
-        match number {
-            1 => domain = wire::expect_string("domain", value)?,
-            2 => version = wire::expect_varint("version", value)? as i64,
-            _ => {}
-        }
-    }
-    Ok((domain, version))
+    summary
 }
 
 /// Decodes the interface of a serialized `ModelProto`.
 pub fn decode_model_summary(buf: &[u8]) -> Result<ModelSummary, DecodeError> {
-    let mut summary = ModelSummary::default();
-    let mut graph: Option<&[u8]> = None;
-    for field in wire::fields(buf) {
-        let (number, value) = field?;
-        match number {
-            1 => summary.ir_version = wire::expect_varint("ir_version", value)? as i64,
-            7 => graph = Some(wire::expect_bytes("graph", value)?),
-            8 => summary.opsets.push(decode_opset(wire::expect_bytes("opset_import", value)?)?),
-            _ => {}
-        }
-    }
-    if let Some(graph) = graph {
-        decode_graph(graph, &mut summary)?;
-    }
-    Ok(summary)
+    Ok(summarize(&ModelProto::decode(buf)?))
 }
 
 /// Reads a model file and decodes its interface.
 pub fn load_model_summary(path: impl AsRef<Path>) -> Result<ModelSummary, DecodeError> {
     let path = path.as_ref();
     let bytes = std::fs::read(path).map_err(|e| DecodeError::io(path, &e))?;
-    decode_model_summary(&bytes)
+    // From `Bytes`, so that the weights are shared with the file's buffer, not copied.
+    Ok(summarize(&ModelProto::decode(Bytes::from(bytes))?))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::tensor::tests::{len_field, varint_field};
+    use onnxrt_onnx_proto::{GraphProto, OperatorSetIdProto, TensorProto};
 
-    fn value_info(name: &str, ty: &[u8]) -> Vec<u8> {
-        let mut v = Vec::new();
-        len_field(1, name.as_bytes(), &mut v);
-        len_field(2, ty, &mut v);
-        v
+    use super::*;
+
+    fn value_info(name: &str) -> ValueInfoProto {
+        let tensor = type_proto::Tensor { elem_type: Some(1), shape: None };
+        let ty = TypeProto { value: Some(type_proto::Value::TensorType(tensor)), denotation: None };
+        ValueInfoProto { name: Some(name.into()), r#type: Some(ty), doc_string: None }
     }
 
     #[test]
     fn summary_skips_initializer_inputs() {
-        let mut tensor_type = Vec::new();
-        varint_field(1, 1, &mut tensor_type);
-        let mut ty = Vec::new();
-        len_field(1, &tensor_type, &mut ty);
-        let mut init = Vec::new();
-        len_field(8, b"w", &mut init);
-
-        let mut graph = Vec::new();
-        len_field(11, &value_info("x", &ty), &mut graph);
-        len_field(11, &value_info("w", &ty), &mut graph);
-        len_field(12, &value_info("y", &ty), &mut graph);
-        len_field(5, &init, &mut graph);
-
-        let mut opset = Vec::new();
-        varint_field(2, 13, &mut opset);
-        let mut model = Vec::new();
-        varint_field(1, 7, &mut model);
-        len_field(8, &opset, &mut model);
-        len_field(7, &graph, &mut model);
-
-        let s = decode_model_summary(&model).expect("decodes");
+        let graph = GraphProto {
+            input: vec![value_info("x"), value_info("w")],
+            output: vec![value_info("y")],
+            initializer: vec![TensorProto { name: Some("w".into()), ..Default::default() }],
+            ..Default::default()
+        };
+        let model = ModelProto {
+            ir_version: Some(7),
+            opset_import: vec![OperatorSetIdProto { domain: None, version: Some(13) }],
+            graph: Some(graph),
+            ..Default::default()
+        };
+        let s = decode_model_summary(&model.encode_to_vec()).expect("decodes");
         assert_eq!(s.ir_version, 7);
         assert_eq!(s.opsets, vec![(String::new(), 13)]);
         assert_eq!(s.inputs, vec![("x".to_string(), TypeKind::Tensor { elem_type: 1 })]);
@@ -284,10 +153,8 @@ mod tests {
 
     #[test]
     fn truncated_model_is_error() {
-        let mut graph = Vec::new();
-        len_field(2, b"g", &mut graph);
-        let mut model = Vec::new();
-        len_field(7, &graph, &mut model);
+        let graph = GraphProto { name: Some("g".into()), ..Default::default() };
+        let model = ModelProto { graph: Some(graph), ..Default::default() }.encode_to_vec();
         assert!(decode_model_summary(&model[..model.len() - 1]).is_err());
     }
 }

@@ -1,54 +1,57 @@
 //! `TensorProto` decoding.
 
 use half::{bf16, f16};
+use onnxrt_onnx_proto::tensor_proto::DataLocation;
+use onnxrt_onnx_proto::{Message, TensorProto};
 
-use crate::wire;
 use crate::DecodeError;
 
-/// ONNX `TensorProto.DataType` codes.
+/// ONNX `TensorProto.DataType` codes (those of the generated `DataType` enum, as `i32`).
 pub mod elem_type {
+    use onnxrt_onnx_proto::tensor_proto::DataType;
+
     /// Not set.
-    pub const UNDEFINED: i32 = 0;
+    pub const UNDEFINED: i32 = DataType::Undefined as i32;
     /// `float`
-    pub const FLOAT: i32 = 1;
+    pub const FLOAT: i32 = DataType::Float as i32;
     /// `uint8`
-    pub const UINT8: i32 = 2;
+    pub const UINT8: i32 = DataType::Uint8 as i32;
     /// `int8`
-    pub const INT8: i32 = 3;
+    pub const INT8: i32 = DataType::Int8 as i32;
     /// `uint16`
-    pub const UINT16: i32 = 4;
+    pub const UINT16: i32 = DataType::Uint16 as i32;
     /// `int16`
-    pub const INT16: i32 = 5;
+    pub const INT16: i32 = DataType::Int16 as i32;
     /// `int32`
-    pub const INT32: i32 = 6;
+    pub const INT32: i32 = DataType::Int32 as i32;
     /// `int64`
-    pub const INT64: i32 = 7;
+    pub const INT64: i32 = DataType::Int64 as i32;
     /// `string`
-    pub const STRING: i32 = 8;
+    pub const STRING: i32 = DataType::String as i32;
     /// `bool`
-    pub const BOOL: i32 = 9;
+    pub const BOOL: i32 = DataType::Bool as i32;
     /// IEEE half precision.
-    pub const FLOAT16: i32 = 10;
+    pub const FLOAT16: i32 = DataType::Float16 as i32;
     /// `double`
-    pub const DOUBLE: i32 = 11;
+    pub const DOUBLE: i32 = DataType::Double as i32;
     /// `uint32`
-    pub const UINT32: i32 = 12;
+    pub const UINT32: i32 = DataType::Uint32 as i32;
     /// `uint64`
-    pub const UINT64: i32 = 13;
+    pub const UINT64: i32 = DataType::Uint64 as i32;
     /// Two `float`s per element (not decoded).
-    pub const COMPLEX64: i32 = 14;
+    pub const COMPLEX64: i32 = DataType::Complex64 as i32;
     /// Two `double`s per element (not decoded).
-    pub const COMPLEX128: i32 = 15;
+    pub const COMPLEX128: i32 = DataType::Complex128 as i32;
     /// Brain float 16.
-    pub const BFLOAT16: i32 = 16;
+    pub const BFLOAT16: i32 = DataType::Bfloat16 as i32;
     /// 8-bit float, 4 exponent bits, finite only.
-    pub const FLOAT8E4M3FN: i32 = 17;
+    pub const FLOAT8E4M3FN: i32 = DataType::Float8e4m3fn as i32;
     /// 8-bit float, 4 exponent bits, finite only, no negative zero.
-    pub const FLOAT8E4M3FNUZ: i32 = 18;
+    pub const FLOAT8E4M3FNUZ: i32 = DataType::Float8e4m3fnuz as i32;
     /// 8-bit float, 5 exponent bits, with infinities.
-    pub const FLOAT8E5M2: i32 = 19;
+    pub const FLOAT8E5M2: i32 = DataType::Float8e5m2 as i32;
     /// 8-bit float, 5 exponent bits, finite only, no negative zero.
-    pub const FLOAT8E5M2FNUZ: i32 = 20;
+    pub const FLOAT8E5M2FNUZ: i32 = DataType::Float8e5m2fnuz as i32;
 }
 
 /// A decoded `TensorProto`.
@@ -186,50 +189,6 @@ impl TensorData {
     }
 }
 
-/// The fields of a `TensorProto` as they appear on the wire, before type interpretation.
-#[derive(Default)]
-struct RawFields<'a> {
-    name: String,
-    dims: Vec<u64>,
-    data_type: i32,
-    float_data: Vec<u32>,
-    int32_data: Vec<u64>,
-    string_data: Vec<Vec<u8>>,
-    int64_data: Vec<u64>,
-    raw_data: Option<&'a [u8]>,
-    double_data: Vec<u64>,
-    uint64_data: Vec<u64>,
-    external: bool,
-}
-
-fn read_fields(buf: &[u8]) -> Result<RawFields<'_>, DecodeError> {
-    let mut t = RawFields::default();
-    for field in wire::fields(buf) {
-        let (number, value) = field?;
-        match number {
-            1 => wire::push_varints("dims", value, &mut t.dims)?,
-            2 => t.data_type = wire::expect_i32("data_type", value)?,
-            4 => wire::push_fixed32("float_data", value, &mut t.float_data)?,
-            5 => wire::push_varints("int32_data", value, &mut t.int32_data)?,
-            6 => t.string_data.push(wire::expect_bytes("string_data", value)?.to_vec()),
-            7 => wire::push_varints("int64_data", value, &mut t.int64_data)?,
-            8 => t.name = wire::expect_string("name", value)?,
-            // Protobuf semantics: the last occurrence of a singular field wins.
-            9 => t.raw_data = Some(wire::expect_bytes("raw_data", value)?),
-            10 => wire::push_fixed64("double_data", value, &mut t.double_data)?,
-            11 => wire::push_varints("uint64_data", value, &mut t.uint64_data)?,
-            13 => {
-                wire::expect_bytes("external_data", value)?;
-                t.external = true;
-            }
-            // DataLocation EXTERNAL = 1; DEFAULT (0) needs nothing.
-            14 => t.external |= wire::expect_i32("data_location", value)? == 1,
-            _ => {}
-        }
-    }
-    Ok(t)
-}
-
 /// Product of the dims, refusing negative dims and overflow.
 fn element_count(dims: &[i64]) -> Result<usize, DecodeError> {
     dims.iter().try_fold(1usize, |acc, &d| {
@@ -256,33 +215,23 @@ fn from_le<const N: usize, T>(raw: &[u8], convert: impl Fn([u8; N]) -> T) -> Res
         .collect())
 }
 
-/// Reads `int32_data` entries as `i32` (they arrive sign-extended to 64 bits).
-fn int32_values(values: &[u64]) -> Result<Vec<i32>, DecodeError> {
+/// Narrows `int32_data` to a smaller type, rejecting out-of-range values.
+fn narrow<T: TryFrom<i32>>(values: &[i32], type_name: &str) -> Result<Vec<T>, DecodeError> {
     values
         .iter()
         .map(|&v| {
-            i32::try_from(v as i64)
-                .map_err(|_| DecodeError::Malformed(format!("int32_data value {} exceeds int32", v as i64)))
-        })
-        .collect()
-}
-
-/// Narrows `int32_data` to a smaller integer type, rejecting out-of-range values.
-fn narrow<T: TryFrom<i32>>(values: &[u64], type_name: &str) -> Result<Vec<T>, DecodeError> {
-    int32_values(values)?
-        .into_iter()
-        .map(|v| {
             T::try_from(v)
                 .map_err(|_| DecodeError::Malformed(format!("int32_data value {v} out of range for {type_name}")))
         })
         .collect()
 }
 
-fn typed_data(t: &RawFields<'_>) -> Result<TensorData, DecodeError> {
+fn typed_data(t: &TensorProto) -> Result<TensorData, DecodeError> {
     use elem_type as et;
-    if let Some(raw) = t.raw_data {
+    let data_type = t.data_type();
+    if let Some(raw) = t.raw_data.as_deref() {
         // raw_data overrides the typed fields, as onnx.numpy_helper does.
-        return Ok(match t.data_type {
+        return Ok(match data_type {
             et::FLOAT => TensorData::F32(from_le(raw, f32::from_le_bytes)?),
             et::DOUBLE => TensorData::F64(from_le(raw, f64::from_le_bytes)?),
             et::FLOAT16 => TensorData::F16(from_le(raw, f16::from_le_bytes)?),
@@ -296,15 +245,15 @@ fn typed_data(t: &RawFields<'_>) -> Result<TensorData, DecodeError> {
             et::UINT32 => TensorData::U32(from_le(raw, u32::from_le_bytes)?),
             et::UINT64 => TensorData::U64(from_le(raw, u64::from_le_bytes)?),
             et::BOOL => TensorData::Bool(raw.iter().map(|&b| b != 0).collect()),
-            et::FLOAT8E4M3FN..=et::FLOAT8E5M2FNUZ => TensorData::Float8 { elem_type: t.data_type, bits: raw.to_vec() },
+            et::FLOAT8E4M3FN..=et::FLOAT8E5M2FNUZ => TensorData::Float8 { elem_type: data_type, bits: raw.to_vec() },
             et::STRING => return Err(DecodeError::Malformed("string tensors cannot use raw_data".into())),
             et::UNDEFINED => return Err(DecodeError::Malformed("tensor has no data_type".into())),
             other => return Err(DecodeError::Unsupported(other)),
         });
     }
-    Ok(match t.data_type {
-        et::FLOAT => TensorData::F32(t.float_data.iter().map(|&b| f32::from_bits(b)).collect()),
-        et::DOUBLE => TensorData::F64(t.double_data.iter().map(|&b| f64::from_bits(b)).collect()),
+    Ok(match data_type {
+        et::FLOAT => TensorData::F32(t.float_data.clone()),
+        et::DOUBLE => TensorData::F64(t.double_data.clone()),
         et::FLOAT16 => {
             TensorData::F16(narrow::<u16>(&t.int32_data, "float16 bits")?.into_iter().map(f16::from_bits).collect())
         }
@@ -313,11 +262,11 @@ fn typed_data(t: &RawFields<'_>) -> Result<TensorData, DecodeError> {
         }
         et::INT8 => TensorData::I8(narrow(&t.int32_data, "int8")?),
         et::INT16 => TensorData::I16(narrow(&t.int32_data, "int16")?),
-        et::INT32 => TensorData::I32(int32_values(&t.int32_data)?),
+        et::INT32 => TensorData::I32(t.int32_data.clone()),
         et::UINT8 => TensorData::U8(narrow(&t.int32_data, "uint8")?),
         et::UINT16 => TensorData::U16(narrow(&t.int32_data, "uint16")?),
         et::BOOL => TensorData::Bool(t.int32_data.iter().map(|&v| v != 0).collect()),
-        et::INT64 => TensorData::I64(t.int64_data.iter().map(|&v| v as i64).collect()),
+        et::INT64 => TensorData::I64(t.int64_data.clone()),
         et::UINT32 => TensorData::U32(
             t.uint64_data
                 .iter()
@@ -328,13 +277,26 @@ fn typed_data(t: &RawFields<'_>) -> Result<TensorData, DecodeError> {
                 .collect::<Result<_, _>>()?,
         ),
         et::UINT64 => TensorData::U64(t.uint64_data.clone()),
-        et::STRING => TensorData::String(t.string_data.clone()),
+        et::STRING => TensorData::String(t.string_data.iter().map(|s| s.to_vec()).collect()),
         et::FLOAT8E4M3FN..=et::FLOAT8E5M2FNUZ => {
-            TensorData::Float8 { elem_type: t.data_type, bits: narrow(&t.int32_data, "float8 bits")? }
+            TensorData::Float8 { elem_type: data_type, bits: narrow(&t.int32_data, "float8 bits")? }
         }
         et::UNDEFINED => return Err(DecodeError::Malformed("tensor has no data_type".into())),
         other => return Err(DecodeError::Unsupported(other)),
     })
+}
+
+/// Interprets a decoded `TensorProto`; see [`decode_tensor`] for the errors.
+pub(crate) fn tensor_from_proto(t: &TensorProto) -> Result<Tensor, DecodeError> {
+    if t.data_location() == DataLocation::External || !t.external_data.is_empty() {
+        return Err(DecodeError::ExternalData);
+    }
+    let expected = element_count(&t.dims)?;
+    let data = typed_data(t)?;
+    if data.len() != expected {
+        return Err(DecodeError::CountMismatch { expected, actual: data.len() });
+    }
+    Ok(Tensor { name: t.name().to_owned(), dims: t.dims.clone(), data })
 }
 
 /// Decodes a serialized `TensorProto`.
@@ -343,69 +305,27 @@ fn typed_data(t: &RawFields<'_>) -> Result<TensorData, DecodeError> {
 /// [`DecodeError::ExternalData`] for tensors stored outside the message, and with
 /// [`DecodeError::CountMismatch`] when the element count disagrees with the dims.
 pub fn decode_tensor(buf: &[u8]) -> Result<Tensor, DecodeError> {
-    let fields = read_fields(buf)?;
-    if fields.external {
-        return Err(DecodeError::ExternalData);
-    }
-    let dims: Vec<i64> = fields.dims.iter().map(|&d| d as i64).collect();
-    let expected = element_count(&dims)?;
-    let data = typed_data(&fields)?;
-    if data.len() != expected {
-        return Err(DecodeError::CountMismatch { expected, actual: data.len() });
-    }
-    Ok(Tensor { name: fields.name, dims, data })
+    tensor_from_proto(&TensorProto::decode(buf)?)
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
+    use onnxrt_onnx_proto::StringStringEntryProto;
+
     use super::*;
 
-    /// Encodes a varint, for building test messages by hand.
-    pub(crate) fn varint(mut v: u64, out: &mut Vec<u8>) {
-        loop {
-            let byte = (v & 0x7f) as u8;
-            v >>= 7;
-            if v == 0 {
-                out.push(byte);
-                return;
-            }
-            out.push(byte | 0x80);
-        }
+    fn proto(dims: &[i64], data_type: i32) -> TensorProto {
+        TensorProto { dims: dims.to_vec(), data_type: Some(data_type), ..Default::default() }
     }
 
-    pub(crate) fn key(field: u32, wire_type: u8, out: &mut Vec<u8>) {
-        varint((u64::from(field) << 3) | u64::from(wire_type), out);
-    }
-
-    pub(crate) fn len_field(field: u32, bytes: &[u8], out: &mut Vec<u8>) {
-        key(field, 2, out);
-        varint(bytes.len() as u64, out);
-        out.extend_from_slice(bytes);
-    }
-
-    pub(crate) fn varint_field(field: u32, v: u64, out: &mut Vec<u8>) {
-        key(field, 0, out);
-        varint(v, out);
-    }
-
-    fn header(dims: &[i64], data_type: i32) -> Vec<u8> {
-        let mut out = Vec::new();
-        for &d in dims {
-            varint_field(1, d as u64, &mut out);
-        }
-        varint_field(2, data_type as u64, &mut out);
-        out
+    fn decode(t: &TensorProto) -> Result<Tensor, DecodeError> {
+        decode_tensor(&t.encode_to_vec())
     }
 
     #[test]
-    fn float_data_packed() {
-        let mut msg = header(&[2], elem_type::FLOAT);
-        let mut packed = Vec::new();
-        packed.extend_from_slice(&1.5f32.to_le_bytes());
-        packed.extend_from_slice(&(-2.0f32).to_le_bytes());
-        len_field(4, &packed, &mut msg);
-        len_field(8, b"t", &mut msg);
-        let t = decode_tensor(&msg).expect("decodes");
+    fn float_data() {
+        let msg = TensorProto { float_data: vec![1.5, -2.0], name: Some("t".into()), ..proto(&[2], elem_type::FLOAT) };
+        let t = decode(&msg).expect("decodes");
         assert_eq!(t.name, "t");
         assert_eq!(t.dims, vec![2]);
         assert_eq!(t.data, TensorData::F32(vec![1.5, -2.0]));
@@ -413,85 +333,68 @@ pub(crate) mod tests {
 
     #[test]
     fn raw_data_and_scalar() {
-        let mut msg = header(&[], elem_type::INT16);
-        len_field(9, &(-3i16).to_le_bytes(), &mut msg);
-        let t = decode_tensor(&msg).expect("decodes");
+        let msg = TensorProto { raw_data: Some((-3i16).to_le_bytes().to_vec().into()), ..proto(&[], elem_type::INT16) };
+        let t = decode(&msg).expect("decodes");
         assert!(t.dims.is_empty());
         assert_eq!(t.data, TensorData::I16(vec![-3]));
     }
 
     #[test]
     fn int32_data_for_small_types() {
-        let mut msg = header(&[3], elem_type::INT8);
-        // Unpacked, with a negative value sign-extended to 64 bits.
-        varint_field(5, (-5i64) as u64, &mut msg);
-        varint_field(5, 7, &mut msg);
-        varint_field(5, 127, &mut msg);
-        let t = decode_tensor(&msg).expect("decodes");
-        assert_eq!(t.data, TensorData::I8(vec![-5, 7, 127]));
+        let msg = TensorProto { int32_data: vec![-5, 7, 127], ..proto(&[3], elem_type::INT8) };
+        assert_eq!(decode(&msg).expect("decodes").data, TensorData::I8(vec![-5, 7, 127]));
 
-        let mut bad = header(&[1], elem_type::INT8);
-        varint_field(5, 300, &mut bad);
-        assert!(matches!(decode_tensor(&bad), Err(DecodeError::Malformed(_))));
+        let bad = TensorProto { int32_data: vec![300], ..proto(&[1], elem_type::INT8) };
+        assert!(matches!(decode(&bad), Err(DecodeError::Malformed(_))));
 
-        let mut half = header(&[1], elem_type::FLOAT16);
-        varint_field(5, u64::from(f16::from_f32(0.5).to_bits()), &mut half);
-        let t = decode_tensor(&half).expect("decodes");
-        assert_eq!(t.data, TensorData::F16(vec![f16::from_f32(0.5)]));
+        let half = TensorProto {
+            int32_data: vec![i32::from(f16::from_f32(0.5).to_bits())],
+            ..proto(&[1], elem_type::FLOAT16)
+        };
+        assert_eq!(decode(&half).expect("decodes").data, TensorData::F16(vec![f16::from_f32(0.5)]));
     }
 
     #[test]
     fn uint64_data_for_u32() {
-        let mut msg = header(&[1], elem_type::UINT32);
-        varint_field(11, u64::from(u32::MAX), &mut msg);
-        assert_eq!(decode_tensor(&msg).expect("decodes").data, TensorData::U32(vec![u32::MAX]));
-        let mut bad = header(&[1], elem_type::UINT32);
-        varint_field(11, u64::from(u32::MAX) + 1, &mut bad);
-        assert!(decode_tensor(&bad).is_err());
+        let msg = TensorProto { uint64_data: vec![u64::from(u32::MAX)], ..proto(&[1], elem_type::UINT32) };
+        assert_eq!(decode(&msg).expect("decodes").data, TensorData::U32(vec![u32::MAX]));
+        let bad = TensorProto { uint64_data: vec![u64::from(u32::MAX) + 1], ..proto(&[1], elem_type::UINT32) };
+        assert!(decode(&bad).is_err());
     }
 
     #[test]
     fn count_mismatch_and_overflow() {
-        let mut msg = header(&[2, 2], elem_type::FLOAT);
-        len_field(9, &[0u8; 12], &mut msg);
-        assert_eq!(decode_tensor(&msg), Err(DecodeError::CountMismatch { expected: 4, actual: 3 }));
-        let huge = header(&[i64::MAX, i64::MAX], elem_type::FLOAT);
-        assert!(matches!(decode_tensor(&huge), Err(DecodeError::Malformed(_))));
-        let negative = header(&[-1], elem_type::FLOAT);
-        assert!(matches!(decode_tensor(&negative), Err(DecodeError::Malformed(_))));
-        let mut ragged = header(&[1], elem_type::FLOAT);
-        len_field(9, &[0u8; 5], &mut ragged);
-        assert!(decode_tensor(&ragged).is_err());
+        let msg = TensorProto { raw_data: Some(vec![0u8; 12].into()), ..proto(&[2, 2], elem_type::FLOAT) };
+        assert_eq!(decode(&msg), Err(DecodeError::CountMismatch { expected: 4, actual: 3 }));
+        assert!(matches!(decode(&proto(&[i64::MAX, i64::MAX], elem_type::FLOAT)), Err(DecodeError::Malformed(_))));
+        assert!(matches!(decode(&proto(&[-1], elem_type::FLOAT)), Err(DecodeError::Malformed(_))));
+        let ragged = TensorProto { raw_data: Some(vec![0u8; 5].into()), ..proto(&[1], elem_type::FLOAT) };
+        assert!(decode(&ragged).is_err());
     }
 
     #[test]
     fn unsupported_and_external() {
-        let complex = header(&[0], elem_type::COMPLEX64);
-        assert_eq!(decode_tensor(&complex), Err(DecodeError::Unsupported(14)));
-        let int4 = header(&[0], 22);
-        assert_eq!(decode_tensor(&int4), Err(DecodeError::Unsupported(22)));
+        assert_eq!(decode(&proto(&[0], elem_type::COMPLEX64)), Err(DecodeError::Unsupported(14)));
+        assert_eq!(decode(&proto(&[0], 22)), Err(DecodeError::Unsupported(22)));
 
-        let mut ext = header(&[1], elem_type::FLOAT);
-        varint_field(14, 1, &mut ext);
-        let err = decode_tensor(&ext).expect_err("external");
+        let ext = TensorProto { data_location: Some(DataLocation::External as i32), ..proto(&[1], elem_type::FLOAT) };
+        let err = decode(&ext).expect_err("external");
         assert_eq!(err, DecodeError::ExternalData);
         assert_eq!(err.to_string(), "external data not supported");
         assert!(err.is_unsupported());
 
-        let mut ext2 = header(&[1], elem_type::FLOAT);
-        len_field(13, b"", &mut ext2);
-        assert_eq!(decode_tensor(&ext2), Err(DecodeError::ExternalData));
+        let ext2 =
+            TensorProto { external_data: vec![StringStringEntryProto::default()], ..proto(&[1], elem_type::FLOAT) };
+        assert_eq!(decode(&ext2), Err(DecodeError::ExternalData));
     }
 
     #[test]
     fn strings() {
-        let mut msg = header(&[2], elem_type::STRING);
-        len_field(6, b"ab", &mut msg);
-        len_field(6, &[0xff, 0x00], &mut msg);
-        assert_eq!(
-            decode_tensor(&msg).expect("decodes").data,
-            TensorData::String(vec![b"ab".to_vec(), vec![0xff, 0x00]])
-        );
+        let msg = TensorProto {
+            string_data: vec![b"ab".to_vec().into(), vec![0xff, 0x00].into()],
+            ..proto(&[2], elem_type::STRING)
+        };
+        assert_eq!(decode(&msg).expect("decodes").data, TensorData::String(vec![b"ab".to_vec(), vec![0xff, 0x00]]));
     }
 
     #[test]
@@ -508,13 +411,11 @@ pub(crate) mod tests {
 
     #[test]
     fn unknown_fields_are_skipped() {
-        let mut msg = header(&[1], elem_type::INT64);
-        len_field(12, b"doc string", &mut msg);
-        key(99, 5, &mut msg);
-        msg.extend_from_slice(&[1, 2, 3, 4]);
-        key(100, 1, &mut msg);
-        msg.extend_from_slice(&[0; 8]);
-        varint_field(7, (-9i64) as u64, &mut msg);
+        let mut msg = proto(&[1], elem_type::INT64).encode_to_vec();
+        // Field 99 as fixed32 and field 100 as fixed64 (keys as varints), then int64_data -9.
+        msg.extend_from_slice(&[0x9d, 0x06, 1, 2, 3, 4]);
+        msg.extend_from_slice(&[0xa1, 0x06, 0, 0, 0, 0, 0, 0, 0, 0]);
+        msg.extend_from_slice(&TensorProto { int64_data: vec![-9], ..Default::default() }.encode_to_vec());
         assert_eq!(decode_tensor(&msg).expect("decodes").data, TensorData::I64(vec![-9]));
     }
 }

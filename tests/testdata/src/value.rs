@@ -3,9 +3,9 @@
 use std::path::Path;
 
 use half::{bf16, f16};
+use onnxrt_onnx_proto::{MapProto, Message, OptionalProto, SequenceProto};
 
-use crate::tensor::{decode_tensor, elem_type, Tensor, TensorData};
-use crate::wire;
+use crate::tensor::{decode_tensor, elem_type, tensor_from_proto, Tensor, TensorData};
 use crate::{DecodeError, TypeKind};
 
 /// Deeper nesting than any real test data; guards the recursion against hostile input.
@@ -78,18 +78,6 @@ fn check_depth(depth: usize) -> Result<(), DecodeError> {
     Ok(())
 }
 
-/// Decodes one element whose kind is given by the field it arrived in.
-fn decode_element(kind: i32, bytes: &[u8], depth: usize) -> Result<TestValue, DecodeError> {
-    match kind {
-        KIND_TENSOR => Ok(TestValue::Tensor(decode_tensor(bytes)?)),
-        KIND_SPARSE_TENSOR => Err(DecodeError::UnsupportedValue("sparse tensor")),
-        KIND_SEQUENCE => Ok(TestValue::Sequence(sequence_values(bytes, depth + 1)?)),
-        KIND_MAP => Ok(TestValue::Map(map_value(bytes, depth + 1)?)),
-        KIND_OPTIONAL => Ok(TestValue::Optional(optional_value(bytes, depth + 1)?)),
-        _ => Err(DecodeError::Malformed(format!("unknown value kind {kind}"))),
-    }
-}
-
 /// Checks that a message's declared `elem_type` agrees with the field its values used.
 fn check_kind(declared: i32, seen: Option<i32>) -> Result<(), DecodeError> {
     match seen {
@@ -100,80 +88,74 @@ fn check_kind(declared: i32, seen: Option<i32>) -> Result<(), DecodeError> {
     }
 }
 
-fn sequence_values(buf: &[u8], depth: usize) -> Result<Vec<TestValue>, DecodeError> {
-    check_depth(depth)?;
-    let mut declared = KIND_UNDEFINED;
-    let mut seen: Option<i32> = None;
-    let mut values = Vec::new();
-    for field in wire::fields(buf) {
-        let (number, value) = field?;
-        // Fields 3..=7 hold tensor, sparse, sequence, map and optional values.
-        let kind = match number {
-            2 => {
-                declared = wire::expect_i32("elem_type", value)?;
-                continue;
-            }
-            3..=7 => number as i32 - 2,
-            _ => continue,
-        };
-        if seen.is_some_and(|s| s != kind) {
-            return Err(DecodeError::Malformed("sequence mixes values of different kinds".into()));
-        }
-        seen = Some(kind);
-        let bytes = wire::expect_bytes("sequence value", value)?;
-        values.push(decode_element(kind, bytes, depth)?);
+/// The one kind among `present` (kind, whether its field holds values), if any.
+fn only_kind(present: [(i32, bool); 5], why: &str) -> Result<Option<i32>, DecodeError> {
+    let mut kinds = present.iter().filter(|(_, here)| *here).map(|(kind, _)| *kind);
+    let first = kinds.next();
+    if kinds.next().is_some() {
+        return Err(DecodeError::Malformed(why.into()));
     }
-    check_kind(declared, seen)?;
-    Ok(values)
+    Ok(first)
 }
 
-fn optional_value(buf: &[u8], depth: usize) -> Result<Option<Box<TestValue>>, DecodeError> {
+fn sequence_values(seq: &SequenceProto, depth: usize) -> Result<Vec<TestValue>, DecodeError> {
     check_depth(depth)?;
-    let mut declared = KIND_UNDEFINED;
-    let mut found: Option<(i32, &[u8])> = None;
-    for field in wire::fields(buf) {
-        let (number, value) = field?;
-        // Same layout as SequenceProto: fields 3..=7 by kind.
-        let kind = match number {
-            2 => {
-                declared = wire::expect_i32("elem_type", value)?;
-                continue;
-            }
-            3..=7 => number as i32 - 2,
-            _ => continue,
-        };
-        if found.is_some_and(|(k, _)| k != kind) {
-            return Err(DecodeError::Malformed("optional holds more than one value".into()));
-        }
-        // A repeated singular message field merges on the wire; test data never does this,
-        // so keeping the last occurrence is enough.
-        found = Some((kind, wire::expect_bytes("optional value", value)?));
+    let kind = only_kind(
+        [
+            (KIND_TENSOR, !seq.tensor_values.is_empty()),
+            (KIND_SPARSE_TENSOR, !seq.sparse_tensor_values.is_empty()),
+            (KIND_SEQUENCE, !seq.sequence_values.is_empty()),
+            (KIND_MAP, !seq.map_values.is_empty()),
+            (KIND_OPTIONAL, !seq.optional_values.is_empty()),
+        ],
+        "sequence mixes values of different kinds",
+    )?;
+    check_kind(seq.elem_type(), kind)?;
+    if kind == Some(KIND_SPARSE_TENSOR) {
+        return Err(DecodeError::UnsupportedValue("sparse tensor"));
     }
-    check_kind(declared, found.map(|(k, _)| k))?;
-    match found {
-        None => Ok(None),
-        Some((kind, bytes)) => Ok(Some(Box::new(decode_element(kind, bytes, depth)?))),
-    }
+    let tensors = seq.tensor_values.iter().map(|t| Ok(TestValue::Tensor(tensor_from_proto(t)?)));
+    let sequences = seq.sequence_values.iter().map(|s| Ok(TestValue::Sequence(sequence_values(s, depth + 1)?)));
+    let maps = seq.map_values.iter().map(|m| Ok(TestValue::Map(map_value(m, depth + 1)?)));
+    let optionals = seq.optional_values.iter().map(|o| Ok(TestValue::Optional(optional_value(o, depth + 1)?)));
+    tensors.chain(sequences).chain(maps).chain(optionals).collect()
 }
 
-fn map_value(buf: &[u8], depth: usize) -> Result<MapValue, DecodeError> {
+fn optional_value(opt: &OptionalProto, depth: usize) -> Result<Option<Box<TestValue>>, DecodeError> {
     check_depth(depth)?;
-    let mut key_type = elem_type::UNDEFINED;
-    let mut int_keys = Vec::new();
-    let mut string_keys = Vec::new();
-    let mut values = Vec::new();
-    for field in wire::fields(buf) {
-        let (number, value) = field?;
-        match number {
-            2 => key_type = wire::expect_i32("key_type", value)?,
-            3 => wire::push_varints("keys", value, &mut int_keys)?,
-            4 => string_keys.push(wire::expect_bytes("string_keys", value)?.to_vec()),
-            5 => values = sequence_values(wire::expect_bytes("values", value)?, depth + 1)?,
-            _ => {}
-        }
-    }
+    let kind = only_kind(
+        [
+            (KIND_TENSOR, opt.tensor_value.is_some()),
+            (KIND_SPARSE_TENSOR, opt.sparse_tensor_value.is_some()),
+            (KIND_SEQUENCE, opt.sequence_value.is_some()),
+            (KIND_MAP, opt.map_value.is_some()),
+            (KIND_OPTIONAL, opt.optional_value.is_some()),
+        ],
+        "optional holds more than one value",
+    )?;
+    check_kind(opt.elem_type(), kind)?;
+    let value = if let Some(t) = &opt.tensor_value {
+        TestValue::Tensor(tensor_from_proto(t)?)
+    } else if let Some(s) = &opt.sequence_value {
+        TestValue::Sequence(sequence_values(s, depth + 1)?)
+    } else if let Some(m) = &opt.map_value {
+        TestValue::Map(map_value(m, depth + 1)?)
+    } else if let Some(o) = &opt.optional_value {
+        TestValue::Optional(optional_value(o, depth + 1)?)
+    } else if opt.sparse_tensor_value.is_some() {
+        return Err(DecodeError::UnsupportedValue("sparse tensor"));
+    } else {
+        return Ok(None);
+    };
+    Ok(Some(Box::new(value)))
+}
+
+fn map_value(map: &MapProto, depth: usize) -> Result<MapValue, DecodeError> {
+    check_depth(depth)?;
+    let key_type = map.key_type();
+    let values = map.values.as_ref().map(|v| sequence_values(v, depth + 1)).transpose()?.unwrap_or_default();
     let keys = match key_type {
-        elem_type::STRING => MapKeys::String(string_keys),
+        elem_type::STRING => MapKeys::String(map.string_keys.iter().map(|k| k.to_vec()).collect()),
         elem_type::INT8
         | elem_type::INT16
         | elem_type::INT32
@@ -181,7 +163,7 @@ fn map_value(buf: &[u8], depth: usize) -> Result<MapValue, DecodeError> {
         | elem_type::UINT8
         | elem_type::UINT16
         | elem_type::UINT32
-        | elem_type::UINT64 => MapKeys::Int(int_keys.into_iter().map(|k| k as i64).collect()),
+        | elem_type::UINT64 => MapKeys::Int(map.keys.clone()),
         other => return Err(DecodeError::Malformed(format!("invalid map key_type {other}"))),
     };
     if keys.len() != values.len() {
@@ -192,17 +174,17 @@ fn map_value(buf: &[u8], depth: usize) -> Result<MapValue, DecodeError> {
 
 /// Decodes a serialized `SequenceProto` into its elements.
 pub fn decode_sequence(buf: &[u8]) -> Result<Vec<TestValue>, DecodeError> {
-    sequence_values(buf, 0)
+    sequence_values(&SequenceProto::decode(buf)?, 0)
 }
 
 /// Decodes a serialized `OptionalProto`; `Ok(None)` when it holds no value.
 pub fn decode_optional(buf: &[u8]) -> Result<Option<Box<TestValue>>, DecodeError> {
-    optional_value(buf, 0)
+    optional_value(&OptionalProto::decode(buf)?, 0)
 }
 
 /// Decodes a serialized `MapProto`.
 pub fn decode_map(buf: &[u8]) -> Result<MapValue, DecodeError> {
-    map_value(buf, 0)
+    map_value(&MapProto::decode(buf)?, 0)
 }
 
 /// Reinterprets `uint16` data as the 16-bit float type the model declares.
@@ -251,24 +233,26 @@ pub fn load_value(path: impl AsRef<Path>, kind_hint: TypeKind) -> Result<TestVal
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-    use crate::tensor::tests::{len_field, varint_field};
+    use onnxrt_onnx_proto::{SparseTensorProto, TensorProto};
 
-    fn tensor_msg(v: f32) -> Vec<u8> {
-        let mut t = Vec::new();
-        varint_field(2, elem_type::FLOAT as u64, &mut t);
-        len_field(9, &v.to_le_bytes(), &mut t);
-        t
+    use super::*;
+
+    fn tensor(v: f32) -> TensorProto {
+        TensorProto {
+            data_type: Some(elem_type::FLOAT),
+            raw_data: Some(v.to_le_bytes().to_vec().into()),
+            ..Default::default()
+        }
+    }
+
+    fn sequence(kind: i32, tensors: Vec<TensorProto>) -> SequenceProto {
+        SequenceProto { elem_type: Some(kind), tensor_values: tensors, ..Default::default() }
     }
 
     #[test]
     fn sequence_of_tensors() {
-        let mut seq = Vec::new();
-        len_field(1, b"s", &mut seq);
-        varint_field(2, KIND_TENSOR as u64, &mut seq);
-        len_field(3, &tensor_msg(1.0), &mut seq);
-        len_field(3, &tensor_msg(2.0), &mut seq);
-        let values = decode_sequence(&seq).expect("decodes");
+        let seq = SequenceProto { name: Some("s".into()), ..sequence(KIND_TENSOR, vec![tensor(1.0), tensor(2.0)]) };
+        let values = decode_sequence(&seq.encode_to_vec()).expect("decodes");
         assert_eq!(values.len(), 2);
         let t = values[1].as_tensor().expect("tensor");
         assert_eq!(t.data, TensorData::F32(vec![2.0]));
@@ -276,80 +260,66 @@ mod tests {
 
     #[test]
     fn empty_sequence_and_empty_optional() {
-        let mut seq = Vec::new();
-        varint_field(2, KIND_TENSOR as u64, &mut seq);
-        assert_eq!(decode_sequence(&seq), Ok(vec![]));
-        let mut opt = Vec::new();
-        varint_field(2, KIND_TENSOR as u64, &mut opt);
-        assert_eq!(decode_optional(&opt), Ok(None));
+        assert_eq!(decode_sequence(&sequence(KIND_TENSOR, vec![]).encode_to_vec()), Ok(vec![]));
+        let opt = OptionalProto { elem_type: Some(KIND_TENSOR), ..Default::default() };
+        assert_eq!(decode_optional(&opt.encode_to_vec()), Ok(None));
     }
 
     #[test]
     fn optional_of_sequence() {
-        let mut seq = Vec::new();
-        varint_field(2, KIND_TENSOR as u64, &mut seq);
-        len_field(3, &tensor_msg(3.0), &mut seq);
-        let mut opt = Vec::new();
-        varint_field(2, KIND_SEQUENCE as u64, &mut opt);
-        len_field(5, &seq, &mut opt);
-        let v = decode_optional(&opt).expect("decodes").expect("present");
+        let opt = OptionalProto {
+            elem_type: Some(KIND_SEQUENCE),
+            sequence_value: Some(sequence(KIND_TENSOR, vec![tensor(3.0)])),
+            ..Default::default()
+        };
+        let v = decode_optional(&opt.encode_to_vec()).expect("decodes").expect("present");
         assert!(matches!(*v, TestValue::Sequence(ref s) if s.len() == 1));
     }
 
     #[test]
-    fn kind_mismatch_is_error() {
-        let mut seq = Vec::new();
-        varint_field(2, KIND_MAP as u64, &mut seq);
-        len_field(3, &tensor_msg(1.0), &mut seq);
-        assert!(decode_sequence(&seq).is_err());
+    fn kind_mismatch_and_mixed_kinds_are_errors() {
+        assert!(decode_sequence(&sequence(KIND_MAP, vec![tensor(1.0)]).encode_to_vec()).is_err());
+        let mixed =
+            SequenceProto { sequence_values: vec![sequence(KIND_TENSOR, vec![])], ..sequence(0, vec![tensor(1.0)]) };
+        assert!(decode_sequence(&mixed.encode_to_vec()).is_err());
     }
 
     #[test]
     fn map_with_string_keys() {
-        let mut values = Vec::new();
-        varint_field(2, KIND_TENSOR as u64, &mut values);
-        len_field(3, &tensor_msg(0.25), &mut values);
-        len_field(3, &tensor_msg(0.75), &mut values);
-        let mut map = Vec::new();
-        varint_field(2, elem_type::STRING as u64, &mut map);
-        len_field(4, b"cat", &mut map);
-        len_field(4, b"dog", &mut map);
-        len_field(5, &values, &mut map);
-        let m = decode_map(&map).expect("decodes");
+        let mut map = MapProto {
+            key_type: Some(elem_type::STRING),
+            string_keys: vec![b"cat".to_vec().into(), b"dog".to_vec().into()],
+            values: Some(sequence(KIND_TENSOR, vec![tensor(0.25), tensor(0.75)])),
+            ..Default::default()
+        };
+        let m = decode_map(&map.encode_to_vec()).expect("decodes");
         assert_eq!(m.keys, MapKeys::String(vec![b"cat".to_vec(), b"dog".to_vec()]));
         assert_eq!(m.values.len(), 2);
 
         // One key too many.
-        len_field(4, b"fish", &mut map);
-        assert!(decode_map(&map).is_err());
+        map.string_keys.push(b"fish".to_vec().into());
+        assert!(decode_map(&map.encode_to_vec()).is_err());
     }
 
     #[test]
     fn sparse_is_unsupported() {
-        let mut seq = Vec::new();
-        len_field(4, b"", &mut seq);
-        let err = decode_sequence(&seq).expect_err("sparse");
+        let seq = SequenceProto { sparse_tensor_values: vec![SparseTensorProto::default()], ..Default::default() };
+        let err = decode_sequence(&seq.encode_to_vec()).expect_err("sparse");
         assert!(err.is_unsupported());
     }
 
     #[test]
     fn deep_nesting_is_error_not_overflow() {
-        let mut msg = tensor_msg(1.0);
-        let mut wrapped = Vec::new();
-        len_field(3, &msg, &mut wrapped);
-        msg = wrapped;
+        let mut msg = sequence(0, vec![tensor(1.0)]);
         for _ in 0..200 {
-            let mut outer = Vec::new();
-            len_field(5, &msg, &mut outer);
-            msg = outer;
+            msg = SequenceProto { sequence_values: vec![msg], ..Default::default() };
         }
-        assert!(matches!(decode_sequence(&msg), Err(DecodeError::Malformed(_))));
+        assert!(matches!(decode_sequence(&msg.encode_to_vec()), Err(DecodeError::Malformed(_))));
     }
 
     #[test]
     fn truncated_sequence_is_error() {
-        let mut seq = Vec::new();
-        len_field(3, &tensor_msg(1.0), &mut seq);
+        let seq = sequence(0, vec![tensor(1.0)]).encode_to_vec();
         for cut in 0..seq.len() {
             // Every proper prefix either fails or (when cut at a field boundary) decodes fewer
             // elements; none may panic.
