@@ -111,6 +111,11 @@ fn each_caller_gets_its_single_run_result_bitwise_conv_pool_gemm() {
 }
 
 #[test]
+fn each_caller_gets_its_single_run_result_bitwise_3x3_convnet() {
+    bitwise_through_batches(model("convnet.onnx"), "image", &[3, 32, 32], 24);
+}
+
+#[test]
 fn each_caller_gets_its_single_run_result_bitwise_reduce_mean() {
     bitwise_through_batches(model("dynamic_batch.onnx"), "images", &[3, 4, 4], 16);
 }
