@@ -4,7 +4,8 @@
 //! than one). A `Batcher` owns a [`Session`] and takes single-sample requests from any number of
 //! threads ([`Batcher::run`], blocking) and async tasks ([`Batcher::run_async`], a future that
 //! needs no particular executor). A worker thread gathers queued requests until it has
-//! `max_batch` of them or the first has waited `max_delay`, runs the batch once, and hands each
+//! `max_batch` of them or the first has waited `max_delay` (default zero: whatever is queued
+//! when the worker is free), runs the batch once, and hands each
 //! caller its own row of every output, shaped as a run of that sample alone would return it
 //! (a leading axis of 1). On the CPU the rows are bitwise equal to such a run for the models the
 //! tests check (ORT's CPU kernels compute each sample of a batch the same way).
@@ -145,8 +146,11 @@ impl BatcherBuilder {
         self
     }
 
-    /// How long the first request of a batch waits for others (default 2 ms). Zero runs whatever
-    /// is queued at once.
+    /// How long the first request of a batch waits for others (default zero, as Triton's
+    /// `max_queue_delay_microseconds`). With zero a free worker runs whatever is queued at once:
+    /// one caller sees about a plain run's latency, and under load batches still grow, because
+    /// requests queue up while a batch runs. A delay trades latency for fuller batches when
+    /// requests arrive faster than one per run but slower than a batch per run.
     pub fn max_delay(mut self, max_delay: Duration) -> Self {
         self.max_delay = max_delay;
         self
@@ -248,7 +252,7 @@ impl std::fmt::Debug for Batcher {
 impl Batcher {
     /// Settings for a batcher over `session` (a CPU or CUDA session; the batcher keeps a clone).
     pub fn builder(session: Session) -> BatcherBuilder {
-        BatcherBuilder { session, max_batch: 32, max_delay: Duration::from_millis(2), queue_capacity: 1024, workers: 1 }
+        BatcherBuilder { session, max_batch: 32, max_delay: Duration::ZERO, queue_capacity: 1024, workers: 1 }
     }
 
     /// Runs one sample in the next batch and waits for its outputs. Same as
@@ -390,7 +394,7 @@ impl Batcher {
     }
 
     /// Checks a request against the model and builds it (counting refusals).
-    fn prepare<I>(&self, inputs: I, options: RequestOptions) -> Result<(Box<Request>, Arc<Slot>)>
+    fn prepare<I>(&self, inputs: I, options: RequestOptions) -> Result<(Request, Arc<Slot>)>
     where
         I: IntoIterator,
         I::Item: AsyncInput,
@@ -408,7 +412,7 @@ impl Batcher {
         }
         let (reply, slot) = Reply::new(Arc::clone(&self.queue.counters));
         let request = Request { values: held, key, enqueued: Instant::now(), deadline: options.deadline, reply };
-        Ok((Box::new(request), slot))
+        Ok((request, slot))
     }
 
     /// The inputs in model order with their sample shapes.
@@ -431,7 +435,7 @@ impl Batcher {
     }
 
     /// Queues a request for a blocking caller (waiting for room if asked to).
-    fn enqueue_blocking(&self, request: Box<Request>, options: RequestOptions) -> Result<()> {
+    fn enqueue_blocking(&self, request: Request, options: RequestOptions) -> Result<()> {
         match options.when_full {
             WhenFull::Reject => self.queue.enqueue_or_refuse(request),
             WhenFull::Wait => {
@@ -450,7 +454,7 @@ impl Drop for Batcher {
 
 /// A message to the workers.
 pub(crate) enum Msg {
-    Request(Box<Request>),
+    Request(Request),
     // A shutdown began (its mode is in `Queue::stop`).
     Stop,
 }
@@ -476,8 +480,8 @@ pub(crate) struct Queue {
 /// What offering a request to the queue did.
 enum Offer {
     Queued,
-    Full(Box<Request>),
-    Closed(Box<Request>),
+    Full(Request),
+    Closed(Request),
 }
 
 impl Queue {
@@ -489,7 +493,7 @@ impl Queue {
         }
     }
 
-    fn offer(&self, request: Box<Request>) -> Offer {
+    fn offer(&self, request: Request) -> Offer {
         if self.closed.load(Ordering::SeqCst) {
             return Offer::Closed(request);
         }
@@ -511,7 +515,7 @@ impl Queue {
     }
 
     /// `WhenFull::Reject`: queued, or refused (counted, not submitted).
-    fn enqueue_or_refuse(&self, request: Box<Request>) -> Result<()> {
+    fn enqueue_or_refuse(&self, request: Request) -> Result<()> {
         match self.offer(request) {
             Offer::Queued => {
                 self.counters.submitted.fetch_add(1, Ordering::Relaxed);
@@ -532,7 +536,7 @@ impl Queue {
 
     /// `WhenFull::Wait` for a blocking caller (already counted as submitted): queued, or
     /// answered through its reply (deadline, shutdown) and that answer returned.
-    fn enqueue_waiting(&self, mut request: Box<Request>, deadline: Option<Instant>) -> Result<()> {
+    fn enqueue_waiting(&self, mut request: Request, deadline: Option<Instant>) -> Result<()> {
         let mut room = self.room.lock().unwrap_or_else(|e| e.into_inner());
         self.room_waiting.fetch_add(1, Ordering::SeqCst);
         let result = loop {
@@ -584,7 +588,7 @@ impl Queue {
 
 enum Phase {
     // `WhenFull::Wait` and the queue was full: offered again when polled.
-    WaitingForRoom(Option<Box<Request>>, Arc<Slot>),
+    WaitingForRoom(Option<Request>, Arc<Slot>),
     Queued(Arc<Slot>),
     Finished,
 }

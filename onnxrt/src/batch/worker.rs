@@ -51,7 +51,7 @@ struct OutputBuffers {
 
 /// What the worker took from the queue.
 enum Next {
-    Request(Box<Request>),
+    Request(Request),
     // A shutdown began: read its mode from the queue.
     Stop,
     // Nothing within the wait (or, draining, nothing left).
@@ -75,7 +75,7 @@ impl Worker {
 
     /// Runs until shut down (or every sender is gone).
     pub(crate) fn run(mut self) {
-        let mut carry: Option<Box<Request>> = None;
+        let mut carry: Option<Request> = None;
         let mut draining = false;
         loop {
             let receiver = Arc::clone(&self.receiver);
@@ -151,10 +151,10 @@ impl Worker {
     }
 
     /// The request, unless its caller gave up or its deadline passed (then it is answered here).
-    fn live(&self, request: Box<Request>) -> Option<Box<Request>> {
+    fn live(&self, request: Request) -> Option<Request> {
         let now = Instant::now();
         if request.reply.is_abandoned() {
-            let Request { reply, .. } = *request;
+            let Request { reply, .. } = request;
             reply.send(Err(Error::BatcherShutDown));
             None
         } else if request.expired(now) {
@@ -166,8 +166,8 @@ impl Worker {
         }
     }
 
-    fn run_batch(&mut self, batch: Vec<Box<Request>>) {
-        let batch: Vec<Box<Request>> = batch.into_iter().filter_map(|r| self.live(r)).collect();
+    fn run_batch(&mut self, batch: Vec<Request>) {
+        let batch: Vec<Request> = batch.into_iter().filter_map(|r| self.live(r)).collect();
         if batch.is_empty() {
             return;
         }
@@ -203,18 +203,18 @@ impl Worker {
     }
 
     /// One batched run; per request, its row of every output.
-    fn execute(&mut self, batch: &[Box<Request>]) -> Result<Vec<Vec<Value<'static>>>> {
+    fn execute(&mut self, batch: &[Request]) -> Result<Vec<Vec<Value<'static>>>> {
         let n = batch.len();
         let key = &batch[0].key;
         if !self.inputs.contains_key(key) && self.inputs.len() >= MAX_SHAPE_KEYS {
             self.inputs.clear();
         }
         if !self.inputs.contains_key(key) {
-            let buffers = InputBuffers::new(&self.plan, batch[0].as_ref(), self.max_batch)?;
+            let buffers = InputBuffers::new(&self.plan, &batch[0], self.max_batch)?;
             self.inputs.insert(key.clone(), buffers);
         }
         let Some(inputs) = self.inputs.get_mut(key) else { unreachable!("inserted above") };
-        let values = inputs.of_size(batch[0].as_ref(), n)?;
+        let values = inputs.of_size(&batch[0], n)?;
         for (index, value) in values.iter_mut().enumerate() {
             let rows = value.host_bytes_mut()?;
             let row = rows.len() / n;
