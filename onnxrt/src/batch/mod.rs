@@ -284,13 +284,13 @@ impl Batcher {
         I::Item: AsyncInput,
     {
         let (request, slot) = self.prepare(inputs, options)?;
+        let enqueued = request.enqueued;
         self.enqueue_blocking(request, options)?;
         match slot.wait(options.deadline) {
             Some(answer) => answer,
-            None => slot.abandon(Outcome::Deadline).unwrap_or_else(|| {
-                let waited = options.deadline.map(|d| d.elapsed()).unwrap_or_default();
-                Err(Error::DeadlineExpired { waited })
-            }),
+            None => slot
+                .abandon(Outcome::Deadline)
+                .unwrap_or_else(|| Err(Error::DeadlineExpired { waited: enqueued.elapsed() })),
         }
     }
 
