@@ -452,3 +452,42 @@ fn threads_and_tokio_tasks_at_once_each_get_their_own_row() {
     assert_eq!(stats.errors, Default::default(), "{stats:#?}");
     assert!(stats.batches < stats.completed, "no request was batched with another: {stats:#?}");
 }
+
+#[test]
+fn samples_of_different_shapes_run_in_separate_batches_and_other_element_types_work() {
+    // identity: x [N, M] -> y [N, M]; M is free, so requests batch only with their own M, and the
+    // output's shape is known only after the run (ORT allocates it).
+    let session = builder().commit_from_file(model("identity_f32.onnx")).expect("identity");
+    let batcher =
+        Batcher::builder(session).max_batch(64).max_delay(Duration::from_millis(100)).build().expect("batcher");
+    let rt = runtime();
+    let requests: Vec<(Vec<f32>, BatchFuture)> = (0..12u64)
+        .map(|i| {
+            let data = sample(300 + i, if i % 2 == 0 { 3 } else { 5 });
+            let len = data.len() as i64;
+            let future = batcher.run_async([("x", Value::from_vec(&[len], data.clone()).expect("x"))]).expect("queued");
+            (data, future)
+        })
+        .collect();
+    for (data, future) in requests {
+        let outputs = rt.block_on(future).expect("run");
+        assert_eq!(outputs.get("y").expect("y").tensor_info().expect("t").shape, [1, data.len() as i64]);
+        assert_eq!(
+            outputs[0].view::<f32>().expect("f32").iter().map(|x| x.to_bits()).collect::<Vec<_>>(),
+            data.iter().map(|x| x.to_bits()).collect::<Vec<_>>()
+        );
+    }
+    batcher.shutdown(Shutdown::Drain);
+    let stats = batcher.stats();
+    assert_consistent(&stats);
+    assert_eq!(stats.completed, 12);
+    // Alternating shapes: each shape change ends a batch, so more than one batch ran, and none
+    // mixed shapes (the rows above are exact).
+    assert!(stats.batches >= 2, "{stats:#?}");
+
+    let session = builder().commit_from_file(model("identity_u8.onnx")).expect("identity u8");
+    let batcher = Batcher::builder(session).build().expect("batcher");
+    let bytes: Vec<u8> = (0..=255).collect();
+    let outputs = batcher.run([("x", Value::from_vec(&[256], bytes.clone()).expect("x"))]).expect("run");
+    assert_eq!(outputs[0].view::<u8>().expect("u8").iter().copied().collect::<Vec<_>>(), bytes);
+}

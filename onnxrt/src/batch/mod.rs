@@ -26,6 +26,9 @@
 //!   [`Error::BatcherShutDown`] ([`Shutdown::Cancel`]). Every accepted request gets exactly one
 //!   answer; [`BatcherStats`] counts them.
 //!
+//! Models whose sample shapes are free (e.g. `[batch, tokens]`) work too: a batch holds
+//! consecutive requests of one sample shape, and a request of another shape starts the next one.
+//!
 //! No lock is shared by all requests on the way in or out: a request is queued on a bounded
 //! channel and answered through a slot of its own; counters are atomics. The workers share the
 //! queue's receiving end only while gathering, never while a model runs.
