@@ -509,6 +509,7 @@ impl Queue {
                 match refused {
                     TrySendError::Full(Msg::Request(request)) => Offer::Full(request),
                     TrySendError::Disconnected(Msg::Request(request)) => Offer::Closed(request),
+                    // The message sent above is a request: a stop never comes back from here.
                     TrySendError::Full(Msg::Stop) | TrySendError::Disconnected(Msg::Stop) => {
                         unreachable!("only requests are offered")
                     }
@@ -622,7 +623,11 @@ impl Future for BatchFuture {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;
         if let Phase::WaitingForRoom(request, slot) = &mut this.phase {
-            let Some(mut pending) = request.take() else { unreachable!("put back below") };
+            let Some(mut pending) = request.take() else {
+                // Only if an earlier poll unwound between taking the request and putting it back.
+                this.phase = Phase::Finished;
+                return Poll::Ready(Err(Error::BatcherShutDown));
+            };
             let now = Instant::now();
             if pending.expired(now) {
                 let error = pending.deadline_error(now);

@@ -10,7 +10,7 @@
 //! output whose sample shape is fixed. Inputs and outputs are bound with an [`IoBinding`], so on
 //! a CUDA session ORT copies the batch to the device once and the outputs back into these buffers.
 
-use std::collections::HashMap;
+use std::collections::hash_map::{Entry, HashMap};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -209,11 +209,10 @@ impl Worker {
         if !self.inputs.contains_key(key) && self.inputs.len() >= MAX_SHAPE_KEYS {
             self.inputs.clear();
         }
-        if !self.inputs.contains_key(key) {
-            let buffers = InputBuffers::new(&self.plan, &batch[0], self.max_batch)?;
-            self.inputs.insert(key.clone(), buffers);
-        }
-        let Some(inputs) = self.inputs.get_mut(key) else { unreachable!("inserted above") };
+        let inputs = match self.inputs.entry(key.clone()) {
+            Entry::Occupied(entry) => entry.into_mut(),
+            Entry::Vacant(entry) => entry.insert(InputBuffers::new(&self.plan, &batch[0], self.max_batch)?),
+        };
         let values = inputs.of_size(&batch[0], n)?;
         for (index, value) in values.iter_mut().enumerate() {
             let rows = value.host_bytes_mut()?;
@@ -291,16 +290,17 @@ impl InputBuffers {
 
     /// Tensors of `n` samples over the allocation, made on first use.
     fn of_size(&mut self, like: &Request, n: usize) -> Result<&mut Vec<Value<'static>>> {
-        if self.by_size[n].is_none() {
-            let values = self
+        let slot = &mut self.by_size[n];
+        let values = match slot.take() {
+            Some(values) => values,
+            None => self
                 .backings
                 .iter()
                 .enumerate()
                 .map(|(index, backing)| Value::over_prefix(backing, &batch_shape(n, like.sample_shape(index))))
-                .collect::<Result<Vec<_>>>()?;
-            self.by_size[n] = Some(values);
-        }
-        Ok(self.by_size[n].get_or_insert_with(Vec::new))
+                .collect::<Result<Vec<_>>>()?,
+        };
+        Ok(slot.insert(values))
     }
 }
 
@@ -311,13 +311,12 @@ impl OutputBuffers {
     }
 
     fn of_size(&mut self, sample: &[i64], n: usize) -> Result<&mut Value<'static>> {
-        if self.by_size[n].is_none() {
-            self.by_size[n] = Some(Value::over_prefix(&self.backing, &batch_shape(n, sample))?);
-        }
-        match &mut self.by_size[n] {
-            Some(value) => Ok(value),
-            None => unreachable!("made above"),
-        }
+        let slot = &mut self.by_size[n];
+        let value = match slot.take() {
+            Some(value) => value,
+            None => Value::over_prefix(&self.backing, &batch_shape(n, sample))?,
+        };
+        Ok(slot.insert(value))
     }
 }
 
