@@ -193,6 +193,19 @@ def convnet():
     return model(g)
 
 
+def batch_reshape():
+    # Its output's first axis is free but is not the batch axis: a batch of n samples comes back
+    # as 2n rows. The batcher must refuse to split that, failing every request of the batch.
+    g = helper.make_graph(
+        [helper.make_node("Reshape", ["x", "rows_of_two"], ["y"])],
+        "batch_reshape",
+        [tensor("x", TensorProto.FLOAT, ["batch", 4])],
+        [tensor("y", TensorProto.FLOAT, ["rows", 2])],
+        initializer=[numpy_helper.from_array(np.array([-1, 2], dtype=np.int64), "rows_of_two")],
+    )
+    return model(g)
+
+
 def strings():
     # ORT's default locale here is en_US.UTF-8, which fails session creation on hosts
     # without that locale installed; "C" always exists (it upper-cases ASCII only).
@@ -411,6 +424,7 @@ def main():
     write("mlp_expected.bin", raw)
     print(f"{'mlp_expected.bin':24} {len(raw):7} bytes  float32 LE, shape {list(expected.shape)}")
     save("convnet.onnx", convnet())
+    save("batch_reshape.onnx", batch_reshape())
     save("strings.onnx", strings())
     save("sequence.onnx", sequence())
     save("sequence_len.onnx", sequence_len())

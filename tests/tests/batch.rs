@@ -490,3 +490,31 @@ fn samples_of_different_shapes_run_in_separate_batches_and_other_element_types_w
     let outputs = batcher.run([("x", Value::from_vec(&[256], bytes.clone()).expect("x"))]).expect("run");
     assert_eq!(outputs[0].view::<u8>().expect("u8").iter().copied().collect::<Vec<_>>(), bytes);
 }
+
+#[test]
+fn a_failed_batch_gives_every_request_its_error_and_the_batcher_goes_on() {
+    // `y`'s first axis is free but holds 2 rows per sample: no batch fits rows of one per sample.
+    let session = builder().commit_from_file(model("batch_reshape.onnx")).expect("batch_reshape");
+    let batcher = Batcher::builder(session).max_batch(8).max_delay(Duration::from_secs(1)).build().expect("batcher");
+    let rt = runtime();
+    let futures: Vec<BatchFuture> = (0..3u64)
+        .map(|i| batcher.run_async([("x", Value::from_vec(&[4], sample(i, 4)).expect("x"))]).expect("queued"))
+        .collect();
+    // The batcher preallocates `y` as [n, 2]; ORT refuses to write 2n rows there, and that one
+    // run error reaches every request of the batch.
+    let errors: Vec<String> =
+        futures.into_iter().map(|f| rt.block_on(f).expect_err("the batch cannot be split").to_string()).collect();
+    assert!(errors[0].contains("Requested shape:{6,2}"), "{}", errors[0]);
+    assert!(errors.iter().all(|e| *e == errors[0]), "{errors:#?}");
+    // The worker survives a failed batch: the next request is answered (with its own failure).
+    let err = batcher.run([("x", Value::from_vec(&[4], sample(9, 4)).expect("x"))]).expect_err("fails alike");
+    assert!(matches!(err, Error::Ort { .. }) && err.to_string().contains("Requested shape:{2,2}"), "{err}");
+    batcher.shutdown(Shutdown::Drain);
+    let stats = batcher.stats();
+    assert_consistent(&stats);
+    assert_eq!(
+        (stats.completed, stats.errors.run_failed, stats.batch_sizes[3], stats.batch_sizes[1]),
+        (0, 4, 1, 1),
+        "{stats:#?}"
+    );
+}
