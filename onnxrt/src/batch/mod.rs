@@ -66,17 +66,16 @@
 //! # Ok::<(), onnxrt::Error>(())
 //! ```
 
+mod future;
 mod plan;
+mod queue;
 mod request;
 mod stats;
 mod worker;
 
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
-use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
-use std::sync::{Arc, Condvar, Mutex};
-use std::task::{Context, Poll, Waker};
+use std::sync::atomic::Ordering;
+use std::sync::mpsc::sync_channel;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -85,9 +84,13 @@ use smallvec::SmallVec;
 use crate::error::{Error, Result};
 use crate::session::{AsyncInput, OwnedOutputs, Session};
 use crate::value::Shape;
+use future::Phase;
 use plan::Plan;
+use queue::Queue;
 use request::{Reply, Request, Slot};
 use stats::{Counters, Outcome};
+
+pub use future::BatchFuture;
 
 pub use stats::{BatcherStats, ErrorCounts, HistogramSnapshot};
 
@@ -193,16 +196,7 @@ impl BatcherBuilder {
         let plan = Arc::new(Plan::new(&self.session)?);
         let counters = Arc::new(Counters::new(self.max_batch));
         let (sender, receiver) = sync_channel(self.queue_capacity);
-        let queue = Arc::new(Queue {
-            sender,
-            capacity: self.queue_capacity,
-            counters,
-            closed: AtomicBool::new(false),
-            stop: AtomicU8::new(STOP_NONE),
-            room: Mutex::new(Vec::new()),
-            room_freed: Condvar::new(),
-            room_waiting: AtomicUsize::new(0),
-        });
+        let queue = Arc::new(Queue::new(sender, self.queue_capacity, counters));
         let receiver = Arc::new(Mutex::new(receiver));
         let mut handles = Vec::with_capacity(self.workers);
         for index in 0..self.workers {
@@ -350,7 +344,7 @@ impl Batcher {
                 Phase::WaitingForRoom(Some(request), slot)
             }
         };
-        Ok(BatchFuture { queue, phase })
+        Ok(BatchFuture::new(queue, phase))
     }
 
     /// A snapshot of the counters.
@@ -375,7 +369,7 @@ impl Batcher {
 
     /// Whether [`shutdown`](Batcher::shutdown) was called.
     pub fn is_shut_down(&self) -> bool {
-        self.queue.closed.load(Ordering::SeqCst)
+        self.queue.is_closed()
     }
 
     /// Stops taking requests, settles every queued one as `mode` says, and returns when the
@@ -383,14 +377,7 @@ impl Batcher {
     /// get [`Error::BatcherShutDown`]. Calling it again waits for the same end.
     pub fn shutdown(&self, mode: Shutdown) {
         let mut workers = self.workers.lock().unwrap_or_else(|e| e.into_inner());
-        if !self.queue.closed.swap(true, Ordering::SeqCst) {
-            let code = if mode == Shutdown::Cancel { STOP_CANCEL } else { STOP_DRAIN };
-            self.queue.stop.store(code, Ordering::SeqCst);
-            // Wakes the worker blocked on the queue, if any; the others read the mode before
-            // they wait. Fails only when every worker is gone already.
-            let _ = self.queue.sender.send(Msg::Stop);
-            self.queue.wake_room();
-        }
+        self.queue.close(mode);
         for handle in workers.drain(..) {
             let _ = handle.join();
         }
@@ -452,237 +439,5 @@ impl Batcher {
 impl Drop for Batcher {
     fn drop(&mut self) {
         self.shutdown(Shutdown::Drain);
-    }
-}
-
-/// A message to the workers.
-pub(crate) enum Msg {
-    Request(Request),
-    // A shutdown began (its mode is in `Queue::stop`).
-    Stop,
-}
-
-const STOP_NONE: u8 = 0;
-const STOP_DRAIN: u8 = 1;
-const STOP_CANCEL: u8 = 2;
-
-/// The bounded queue between callers and workers, and who waits for room in it.
-pub(crate) struct Queue {
-    sender: SyncSender<Msg>,
-    capacity: usize,
-    pub(crate) counters: Arc<Counters>,
-    closed: AtomicBool,
-    stop: AtomicU8,
-    // Futures waiting for room (`WhenFull::Wait`); blocking callers wait on `room_freed`.
-    room: Mutex<Vec<Waker>>,
-    room_freed: Condvar,
-    // Callers waiting for room, so that a worker takes the `room` lock only when someone waits.
-    room_waiting: AtomicUsize,
-}
-
-/// What offering a request to the queue did.
-enum Offer {
-    Queued,
-    Full(Request),
-    Closed(Request),
-}
-
-impl Queue {
-    pub(crate) fn stop_mode(&self) -> Option<Shutdown> {
-        match self.stop.load(Ordering::SeqCst) {
-            STOP_DRAIN => Some(Shutdown::Drain),
-            STOP_CANCEL => Some(Shutdown::Cancel),
-            _ => None,
-        }
-    }
-
-    fn offer(&self, request: Request) -> Offer {
-        if self.closed.load(Ordering::SeqCst) {
-            return Offer::Closed(request);
-        }
-        // Counted before the send, so a worker never takes the depth below zero.
-        self.counters.queue_depth.fetch_add(1, Ordering::Relaxed);
-        match self.sender.try_send(Msg::Request(request)) {
-            Ok(()) => Offer::Queued,
-            Err(refused) => {
-                self.counters.queue_depth.fetch_sub(1, Ordering::Relaxed);
-                match refused {
-                    TrySendError::Full(Msg::Request(request)) => Offer::Full(request),
-                    TrySendError::Disconnected(Msg::Request(request)) => Offer::Closed(request),
-                    // The message sent above is a request: a stop never comes back from here.
-                    TrySendError::Full(Msg::Stop) | TrySendError::Disconnected(Msg::Stop) => {
-                        unreachable!("only requests are offered")
-                    }
-                }
-            }
-        }
-    }
-
-    /// `WhenFull::Reject`: queued, or refused (counted, not submitted).
-    fn enqueue_or_refuse(&self, request: Request) -> Result<()> {
-        match self.offer(request) {
-            Offer::Queued => {
-                self.counters.submitted.fetch_add(1, Ordering::Relaxed);
-                Ok(())
-            }
-            Offer::Full(request) => {
-                request.reply.discard();
-                self.counters.queue_full.fetch_add(1, Ordering::Relaxed);
-                Err(Error::QueueFull { capacity: self.capacity })
-            }
-            Offer::Closed(request) => {
-                request.reply.discard();
-                self.counters.closed.fetch_add(1, Ordering::Relaxed);
-                Err(Error::BatcherShutDown)
-            }
-        }
-    }
-
-    /// `WhenFull::Wait` for a blocking caller (already counted as submitted): queued, or
-    /// answered through its reply (deadline, shutdown) and that answer returned.
-    fn enqueue_waiting(&self, mut request: Request, deadline: Option<Instant>) -> Result<()> {
-        let mut room = self.room.lock().unwrap_or_else(|e| e.into_inner());
-        self.room_waiting.fetch_add(1, Ordering::SeqCst);
-        let result = loop {
-            request = match self.offer(request) {
-                Offer::Queued => break Ok(()),
-                // Dropping the reply answers BatcherShutDown (counted as shut_down).
-                Offer::Closed(_) => break Err(Error::BatcherShutDown),
-                Offer::Full(request) => request,
-            };
-            let now = Instant::now();
-            if request.expired(now) {
-                let error = request.deadline_error(now);
-                request.reply.send(Err(error.clone()));
-                break Err(error);
-            }
-            room = match deadline {
-                None => self.room_freed.wait(room).unwrap_or_else(|e| e.into_inner()),
-                Some(d) => {
-                    self.room_freed
-                        .wait_timeout(room, d.saturating_duration_since(now))
-                        .unwrap_or_else(|e| e.into_inner())
-                        .0
-                }
-            };
-        };
-        self.room_waiting.fetch_sub(1, Ordering::SeqCst);
-        result
-    }
-
-    /// A worker took a request: one place more for whoever waits.
-    pub(crate) fn taken(&self) {
-        self.counters.queue_depth.fetch_sub(1, Ordering::Relaxed);
-        if self.room_waiting.load(Ordering::SeqCst) > 0 {
-            self.wake_room();
-        }
-    }
-
-    fn wake_room(&self) {
-        let mut room = self.room.lock().unwrap_or_else(|e| e.into_inner());
-        let wakers = std::mem::take(&mut *room);
-        self.room_waiting.fetch_sub(wakers.len(), Ordering::SeqCst);
-        drop(room);
-        self.room_freed.notify_all();
-        for waker in wakers {
-            waker.wake();
-        }
-    }
-}
-
-enum Phase {
-    // `WhenFull::Wait` and the queue was full: offered again when polled.
-    WaitingForRoom(Option<Request>, Arc<Slot>),
-    Queued(Arc<Slot>),
-    Finished,
-}
-
-/// One request in the batcher: resolves to its [`OwnedOutputs`]. See [`Batcher::run_async`].
-///
-/// Dropping it cancels the request: it is not run if its batch has not formed, and its row is
-/// dropped if it has; other requests are not affected.
-pub struct BatchFuture {
-    queue: Arc<Queue>,
-    phase: Phase,
-}
-
-impl std::fmt::Debug for BatchFuture {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let phase = match self.phase {
-            Phase::WaitingForRoom(..) => "waiting for room in the queue",
-            Phase::Queued(_) => "queued",
-            Phase::Finished => "finished",
-        };
-        f.debug_struct("BatchFuture").field("phase", &phase).finish()
-    }
-}
-
-impl Future for BatchFuture {
-    type Output = Result<OwnedOutputs>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = &mut *self;
-        if let Phase::WaitingForRoom(request, slot) = &mut this.phase {
-            let Some(mut pending) = request.take() else {
-                // Only if an earlier poll unwound between taking the request and putting it back.
-                this.phase = Phase::Finished;
-                return Poll::Ready(Err(Error::BatcherShutDown));
-            };
-            let now = Instant::now();
-            if pending.expired(now) {
-                let error = pending.deadline_error(now);
-                pending.reply.send(Err(error.clone()));
-                this.phase = Phase::Finished;
-                return Poll::Ready(Err(error));
-            }
-            let queue = &this.queue;
-            let mut room = queue.room.lock().unwrap_or_else(|e| e.into_inner());
-            // Registered before the second offer, so a place freed in between wakes this task.
-            room.push(cx.waker().clone());
-            queue.room_waiting.fetch_add(1, Ordering::SeqCst);
-            pending = match queue.offer(pending) {
-                Offer::Queued => {
-                    drop(room);
-                    let slot = Arc::clone(slot);
-                    this.phase = Phase::Queued(slot);
-                    return self.poll(cx);
-                }
-                Offer::Closed(closed) => {
-                    drop(room);
-                    // Dropping the reply answers BatcherShutDown (counted).
-                    drop(closed);
-                    this.phase = Phase::Finished;
-                    return Poll::Ready(Err(Error::BatcherShutDown));
-                }
-                Offer::Full(pending) => pending,
-            };
-            drop(room);
-            *request = Some(pending);
-            return Poll::Pending;
-        }
-        match &this.phase {
-            Phase::Queued(slot) => match slot.poll(cx.waker()) {
-                Poll::Ready(answer) => {
-                    this.phase = Phase::Finished;
-                    Poll::Ready(answer)
-                }
-                Poll::Pending => Poll::Pending,
-            },
-            _ => Poll::Ready(Err(Error::InvalidArgument {
-                what: "BatchFuture".into(),
-                why: "polled again after it completed".into(),
-            })),
-        }
-    }
-}
-
-impl Drop for BatchFuture {
-    fn drop(&mut self) {
-        match std::mem::replace(&mut self.phase, Phase::Finished) {
-            Phase::WaitingForRoom(Some(request), _) => request.reply.cancel(),
-            Phase::WaitingForRoom(None, _) | Phase::Finished => {}
-            // An answer that already arrived was counted as what it was.
-            Phase::Queued(slot) => drop(slot.abandon(Outcome::Cancelled)),
-        }
     }
 }

@@ -16,8 +16,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::batch::plan::Plan;
+use crate::batch::queue::{Msg, Queue};
 use crate::batch::request::Request;
-use crate::batch::{Msg, Queue, Shutdown};
+use crate::batch::Shutdown;
 use crate::error::{Error, Result};
 use crate::memory::MemoryInfo;
 use crate::session::{OwnedOutputs, Session};
