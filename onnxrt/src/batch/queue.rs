@@ -1,0 +1,181 @@
+//! The bounded queue between callers and the workers, and the callers waiting for room in it.
+//!
+//! Requests travel on a `std::sync::mpsc::sync_channel` (its capacity is the queue's), which
+//! needs no lock shared by all senders. Callers that wait for room (`WhenFull::Wait`) park on a
+//! condvar (blocking) or leave a waker (futures); a worker takes that lock only when someone
+//! waits.
+
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::mpsc::{SyncSender, TrySendError};
+use std::sync::{Arc, Condvar, Mutex};
+use std::task::Waker;
+use std::time::Instant;
+
+use crate::batch::request::Request;
+use crate::batch::stats::Counters;
+use crate::batch::Shutdown;
+use crate::error::{Error, Result};
+
+/// A message to the workers.
+pub(crate) enum Msg {
+    Request(Request),
+    // A shutdown began (its mode is in `Queue::stop`).
+    Stop,
+}
+
+const STOP_NONE: u8 = 0;
+const STOP_DRAIN: u8 = 1;
+const STOP_CANCEL: u8 = 2;
+
+/// The bounded queue between callers and workers, and who waits for room in it.
+pub(crate) struct Queue {
+    sender: SyncSender<Msg>,
+    pub(crate) capacity: usize,
+    pub(crate) counters: Arc<Counters>,
+    closed: AtomicBool,
+    stop: AtomicU8,
+    // Futures waiting for room (`WhenFull::Wait`); blocking callers wait on `room_freed`.
+    pub(crate) room: Mutex<Vec<Waker>>,
+    room_freed: Condvar,
+    // Callers waiting for room, so that a worker takes the `room` lock only when someone waits.
+    pub(crate) room_waiting: AtomicUsize,
+}
+
+/// What offering a request to the queue did.
+pub(crate) enum Offer {
+    Queued,
+    Full(Request),
+    Closed(Request),
+}
+
+impl Queue {
+    pub(crate) fn new(sender: SyncSender<Msg>, capacity: usize, counters: Arc<Counters>) -> Queue {
+        Queue {
+            sender,
+            capacity,
+            counters,
+            closed: AtomicBool::new(false),
+            stop: AtomicU8::new(STOP_NONE),
+            room: Mutex::new(Vec::new()),
+            room_freed: Condvar::new(),
+            room_waiting: AtomicUsize::new(0),
+        }
+    }
+
+    /// Stops taking requests and tells the workers how to end (the first call decides).
+    pub(crate) fn close(&self, mode: Shutdown) {
+        if !self.closed.swap(true, Ordering::SeqCst) {
+            let code = if mode == Shutdown::Cancel { STOP_CANCEL } else { STOP_DRAIN };
+            self.stop.store(code, Ordering::SeqCst);
+            // Wakes the worker blocked on the queue, if any; the others read the mode before
+            // they wait. Fails only when every worker is gone already.
+            let _ = self.sender.send(Msg::Stop);
+            self.wake_room();
+        }
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn stop_mode(&self) -> Option<Shutdown> {
+        match self.stop.load(Ordering::SeqCst) {
+            STOP_DRAIN => Some(Shutdown::Drain),
+            STOP_CANCEL => Some(Shutdown::Cancel),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn offer(&self, request: Request) -> Offer {
+        if self.closed.load(Ordering::SeqCst) {
+            return Offer::Closed(request);
+        }
+        // Counted before the send, so a worker never takes the depth below zero.
+        self.counters.queue_depth.fetch_add(1, Ordering::Relaxed);
+        match self.sender.try_send(Msg::Request(request)) {
+            Ok(()) => Offer::Queued,
+            Err(refused) => {
+                self.counters.queue_depth.fetch_sub(1, Ordering::Relaxed);
+                match refused {
+                    TrySendError::Full(Msg::Request(request)) => Offer::Full(request),
+                    TrySendError::Disconnected(Msg::Request(request)) => Offer::Closed(request),
+                    // The message sent above is a request: a stop never comes back from here.
+                    TrySendError::Full(Msg::Stop) | TrySendError::Disconnected(Msg::Stop) => {
+                        unreachable!("only requests are offered")
+                    }
+                }
+            }
+        }
+    }
+
+    /// `WhenFull::Reject`: queued, or refused (counted, not submitted).
+    pub(crate) fn enqueue_or_refuse(&self, request: Request) -> Result<()> {
+        match self.offer(request) {
+            Offer::Queued => {
+                self.counters.submitted.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            Offer::Full(request) => {
+                request.reply.discard();
+                self.counters.queue_full.fetch_add(1, Ordering::Relaxed);
+                Err(Error::QueueFull { capacity: self.capacity })
+            }
+            Offer::Closed(request) => {
+                request.reply.discard();
+                self.counters.closed.fetch_add(1, Ordering::Relaxed);
+                Err(Error::BatcherShutDown)
+            }
+        }
+    }
+
+    /// `WhenFull::Wait` for a blocking caller (already counted as submitted): queued, or
+    /// answered through its reply (deadline, shutdown) and that answer returned.
+    pub(crate) fn enqueue_waiting(&self, mut request: Request, deadline: Option<Instant>) -> Result<()> {
+        let mut room = self.room.lock().unwrap_or_else(|e| e.into_inner());
+        self.room_waiting.fetch_add(1, Ordering::SeqCst);
+        let result = loop {
+            request = match self.offer(request) {
+                Offer::Queued => break Ok(()),
+                // Dropping the reply answers BatcherShutDown (counted as shut_down).
+                Offer::Closed(_) => break Err(Error::BatcherShutDown),
+                Offer::Full(request) => request,
+            };
+            let now = Instant::now();
+            if request.expired(now) {
+                let error = request.deadline_error(now);
+                request.reply.send(Err(error.clone()));
+                break Err(error);
+            }
+            room = match deadline {
+                None => self.room_freed.wait(room).unwrap_or_else(|e| e.into_inner()),
+                Some(d) => {
+                    self.room_freed
+                        .wait_timeout(room, d.saturating_duration_since(now))
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
+                }
+            };
+        };
+        self.room_waiting.fetch_sub(1, Ordering::SeqCst);
+        result
+    }
+
+    /// A worker took a request: one place more for whoever waits.
+    pub(crate) fn taken(&self) {
+        self.counters.queue_depth.fetch_sub(1, Ordering::Relaxed);
+        if self.room_waiting.load(Ordering::SeqCst) > 0 {
+            self.wake_room();
+        }
+    }
+
+    fn wake_room(&self) {
+        let mut room = self.room.lock().unwrap_or_else(|e| e.into_inner());
+        let wakers = std::mem::take(&mut *room);
+        self.room_waiting.fetch_sub(wakers.len(), Ordering::SeqCst);
+        drop(room);
+        self.room_freed.notify_all();
+        for waker in wakers {
+            waker.wake();
+        }
+    }
+}
