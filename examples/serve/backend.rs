@@ -12,14 +12,15 @@ pub struct ModelContract {
     pub input: String,
     /// The output's name.
     pub output: String,
-    /// One sample's shape (the input's shape without the batch axis), e.g. [3, 224, 224].
+    /// One sample's shape (the input's shape without the batch axis), e.g. [3, 224, 224]; pictures
+    /// are accepted when it is [3, 224, 224], raw tensors always.
     pub sample_shape: Vec<usize>,
     /// Classes in the output (its last axis).
     pub classes: usize,
 }
 
 impl ModelContract {
-    /// Reads the contract from the session: one f32 input [batch, C, H, W] and one f32 output
+    /// Reads the contract from the session: one f32 input [batch, ...] and one f32 output
     /// [batch, classes], every axis but the batch fixed.
     pub fn of(session: &Session) -> Result<ModelContract, String> {
         let (input, output) = match (session.inputs(), session.outputs()) {
@@ -36,9 +37,9 @@ impl ModelContract {
         let fixed = |dims: &[Dim]| -> Option<Vec<usize>> {
             dims.iter().map(|d| if let Dim::Fixed(n @ 1..) = d { Some(*n as usize) } else { None }).collect()
         };
-        let sample_shape = input.shape.get(1..).and_then(fixed).filter(|s| s.len() == 3).ok_or_else(|| {
+        let sample_shape = input.shape.get(1..).and_then(fixed).filter(|s| !s.is_empty()).ok_or_else(|| {
             format!(
-                "input `{}` is {}; the server needs [batch, C, H, W] with C, H, W fixed",
+                "input `{}` is {}; the server needs [batch, ...] with the other axes fixed",
                 input.name,
                 input.shape_text()
             )
