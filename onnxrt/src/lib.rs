@@ -41,6 +41,7 @@
 
 mod allocator;
 mod api;
+pub mod batch;
 #[cfg(feature = "cuda")]
 mod cuda_runtime;
 mod element;

@@ -28,6 +28,7 @@ use crate::memory::{cpu_info, default_allocator};
 use crate::status::ort;
 
 pub(crate) mod alias;
+mod bytes;
 pub(crate) mod optional;
 
 /// What kind of value an `OrtValue` holds (`ONNXType`).

@@ -7,7 +7,7 @@
 //! Inputs are checked in Rust before ORT sees them: unknown or missing names, element types,
 //! ranks and fixed dimensions each give a typed error that says what the model expects.
 
-mod async_input;
+pub(crate) mod async_input;
 pub(crate) mod builder;
 mod gate;
 pub(crate) mod info;

@@ -1,0 +1,664 @@
+//! [`Batcher`]: dynamic batching for services that receive one sample per request.
+//!
+//! A model run on a batch of 64 costs far less than 64 runs of one (on a GPU, often little more
+//! than one). A `Batcher` owns a [`Session`] and takes single-sample requests from any number of
+//! threads ([`Batcher::run`], blocking) and async tasks ([`Batcher::run_async`], a future that
+//! needs no particular executor). A worker thread gathers queued requests until it has
+//! `max_batch` of them or the first has waited `max_delay`, runs the batch once, and hands each
+//! caller its own row of every output, shaped as a run of that sample alone would return it
+//! (a leading axis of 1). On the CPU the rows are bitwise equal to such a run for the models the
+//! tests check (ORT's CPU kernels compute each sample of a batch the same way).
+//!
+//! What each request gets:
+//! - **Checked alone.** Names, element types and the sample shape (the declared shape without
+//!   its batch axis; a leading axis of 1 is accepted too) are checked on the caller's thread
+//!   before the request is queued: a bad request gets its own typed error
+//!   ([`Error::UnknownInput`], [`Error::ShapeMismatch`]...) and never reaches a batch.
+//! - **Backpressure.** The queue holds `queue_capacity` requests; past that a request is refused
+//!   with [`Error::QueueFull`] or waits for room, as [`RequestOptions::when_full`] says.
+//! - **Deadlines and cancellation.** A request past its [`RequestOptions::deadline`] is not run
+//!   (or, if its batch was running, its row is dropped) and its caller gets
+//!   [`Error::DeadlineExpired`]. A dropped [`BatchFuture`] cancels its request only; the rest of
+//!   its batch is untouched.
+//! - **Shutdown.** [`Batcher::shutdown`] stops taking requests and either runs every queued one
+//!   ([`Shutdown::Drain`], also what dropping the batcher does) or answers it
+//!   [`Error::BatcherShutDown`] ([`Shutdown::Cancel`]). Every accepted request gets exactly one
+//!   answer; [`BatcherStats`] counts them.
+//!
+//! No lock is shared by all requests on the way in or out: a request is queued on a bounded
+//! channel and answered through a slot of its own; counters are atomics. The workers share the
+//! queue's receiving end only while gathering, never while a model runs.
+//!
+//! Use it when many callers each hold one sample; for work that already comes in batches, call
+//! [`Session::run`] directly. Models must have a free (dynamic) first axis on every input and
+//! output ([`Error::NotBatchable`] otherwise).
+//!
+//! ```
+//! # let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/dynamic_batch.onnx");
+//! use std::sync::Arc;
+//! use std::time::Duration;
+//! use onnxrt::batch::Batcher;
+//! use onnxrt::{Session, Value};
+//!
+//! let session = Session::builder().commit_from_file(model)?;
+//! let batcher = Arc::new(Batcher::builder(session).max_batch(16).max_delay(Duration::from_millis(2)).build()?);
+//! let callers: Vec<_> = (0..8)
+//!     .map(|i| {
+//!         let batcher = Arc::clone(&batcher);
+//!         std::thread::spawn(move || -> onnxrt::Result<f32> {
+//!             // One sample, without the batch axis.
+//!             let x = Value::from_vec(&[4], vec![i as f32; 4])?;
+//!             let outputs = batcher.run([("x", x)])?;
+//!             Ok(outputs[0].view::<f32>()?[[0, 0]])
+//!         })
+//!     })
+//!     .collect();
+//! for caller in callers {
+//!     caller.join().expect("caller")?;
+//! }
+//! let stats = batcher.stats();
+//! assert_eq!(stats.completed, 8);
+//! # Ok::<(), onnxrt::Error>(())
+//! ```
+
+mod plan;
+mod request;
+mod stats;
+mod worker;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::mpsc::{sync_channel, SyncSender, TrySendError};
+use std::sync::{Arc, Condvar, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use smallvec::SmallVec;
+
+use crate::error::{Error, Result};
+use crate::session::{AsyncInput, OwnedOutputs, Session};
+use crate::value::Shape;
+use plan::Plan;
+use request::{Reply, Request, Slot};
+use stats::{Counters, Outcome};
+
+pub use stats::{BatcherStats, ErrorCounts, HistogramSnapshot};
+
+/// What a request does when the queue is full.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum WhenFull {
+    /// Fail at once with [`Error::QueueFull`] (shed load; the default).
+    #[default]
+    Reject,
+    /// Wait for room: [`Batcher::run`] blocks, [`Batcher::run_async`]'s future waits. The
+    /// deadline, if any, still applies.
+    Wait,
+}
+
+/// Per-request settings.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RequestOptions {
+    /// After this instant the request is not run (or its result is dropped) and its caller gets
+    /// [`Error::DeadlineExpired`]. [`Batcher::run`] returns at the deadline; a
+    /// [`BatchFuture`] resolves when the worker reaches the request, at the latest when the batch
+    /// running at the deadline ends (for a sharp async timeout wrap it in your runtime's timeout:
+    /// dropping it cancels the request).
+    pub deadline: Option<Instant>,
+    /// What to do when the queue is full.
+    pub when_full: WhenFull,
+}
+
+impl RequestOptions {
+    /// Options with a deadline `timeout` from now.
+    pub fn timeout(timeout: Duration) -> RequestOptions {
+        RequestOptions { deadline: Instant::now().checked_add(timeout), ..RequestOptions::default() }
+    }
+}
+
+/// How [`Batcher::shutdown`] treats requests still queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shutdown {
+    /// Run them (in batches, without waiting for `max_delay`), then stop.
+    Drain,
+    /// Answer them [`Error::BatcherShutDown`] without running them, then stop.
+    Cancel,
+}
+
+/// Settings for a [`Batcher`]; see [`Batcher::builder`].
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct BatcherBuilder {
+    session: Session,
+    max_batch: usize,
+    max_delay: Duration,
+    queue_capacity: usize,
+    workers: usize,
+}
+
+impl BatcherBuilder {
+    /// The most requests in one run (default 32).
+    pub fn max_batch(mut self, max_batch: usize) -> Self {
+        self.max_batch = max_batch;
+        self
+    }
+
+    /// How long the first request of a batch waits for others (default 2 ms). Zero runs whatever
+    /// is queued at once.
+    pub fn max_delay(mut self, max_delay: Duration) -> Self {
+        self.max_delay = max_delay;
+        self
+    }
+
+    /// The most requests waiting (default 1024); more are refused or wait ([`WhenFull`]).
+    pub fn queue_capacity(mut self, queue_capacity: usize) -> Self {
+        self.queue_capacity = queue_capacity;
+        self
+    }
+
+    /// Worker threads (default 1). With 2, one gathers the next batch while the other's runs
+    /// (useful on a GPU, where the host work of a batch can overlap the previous run); each
+    /// keeps its own buffers.
+    pub fn workers(mut self, workers: usize) -> Self {
+        self.workers = workers;
+        self
+    }
+
+    /// Checks the model and starts the workers.
+    ///
+    /// # Errors
+    /// [`Error::NotBatchable`] when an input or output has no free first axis or is not a
+    /// numeric tensor; [`Error::InvalidArgument`] for a zero `max_batch`, `queue_capacity` or
+    /// `workers`, or when a thread cannot be started.
+    pub fn build(self) -> Result<Batcher> {
+        for (what, value) in [("max_batch", self.max_batch), ("queue_capacity", self.queue_capacity), ("workers", self.workers)] {
+            if value == 0 {
+                return Err(Error::InvalidArgument { what: format!("Batcher {what} 0"), why: "it must be at least 1".into() });
+            }
+        }
+        let plan = Arc::new(Plan::new(&self.session)?);
+        let counters = Arc::new(Counters::new(self.max_batch));
+        let (sender, receiver) = sync_channel(self.queue_capacity);
+        let queue = Arc::new(Queue {
+            sender,
+            capacity: self.queue_capacity,
+            counters,
+            closed: AtomicBool::new(false),
+            stop: AtomicU8::new(STOP_NONE),
+            room: Mutex::new(Vec::new()),
+            room_freed: Condvar::new(),
+            room_waiting: AtomicUsize::new(0),
+        });
+        let receiver = Arc::new(Mutex::new(receiver));
+        let mut handles = Vec::with_capacity(self.workers);
+        for index in 0..self.workers {
+            let worker = worker::Worker::new(
+                self.session.clone(),
+                Arc::clone(&plan),
+                Arc::clone(&queue),
+                Arc::clone(&receiver),
+                self.max_batch,
+                self.max_delay,
+            );
+            let spawned = std::thread::Builder::new().name(format!("onnxrt-batcher-{index}")).spawn(move || worker.run());
+            match spawned {
+                Ok(handle) => handles.push(handle),
+                Err(e) => {
+                    let started = Batcher { queue, plan, session: self.session, workers: Mutex::new(handles) };
+                    started.shutdown(Shutdown::Cancel);
+                    return Err(Error::InvalidArgument {
+                        what: "starting a batcher worker thread".into(),
+                        why: e.to_string(),
+                    });
+                }
+            }
+        }
+        Ok(Batcher { queue, plan, session: self.session, workers: Mutex::new(handles) })
+    }
+}
+
+/// A dynamic batcher over one [`Session`]: see the [module docs](self).
+///
+/// `Send + Sync`; share it with `Arc`. Dropping it shuts it down with [`Shutdown::Drain`].
+pub struct Batcher {
+    queue: Arc<Queue>,
+    plan: Arc<Plan>,
+    session: Session,
+    workers: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Batcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Batcher")
+            .field("session", &self.session)
+            .field("queue_capacity", &self.queue.capacity)
+            .field("queue_depth", &self.queue.counters.queue_depth.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl Batcher {
+    /// Settings for a batcher over `session` (a CPU or CUDA session; the batcher keeps a clone).
+    pub fn builder(session: Session) -> BatcherBuilder {
+        BatcherBuilder { session, max_batch: 32, max_delay: Duration::from_millis(2), queue_capacity: 1024, workers: 1 }
+    }
+
+    /// Runs one sample in the next batch and waits for its outputs. Same as
+    /// [`run_with`](Batcher::run_with) with default options (no deadline, refuse when full).
+    ///
+    /// # Errors
+    /// See [`run_with`](Batcher::run_with).
+    pub fn run<I>(&self, inputs: I) -> Result<OwnedOutputs>
+    where
+        I: IntoIterator,
+        I::Item: AsyncInput,
+    {
+        self.run_with(inputs, RequestOptions::default())
+    }
+
+    /// Runs one sample in the next batch and waits for its outputs (every model output, in
+    /// model order, each with a leading axis of 1).
+    ///
+    /// Inputs are `(name, Value<'static>)` or `(name, Arc<Value<'static>>)`, one sample each,
+    /// in host memory.
+    ///
+    /// # Errors
+    /// Before queueing: the input errors of [`Session::run`] (checked against the sample shape),
+    /// [`Error::QueueFull`], [`Error::BatcherShutDown`]. After: [`Error::DeadlineExpired`],
+    /// [`Error::BatcherShutDown`] (a [`Shutdown::Cancel`]), or the batch's run error.
+    pub fn run_with<I>(&self, inputs: I, options: RequestOptions) -> Result<OwnedOutputs>
+    where
+        I: IntoIterator,
+        I::Item: AsyncInput,
+    {
+        let (request, slot) = self.prepare(inputs, options)?;
+        self.enqueue_blocking(request, options)?;
+        match slot.wait(options.deadline) {
+            Some(answer) => answer,
+            None => slot.abandon(Outcome::Deadline).unwrap_or_else(|| {
+                let waited = options.deadline.map(|d| d.elapsed()).unwrap_or_default();
+                Err(Error::DeadlineExpired { waited })
+            }),
+        }
+    }
+
+    /// Queues one sample and returns a future of its outputs (what [`run`](Batcher::run)
+    /// returns). The future is `Send + 'static` and needs no particular executor; dropping it
+    /// cancels the request.
+    ///
+    /// # Errors
+    /// Input errors, [`Error::QueueFull`] and [`Error::BatcherShutDown`] at once; the rest
+    /// through the future.
+    pub fn run_async<I>(&self, inputs: I) -> Result<BatchFuture>
+    where
+        I: IntoIterator,
+        I::Item: AsyncInput,
+    {
+        self.run_async_with(inputs, RequestOptions::default())
+    }
+
+    /// [`run_async`](Batcher::run_async) with a deadline or [`WhenFull::Wait`] (the future
+    /// then waits for room in the queue).
+    ///
+    /// ```
+    /// # let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/dynamic_batch.onnx");
+    /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
+    /// use std::time::Duration;
+    /// use onnxrt::batch::{Batcher, RequestOptions, WhenFull};
+    /// use onnxrt::{Session, Value};
+    ///
+    /// let batcher = Batcher::builder(Session::builder().commit_from_file(model)?).build()?;
+    /// let options = RequestOptions { when_full: WhenFull::Wait, ..RequestOptions::timeout(Duration::from_secs(5)) };
+    /// let x = Value::from_vec(&[4], vec![1.0f32, 2.0, 3.0, 4.0])?;
+    /// let outputs = batcher.run_async_with([("x", x)], options)?.await?;
+    /// assert_eq!(outputs[0].tensor_info()?.shape[0], 1);
+    /// # Ok::<(), onnxrt::Error>(())
+    /// # }).unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// As [`run_async`](Batcher::run_async).
+    pub fn run_async_with<I>(&self, inputs: I, options: RequestOptions) -> Result<BatchFuture>
+    where
+        I: IntoIterator,
+        I::Item: AsyncInput,
+    {
+        let (request, slot) = self.prepare(inputs, options)?;
+        let queue = Arc::clone(&self.queue);
+        let phase = match options.when_full {
+            WhenFull::Reject => {
+                self.queue.enqueue_or_refuse(request)?;
+                Phase::Queued(slot)
+            }
+            WhenFull::Wait => {
+                self.queue.counters.submitted.fetch_add(1, Ordering::Relaxed);
+                Phase::WaitingForRoom(Some(request), slot)
+            }
+        };
+        Ok(BatchFuture { queue, phase })
+    }
+
+    /// A snapshot of the counters.
+    pub fn stats(&self) -> BatcherStats {
+        self.queue.counters.snapshot()
+    }
+
+    /// Requests queued now, not yet in a batch.
+    pub fn queue_depth(&self) -> usize {
+        self.queue.counters.queue_depth.load(Ordering::Relaxed)
+    }
+
+    /// The queue's capacity.
+    pub fn queue_capacity(&self) -> usize {
+        self.queue.capacity
+    }
+
+    /// The session it runs.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// Whether [`shutdown`](Batcher::shutdown) was called.
+    pub fn is_shut_down(&self) -> bool {
+        self.queue.closed.load(Ordering::SeqCst)
+    }
+
+    /// Stops taking requests, settles every queued one as `mode` says, and returns when the
+    /// workers have exited (a batch already running finishes and is answered). Later requests
+    /// get [`Error::BatcherShutDown`]. Calling it again waits for the same end.
+    pub fn shutdown(&self, mode: Shutdown) {
+        let mut workers = self.workers.lock().unwrap_or_else(|e| e.into_inner());
+        if !self.queue.closed.swap(true, Ordering::SeqCst) {
+            let code = if mode == Shutdown::Cancel { STOP_CANCEL } else { STOP_DRAIN };
+            self.queue.stop.store(code, Ordering::SeqCst);
+            // Wakes the worker blocked on the queue, if any; the others read the mode before
+            // they wait. Fails only when every worker is gone already.
+            let _ = self.queue.sender.send(Msg::Stop);
+            self.queue.wake_room();
+        }
+        for handle in workers.drain(..) {
+            let _ = handle.join();
+        }
+    }
+
+    /// Checks a request against the model and builds it (counting refusals).
+    fn prepare<I>(&self, inputs: I, options: RequestOptions) -> Result<(Box<Request>, Arc<Slot>)>
+    where
+        I: IntoIterator,
+        I::Item: AsyncInput,
+    {
+        let checked = self.check(inputs);
+        let values = checked.inspect_err(|_| {
+            self.queue.counters.invalid.fetch_add(1, Ordering::Relaxed);
+        })?;
+        let mut key = Shape::new();
+        let mut held = Vec::with_capacity(values.len());
+        for (value, sample) in values {
+            key.push(sample.len() as i64);
+            key.extend_from_slice(&sample);
+            held.push(value);
+        }
+        let (reply, slot) = Reply::new(Arc::clone(&self.queue.counters));
+        let request = Request { values: held, key, enqueued: Instant::now(), deadline: options.deadline, reply };
+        Ok((Box::new(request), slot))
+    }
+
+    /// The inputs in model order with their sample shapes.
+    fn check<I>(&self, inputs: I) -> Result<Vec<(crate::session::async_input::Held, Shape)>>
+    where
+        I: IntoIterator,
+        I::Item: AsyncInput,
+    {
+        let mut slots: SmallVec<[Option<(crate::session::async_input::Held, Shape)>; 4]> =
+            (0..self.plan.inputs.len()).map(|_| None).collect();
+        for input in inputs {
+            let index = self.plan.input_index(input.name())?;
+            if slots[index].is_some() {
+                return Err(Error::DuplicateInput { name: input.name().to_owned() });
+            }
+            let sample = self.plan.check_value(index, input.value())?;
+            slots[index] = Some((input.into_held().0, sample));
+        }
+        slots.into_iter().enumerate().map(|(index, slot)| slot.ok_or_else(|| self.plan.missing(index))).collect()
+    }
+
+    /// Queues a request for a blocking caller (waiting for room if asked to).
+    fn enqueue_blocking(&self, request: Box<Request>, options: RequestOptions) -> Result<()> {
+        match options.when_full {
+            WhenFull::Reject => self.queue.enqueue_or_refuse(request),
+            WhenFull::Wait => {
+                self.queue.counters.submitted.fetch_add(1, Ordering::Relaxed);
+                self.queue.enqueue_waiting(request, options.deadline)
+            }
+        }
+    }
+}
+
+impl Drop for Batcher {
+    fn drop(&mut self) {
+        self.shutdown(Shutdown::Drain);
+    }
+}
+
+/// A message to the workers.
+pub(crate) enum Msg {
+    Request(Box<Request>),
+    // A shutdown began (its mode is in `Queue::stop`).
+    Stop,
+}
+
+const STOP_NONE: u8 = 0;
+const STOP_DRAIN: u8 = 1;
+const STOP_CANCEL: u8 = 2;
+
+/// The bounded queue between callers and workers, and who waits for room in it.
+pub(crate) struct Queue {
+    sender: SyncSender<Msg>,
+    capacity: usize,
+    pub(crate) counters: Arc<Counters>,
+    closed: AtomicBool,
+    stop: AtomicU8,
+    // Futures waiting for room (`WhenFull::Wait`); blocking callers wait on `room_freed`.
+    room: Mutex<Vec<Waker>>,
+    room_freed: Condvar,
+    // Callers waiting for room, so that a worker takes the `room` lock only when someone waits.
+    room_waiting: AtomicUsize,
+}
+
+/// What offering a request to the queue did.
+enum Offer {
+    Queued,
+    Full(Box<Request>),
+    Closed(Box<Request>),
+}
+
+impl Queue {
+    pub(crate) fn stop_mode(&self) -> Option<Shutdown> {
+        match self.stop.load(Ordering::SeqCst) {
+            STOP_DRAIN => Some(Shutdown::Drain),
+            STOP_CANCEL => Some(Shutdown::Cancel),
+            _ => None,
+        }
+    }
+
+    fn offer(&self, request: Box<Request>) -> Offer {
+        if self.closed.load(Ordering::SeqCst) {
+            return Offer::Closed(request);
+        }
+        // Counted before the send, so a worker never takes the depth below zero.
+        self.counters.queue_depth.fetch_add(1, Ordering::Relaxed);
+        match self.sender.try_send(Msg::Request(request)) {
+            Ok(()) => Offer::Queued,
+            Err(refused) => {
+                self.counters.queue_depth.fetch_sub(1, Ordering::Relaxed);
+                match refused {
+                    TrySendError::Full(Msg::Request(request)) => Offer::Full(request),
+                    TrySendError::Disconnected(Msg::Request(request)) => Offer::Closed(request),
+                    TrySendError::Full(Msg::Stop) | TrySendError::Disconnected(Msg::Stop) => {
+                        unreachable!("only requests are offered")
+                    }
+                }
+            }
+        }
+    }
+
+    /// `WhenFull::Reject`: queued, or refused (counted, not submitted).
+    fn enqueue_or_refuse(&self, request: Box<Request>) -> Result<()> {
+        match self.offer(request) {
+            Offer::Queued => {
+                self.counters.submitted.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+            Offer::Full(request) => {
+                request.reply.discard();
+                self.counters.queue_full.fetch_add(1, Ordering::Relaxed);
+                Err(Error::QueueFull { capacity: self.capacity })
+            }
+            Offer::Closed(request) => {
+                request.reply.discard();
+                self.counters.closed.fetch_add(1, Ordering::Relaxed);
+                Err(Error::BatcherShutDown)
+            }
+        }
+    }
+
+    /// `WhenFull::Wait` for a blocking caller (already counted as submitted): queued, or
+    /// answered through its reply (deadline, shutdown) and that answer returned.
+    fn enqueue_waiting(&self, mut request: Box<Request>, deadline: Option<Instant>) -> Result<()> {
+        let mut room = self.room.lock().unwrap_or_else(|e| e.into_inner());
+        self.room_waiting.fetch_add(1, Ordering::SeqCst);
+        let result = loop {
+            request = match self.offer(request) {
+                Offer::Queued => break Ok(()),
+                // Dropping the reply answers BatcherShutDown (counted as shut_down).
+                Offer::Closed(_) => break Err(Error::BatcherShutDown),
+                Offer::Full(request) => request,
+            };
+            let now = Instant::now();
+            if request.expired(now) {
+                let error = request.deadline_error(now);
+                request.reply.send(Err(error.clone()));
+                break Err(error);
+            }
+            room = match deadline {
+                None => self.room_freed.wait(room).unwrap_or_else(|e| e.into_inner()),
+                Some(d) => self.room_freed.wait_timeout(room, d.saturating_duration_since(now)).unwrap_or_else(|e| e.into_inner()).0,
+            };
+        };
+        self.room_waiting.fetch_sub(1, Ordering::SeqCst);
+        result
+    }
+
+    /// A worker took a request: one place more for whoever waits.
+    pub(crate) fn taken(&self) {
+        self.counters.queue_depth.fetch_sub(1, Ordering::Relaxed);
+        if self.room_waiting.load(Ordering::SeqCst) > 0 {
+            self.wake_room();
+        }
+    }
+
+    fn wake_room(&self) {
+        let mut room = self.room.lock().unwrap_or_else(|e| e.into_inner());
+        let wakers = std::mem::take(&mut *room);
+        self.room_waiting.fetch_sub(wakers.len(), Ordering::SeqCst);
+        drop(room);
+        self.room_freed.notify_all();
+        for waker in wakers {
+            waker.wake();
+        }
+    }
+}
+
+enum Phase {
+    // `WhenFull::Wait` and the queue was full: offered again when polled.
+    WaitingForRoom(Option<Box<Request>>, Arc<Slot>),
+    Queued(Arc<Slot>),
+    Finished,
+}
+
+/// One request in the batcher: resolves to its [`OwnedOutputs`]. See [`Batcher::run_async`].
+///
+/// Dropping it cancels the request: it is not run if its batch has not formed, and its row is
+/// dropped if it has; other requests are not affected.
+pub struct BatchFuture {
+    queue: Arc<Queue>,
+    phase: Phase,
+}
+
+impl std::fmt::Debug for BatchFuture {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let phase = match self.phase {
+            Phase::WaitingForRoom(..) => "waiting for room in the queue",
+            Phase::Queued(_) => "queued",
+            Phase::Finished => "finished",
+        };
+        f.debug_struct("BatchFuture").field("phase", &phase).finish()
+    }
+}
+
+impl Future for BatchFuture {
+    type Output = Result<OwnedOutputs>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = &mut *self;
+        if let Phase::WaitingForRoom(request, slot) = &mut this.phase {
+            let Some(mut pending) = request.take() else { unreachable!("put back below") };
+            let now = Instant::now();
+            if pending.expired(now) {
+                let error = pending.deadline_error(now);
+                pending.reply.send(Err(error.clone()));
+                this.phase = Phase::Finished;
+                return Poll::Ready(Err(error));
+            }
+            let queue = &this.queue;
+            let mut room = queue.room.lock().unwrap_or_else(|e| e.into_inner());
+            // Registered before the second offer, so a place freed in between wakes this task.
+            room.push(cx.waker().clone());
+            queue.room_waiting.fetch_add(1, Ordering::SeqCst);
+            pending = match queue.offer(pending) {
+                Offer::Queued => {
+                    drop(room);
+                    let slot = Arc::clone(slot);
+                    this.phase = Phase::Queued(slot);
+                    return self.poll(cx);
+                }
+                Offer::Closed(closed) => {
+                    drop(room);
+                    // Dropping the reply answers BatcherShutDown (counted).
+                    drop(closed);
+                    this.phase = Phase::Finished;
+                    return Poll::Ready(Err(Error::BatcherShutDown));
+                }
+                Offer::Full(pending) => pending,
+            };
+            drop(room);
+            *request = Some(pending);
+            return Poll::Pending;
+        }
+        match &this.phase {
+            Phase::Queued(slot) => match slot.poll(cx.waker()) {
+                Poll::Ready(answer) => {
+                    this.phase = Phase::Finished;
+                    Poll::Ready(answer)
+                }
+                Poll::Pending => Poll::Pending,
+            },
+            _ => Poll::Ready(Err(Error::InvalidArgument {
+                what: "BatchFuture".into(),
+                why: "polled again after it completed".into(),
+            })),
+        }
+    }
+}
+
+impl Drop for BatchFuture {
+    fn drop(&mut self) {
+        match std::mem::replace(&mut self.phase, Phase::Finished) {
+            Phase::WaitingForRoom(Some(request), _) => request.reply.cancel(),
+            Phase::WaitingForRoom(None, _) | Phase::Finished => {}
+            // An answer that already arrived was counted as what it was.
+            Phase::Queued(slot) => drop(slot.abandon(Outcome::Cancelled)),
+        }
+    }
+}

@@ -1,0 +1,335 @@
+//! The batcher's worker threads: gather requests into a batch, run it once, hand each caller its
+//! row.
+//!
+//! Workers share the queue's receiving end behind a mutex that a worker holds only while it
+//! gathers a batch (at most `max_delay`), never while the model runs: with two workers, one
+//! gathers the next batch while the other runs, and runs never wait on each other.
+//!
+//! Each worker keeps its own buffers: per input one host tensor of `max_batch` samples, and per
+//! batch size a tensor header over its first rows (no allocation per batch); the same for every
+//! output whose sample shape is fixed. Inputs and outputs are bound with an [`IoBinding`], so on
+//! a CUDA session ORT copies the batch to the device once and the outputs back into these buffers.
+
+use std::collections::HashMap;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::batch::plan::Plan;
+use crate::batch::request::Request;
+use crate::batch::{Msg, Queue, Shutdown};
+use crate::error::{Error, Result};
+use crate::memory::MemoryInfo;
+use crate::session::{OwnedOutputs, Session};
+use crate::value::{Shape, Value};
+
+/// Sample-shape keys whose buffers a worker keeps (models with dynamic sample shapes).
+const MAX_SHAPE_KEYS: usize = 8;
+
+pub(crate) struct Worker {
+    pub(crate) session: Session,
+    pub(crate) plan: Arc<Plan>,
+    pub(crate) queue: Arc<Queue>,
+    pub(crate) receiver: Arc<Mutex<Receiver<Msg>>>,
+    pub(crate) max_batch: usize,
+    pub(crate) max_delay: Duration,
+    inputs: HashMap<Shape, InputBuffers>,
+    outputs: Vec<Option<OutputBuffers>>,
+}
+
+/// Per input: the `max_batch`-sample allocation and, per batch size, a tensor over its prefix.
+struct InputBuffers {
+    by_size: Vec<Option<Vec<Value<'static>>>>,
+    backings: Vec<Arc<Value<'static>>>,
+}
+
+/// One fixed-shape output: the allocation and, per batch size, a tensor over its prefix.
+struct OutputBuffers {
+    by_size: Vec<Option<Value<'static>>>,
+    backing: Arc<Value<'static>>,
+}
+
+/// What the worker took from the queue.
+enum Next {
+    Request(Box<Request>),
+    // A shutdown began: read its mode from the queue.
+    Stop,
+    // Nothing within the wait (or, draining, nothing left).
+    Empty,
+    // Every sender is gone.
+    Closed,
+}
+
+impl Worker {
+    pub(crate) fn new(
+        session: Session,
+        plan: Arc<Plan>,
+        queue: Arc<Queue>,
+        receiver: Arc<Mutex<Receiver<Msg>>>,
+        max_batch: usize,
+        max_delay: Duration,
+    ) -> Worker {
+        let outputs = (0..plan.outputs.len()).map(|_| None).collect();
+        Worker { session, plan, queue, receiver, max_batch, max_delay, inputs: HashMap::new(), outputs }
+    }
+
+    /// Runs until shut down (or every sender is gone).
+    pub(crate) fn run(mut self) {
+        let mut carry: Option<Box<Request>> = None;
+        let mut draining = false;
+        loop {
+            let receiver = Arc::clone(&self.receiver);
+            let receiver = receiver.lock().unwrap_or_else(|e| e.into_inner());
+            // A shutdown is seen here by every worker (only the one holding the receiver can be
+            // blocked in it, and the shutdown's message wakes that one).
+            match self.queue.stop_mode() {
+                Some(Shutdown::Cancel) => {
+                    drop(carry);
+                    return cancel_all(&receiver, &self.queue);
+                }
+                Some(Shutdown::Drain) => draining = true,
+                None => {}
+            }
+            let first = match carry.take() {
+                Some(request) => request,
+                None => match self.next(&receiver, draining, None) {
+                    Next::Request(request) => request,
+                    Next::Stop => continue,
+                    Next::Empty | Next::Closed => return,
+                },
+            };
+            let Some(first) = self.live(first) else { continue };
+            // Triton's rule: the delay counts from the first request's arrival, so a request that
+            // waited behind a running batch does not wait again.
+            let until = first.enqueued + self.max_delay;
+            let mut batch = vec![first];
+            while batch.len() < self.max_batch {
+                let wait = if draining { Duration::ZERO } else { until.saturating_duration_since(Instant::now()) };
+                match self.next(&receiver, draining, Some(wait)) {
+                    Next::Request(request) => {
+                        let Some(request) = self.live(request) else { continue };
+                        if request.key != batch[0].key {
+                            carry = Some(request);
+                            break;
+                        }
+                        batch.push(request);
+                    }
+                    Next::Stop => match self.queue.stop_mode() {
+                        Some(Shutdown::Cancel) => {
+                            // Dropping them answers BatcherShutDown.
+                            drop((batch, carry));
+                            return cancel_all(&receiver, &self.queue);
+                        }
+                        _ => draining = true,
+                    },
+                    Next::Empty | Next::Closed => break,
+                }
+            }
+            // Let another worker gather the next batch while this one runs.
+            drop(receiver);
+            self.run_batch(batch);
+        }
+    }
+
+    /// The next message: waits `wait` (`None`: until one comes; zero or draining: not at all).
+    fn next(&self, receiver: &Receiver<Msg>, draining: bool, wait: Option<Duration>) -> Next {
+        let message = match wait {
+            _ if draining => receiver.try_recv().map_err(|e| matches!(e, TryRecvError::Disconnected)),
+            None => receiver.recv().map_err(|_| true),
+            Some(Duration::ZERO) => receiver.try_recv().map_err(|e| matches!(e, TryRecvError::Disconnected)),
+            Some(wait) => receiver.recv_timeout(wait).map_err(|e| matches!(e, RecvTimeoutError::Disconnected)),
+        };
+        match message {
+            Ok(Msg::Request(request)) => {
+                self.queue.taken();
+                Next::Request(request)
+            }
+            Ok(Msg::Stop) => Next::Stop,
+            Err(true) => Next::Closed,
+            Err(false) => Next::Empty,
+        }
+    }
+
+    /// The request, unless its caller gave up or its deadline passed (then it is answered here).
+    fn live(&self, request: Box<Request>) -> Option<Box<Request>> {
+        let now = Instant::now();
+        if request.reply.is_abandoned() {
+            let Request { reply, .. } = *request;
+            reply.send(Err(Error::BatcherShutDown));
+            None
+        } else if request.expired(now) {
+            let error = request.deadline_error(now);
+            request.reply.send(Err(error));
+            None
+        } else {
+            Some(request)
+        }
+    }
+
+    fn run_batch(&mut self, batch: Vec<Box<Request>>) {
+        let batch: Vec<Box<Request>> = batch.into_iter().filter_map(|r| self.live(r)).collect();
+        if batch.is_empty() {
+            return;
+        }
+        let started = Instant::now();
+        let counters = Arc::clone(&self.queue.counters);
+        for request in &batch {
+            counters.queue_time.observe(started.saturating_duration_since(request.enqueued));
+        }
+        counters.batch(batch.len());
+        let rows = self.execute(&batch);
+        let labels: Vec<Arc<str>> = self.plan.outputs.iter().map(|o| Arc::clone(&o.label)).collect();
+        let now = Instant::now();
+        match rows {
+            Ok(rows) => {
+                for (request, row) in batch.into_iter().zip(rows) {
+                    let answer = if request.expired(now) {
+                        Err(request.deadline_error(now))
+                    } else {
+                        Ok(OwnedOutputs::new(labels.clone(), row))
+                    };
+                    request.reply.send(answer);
+                }
+            }
+            Err(error) => {
+                for request in batch {
+                    request.reply.send(Err(error.clone()));
+                }
+            }
+        }
+        counters.run_time.observe(started.elapsed());
+    }
+
+    /// One batched run; per request, its row of every output.
+    fn execute(&mut self, batch: &[Box<Request>]) -> Result<Vec<Vec<Value<'static>>>> {
+        let n = batch.len();
+        let key = &batch[0].key;
+        if !self.inputs.contains_key(key) && self.inputs.len() >= MAX_SHAPE_KEYS {
+            self.inputs.clear();
+        }
+        if !self.inputs.contains_key(key) {
+            let buffers = InputBuffers::new(&self.plan, batch[0].as_ref(), self.max_batch)?;
+            self.inputs.insert(key.clone(), buffers);
+        }
+        let Some(inputs) = self.inputs.get_mut(key) else { unreachable!("inserted above") };
+        let values = inputs.of_size(batch[0].as_ref(), n)?;
+        for (index, value) in values.iter_mut().enumerate() {
+            let rows = value.host_bytes_mut()?;
+            let row = rows.len() / n;
+            for (request, dst) in batch.iter().zip(rows.chunks_exact_mut(row.max(1))) {
+                dst.copy_from_slice(request.values[index].value().host_bytes()?);
+            }
+        }
+        for (index, output) in self.plan.outputs.iter().enumerate() {
+            if let (Some(sample), None) = (&output.fixed_sample, &self.outputs[index]) {
+                self.outputs[index] = Some(OutputBuffers::new(output.element_type, sample, self.max_batch)?);
+            }
+        }
+        let mut fixed: Vec<Option<&mut Value<'static>>> = Vec::with_capacity(self.outputs.len());
+        for (index, buffers) in self.outputs.iter_mut().enumerate() {
+            fixed.push(match buffers {
+                Some(buffers) => Some(buffers.of_size(self.plan.outputs[index].fixed_sample.as_deref().unwrap_or(&[]), n)?),
+                None => None,
+            });
+        }
+        let mut binding = self.session.io_binding()?;
+        for (plan, value) in self.plan.inputs.iter().zip(values.iter()) {
+            binding.bind_input(&plan.name, value)?;
+        }
+        let host = MemoryInfo::cpu()?;
+        for (plan, value) in self.plan.outputs.iter().zip(fixed) {
+            match value {
+                Some(value) => binding.bind_output(&plan.label, value)?,
+                None => binding.bind_output_to_device(&plan.label, &host)?,
+            }
+        }
+        binding.run(None)?;
+        let outputs = binding.outputs()?;
+        let mut rows: Vec<Vec<Value<'static>>> = (0..n).map(|_| Vec::with_capacity(outputs.len())).collect();
+        for (plan, output) in self.plan.outputs.iter().zip(&outputs) {
+            let shape = output.tensor_meta()?.shape.clone();
+            if shape.first() != Some(&(n as i64)) {
+                return Err(Error::InvalidArgument {
+                    what: format!("output `{}` of a batch of {n}", plan.label),
+                    why: format!(
+                        "its shape is {:?}: its first axis does not follow the batch axis, so the batcher cannot split it",
+                        shape.as_slice()
+                    ),
+                });
+            }
+            let bytes = output.host_bytes()?;
+            let row = bytes.len() / n;
+            let mut row_shape = shape;
+            row_shape[0] = 1;
+            for (i, caller) in rows.iter_mut().enumerate() {
+                let mut value = Value::allocated(&row_shape, plan.element_type)?;
+                value.host_bytes_mut()?.copy_from_slice(&bytes[i * row..(i + 1) * row]);
+                caller.push(value.with_name(Arc::clone(&plan.label)));
+            }
+        }
+        Ok(rows)
+    }
+}
+
+impl InputBuffers {
+    fn new(plan: &Plan, like: &Request, max_batch: usize) -> Result<InputBuffers> {
+        let backings = plan
+            .inputs
+            .iter()
+            .enumerate()
+            .map(|(index, input)| {
+                let shape = batch_shape(max_batch, like.sample_shape(index));
+                Ok(Arc::new(Value::allocated(&shape, input.element_type)?))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(InputBuffers { by_size: (0..=max_batch).map(|_| None).collect(), backings })
+    }
+
+    /// Tensors of `n` samples over the allocation, made on first use.
+    fn of_size(&mut self, like: &Request, n: usize) -> Result<&mut Vec<Value<'static>>> {
+        if self.by_size[n].is_none() {
+            let values = self
+                .backings
+                .iter()
+                .enumerate()
+                .map(|(index, backing)| Value::over_prefix(backing, &batch_shape(n, like.sample_shape(index))))
+                .collect::<Result<Vec<_>>>()?;
+            self.by_size[n] = Some(values);
+        }
+        Ok(self.by_size[n].get_or_insert_with(Vec::new))
+    }
+}
+
+impl OutputBuffers {
+    fn new(element_type: crate::ElementType, sample: &[i64], max_batch: usize) -> Result<OutputBuffers> {
+        let backing = Arc::new(Value::allocated(&batch_shape(max_batch, sample), element_type)?);
+        Ok(OutputBuffers { by_size: (0..=max_batch).map(|_| None).collect(), backing })
+    }
+
+    fn of_size(&mut self, sample: &[i64], n: usize) -> Result<&mut Value<'static>> {
+        if self.by_size[n].is_none() {
+            self.by_size[n] = Some(Value::over_prefix(&self.backing, &batch_shape(n, sample))?);
+        }
+        match &mut self.by_size[n] {
+            Some(value) => Ok(value),
+            None => unreachable!("made above"),
+        }
+    }
+}
+
+fn batch_shape(n: usize, sample: &[i64]) -> Shape {
+    let mut shape = Shape::with_capacity(sample.len() + 1);
+    shape.push(n as i64);
+    shape.extend_from_slice(sample);
+    shape
+}
+
+/// `Shutdown::Cancel`: every queued request is dropped, which answers it BatcherShutDown.
+fn cancel_all(receiver: &Receiver<Msg>, queue: &Queue) {
+    while let Ok(message) = receiver.try_recv() {
+        if let Msg::Request(request) = message {
+            queue.taken();
+            drop(request);
+        }
+    }
+}
