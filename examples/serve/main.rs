@@ -24,7 +24,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
+use onnxrt::batch::Batcher;
 use onnxrt::Session;
 use onnxrt_examples::embedded;
 use onnxrt_examples::imagenet::DecodeLimits;
@@ -58,6 +60,21 @@ struct Args {
     /// Run each request on its own (run_async), without the batcher
     #[arg(long)]
     no_batching: bool,
+    /// Most requests in one batched run
+    #[arg(long, value_name = "N", default_value_t = 32)]
+    max_batch: usize,
+    /// How long the first request of a batch waits for others, in microseconds
+    #[arg(long, value_name = "US", default_value_t = 2000)]
+    max_delay_us: u64,
+    /// Requests waiting for a batch at most (more: 503)
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    queue: usize,
+    /// Batcher worker threads (2 on a GPU overlaps one batch's gathering with the other's run)
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    batch_workers: usize,
+    /// A request not answered within this many milliseconds gets 504
+    #[arg(long, value_name = "MS", default_value_t = 30_000)]
+    timeout_ms: u64,
     /// Largest request body in bytes (larger: 413)
     #[arg(long, value_name = "BYTES", default_value_t = 8 << 20)]
     max_body_bytes: usize,
@@ -98,8 +115,19 @@ async fn serve(args: Args) -> Result<(), String> {
         Some(path) => path.file_stem().map_or_else(|| "model".into(), |s| s.to_string_lossy().into_owned()),
         None => "colors".into(),
     });
-    let backend = Backend::Unbatched(Arc::new(session));
-    let mode = "unbatched (run_async per request)";
+    let (backend, mode) = if args.no_batching {
+        (Backend::Unbatched(Arc::new(session)), "unbatched (run_async per request)".to_owned())
+    } else {
+        let batcher = Batcher::builder(session)
+            .max_batch(args.max_batch)
+            .max_delay(Duration::from_micros(args.max_delay_us))
+            .queue_capacity(args.queue)
+            .workers(args.batch_workers)
+            .build()
+            .map_err(|e| e.to_string())?;
+        let mode = format!("batched: max {} per run, max delay {} us", args.max_batch, args.max_delay_us);
+        (Backend::Batched { batcher, timeout: Duration::from_millis(args.timeout_ms) }, mode)
+    };
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
     let app = Arc::new(App {
         model_name,
@@ -149,10 +177,11 @@ async fn stop_signal() {
     }
 }
 
-/// The session: on the CPU with threads for async runs, or on a CUDA device (strict: every node
+/// The session: on the CPU, or on a CUDA device (strict: every node
 /// on the GPU, or an error).
 fn make_session(args: &Args) -> Result<Session, Box<dyn std::error::Error>> {
-    let builder = Session::builder().async_threads();
+    // run_async needs a thread pool (one worker per core); the batcher runs on its own thread.
+    let builder = if args.no_batching { Session::builder().async_threads() } else { Session::builder() };
     let builder = match args.provider.as_str() {
         "cuda" => with_cuda(builder, args.device)?,
         _ => builder,

@@ -108,14 +108,16 @@ async fn answer(
     let sample = match media.as_str() {
         "image/jpeg" | "image/png" => picture_sample(app, body).await?,
         tensor_body::CONTENT_TYPE => tensor_sample(app, headers, &body)?,
-        _ => return Err(Refusal(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            format!(
+        _ => {
+            return Err(Refusal(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                format!(
                 "Content-Type `{content_type}` is not accepted: send image/jpeg, image/png, or {} with an `{}` header",
                 tensor_body::CONTENT_TYPE,
                 tensor_body::SHAPE_HEADER
             ),
-        )),
+            ))
+        }
     };
     let logits = app.backend.infer(&app.contract, sample).await.map_err(|error| match error {
         InferError::Overloaded(why) => Refusal(StatusCode::SERVICE_UNAVAILABLE, why),

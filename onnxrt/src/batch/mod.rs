@@ -172,9 +172,14 @@ impl BatcherBuilder {
     /// numeric tensor; [`Error::InvalidArgument`] for a zero `max_batch`, `queue_capacity` or
     /// `workers`, or when a thread cannot be started.
     pub fn build(self) -> Result<Batcher> {
-        for (what, value) in [("max_batch", self.max_batch), ("queue_capacity", self.queue_capacity), ("workers", self.workers)] {
+        for (what, value) in
+            [("max_batch", self.max_batch), ("queue_capacity", self.queue_capacity), ("workers", self.workers)]
+        {
             if value == 0 {
-                return Err(Error::InvalidArgument { what: format!("Batcher {what} 0"), why: "it must be at least 1".into() });
+                return Err(Error::InvalidArgument {
+                    what: format!("Batcher {what} 0"),
+                    why: "it must be at least 1".into(),
+                });
             }
         }
         let plan = Arc::new(Plan::new(&self.session)?);
@@ -201,7 +206,8 @@ impl BatcherBuilder {
                 self.max_batch,
                 self.max_delay,
             );
-            let spawned = std::thread::Builder::new().name(format!("onnxrt-batcher-{index}")).spawn(move || worker.run());
+            let spawned =
+                std::thread::Builder::new().name(format!("onnxrt-batcher-{index}")).spawn(move || worker.run());
             match spawned {
                 Ok(handle) => handles.push(handle),
                 Err(e) => {
@@ -543,7 +549,12 @@ impl Queue {
             }
             room = match deadline {
                 None => self.room_freed.wait(room).unwrap_or_else(|e| e.into_inner()),
-                Some(d) => self.room_freed.wait_timeout(room, d.saturating_duration_since(now)).unwrap_or_else(|e| e.into_inner()).0,
+                Some(d) => {
+                    self.room_freed
+                        .wait_timeout(room, d.saturating_duration_since(now))
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
+                }
             };
         };
         self.room_waiting.fetch_sub(1, Ordering::SeqCst);

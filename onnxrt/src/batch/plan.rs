@@ -60,7 +60,11 @@ impl Plan {
             .inputs()
             .iter()
             .map(|info| {
-                Ok(InputPlan { name: info.name.clone(), element_type: batchable(info)?, sample: info.shape[1..].to_vec() })
+                Ok(InputPlan {
+                    name: info.name.clone(),
+                    element_type: batchable(info)?,
+                    sample: info.shape[1..].to_vec(),
+                })
             })
             .collect::<Result<Vec<_>>>()?;
         if inputs.is_empty() {
@@ -101,7 +105,8 @@ impl Plan {
         }
         let shape = &tensor.shape[..];
         // One sample: the sample shape itself, or with a leading axis of 1.
-        let sample = if shape.len() == input.sample.len() + 1 && shape.first() == Some(&1) { &shape[1..] } else { shape };
+        let sample =
+            if shape.len() == input.sample.len() + 1 && shape.first() == Some(&1) { &shape[1..] } else { shape };
         let fits = sample.len() == input.sample.len()
             && input.sample.iter().zip(sample).all(|(dim, &got)| !matches!(dim, Dim::Fixed(n) if *n != got));
         if !fits {

@@ -7,8 +7,10 @@ use std::time::Duration;
 use crate::error::Error;
 
 /// Upper bounds of the time histograms' buckets, in microseconds (the last bucket is +Inf).
-const TIME_BOUNDS_US: [u64; 16] =
-    [50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000, 1_000_000, 2_500_000, 10_000_000];
+const TIME_BOUNDS_US: [u64; 16] = [
+    50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000, 1_000_000, 2_500_000,
+    10_000_000,
+];
 
 /// A snapshot of a [`Batcher`](crate::batch::Batcher)'s counters.
 ///
@@ -95,7 +97,11 @@ pub(crate) struct TimeHistogram {
 
 impl TimeHistogram {
     fn new() -> TimeHistogram {
-        TimeHistogram { counts: std::array::from_fn(|_| AtomicU64::new(0)), sum_ns: AtomicU64::new(0), count: AtomicU64::new(0) }
+        TimeHistogram {
+            counts: std::array::from_fn(|_| AtomicU64::new(0)),
+            sum_ns: AtomicU64::new(0),
+            count: AtomicU64::new(0),
+        }
     }
 
     pub(crate) fn observe(&self, time: Duration) {

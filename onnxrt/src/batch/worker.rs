@@ -228,7 +228,9 @@ impl Worker {
         let mut fixed: Vec<Option<&mut Value<'static>>> = Vec::with_capacity(self.outputs.len());
         for (index, buffers) in self.outputs.iter_mut().enumerate() {
             fixed.push(match buffers {
-                Some(buffers) => Some(buffers.of_size(self.plan.outputs[index].fixed_sample.as_deref().unwrap_or(&[]), n)?),
+                Some(buffers) => {
+                    Some(buffers.of_size(self.plan.outputs[index].fixed_sample.as_deref().unwrap_or(&[]), n)?)
+                }
                 None => None,
             });
         }
