@@ -9,25 +9,37 @@
 #   cargo build --release -p onnxrt-examples --features cuda --bin serve --bin loadgen --example gpu_bench
 #
 #   bash tools/gpu/serve14.sh        # results in $OUT (default /tmp/out); SECONDS_PER_RUN=8
+#
+# The same comparison on a CPU machine (no offline row), with the embedded model:
+#   BIN=target/release PROVIDER=cpu MODEL=embedded bash tools/gpu/serve14.sh
 set -uo pipefail
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
 seconds=${SECONDS_PER_RUN:-8}
-capi=/tmp/ort-gpu/onnxruntime/capi
-export ONNXRT_DYLIB_PATH=$capi/libonnxruntime.so.1.30.0
-export LD_LIBRARY_PATH=$capi:/usr/local/cuda-13.0/targets/x86_64-linux/lib:/usr/lib/x86_64-linux-gnu
-nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total --format=csv | tee "$out/machine.txt"
-nproc | sed 's/^/cpus: /' | tee -a "$out/machine.txt"
-[ -f /tmp/resnet50.onnx ] || python3 tools/gpu/export_resnet.py /tmp/resnet50.onnx /tmp/resnet50_fp16.onnx 2>&1 | tail -1
+bin=${BIN:-.gpu-run}
+provider=${PROVIDER:-cuda}
+model=${MODEL:-/tmp/resnet50.onnx}
+clients_list=${CLIENTS:-1 8 64 256}
+# The model name in the URL.
+if [ "$model" = embedded ]; then model_args=(); name=colors; else model_args=(--model "$model" --name resnet50); name=resnet50; fi
+if [ "$provider" = cuda ]; then
+  capi=/tmp/ort-gpu/onnxruntime/capi
+  export ONNXRT_DYLIB_PATH=$capi/libonnxruntime.so.1.30.0
+  export LD_LIBRARY_PATH=$capi:/usr/local/cuda-13.0/targets/x86_64-linux/lib:/usr/lib/x86_64-linux-gnu
+fi
+{ nvidia-smi --query-gpu=name,driver_version,compute_cap,memory.total --format=csv 2>/dev/null; echo "cpus: $(nproc)"; } | tee "$out/machine.txt"
+: >"$out/offline.txt"
+if [ "$provider" = cuda ]; then
+  [ -f "$model" ] || python3 tools/gpu/export_resnet.py /tmp/resnet50.onnx /tmp/resnet50_fp16.onnx 2>&1 | tail -1
+  echo "== offline: gpu_bench, device-resident IoBinding, fp32 =="
+  "$bin/gpu_bench" "$model" --modes iobinding --batches 1,128 --iterations 100 --warmup 20 2>&1 | tee "$out/offline.txt"
+fi
 
-echo "== offline: gpu_bench, device-resident IoBinding, fp32 =="
-.gpu-run/gpu_bench /tmp/resnet50.onnx --modes iobinding --batches 1,128 --iterations 100 --warmup 20 2>&1 | tee "$out/offline.txt"
-
-# serve MODE-NAME ARGS...: starts the server, drives it at each concurrency, stops it with SIGTERM.
+# serve_and_drive LABEL SERVE-ARGS...: starts the server, drives it at each concurrency, stops it with SIGTERM.
 serve_and_drive() {
-  local name=$1; shift
-  local log="$out/serve-$name.log"
-  .gpu-run/serve --model /tmp/resnet50.onnx --name resnet50 --provider cuda --listen 127.0.0.1:0 "$@" >"$log" 2>&1 &
+  local label=$1; shift
+  local log="$out/serve-$label.log"
+  "$bin/serve" "${model_args[@]}" --provider "$provider" --listen 127.0.0.1:0 "$@" >"$log" 2>&1 &
   local pid=$!
   local address=""
   for _ in $(seq 600); do
@@ -36,15 +48,15 @@ serve_and_drive() {
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.1
   done
-  if [ -z "$address" ]; then echo "serve ($name) did not start:"; cat "$log"; kill "$pid" 2>/dev/null; return; fi
+  if [ -z "$address" ]; then echo "serve ($label) did not start:"; cat "$log"; kill "$pid" 2>/dev/null; return; fi
   head -1 "$log"
-  for clients in 1 8 64 256; do
-    line=$(.gpu-run/loadgen --addr "$address" --model resnet50 --concurrency "$clients" --seconds "$seconds" --warmup 2 2>>"$out/loadgen-errors.txt" | grep '^RESULT')
-    echo "$name $line" | tee -a "$out/serve-results.txt"
+  for clients in $clients_list; do
+    line=$("$bin/loadgen" --addr "$address" --model "$name" --concurrency "$clients" --seconds "$seconds" --warmup 2 2>>"$out/loadgen-errors.txt" | grep '^RESULT')
+    echo "$label $line" | tee -a "$out/serve-results.txt"
   done
-  curl -s "http://$address/metrics" 2>/dev/null | grep -E '^batcher_(batches_total|batch_size_(sum|count))' | sed "s/^/$name /"
+  curl -s "http://$address/metrics" 2>/dev/null | grep -E '^batcher_(batches_total|batch_size_(sum|count))' | sed "s/^/$label /"
   kill -TERM "$pid"
-  wait "$pid"; echo "serve ($name) exited with status $?"
+  wait "$pid"; echo "serve ($label) exited with status $?"
 }
 
 echo "== HTTP: loadgen against serve (preprocessed [1,3,224,224] f32 tensors, closed loop) =="
@@ -63,8 +75,9 @@ for line in (out / "offline.txt").read_text().splitlines():
     if len(parts) == 5 and parts[1].isdigit():
         offline[int(parts[1])] = (float(parts[2]), float(parts[4]))
 b128 = offline.get(128, (0, 0))[1]
-print(f"offline IoBinding: batch 1 {offline.get(1, (0, 0))[0]:.3f} ms ({offline.get(1, (0, 0))[1]:.0f}/s); "
-      f"batch 128 {offline.get(128, (0, 0))[0]:.2f} ms ({b128:.0f} images/s)")
+if offline:
+  print(f"offline IoBinding: batch 1 {offline.get(1, (0, 0))[0]:.3f} ms ({offline.get(1, (0, 0))[1]:.0f}/s); "
+        f"batch 128 {offline.get(128, (0, 0))[0]:.2f} ms ({b128:.0f} images/s)")
 rows = {}
 for line in (out / "serve-results.txt").read_text().splitlines():
     name, _, *fields = line.split()
