@@ -154,6 +154,45 @@ def mlp():
     return model(g)
 
 
+def convnet():
+    # A small real CNN (three 3x3 convolutions, ReLU, global pooling, a classifier): the
+    # batcher's tests check that ORT's CPU convolutions give each sample of a batch the same bits
+    # as a run of that sample alone.
+    rs = np.random.RandomState(14)
+
+    def weights(shape, fan_in):
+        return (rs.randn(*shape) * np.sqrt(2.0 / fan_in)).astype(np.float32)
+
+    inits = [
+        numpy_helper.from_array(weights((16, 3, 3, 3), 27), "c1_w"),
+        numpy_helper.from_array((rs.randn(16) * 0.1).astype(np.float32), "c1_b"),
+        numpy_helper.from_array(weights((32, 16, 3, 3), 144), "c2_w"),
+        numpy_helper.from_array((rs.randn(32) * 0.1).astype(np.float32), "c2_b"),
+        numpy_helper.from_array(weights((32, 32, 3, 3), 288), "c3_w"),
+        numpy_helper.from_array((rs.randn(32) * 0.1).astype(np.float32), "c3_b"),
+        numpy_helper.from_array(weights((32, 10), 32), "fc_w"),
+        numpy_helper.from_array((rs.randn(10) * 0.1).astype(np.float32), "fc_b"),
+    ]
+    g = helper.make_graph(
+        [
+            helper.make_node("Conv", ["image", "c1_w", "c1_b"], ["c1"], pads=[1, 1, 1, 1]),
+            helper.make_node("Relu", ["c1"], ["r1"]),
+            helper.make_node("Conv", ["r1", "c2_w", "c2_b"], ["c2"], pads=[1, 1, 1, 1], strides=[2, 2]),
+            helper.make_node("Relu", ["c2"], ["r2"]),
+            helper.make_node("Conv", ["r2", "c3_w", "c3_b"], ["c3"], pads=[1, 1, 1, 1]),
+            helper.make_node("Relu", ["c3"], ["r3"]),
+            helper.make_node("GlobalAveragePool", ["r3"], ["pooled"]),
+            helper.make_node("Flatten", ["pooled"], ["features"]),
+            helper.make_node("Gemm", ["features", "fc_w", "fc_b"], ["logits"]),
+        ],
+        "convnet",
+        [tensor("image", TensorProto.FLOAT, ["batch", 3, 32, 32])],
+        [tensor("logits", TensorProto.FLOAT, ["batch", 10])],
+        initializer=inits,
+    )
+    return model(g)
+
+
 def strings():
     # ORT's default locale here is en_US.UTF-8, which fails session creation on hosts
     # without that locale installed; "C" always exists (it upper-cases ASCII only).
@@ -371,6 +410,7 @@ def main():
     raw = expected.astype("<f4").tobytes()
     write("mlp_expected.bin", raw)
     print(f"{'mlp_expected.bin':24} {len(raw):7} bytes  float32 LE, shape {list(expected.shape)}")
+    save("convnet.onnx", convnet())
     save("strings.onnx", strings())
     save("sequence.onnx", sequence())
     save("sequence_len.onnx", sequence_len())

@@ -34,7 +34,7 @@
 //! output ([`Error::NotBatchable`] otherwise).
 //!
 //! ```
-//! # let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/dynamic_batch.onnx");
+//! # let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/mlp.onnx");
 //! use std::sync::Arc;
 //! use std::time::Duration;
 //! use onnxrt::batch::Batcher;
@@ -46,10 +46,11 @@
 //!     .map(|i| {
 //!         let batcher = Arc::clone(&batcher);
 //!         std::thread::spawn(move || -> onnxrt::Result<f32> {
-//!             // One sample, without the batch axis.
-//!             let x = Value::from_vec(&[4], vec![i as f32; 4])?;
+//!             // One sample of `x: [batch, 16]`, without the batch axis.
+//!             let x = Value::from_vec(&[16], vec![i as f32 / 8.0; 16])?;
 //!             let outputs = batcher.run([("x", x)])?;
-//!             Ok(outputs[0].view::<f32>()?[[0, 0]])
+//!             // `logits` as a run of this sample alone returns it: [1, 4].
+//!             Ok(outputs.get("logits")?.view::<f32>()?[[0, 0]])
 //!         })
 //!     })
 //!     .collect();
@@ -308,7 +309,7 @@ impl Batcher {
     /// then waits for room in the queue).
     ///
     /// ```
-    /// # let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/dynamic_batch.onnx");
+    /// # let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/mlp.onnx");
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// use std::time::Duration;
     /// use onnxrt::batch::{Batcher, RequestOptions, WhenFull};
@@ -316,9 +317,9 @@ impl Batcher {
     ///
     /// let batcher = Batcher::builder(Session::builder().commit_from_file(model)?).build()?;
     /// let options = RequestOptions { when_full: WhenFull::Wait, ..RequestOptions::timeout(Duration::from_secs(5)) };
-    /// let x = Value::from_vec(&[4], vec![1.0f32, 2.0, 3.0, 4.0])?;
+    /// let x = Value::from_vec(&[16], vec![0.5f32; 16])?;
     /// let outputs = batcher.run_async_with([("x", x)], options)?.await?;
-    /// assert_eq!(outputs[0].tensor_info()?.shape[0], 1);
+    /// assert_eq!(outputs.get("logits")?.tensor_info()?.shape, [1, 4]);
     /// # Ok::<(), onnxrt::Error>(())
     /// # }).unwrap();
     /// ```

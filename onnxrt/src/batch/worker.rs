@@ -180,6 +180,9 @@ impl Worker {
         let rows = self.execute(&batch);
         let labels: Vec<Arc<str>> = self.plan.outputs.iter().map(|o| Arc::clone(&o.label)).collect();
         let now = Instant::now();
+        // Recorded before anyone is answered, so a caller that reads the counters after its
+        // answer sees its batch.
+        counters.run_time.observe(now.saturating_duration_since(started));
         match rows {
             Ok(rows) => {
                 for (request, row) in batch.into_iter().zip(rows) {
@@ -197,7 +200,6 @@ impl Worker {
                 }
             }
         }
-        counters.run_time.observe(started.elapsed());
     }
 
     /// One batched run; per request, its row of every output.

@@ -1,0 +1,454 @@
+//! The dynamic batcher (`onnxrt::batch`, issue 14) on real models and the real runtime: every
+//! caller gets exactly what a run of its sample alone returns (bitwise), bad requests fail alone,
+//! and every accepted request is answered once (full queue, deadlines, cancellation, shutdown),
+//! with counters that add up.
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::{Arc, Barrier};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use onnxrt::batch::{BatchFuture, Batcher, BatcherStats, RequestOptions, Shutdown, WhenFull};
+use onnxrt::{Error, Session, Value};
+use onnxrt_tests::{builder, model};
+
+/// The example's embedded default model: a 1×1 Conv, GlobalAveragePool and Gemm over
+/// `image: [batch, 3, 224, 224]`.
+fn colors_model() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/data/colors.onnx")
+}
+
+/// Deterministic pseudo-random floats in [-1, 1) (a different stream per seed).
+fn sample(seed: u64, len: usize) -> Vec<f32> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(1);
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect()
+}
+
+/// The bits of every output of a run of one sample alone (`[1, ...]`), in model order.
+fn single_run(session: &Session, input: &str, shape: &[i64], data: &[f32]) -> Vec<(Vec<i64>, Vec<u32>)> {
+    let mut batch_shape = vec![1];
+    batch_shape.extend_from_slice(shape);
+    let value = Value::from_vec(&batch_shape, data.to_vec()).expect("input");
+    let outputs = session.run([(input, &value)]).expect("single run");
+    outputs.into_values().iter().map(bits).collect()
+}
+
+fn bits(value: &Value<'_>) -> (Vec<i64>, Vec<u32>) {
+    let shape = value.tensor_info().expect("tensor").shape;
+    (shape, value.view::<f32>().expect("f32").iter().map(|x| x.to_bits()).collect())
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_time().build().expect("tokio runtime")
+}
+
+/// Every accepted request was answered exactly once, and the per-batch counters agree.
+fn assert_consistent(stats: &BatcherStats) {
+    let e = &stats.errors;
+    assert_eq!(
+        stats.submitted,
+        stats.completed + e.deadline + e.cancelled + e.shut_down + e.run_failed,
+        "accepted requests not all answered once: {stats:#?}"
+    );
+    assert_eq!(stats.queue_depth, 0, "{stats:#?}");
+    let in_batches: u64 = stats.batch_sizes.iter().enumerate().map(|(n, runs)| n as u64 * runs).sum();
+    assert_eq!(stats.batch_sizes.iter().sum::<u64>(), stats.batches, "{stats:#?}");
+    assert_eq!(stats.run_time.count, stats.batches, "{stats:#?}");
+    assert_eq!(stats.queue_time.count, in_batches, "{stats:#?}");
+    // Requests run in a batch either completed, or were dropped after it (deadline, cancel).
+    assert!(in_batches >= stats.completed, "{stats:#?}");
+}
+
+/// Many callers at once through one batcher: each gets the single run's result bit for bit, and
+/// batches of more than one really formed.
+fn bitwise_through_batches(path: PathBuf, input: &str, shape: &[i64], callers: usize) {
+    let session = builder().commit_from_file(&path).expect("model loads");
+    let len: usize = shape.iter().product::<i64>() as usize;
+    let batcher = Arc::new(
+        Batcher::builder(session.clone()).max_batch(8).max_delay(Duration::from_millis(20)).build().expect("batchable"),
+    );
+    let start = Arc::new(Barrier::new(callers));
+    let handles: Vec<_> = (0..callers)
+        .map(|i| {
+            let (batcher, start, input, shape) =
+                (Arc::clone(&batcher), Arc::clone(&start), input.to_owned(), shape.to_vec());
+            std::thread::spawn(move || {
+                let data = sample(i as u64, len);
+                start.wait();
+                let value = Value::from_vec(&shape, data.clone()).expect("sample");
+                let outputs = batcher.run([(input.as_str(), value)]).expect("batched run");
+                (data, outputs.into_values().iter().map(bits).collect::<Vec<_>>())
+            })
+        })
+        .collect();
+    for handle in handles {
+        let (data, got) = handle.join().expect("caller");
+        assert_eq!(got, single_run(&session, input, shape, &data), "a caller's row differs from its single run");
+    }
+    let stats = batcher.stats();
+    assert_consistent(&stats);
+    assert_eq!(stats.completed, callers as u64);
+    assert!(stats.batch_sizes.iter().skip(2).any(|&runs| runs > 0), "no batch of 2 or more formed: {stats:#?}");
+}
+
+#[test]
+fn each_caller_gets_its_single_run_result_bitwise_mlp_gemm() {
+    bitwise_through_batches(model("mlp.onnx"), "x", &[16], 24);
+}
+
+#[test]
+fn each_caller_gets_its_single_run_result_bitwise_conv_pool_gemm() {
+    bitwise_through_batches(colors_model(), "image", &[3, 224, 224], 12);
+}
+
+#[test]
+fn each_caller_gets_its_single_run_result_bitwise_3x3_convnet() {
+    bitwise_through_batches(model("convnet.onnx"), "image", &[3, 32, 32], 24);
+}
+
+#[test]
+fn each_caller_gets_its_single_run_result_bitwise_reduce_mean() {
+    bitwise_through_batches(model("dynamic_batch.onnx"), "images", &[3, 4, 4], 16);
+}
+
+#[test]
+fn a_leading_axis_of_one_is_accepted_and_outputs_keep_it() {
+    let session = builder().commit_from_file(model("mlp.onnx")).expect("mlp");
+    let batcher = Batcher::builder(session.clone()).build().expect("batchable");
+    let data = sample(7, 16);
+    let outputs = batcher.run([("x", Value::from_vec(&[1, 16], data.clone()).expect("x"))]).expect("run");
+    assert_eq!(outputs.names().collect::<Vec<_>>(), ["logits"]);
+    assert_eq!(vec![bits(&outputs[0])], single_run(&session, "x", &[16], &data));
+}
+
+#[test]
+fn models_without_a_free_batch_axis_are_refused_at_construction() {
+    for (file, culprit) in [("add_f32.onnx", "a"), ("strings.onnx", ""), ("scalar.onnx", "")] {
+        let session = builder().commit_from_file(model(file)).expect("model loads");
+        let err = Batcher::builder(session).build().expect_err(file);
+        assert!(
+            matches!(&err, Error::NotBatchable { name, .. } if culprit.is_empty() || name == culprit),
+            "{file}: {err}"
+        );
+        assert!(err.to_string().contains("cannot batch this model"), "{err}");
+    }
+    let session = builder().commit_from_file(model("mlp.onnx")).expect("mlp");
+    let err = Batcher::builder(session).max_batch(0).build().expect_err("max_batch 0");
+    assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
+}
+
+#[test]
+fn bad_requests_fail_alone_and_good_ones_in_the_same_batch_succeed() {
+    let session = builder().commit_from_file(model("mlp.onnx")).expect("mlp");
+    // A long delay: every request below lands in one batch unless refused.
+    let batcher =
+        Batcher::builder(session.clone()).max_batch(64).max_delay(Duration::from_millis(300)).build().expect("batcher");
+    let rt = runtime();
+    let mut good = Vec::new();
+    let mut refused = Vec::new();
+    for i in 0..12u64 {
+        let data = sample(100 + i, 16);
+        let value = Value::from_vec(&[16], data.clone()).expect("x");
+        good.push((data, batcher.run_async([("x", value)]).expect("a good request is queued")));
+        let bad = match i % 6 {
+            0 => batcher.run_async([("y", Value::from_vec(&[16], vec![0f32; 16]).expect("v"))]),
+            1 => batcher.run_async([("x", Value::from_vec(&[16], vec![0f64; 16]).expect("v"))]),
+            2 => batcher.run_async([("x", Value::from_vec(&[15], vec![0f32; 15]).expect("v"))]),
+            3 => batcher.run_async([("x", Value::from_vec(&[2, 16], vec![0f32; 32]).expect("v"))]),
+            4 => batcher.run_async(Vec::<(&str, Value<'static>)>::new()),
+            _ => batcher.run_async([
+                ("x", Value::from_vec(&[16], vec![0f32; 16]).expect("v")),
+                ("x", Value::from_vec(&[16], vec![0f32; 16]).expect("v")),
+            ]),
+        };
+        refused.push(bad.expect_err("a bad request is refused before it is queued"));
+    }
+    for (i, err) in refused.iter().enumerate() {
+        let expected =
+            ["UnknownInput", "ElementTypeMismatch", "ShapeMismatch", "ShapeMismatch", "MissingInput", "DuplicateInput"]
+                [i % 6];
+        assert_eq!(err.variant(), expected, "{err}");
+    }
+    assert!(refused[2].to_string().contains("expects shape [16]"), "{}", refused[2]);
+    for (data, future) in good {
+        let outputs = rt.block_on(future).expect("good request");
+        assert_eq!(vec![bits(&outputs[0])], single_run(&session, "x", &[16], &data));
+    }
+    let stats = batcher.stats();
+    assert_consistent(&stats);
+    assert_eq!((stats.completed, stats.errors.invalid, stats.batches), (12, 12, 1), "{stats:#?}");
+    assert_eq!(stats.batch_sizes[12], 1);
+}
+
+#[test]
+fn a_full_queue_refuses_with_a_typed_error_or_makes_waiters_wait() {
+    // The conv model on a 224×224 sample takes far longer per run than queueing a request
+    // (a shared input, no copy), so a tight submit loop fills a queue of 4.
+    let session = builder().commit_from_file(colors_model()).expect("colors");
+    let batcher =
+        Batcher::builder(session).max_batch(1).max_delay(Duration::ZERO).queue_capacity(4).build().expect("batcher");
+    let image = Arc::new(Value::from_vec(&[3, 224, 224], sample(1, 3 * 224 * 224)).expect("image"));
+    let mut queued = Vec::new();
+    let mut full = 0;
+    for _ in 0..200 {
+        match batcher.run_async([("image", Arc::clone(&image))]) {
+            Ok(future) => queued.push(future),
+            Err(Error::QueueFull { capacity: 4 }) => full += 1,
+            Err(other) => panic!("unexpected error: {other}"),
+        }
+    }
+    assert!(full > 0, "200 submissions never found the queue of 4 full");
+    let rt = runtime();
+    let accepted = queued.len();
+    for future in queued {
+        rt.block_on(future).expect("accepted request runs");
+    }
+    let stats = batcher.stats();
+    assert_consistent(&stats);
+    assert_eq!(
+        (stats.submitted, stats.completed, stats.errors.queue_full),
+        (accepted as u64, accepted as u64, full),
+        "{stats:#?}"
+    );
+
+    // WhenFull::Wait: the same pressure, from threads and tasks, and nobody is refused.
+    let batcher = Arc::new(batcher);
+    let wait = RequestOptions { when_full: WhenFull::Wait, ..RequestOptions::default() };
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let (batcher, image) = (Arc::clone(&batcher), Arc::clone(&image));
+            std::thread::spawn(move || {
+                for _ in 0..10 {
+                    batcher.run_with([("image", Arc::clone(&image))], wait).expect("waits for room");
+                }
+            })
+        })
+        .collect();
+    let futures: Vec<BatchFuture> = (0..40)
+        .map(|_| batcher.run_async_with([("image", Arc::clone(&image))], wait).expect("queued or waiting"))
+        .collect();
+    rt.block_on(async {
+        let tasks: Vec<_> = futures.into_iter().map(tokio::spawn).collect();
+        for task in tasks {
+            task.await.expect("task").expect("waits for room");
+        }
+    });
+    for thread in threads {
+        thread.join().expect("caller");
+    }
+    let after = batcher.stats();
+    assert_consistent(&after);
+    assert_eq!(after.errors.queue_full, stats.errors.queue_full, "a waiting request was refused");
+    assert_eq!(after.completed - stats.completed, 80);
+}
+
+#[test]
+fn an_expired_request_is_not_run_and_gets_a_deadline_error() {
+    let session = builder().commit_from_file(model("mlp.onnx")).expect("mlp");
+    let batcher =
+        Batcher::builder(session).max_batch(64).max_delay(Duration::from_millis(400)).build().expect("batcher");
+    let x = || Value::from_vec(&[16], sample(3, 16)).expect("x");
+
+    // Blocking: returns at its deadline, long before the batch's delay ends.
+    let started = Instant::now();
+    let err = batcher.run_with([("x", x())], RequestOptions::timeout(Duration::from_millis(30))).expect_err("expires");
+    assert!(matches!(err, Error::DeadlineExpired { .. }), "{err}");
+    assert!(started.elapsed() < Duration::from_millis(350), "the blocking call waited for the batch, not its deadline");
+
+    // Async: a request whose deadline passes while its batch gathers is left out of the run;
+    // its neighbour without a deadline runs.
+    let rt = runtime();
+    let patient = batcher.run_async([("x", x())]).expect("queued");
+    let hurried =
+        batcher.run_async_with([("x", x())], RequestOptions::timeout(Duration::from_millis(30))).expect("queued");
+    let err = rt.block_on(hurried).expect_err("expires");
+    assert!(matches!(err, Error::DeadlineExpired { waited } if waited >= Duration::from_millis(30)), "{err}");
+    rt.block_on(patient).expect("the other request runs");
+
+    // A request already past its deadline when the worker takes it is not run either.
+    let past = RequestOptions { deadline: Some(Instant::now()), ..RequestOptions::default() };
+    let err = rt.block_on(batcher.run_async_with([("x", x())], past).expect("queued")).expect_err("expired");
+    assert!(matches!(err, Error::DeadlineExpired { .. }), "{err}");
+
+    batcher.shutdown(Shutdown::Drain);
+    let stats = batcher.stats();
+    assert_consistent(&stats);
+    // The blocking call's request: the batch it would have joined ran without it (one request).
+    assert_eq!((stats.completed, stats.errors.deadline), (1, 3), "{stats:#?}");
+    assert_eq!(stats.batch_sizes[1], 1, "an expired request was run: {stats:#?}");
+}
+
+/// Polls a future once with a waker that does nothing.
+fn poll_once<F: Future + Unpin>(future: &mut F) -> Poll<F::Output> {
+    Pin::new(future).poll(&mut Context::from_waker(Waker::noop()))
+}
+
+#[test]
+fn a_dropped_future_cancels_only_its_own_request() {
+    let session = builder().commit_from_file(model("mlp.onnx")).expect("mlp");
+    let batcher =
+        Batcher::builder(session.clone()).max_batch(64).max_delay(Duration::from_millis(200)).build().expect("batcher");
+    let inputs: Vec<Vec<f32>> = (0..5).map(|i| sample(200 + i, 16)).collect();
+    let mut futures: Vec<Option<BatchFuture>> = inputs
+        .iter()
+        .map(|data| Some(batcher.run_async([("x", Value::from_vec(&[16], data.clone()).expect("x"))]).expect("queued")))
+        .collect();
+    for future in futures.iter_mut().flatten() {
+        assert!(poll_once(future).is_pending());
+    }
+    // Two callers give up while the batch gathers.
+    futures[1] = None;
+    futures[3] = None;
+    let rt = runtime();
+    for (i, future) in futures.into_iter().enumerate() {
+        if let Some(future) = future {
+            let outputs = rt.block_on(future).expect("kept request runs");
+            assert_eq!(vec![bits(&outputs[0])], single_run(&session, "x", &[16], &inputs[i]));
+        }
+    }
+    batcher.shutdown(Shutdown::Drain);
+    let stats = batcher.stats();
+    assert_consistent(&stats);
+    assert_eq!((stats.completed, stats.errors.cancelled, stats.batches), (3, 2, 1), "{stats:#?}");
+    assert_eq!(stats.batch_sizes[3], 1, "the cancelled requests were run: {stats:#?}");
+}
+
+#[test]
+fn shutdown_answers_every_pending_request() {
+    let session = builder().commit_from_file(model("mlp.onnx")).expect("mlp");
+    let rt = runtime();
+    for mode in [Shutdown::Drain, Shutdown::Cancel] {
+        // A delay far longer than the test: the requests are still gathering at shutdown.
+        let batcher = Arc::new(
+            Batcher::builder(session.clone())
+                .max_batch(256)
+                .max_delay(Duration::from_secs(30))
+                .build()
+                .expect("batcher"),
+        );
+        let futures: Vec<BatchFuture> = (0..40)
+            .map(|i| batcher.run_async([("x", Value::from_vec(&[16], sample(i, 16)).expect("x"))]).expect("queued"))
+            .collect();
+        // Blocking callers waiting in the same batch.
+        let threads: Vec<_> = (0..4)
+            .map(|i| {
+                let batcher = Arc::clone(&batcher);
+                std::thread::spawn(move || batcher.run([("x", Value::from_vec(&[16], sample(50 + i, 16)).expect("x"))]))
+            })
+            .collect();
+        while batcher.stats().submitted < 44 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let started = Instant::now();
+        batcher.shutdown(mode);
+        assert!(started.elapsed() < Duration::from_secs(10), "shutdown waited for max_delay");
+        let mut answers: Vec<Result<_, Error>> = rt.block_on(async {
+            let mut answers = Vec::new();
+            for future in futures {
+                answers.push(future.await);
+            }
+            answers
+        });
+        answers.extend(threads.into_iter().map(|t| t.join().expect("caller")));
+        assert_eq!(answers.len(), 44);
+        for answer in &answers {
+            match (mode, answer) {
+                (Shutdown::Drain, Ok(outputs)) => assert_eq!(outputs[0].tensor_info().expect("t").shape, [1, 4]),
+                (Shutdown::Cancel, Err(Error::BatcherShutDown)) => {}
+                (_, other) => panic!("{mode:?}: unexpected answer {other:?}"),
+            }
+        }
+        // After shutdown: refused at once, counted apart.
+        let err = batcher.run([("x", Value::from_vec(&[16], sample(0, 16)).expect("x"))]).expect_err("closed");
+        assert!(matches!(err, Error::BatcherShutDown), "{err}");
+        let stats = batcher.stats();
+        assert_consistent(&stats);
+        assert_eq!(stats.submitted, 44, "{stats:#?}");
+        assert_eq!(stats.errors.closed, 1);
+        match mode {
+            Shutdown::Drain => assert_eq!(stats.completed, 44, "{stats:#?}"),
+            Shutdown::Cancel => {
+                assert_eq!((stats.completed, stats.errors.shut_down, stats.batches), (0, 44, 0), "{stats:#?}")
+            }
+        }
+        batcher.shutdown(mode); // again: returns at once
+    }
+}
+
+#[test]
+fn threads_and_tokio_tasks_at_once_each_get_their_own_row() {
+    let session = builder().commit_from_file(model("mlp.onnx")).expect("mlp");
+    let batcher = Arc::new(
+        Batcher::builder(session.clone())
+            .max_batch(32)
+            .max_delay(Duration::from_millis(1))
+            .workers(2)
+            .build()
+            .expect("batcher"),
+    );
+    let threads: Vec<_> = (0..6u64)
+        .map(|t| {
+            let batcher = Arc::clone(&batcher);
+            std::thread::spawn(move || {
+                (0..60u64)
+                    .map(|i| {
+                        let data = sample(1_000 * t + i, 16);
+                        let options = RequestOptions { when_full: WhenFull::Wait, ..RequestOptions::default() };
+                        let outputs = batcher
+                            .run_with([("x", Value::from_vec(&[16], data.clone()).expect("x"))], options)
+                            .expect("run");
+                        (data, bits(&outputs[0]))
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let rt = runtime();
+    let from_tasks = rt.block_on(async {
+        let tasks: Vec<_> = (0..64u64)
+            .map(|t| {
+                let batcher = Arc::clone(&batcher);
+                tokio::spawn(async move {
+                    let mut got = Vec::new();
+                    for i in 0..6u64 {
+                        let data = sample(100_000 + 1_000 * t + i, 16);
+                        let options = RequestOptions { when_full: WhenFull::Wait, ..RequestOptions::default() };
+                        let future = batcher
+                            .run_async_with([("x", Value::from_vec(&[16], data.clone()).expect("x"))], options)
+                            .expect("queued");
+                        got.push((data, bits(&future.await.expect("run")[0])));
+                    }
+                    got
+                })
+            })
+            .collect();
+        let mut all = Vec::new();
+        for task in tasks {
+            all.extend(task.await.expect("task"));
+        }
+        all
+    });
+    let mut all = from_tasks;
+    for thread in threads {
+        all.extend(thread.join().expect("caller"));
+    }
+    assert_eq!(all.len(), 6 * 60 + 64 * 6);
+    for (data, got) in &all {
+        assert_eq!(vec![got.clone()], single_run(&session, "x", &[16], data), "a caller got another's row");
+    }
+    batcher.shutdown(Shutdown::Drain);
+    let stats = batcher.stats();
+    assert_consistent(&stats);
+    assert_eq!(stats.completed, all.len() as u64);
+    assert_eq!(stats.errors, Default::default(), "{stats:#?}");
+    assert!(stats.batches < stats.completed, "no request was batched with another: {stats:#?}");
+}
