@@ -24,13 +24,8 @@ use std::time::{Duration, Instant};
 
 use onnxrt::ndarray::Array4;
 use onnxrt::{MemoryInfo, Session, SessionBuilder, Value};
-
-const DEFAULT_MODEL: &[u8] = include_bytes!("data/colors.onnx");
-const DEFAULT_LABELS: &str = include_str!("data/colors.labels");
-const DEFAULT_IMAGE: &[u8] = include_bytes!("data/red.png");
-const MEAN: [f32; 3] = [0.485, 0.456, 0.406];
-const STD: [f32; 3] = [0.229, 0.224, 0.225];
-const SIDE: u32 = 224;
+use onnxrt_examples::embedded::{LABELS as DEFAULT_LABELS, MODEL as DEFAULT_MODEL, PICTURE as DEFAULT_IMAGE};
+use onnxrt_examples::imagenet::{preprocess, softmax, top_k, SIDE};
 
 /// Classify images with an ImageNet-style ONNX model on a CUDA GPU (falls back to the CPU unless
 /// --strict). With no arguments: an embedded model and picture.
@@ -134,7 +129,7 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
 
     for (i, (name, _)) in pictures.iter().enumerate().take(batch_size) {
         println!("{name}:");
-        for (class, p) in top5(&softmax(logits.row(i).as_slice().ok_or("non-contiguous output")?)) {
+        for (class, p) in top_k(&softmax(logits.row(i).as_slice().ok_or("non-contiguous output")?), 5) {
             let label = labels.get(class).map_or_else(|| format!("class {class}"), Clone::clone);
             println!("  {p:>7.4}  {label}");
         }
@@ -188,36 +183,6 @@ fn make_session(args: &Args) -> Result<(Session, bool), onnxrt::Error> {
         eprintln!("note: built without the `cuda` feature, running on the CPU (cargo run --features cuda --example resnet_cuda)");
     }
     load(builder()).map(|s| (s, false))
-}
-
-/// Shorter side to 256, center crop 224, ImageNet mean/std, CHW.
-fn preprocess(picture: &image::RgbImage) -> onnxrt::ndarray::Array3<f32> {
-    let (w, h) = picture.dimensions();
-    let scale = 256.0 / w.min(h) as f32;
-    let (rw, rh) = (((w as f32 * scale).round() as u32).max(SIDE), ((h as f32 * scale).round() as u32).max(SIDE));
-    let resized = image::imageops::resize(picture, rw, rh, image::imageops::FilterType::Triangle);
-    let (x0, y0) = ((rw - SIDE) / 2, (rh - SIDE) / 2);
-    let mut chw = onnxrt::ndarray::Array3::<f32>::zeros((3, SIDE as usize, SIDE as usize));
-    for (x, y, pixel) in image::imageops::crop_imm(&resized, x0, y0, SIDE, SIDE).to_image().enumerate_pixels() {
-        for c in 0..3 {
-            chw[[c, y as usize, x as usize]] = (pixel[c] as f32 / 255.0 - MEAN[c]) / STD[c];
-        }
-    }
-    chw
-}
-
-fn softmax(logits: &[f32]) -> Vec<f32> {
-    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    let exp: Vec<f32> = logits.iter().map(|&l| (l - max).exp()).collect();
-    let sum: f32 = exp.iter().sum();
-    exp.into_iter().map(|e| e / sum).collect()
-}
-
-fn top5(probabilities: &[f32]) -> Vec<(usize, f32)> {
-    let mut ranked: Vec<(usize, f32)> = probabilities.iter().copied().enumerate().collect();
-    ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
-    ranked.truncate(5);
-    ranked
 }
 
 fn ms(d: Duration) -> f64 {

@@ -1,1 +1,7 @@
-//! Examples live in this package's example targets; see hello.rs and resnet_cuda.rs.
+//! Code shared by the example programs: `resnet_cuda.rs` (the GPU template), `serve/` (the HTTP
+//! inference server) and `loadgen.rs` (its load generator).
+
+pub mod embedded;
+pub mod http_client;
+pub mod imagenet;
+pub mod tensor_body;
