@@ -69,6 +69,11 @@ struct Args {
     /// Requests waiting for a batch at most (more: 503)
     #[arg(long, value_name = "N", default_value_t = 1024)]
     queue: usize,
+    /// Pad each batch to the next power of two (on a GPU: only log2(max-batch)+1 batch shapes
+    /// for cuDNN to tune, instead of every size from 1 to max-batch; see
+    /// BatcherBuilder::pad_to_power_of_two)
+    #[arg(long)]
+    pad_batches: bool,
     /// Batcher worker threads (2 on a GPU overlaps one batch's gathering with the other's run)
     #[arg(long, value_name = "N", default_value_t = 1)]
     batch_workers: usize,
@@ -123,9 +128,11 @@ async fn serve(args: Args) -> Result<(), String> {
             .max_delay(Duration::from_micros(args.max_delay_us))
             .queue_capacity(args.queue)
             .workers(args.batch_workers)
+            .pad_to_power_of_two(args.pad_batches)
             .build()
             .map_err(|e| e.to_string())?;
-        let mode = format!("batched: max {} per run, max delay {} us", args.max_batch, args.max_delay_us);
+        let padded = if args.pad_batches { ", padded to powers of two" } else { "" };
+        let mode = format!("batched: max {} per run, max delay {} us{padded}", args.max_batch, args.max_delay_us);
         (Backend::Batched { batcher, timeout: Duration::from_millis(args.timeout_ms) }, mode)
     };
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);

@@ -71,10 +71,19 @@ fn assert_consistent(stats: &BatcherStats) {
 /// Many callers at once through one batcher: each gets the single run's result bit for bit, and
 /// batches of more than one really formed.
 fn bitwise_through_batches(path: PathBuf, input: &str, shape: &[i64], callers: usize) {
+    bitwise_through_batches_padded(path, input, shape, callers, false);
+}
+
+fn bitwise_through_batches_padded(path: PathBuf, input: &str, shape: &[i64], callers: usize, pad: bool) {
     let session = builder().commit_from_file(&path).expect("model loads");
     let len: usize = shape.iter().product::<i64>() as usize;
     let batcher = Arc::new(
-        Batcher::builder(session.clone()).max_batch(8).max_delay(Duration::from_millis(20)).build().expect("batchable"),
+        Batcher::builder(session.clone())
+            .max_batch(8)
+            .max_delay(Duration::from_millis(20))
+            .pad_to_power_of_two(pad)
+            .build()
+            .expect("batchable"),
     );
     let start = Arc::new(Barrier::new(callers));
     let handles: Vec<_> = (0..callers)
@@ -113,6 +122,14 @@ fn each_caller_gets_its_single_run_result_bitwise_conv_pool_gemm() {
 #[test]
 fn each_caller_gets_its_single_run_result_bitwise_3x3_convnet() {
     bitwise_through_batches(model("convnet.onnx"), "image", &[3, 32, 32], 24);
+}
+
+/// Padded to powers of two (batches of 3, 5, 6, 7 run as 4 or 8 rows): the padding rows' outputs
+/// are dropped and every caller still gets its own row, bitwise.
+#[test]
+fn padded_batches_give_each_caller_its_single_run_result_bitwise() {
+    bitwise_through_batches_padded(model("convnet.onnx"), "image", &[3, 32, 32], 21, true);
+    bitwise_through_batches_padded(model("mlp.onnx"), "x", &[16], 13, true);
 }
 
 #[test]

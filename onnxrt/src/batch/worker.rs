@@ -34,6 +34,8 @@ pub(crate) struct Worker {
     pub(crate) receiver: Arc<Mutex<Receiver<Msg>>>,
     pub(crate) max_batch: usize,
     pub(crate) max_delay: Duration,
+    // Run each batch at the next power of two (see `BatcherBuilder::pad_to_power_of_two`).
+    pad: bool,
     inputs: HashMap<Shape, InputBuffers>,
     outputs: Vec<Option<OutputBuffers>>,
 }
@@ -69,9 +71,10 @@ impl Worker {
         receiver: Arc<Mutex<Receiver<Msg>>>,
         max_batch: usize,
         max_delay: Duration,
+        pad: bool,
     ) -> Worker {
         let outputs = (0..plan.outputs.len()).map(|_| None).collect();
-        Worker { session, plan, queue, receiver, max_batch, max_delay, inputs: HashMap::new(), outputs }
+        Worker { session, plan, queue, receiver, max_batch, max_delay, pad, inputs: HashMap::new(), outputs }
     }
 
     /// Runs until shut down (or every sender is gone).
@@ -205,7 +208,9 @@ impl Worker {
 
     /// One batched run; per request, its row of every output.
     fn execute(&mut self, batch: &[Request]) -> Result<Vec<Vec<Value<'static>>>> {
+        // `n` requests run as `m` rows: the padding rows repeat the last request's sample.
         let n = batch.len();
+        let m = if self.pad { n.next_power_of_two().min(self.max_batch).max(n) } else { n };
         let key = &batch[0].key;
         if !self.inputs.contains_key(key) && self.inputs.len() >= MAX_SHAPE_KEYS {
             self.inputs.clear();
@@ -214,11 +219,12 @@ impl Worker {
             Entry::Occupied(entry) => entry.into_mut(),
             Entry::Vacant(entry) => entry.insert(InputBuffers::new(&self.plan, &batch[0], self.max_batch)?),
         };
-        let values = inputs.of_size(&batch[0], n)?;
+        let values = inputs.of_size(&batch[0], m)?;
         for (index, value) in values.iter_mut().enumerate() {
             let rows = value.host_bytes_mut()?;
-            let row = rows.len() / n;
-            for (request, dst) in batch.iter().zip(rows.chunks_exact_mut(row.max(1))) {
+            let row = rows.len() / m;
+            let padded = batch.iter().chain(std::iter::repeat(&batch[n - 1])).take(m);
+            for (request, dst) in padded.zip(rows.chunks_exact_mut(row.max(1))) {
                 dst.copy_from_slice(request.values[index].value().host_bytes()?);
             }
         }
@@ -231,7 +237,7 @@ impl Worker {
         for (index, buffers) in self.outputs.iter_mut().enumerate() {
             fixed.push(match buffers {
                 Some(buffers) => {
-                    Some(buffers.of_size(self.plan.outputs[index].fixed_sample.as_deref().unwrap_or(&[]), n)?)
+                    Some(buffers.of_size(self.plan.outputs[index].fixed_sample.as_deref().unwrap_or(&[]), m)?)
                 }
                 None => None,
             });
@@ -252,9 +258,9 @@ impl Worker {
         let mut rows: Vec<Vec<Value<'static>>> = (0..n).map(|_| Vec::with_capacity(outputs.len())).collect();
         for (plan, output) in self.plan.outputs.iter().zip(&outputs) {
             let shape = output.tensor_meta()?.shape.clone();
-            if shape.first() != Some(&(n as i64)) {
+            if shape.first() != Some(&(m as i64)) {
                 return Err(Error::InvalidArgument {
-                    what: format!("output `{}` of a batch of {n}", plan.label),
+                    what: format!("output `{}` of a batch of {m}", plan.label),
                     why: format!(
                         "its shape is {:?}: its first axis does not follow the batch axis, so the batcher cannot split it",
                         shape.as_slice()
@@ -262,7 +268,7 @@ impl Worker {
                 });
             }
             let bytes = output.host_bytes()?;
-            let row = bytes.len() / n;
+            let row = bytes.len() / m;
             let mut row_shape = shape;
             row_shape[0] = 1;
             for (i, caller) in rows.iter_mut().enumerate() {
