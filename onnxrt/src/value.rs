@@ -13,6 +13,7 @@
 use std::any::Any;
 use std::ffi::{c_void, CString};
 use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
 use std::sync::{Arc, OnceLock};
 
 use ndarray::{ArrayD, ArrayView, ArrayViewD, Dimension, IxDyn};
@@ -25,6 +26,7 @@ use crate::element::{Element, ElementType};
 use crate::error::{Error, Result};
 use crate::handle::Owned;
 use crate::memory::{cpu_info, default_allocator};
+use crate::session::output_pool::Recycle;
 use crate::status::ort;
 
 pub(crate) mod alias;
@@ -97,7 +99,8 @@ impl TensorInfo {
 /// An ONNX value owned by ORT. `'data` is the lifetime of Rust memory it borrows (`'static` when
 /// it borrows nothing).
 pub struct Value<'data> {
-    raw: Owned<OrtValue>,
+    // Released (or given back to its session's output pool) in `Drop`, before `_backing`.
+    raw: ManuallyDrop<Owned<OrtValue>>,
     // Rust memory ORT reads through `raw` (tensor data, sequence members); freed after `raw`.
     _backing: Option<Box<dyn Any + Send + Sync>>,
     // Kind, element type and shape never change after creation: read once (or known at
@@ -108,7 +111,22 @@ pub struct Value<'data> {
     // The output this value is, when a session run returned it (shared with the session: no
     // allocation per run); errors about the value name it.
     name: Option<Arc<str>>,
+    // Set for a run's output ORT wrote into a preallocated buffer (see `session::output_pool`):
+    // the buffer, and where to give it back on drop.
+    recycle: Option<Recycle>,
     _borrow: PhantomData<&'data [u8]>,
+}
+
+impl Drop for Value<'_> {
+    fn drop(&mut self) {
+        // SAFETY: taken exactly once, here; `raw` is not used after this line.
+        let raw = unsafe { ManuallyDrop::take(&mut self.raw) };
+        match self.recycle.take() {
+            Some(recycle) => recycle.give_back(raw),
+            None => drop(raw),
+        }
+        // `_backing` drops after this, with the other fields: the memory outlives the value.
+    }
 }
 
 /// What a value is, cached.
@@ -358,7 +376,27 @@ impl<'data> Value<'data> {
         if let Some(tensor) = tensor {
             let _ = meta.set(Meta { kind: ValueKind::Tensor, tensor: Some(tensor) });
         }
-        Value { raw, _backing: backing, meta, writable: true, name: None, _borrow: PhantomData }
+        Value {
+            raw: ManuallyDrop::new(raw),
+            _backing: backing,
+            meta,
+            writable: true,
+            name: None,
+            recycle: None,
+            _borrow: PhantomData,
+        }
+    }
+
+    /// A run's output that ORT wrote into a preallocated buffer of known type and shape.
+    pub(crate) fn pooled(raw: Owned<OrtValue>, recycle: Recycle, tensor: TensorMeta) -> Value<'static> {
+        let mut value = Value::new(raw, None, Some(tensor));
+        value.recycle = Some(recycle);
+        value
+    }
+
+    /// A value that keeps `backing` alive until after it is released.
+    pub(crate) fn with_backing(raw: Owned<OrtValue>, backing: Box<dyn Any + Send + Sync>) -> Value<'static> {
+        Value::new(raw, Some(backing), None)
     }
 
     /// The output this value is, for values a [`Session::run`](crate::Session::run) returned.
@@ -482,6 +520,10 @@ impl<'data> Value<'data> {
 
     /// The tensor's data if the CPU can read it (host or pinned memory), `None` on a device.
     pub(crate) fn host_data_if_host(&self) -> Result<Option<*mut c_void>> {
+        // A preallocated output: ORT wrote into our host buffer (checked after the run).
+        if let Some(recycle) = &self.recycle {
+            return Ok(Some(recycle.data()));
+        }
         let api = api()?;
         let mut info = std::ptr::null();
         // SAFETY: `self.raw` is a live tensor; the memory info returned is owned by the value.
@@ -644,7 +686,7 @@ impl<'data> Value<'data> {
 /// # Safety
 /// `data` points to `bytes` bytes laid out as `shape` elements of `element_type`, valid for as
 /// long as the returned value.
-unsafe fn tensor_over(
+pub(crate) unsafe fn tensor_over(
     data: *mut c_void,
     bytes: usize,
     shape: &[i64],

@@ -16,6 +16,7 @@ mod input;
 pub(crate) mod metadata;
 pub(crate) mod model_check;
 mod owned_outputs;
+pub(crate) mod output_pool;
 mod run_async;
 mod saved_model;
 mod shared_weights;
@@ -84,6 +85,8 @@ pub(crate) struct Inner {
     custom_ops: crate::custom_op::Registered,
     // Shared weights ORT points into: released after the session (see `Drop`).
     held: shared_weights::SessionHeld,
+    // Output tensors handed to ORT preallocated, recycled between runs (CPU-only sessions).
+    output_pool: output_pool::OutputPool,
 }
 
 impl Drop for Inner {
@@ -237,7 +240,9 @@ impl Session {
         let output_name_ptrs = output_names.iter().map(|n| n.as_ptr()).collect();
         let output_labels = outputs.iter().map(|o| Arc::from(o.name.as_str())).collect();
         let run_lock = prepared.serialize_runs.then(|| Mutex::new(()));
-        let passthrough = outputs.iter().map(|o| inputs.iter().any(|i| i.name == o.name)).collect();
+        let passthrough: Vec<bool> = outputs.iter().map(|o| inputs.iter().any(|i| i.name == o.name)).collect();
+        let cpu_only = prepared.registered == ["CPUExecutionProvider"];
+        let output_pool = output_pool::OutputPool::new(&outputs, &passthrough, cpu_only);
         Ok(Session {
             inner: Arc::new(Inner {
                 raw: ManuallyDrop::new(raw),
@@ -256,6 +261,7 @@ impl Session {
                 passthrough,
                 custom_ops,
                 held,
+                output_pool,
             }),
         })
     }
@@ -378,7 +384,6 @@ impl Session {
         let held: SmallVec<[I::Item; 8]> = inputs.into_iter().collect();
         let pairs: SmallVec<[(&str, &'v Value<'d>); 8]> = held.iter().map(|i| (i.name(), i.value())).collect();
         let inputs = &pairs[..];
-        let api = api()?;
         let mut input_names: SmallVec<[*const c_char; 8]> = SmallVec::new();
         let mut input_values: SmallVec<[*const OrtValue; 8]> = SmallVec::new();
         validate::inputs(self, inputs, |index, value| {
@@ -400,23 +405,64 @@ impl Session {
                 &chosen_names
             }
         };
-        let mut output_values: SmallVec<[*mut OrtValue; 8]> = smallvec![std::ptr::null_mut(); output_names.len()];
         let run_options = options.map_or(std::ptr::null(), RunOptions::as_ptr);
+        let call = RunCall { input_names: &input_names, input_values: &input_values, output_names, run_options };
+        let pool = &self.inner.output_pool;
+        if pool.is_on() {
+            match self.run_once(&call, output_indices.clone(), inputs, true) {
+                Ok(out) => return Ok(out),
+                // Maybe an output whose shape differs from its declaration (ORT then refuses the
+                // preallocated tensor): never preallocate again here, and run once more without.
+                Err(_) => pool.switch_off(),
+            }
+        }
+        let out = self.run_once(&call, output_indices, inputs, false)?;
+        if pool.is_probing() {
+            pool.observe(&out.values, |p| out.model_index(p));
+        }
+        Ok(out)
+    }
+
+    /// One call of ORT's `Run`, with preallocated outputs where `preallocate` and the pool has
+    /// them; then the outputs are collected and checked for memory they share with the inputs.
+    fn run_once<'v, 'd: 'v>(
+        &self,
+        call: &RunCall<'_>,
+        output_indices: Option<Indices>,
+        inputs: &[(&str, &'v Value<'d>)],
+        preallocate: bool,
+    ) -> Result<Outputs<'_>> {
+        let api = api()?;
+        let output_count = call.output_names.len();
+        let model_index = |p: usize| output_indices.as_ref().map_or(p, |indices| indices[p]);
+        let mut output_values: SmallVec<[*mut OrtValue; 8]> = smallvec![std::ptr::null_mut(); output_count];
+        // Our tensors handed to ORT, by output position (none unless preallocating).
+        let mut lent: SmallVec<[Option<(Arc<output_pool::Slot>, output_pool::PooledTensor)>; 8]> = SmallVec::new();
+        if preallocate {
+            for (p, slot) in output_values.iter_mut().enumerate() {
+                let tensor = self.inner.output_pool.take(model_index(p))?;
+                if let Some((_, tensor)) = &tensor {
+                    *slot = tensor.as_ptr();
+                }
+                lent.push(tensor);
+            }
+        }
         let _serialized = self.inner.run_lock.as_ref().map(|lock| lock.lock().unwrap_or_else(|e| e.into_inner()));
         // SAFETY: the session is live; the name and value arrays have the lengths passed and
-        // point to CStrings/values that outlive the call; ORT fills `output_values` with new
-        // values we then own.
+        // point to CStrings/values that outlive the call; ORT fills the null entries of
+        // `output_values` with new values we then own, and writes the others (our preallocated
+        // tensors, owned by `lent`) in place.
         let status = unsafe {
             ort!(
                 api,
                 Run(
                     self.inner.raw.as_ptr(),
-                    run_options,
-                    input_names.as_ptr(),
-                    input_values.as_ptr(),
-                    input_values.len(),
-                    output_names.as_ptr(),
-                    output_names.len(),
+                    call.run_options,
+                    call.input_names.as_ptr(),
+                    call.input_values.as_ptr(),
+                    call.input_values.len(),
+                    call.output_names.as_ptr(),
+                    output_count,
                     output_values.as_mut_ptr()
                 )
             )
@@ -425,12 +471,29 @@ impl Session {
         // The values go straight into the `Outputs` returned (it is large: moving it costs copies).
         let mut out = Outputs { session: self, indices: output_indices, values: OutputValues::new() };
         let mut missing = false;
+        // Whether every output is one of our buffers, which no input and no other output can share.
+        let mut all_ours = !lent.is_empty();
         for (position, p) in output_values.into_iter().enumerate() {
             let label = &self.inner.output_labels[out.model_index(position)];
-            // SAFETY: each non-null pointer is a new value ORT handed to us.
-            match unsafe { Owned::from_raw(p) } {
-                Ok(owned) => out.values.push(Value::from_owned(owned).with_name(Arc::clone(label))),
-                Err(_) => missing = true,
+            match lent.get_mut(position).and_then(Option::take) {
+                // ORT writes a preallocated output in place: `p` is still our value.
+                Some((slot, tensor)) if status.is_ok() && p == tensor.as_ptr() => {
+                    let (value, ours) = tensor.into_value(slot)?;
+                    all_ours &= ours;
+                    out.values.push(value.with_name(Arc::clone(label)));
+                }
+                // A failed run: our tensor is released with its buffer, not reused.
+                Some(_) if status.is_err() => {}
+                lent_tensor => {
+                    // Never the case with ORT's `Run`; a value ORT made instead is ours to release.
+                    drop(lent_tensor);
+                    all_ours = false;
+                    // SAFETY: each non-null pointer left here is a new value ORT handed to us.
+                    match unsafe { Owned::from_raw(p) } {
+                        Ok(owned) => out.values.push(Value::from_owned(owned).with_name(Arc::clone(label))),
+                        Err(_) => missing = true,
+                    }
+                }
             }
         }
         status?;
@@ -440,6 +503,9 @@ impl Session {
                 code: crate::error::ErrorCode::Fail,
                 message: "ORT reported success but returned no value for an output".into(),
             });
+        }
+        if all_ours {
+            return Ok(out);
         }
         // An output that is an input's buffer (graph output == graph input) would outlive the
         // caller's memory as a `Value<'static>`: copy it.
@@ -470,6 +536,14 @@ impl Session {
     pub(crate) fn as_ptr(&self) -> *mut OrtSession {
         self.inner.raw.as_ptr()
     }
+}
+
+/// The arrays one call of ORT's `Run` reads (the same for a repeated call).
+struct RunCall<'a> {
+    input_names: &'a [*const c_char],
+    input_values: &'a [*const OrtValue],
+    output_names: &'a [*const c_char],
+    run_options: *const onnxrt_sys::OrtRunOptions,
 }
 
 /// The outputs of one run, by name or position.

@@ -51,6 +51,9 @@ impl<'a> Value<'a> {
     /// The address of a tensor's data (`None` for other kinds), without reading its shape or
     /// type (two flag and pointer reads in ORT), so checking every output of every run stays cheap.
     pub(crate) fn data_start(&self) -> Result<Option<usize>> {
+        if let Some(recycle) = &self.recycle {
+            return Ok(Some(recycle.data() as usize));
+        }
         let api = api()?;
         // An absent optional holds no data, and ORT 1.16.2 crashes when `IsTensor` or
         // GetValueType is asked about one: `HasValue` first (a flag read) while the kind is unknown.

@@ -1,0 +1,251 @@
+//! Preallocated outputs: a run of a CPU session hands ORT output tensors over memory of ours,
+//! recycled from run to run, instead of letting ORT allocate them.
+//!
+//! Why: reading an output ORT allocated means asking ORT for its element type, shape and data
+//! pointer (ORT builds and frees a type-and-shape object for that: about a tenth of a small
+//! model's whole run), and ORT's own allocation costs about as much again. An output whose
+//! declared shape is fully fixed can be made once with that shape: ORT then writes into it and
+//! enforces the shape (a kernel that produces another shape fails the run), so the value's type,
+//! shape and data pointer are known without asking.
+//!
+//! When: only in sessions that run on the CPU provider alone; only for tensor outputs with a fixed
+//! declared shape, a fixed-size element type and at least one element, that are not also graph
+//! inputs. The first successful run is a probe: an output joins only when what ORT returned
+//! equals its declaration. A run that fails while outputs are preallocated switches
+//! preallocation off for the session and is run once more without it, so a model whose outputs
+//! differ from their declarations (ORT only warns about that) keeps its old behaviour; that
+//! repeat happens at most once per session.
+//!
+//! Soundness: ORT writes the run's result into `*output[i]`. Where it used our tensor, the value
+//! still points to our buffer (checked after every run); otherwise it now holds ORT's own tensor
+//! and is treated like any output ORT allocated. A buffer goes back to the pool only when the
+//! value that owned it is dropped, so no two live values share one.
+
+use std::alloc::Layout;
+use std::ffi::c_void;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+
+use onnxrt_sys::OrtValue;
+
+use crate::api::api;
+use crate::element::ElementType;
+use crate::error::Result;
+use crate::handle::Owned;
+use crate::session::info::{Dim, ValueInfo};
+use crate::status::ort;
+use crate::value::{Shape, TensorMeta, Value, ValueKind};
+
+/// Unused tensors kept per output; more than this many live at once are freed when dropped.
+const MAX_FREE: usize = 8;
+
+// Pool and slot states.
+const PROBING: u8 = 0;
+const ON: u8 = 1;
+const OFF: u8 = 2;
+
+/// The preallocated outputs of one session, by model output position.
+pub(crate) struct OutputPool {
+    // PROBING until a run succeeded, then ON (some slot is ON) or OFF; OFF for good after a run
+    // with preallocated outputs failed.
+    state: AtomicU8,
+    slots: Vec<Option<Arc<Slot>>>,
+}
+
+/// One output's declaration and its unused tensors.
+pub(crate) struct Slot {
+    meta: TensorMeta,
+    bytes: usize,
+    // PROBING until a run returned this output, then ON or OFF.
+    state: AtomicU8,
+    free: Mutex<Vec<PooledTensor>>,
+}
+
+/// A tensor over a buffer of ours. Field order: the value is released before its buffer.
+pub(crate) struct PooledTensor {
+    raw: Owned<OrtValue>,
+    buffer: HostBuffer,
+}
+
+/// What a value made from a pooled tensor needs to give it back when dropped.
+pub(crate) struct Recycle {
+    slot: Arc<Slot>,
+    buffer: HostBuffer,
+}
+
+impl Recycle {
+    /// The start of the buffer ORT wrote the output into.
+    pub(crate) fn data(&self) -> *mut c_void {
+        self.buffer.ptr.as_ptr().cast()
+    }
+
+    /// Puts the tensor back for a later run (or frees it when enough are kept).
+    pub(crate) fn give_back(self, raw: Owned<OrtValue>) {
+        let tensor = PooledTensor { raw, buffer: self.buffer };
+        let mut free = self.slot.free.lock().unwrap_or_else(|e| e.into_inner());
+        if free.len() < MAX_FREE {
+            free.push(tensor);
+        }
+    }
+}
+
+/// Zeroed host memory, 64-byte aligned (enough for every element type and for MLAS's vectors).
+struct HostBuffer {
+    ptr: NonNull<u8>,
+    layout: Layout,
+}
+
+impl HostBuffer {
+    fn zeroed(bytes: usize) -> Option<HostBuffer> {
+        let layout = Layout::from_size_align(bytes.max(1), 64).ok()?;
+        // SAFETY: the layout has a non-zero size.
+        let ptr = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) })?;
+        Some(HostBuffer { ptr, layout })
+    }
+}
+
+impl Drop for HostBuffer {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `zeroed` with this layout, freed once.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
+    }
+}
+
+// SAFETY: the buffer is plain memory owned by this struct; nothing ties it to a thread.
+unsafe impl Send for HostBuffer {}
+// SAFETY: `&HostBuffer` only exposes the address.
+unsafe impl Sync for HostBuffer {}
+// SAFETY: an OrtValue has no thread affinity (see `Value`); its buffer is Send.
+unsafe impl Send for PooledTensor {}
+
+impl OutputPool {
+    /// The pool for a session's outputs; `cpu_only` says whether the CPU provider is its only one.
+    pub(crate) fn new(outputs: &[ValueInfo], passthrough: &[bool], cpu_only: bool) -> OutputPool {
+        let slots: Vec<Option<Arc<Slot>>> = outputs
+            .iter()
+            .zip(passthrough)
+            .map(|(info, &passthrough)| (cpu_only && !passthrough).then(|| Slot::for_output(info)).flatten())
+            .map(|slot| slot.map(Arc::new))
+            .collect();
+        let state = if slots.iter().any(Option::is_some) { PROBING } else { OFF };
+        OutputPool { state: AtomicU8::new(state), slots }
+    }
+
+    /// Whether this run may preallocate (outputs are known to match their declarations).
+    pub(crate) fn is_on(&self) -> bool {
+        self.state.load(Ordering::Relaxed) == ON
+    }
+
+    /// Whether the outputs of the next successful run should be compared with their declarations.
+    pub(crate) fn is_probing(&self) -> bool {
+        self.state.load(Ordering::Relaxed) == PROBING
+    }
+
+    /// Never preallocate again in this session (a run with preallocated outputs failed).
+    pub(crate) fn switch_off(&self) {
+        self.state.store(OFF, Ordering::Relaxed);
+    }
+
+    /// A tensor for model output `index`, when it is preallocated.
+    pub(crate) fn take(&self, index: usize) -> Result<Option<(Arc<Slot>, PooledTensor)>> {
+        let Some(slot) = self.slots.get(index).and_then(Option::as_ref) else { return Ok(None) };
+        if slot.state.load(Ordering::Relaxed) != ON {
+            return Ok(None);
+        }
+        let reused = slot.free.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let tensor = match reused {
+            Some(tensor) => tensor,
+            None => match slot.make()? {
+                Some(tensor) => tensor,
+                None => return Ok(None),
+            },
+        };
+        Ok(Some((Arc::clone(slot), tensor)))
+    }
+
+    /// Compares what a successful run returned (output `p` is model output `model_index(p)`)
+    /// with the declarations: matching outputs are preallocated from now on.
+    pub(crate) fn observe(&self, values: &[Value<'static>], model_index: impl Fn(usize) -> usize) {
+        for (p, value) in values.iter().enumerate() {
+            let Some(slot) = self.slots.get(model_index(p)).and_then(Option::as_ref) else { continue };
+            if slot.state.load(Ordering::Relaxed) != PROBING {
+                continue;
+            }
+            let matches = value.kind().ok() == Some(ValueKind::Tensor)
+                && value.host_data_if_host().ok().flatten().is_some()
+                && value.tensor_meta().is_ok_and(|m| m.element_type == slot.meta.element_type && m.shape == slot.meta.shape);
+            slot.state.store(if matches { ON } else { OFF }, Ordering::Relaxed);
+        }
+        let states = || self.slots.iter().flatten().map(|s| s.state.load(Ordering::Relaxed));
+        if states().all(|s| s != PROBING) {
+            let next = if states().any(|s| s == ON) { ON } else { OFF };
+            // Only from PROBING: a concurrent failure's OFF stays.
+            let _ = self.state.compare_exchange(PROBING, next, Ordering::Relaxed, Ordering::Relaxed);
+        }
+    }
+}
+
+impl Slot {
+    /// A slot for an output that can be preallocated, or `None`.
+    fn for_output(info: &ValueInfo) -> Option<Slot> {
+        let element_type = info.element_type?;
+        let fixed_size = element_type.size() > 0
+            && !matches!(element_type, ElementType::Complex64 | ElementType::Complex128 | ElementType::Unknown(_));
+        if info.kind != ValueKind::Tensor || !fixed_size {
+            return None;
+        }
+        let shape: Shape = info
+            .shape
+            .iter()
+            .map(|d| match d {
+                Dim::Fixed(n) if *n > 0 => Some(*n),
+                _ => None,
+            })
+            .collect::<Option<_>>()?;
+        let count = crate::value::element_count(&shape).ok()?;
+        let bytes = count.checked_mul(element_type.size())?;
+        Some(Slot {
+            meta: TensorMeta { element_type, shape },
+            bytes,
+            state: AtomicU8::new(PROBING),
+            free: Mutex::new(Vec::with_capacity(MAX_FREE)),
+        })
+    }
+
+    /// A new tensor of the declared type and shape (`None` if the memory cannot be had).
+    fn make(&self) -> Result<Option<PooledTensor>> {
+        let Some(buffer) = HostBuffer::zeroed(self.bytes) else { return Ok(None) };
+        // SAFETY: the buffer holds `bytes` bytes = the shape's elements of the element type, and
+        // lives in the same `PooledTensor` as the value, which releases the value first.
+        let raw = unsafe {
+            crate::value::tensor_over(buffer.ptr.as_ptr().cast(), self.bytes, &self.meta.shape, self.meta.element_type)
+        }?;
+        Ok(Some(PooledTensor { raw, buffer }))
+    }
+}
+
+impl PooledTensor {
+    /// The value to hand ORT as a preallocated output.
+    pub(crate) fn as_ptr(&self) -> *mut OrtValue {
+        self.raw.as_ptr()
+    }
+
+    /// The output value after a run: known type, shape and data when ORT wrote into our buffer,
+    /// otherwise whatever ORT put into the value (read from ORT like any output).
+    pub(crate) fn into_value(self, slot: Arc<Slot>) -> Result<(Value<'static>, bool)> {
+        let api = api()?;
+        let mut data: *mut c_void = std::ptr::null_mut();
+        // SAFETY: `raw` is a live tensor value; the out-pointer is valid.
+        unsafe { ort!(api, GetTensorMutableData(self.raw.as_ptr(), &mut data)) }?;
+        let PooledTensor { raw, buffer } = self;
+        if data == buffer.ptr.as_ptr().cast::<c_void>() {
+            let meta = slot.meta.clone();
+            Ok((Value::pooled(raw, Recycle { slot, buffer }, meta), true))
+        } else {
+            // ORT replaced our tensor by one of its own; keep the buffer alive with the value all
+            // the same (freed after it), in case anything still points there.
+            Ok((Value::with_backing(raw, Box::new(buffer)), false))
+        }
+    }
+}
