@@ -342,6 +342,10 @@ impl Session {
     /// `&Vec<(String, Value)>`, a `&HashMap<String, Value>`... (see [`SessionInput`]). Up to 8
     /// inputs and 4 outputs, a run makes no Rust heap allocation.
     ///
+    /// In a session on the CPU provider alone, outputs whose declared shape is fully fixed are
+    /// written into buffers the session recycles (a dropped output's buffer serves a later run),
+    /// so their type, shape and data are known without asking ORT; see `session/output_pool.rs`.
+    ///
     /// # Errors
     /// Typed input errors (see the module docs) before ORT is called; ORT's errors after.
     ///
