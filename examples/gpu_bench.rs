@@ -4,7 +4,13 @@
 //! - `cuda_graph`: the same plus a CUDA graph (captured on the first run, replayed after);
 //! - `nhwc`: `iobinding` with `CudaOptions::prefer_nhwc` (ORT 1.17+);
 //! - `fast`: the fastest recipe: `nhwc` + CUDA graph. Give it the fp16 model (inputs and outputs
-//!   in `half::f16`, re-exported as `onnxrt::half`), as `tools/gpu/export_resnet.py` writes it.
+//!   in `half::f16`, re-exported as `onnxrt::half`), as `tools/gpu/export_resnet.py` writes it;
+//! - `host_binding`: host input and host output bound through an `IoBinding` made for each run
+//!   (what the dynamic batcher's worker does): ORT copies the input to the device and the output
+//!   back inside the run.
+//!
+//! `--mixed` adds, per mode, one session that runs the batch sizes in rotation (the size changes
+//! on every run, as in a server's batcher) after warming each up; its lines are `mixed_<mode>`.
 //!
 //! ```text
 //! cargo build --release --features cuda --example gpu_bench
@@ -50,6 +56,9 @@ struct Args {
     /// Untimed runs before them
     #[arg(long, value_name = "N", default_value_t = 10)]
     warmup: usize,
+    /// Also run the batch sizes in rotation in one session (per mode, not for CUDA graphs)
+    #[arg(long)]
+    mixed: bool,
 }
 
 /// How the model is fed and run.
@@ -66,6 +75,9 @@ enum Mode {
     Nhwc,
     /// `nhwc` plus a CUDA graph (give it the fp16 model)
     Fast,
+    /// Host input and output bound through a new IoBinding per run
+    #[value(name = "host_binding")]
+    HostBinding,
 }
 
 impl Mode {
@@ -76,6 +88,7 @@ impl Mode {
             Mode::CudaGraph => "cuda_graph",
             Mode::Nhwc => "nhwc",
             Mode::Fast => "fast",
+            Mode::HostBinding => "host_binding",
         }
     }
 }
@@ -102,6 +115,64 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
             println!("{name} {batch} {:.3} {:.3} {:.1}", ms(median), ms(p90), batch as f64 / median.as_secs_f64());
         }
     }
+    if args.mixed {
+        for &mode in args.modes.iter().filter(|m| !matches!(m, Mode::CudaGraph | Mode::Fast)) {
+            for (batch, mut times) in measure_mixed(model, mode, &args.batches, args.iterations, args.warmup)? {
+                times.sort();
+                let (median, p90) = (times[times.len() / 2], times[times.len() * 9 / 10]);
+                let name = format!("mixed_{}", mode.name());
+                println!("{name} {batch} {:.3} {:.3} {:.1}", ms(median), ms(p90), batch as f64 / median.as_secs_f64());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn session_for(model: &Path, mode: Mode) -> Result<Session, onnxrt::Error> {
+    let graph = matches!(mode, Mode::CudaGraph | Mode::Fast);
+    let mut cuda = CudaOptions::new().enable_cuda_graph(graph);
+    if matches!(mode, Mode::Nhwc | Mode::Fast) {
+        cuda = cuda.prefer_nhwc(true);
+    }
+    Session::builder().cuda(cuda).strict_gpu(true).commit_from_file(model)
+}
+
+/// The input shape for `batch` (a model with a fixed batch dimension keeps its own).
+fn input_shape(session: &Session, batch: i64) -> Vec<i64> {
+    let mut shape: Vec<i64> = vec![batch, 3, 224, 224];
+    if let Some(onnxrt::Dim::Fixed(n)) = session.inputs()[0].shape.first() {
+        shape[0] = *n;
+    }
+    shape
+}
+
+/// A host tensor of `shape` filled with 0.5 in the model's input element type.
+fn host_input(session: &Session, shape: &[i64]) -> Result<Value<'static>, onnxrt::Error> {
+    let len = shape.iter().product::<i64>() as usize;
+    if session.inputs()[0].element_type == Some(ElementType::F16) {
+        Value::from_vec(shape, vec![f16::from_f32(0.5); len])
+    } else {
+        Value::from_vec(shape, vec![0.5f32; len])
+    }
+}
+
+/// One run the way `mode` feeds the model: host arrays (`run`) or a fresh IoBinding over host
+/// input and output (`host_binding`).
+fn run_from_host(
+    session: &Session,
+    mode: Mode,
+    input: &Value<'static>,
+    output: &mut Value<'static>,
+) -> Result<(), onnxrt::Error> {
+    let (input_name, output_name) = (&session.inputs()[0].name, &session.outputs()[0].name);
+    if mode == Mode::Run {
+        drop(session.run(&[(input_name, input)])?);
+    } else {
+        let mut binding = session.io_binding()?;
+        binding.bind_input(input_name, input)?;
+        binding.bind_output(output_name, output)?;
+        binding.run(None)?;
+    }
     Ok(())
 }
 
@@ -112,36 +183,24 @@ fn measure(
     iterations: usize,
     warmup: usize,
 ) -> Result<Vec<Duration>, onnxrt::Error> {
-    let graph = matches!(mode, Mode::CudaGraph | Mode::Fast);
-    let mut cuda = CudaOptions::new().enable_cuda_graph(graph);
-    if matches!(mode, Mode::Nhwc | Mode::Fast) {
-        cuda = cuda.prefer_nhwc(true);
-    }
-    let session = Session::builder().cuda(cuda).strict_gpu(true).commit_from_file(model)?;
-    let input = &session.inputs()[0];
-    let output = &session.outputs()[0];
-    let mut shape: Vec<i64> = vec![batch, 3, 224, 224];
-    if let Some(onnxrt::Dim::Fixed(n)) = input.shape.first() {
-        shape[0] = *n;
-    }
+    let session = session_for(model, mode)?;
+    let shape = input_shape(&session, batch);
     let len = shape.iter().product::<i64>() as usize;
-    let half = input.element_type == Some(ElementType::F16);
-    let host = if half {
-        Value::from_vec(&shape, vec![f16::from_f32(0.5); len])?
-    } else {
-        Value::from_vec(&shape, vec![0.5f32; len])?
-    };
+    let half = session.inputs()[0].element_type == Some(ElementType::F16);
+    let host = host_input(&session, &shape)?;
+    let out_shape: Vec<i64> = vec![shape[0], 1000];
     let mut times = Vec::with_capacity(iterations);
-    if mode == Mode::Run {
+    if matches!(mode, Mode::Run | Mode::HostBinding) {
+        let mut host_out = host_input(&session, &out_shape)?;
         for i in 0..warmup + iterations {
             let t = Instant::now();
-            let outputs = session.run(&[(&input.name, &host)])?;
-            drop(outputs);
+            run_from_host(&session, mode, &host, &mut host_out)?;
             if i >= warmup {
                 times.push(t.elapsed());
             }
         }
     } else {
+        let (input, output) = (&session.inputs()[0], &session.outputs()[0]);
         let device = MemoryInfo::cuda(0)?;
         let allocator = session.allocator(&device)?;
         let mut dev_in = if half { allocator.tensor::<f16>(&shape)? } else { allocator.tensor::<f32>(&shape)? };
@@ -150,7 +209,6 @@ fn measure(
         } else {
             dev_in.copy_from_host(&vec![0.5f32; len])?;
         }
-        let out_shape: Vec<i64> = vec![shape[0], 1000];
         let mut dev_out =
             if half { allocator.tensor::<f16>(&out_shape)? } else { allocator.tensor::<f32>(&out_shape)? };
         let mut binding = session.io_binding()?;
@@ -166,6 +224,56 @@ fn measure(
         }
     }
     times.sort();
+    Ok(times)
+}
+
+/// One session, the batch sizes in rotation (a new size on every run) after `warmup` runs of
+/// each; per size, its timed runs. Device-resident modes keep one input and output per size.
+fn measure_mixed(
+    model: &Path,
+    mode: Mode,
+    batches: &[i64],
+    iterations: usize,
+    warmup: usize,
+) -> Result<Vec<(i64, Vec<Duration>)>, onnxrt::Error> {
+    let session = session_for(model, mode)?;
+    let from_host = matches!(mode, Mode::Run | Mode::HostBinding);
+    let device = MemoryInfo::cuda(0)?;
+    let allocator = session.allocator(&device)?;
+    let (input_name, output_name) = (session.inputs()[0].name.clone(), session.outputs()[0].name.clone());
+    let mut hosts = Vec::new();
+    let mut devices = Vec::new();
+    for &batch in batches {
+        let shape = input_shape(&session, batch);
+        let out_shape = vec![shape[0], 1000];
+        if from_host {
+            hosts.push((host_input(&session, &shape)?, host_input(&session, &out_shape)?));
+        } else {
+            let mut dev_in = allocator.tensor::<f32>(&shape)?;
+            dev_in.copy_from_host(&vec![0.5f32; shape.iter().product::<i64>() as usize])?;
+            devices.push((dev_in, allocator.tensor::<f32>(&out_shape)?));
+        }
+    }
+    let mut times: Vec<(i64, Vec<Duration>)> = batches.iter().map(|&b| (b, Vec::with_capacity(iterations))).collect();
+    for round in 0..warmup + iterations {
+        for (index, (_, timed)) in times.iter_mut().enumerate() {
+            let t = Instant::now();
+            if from_host {
+                let (input, output) = &mut hosts[index];
+                run_from_host(&session, mode, input, output)?;
+            } else {
+                let (input, output) = &mut devices[index];
+                let mut binding = session.io_binding()?;
+                binding.bind_input(&input_name, input)?;
+                binding.bind_output(&output_name, output)?;
+                binding.run(None)?;
+                binding.synchronize_outputs()?;
+            }
+            if round >= warmup {
+                timed.push(t.elapsed());
+            }
+        }
+    }
     Ok(times)
 }
 

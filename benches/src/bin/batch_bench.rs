@@ -6,8 +6,13 @@
 //! ```sh
 //! cargo run --release -p onnxrt-benches --bin batch_bench -- \
 //!     [--model tests/data/models/convnet.onnx] [--concurrency 1,8,64] [--seconds 3] [--rounds 2] \
-//!     [--max-batch 32] [--max-delay-us 0] [--workers 1]
+//!     [--max-batch 32] [--max-delay-us 0] [--workers 1] [--pad] [--provider cpu|cuda]
 //! ```
+//!
+//! `--provider cuda` needs `--features cuda` (the GPU machine); `--pad` pads each batch to the next
+//! power of two (`BatcherBuilder::pad_to_power_of_two`), and the batcher first runs every padded
+//! size once so cuDNN's per-shape tuning is not measured. After each concurrency the batcher's
+//! run time per batch (gather, run, scatter) is printed.
 //!
 //! *alone*: every caller calls `Session::run` with its own `[1, ...]` tensor (ORT's Run is
 //! thread-safe, so N runs overlap on the shared session). *batcher*: every caller calls
@@ -29,6 +34,8 @@ struct Args {
     max_batch: usize,
     max_delay: Duration,
     workers: usize,
+    pad: bool,
+    provider: String,
 }
 
 fn parse() -> Result<Args, String> {
@@ -40,9 +47,15 @@ fn parse() -> Result<Args, String> {
         max_batch: 32,
         max_delay: Duration::ZERO,
         workers: 1,
+        pad: false,
+        provider: "cpu".into(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
+        if flag == "--pad" {
+            args.pad = true;
+            continue;
+        }
         let value = it.next().ok_or(format!("{flag} needs a value"))?;
         let number = |v: &str| v.parse::<f64>().map_err(|e| format!("{flag} {v}: {e}"));
         match flag.as_str() {
@@ -56,6 +69,7 @@ fn parse() -> Result<Args, String> {
             "--max-batch" => args.max_batch = number(&value)? as usize,
             "--max-delay-us" => args.max_delay = Duration::from_micros(number(&value)? as u64),
             "--workers" => args.workers = number(&value)? as usize,
+            "--provider" => args.provider = value,
             other => return Err(format!("unknown flag {other}")),
         }
     }
@@ -106,9 +120,19 @@ fn drive(callers: usize, seconds: f64, request: Arc<dyn Fn(usize) + Send + Sync>
     tally.elapsed += began.elapsed();
 }
 
+/// Session settings for `provider` (`cpu`, or `cuda` with the `cuda` feature).
+fn builder(provider: &str) -> Result<onnxrt::SessionBuilder, String> {
+    match provider {
+        "cpu" => Ok(Session::builder()),
+        #[cfg(feature = "cuda")]
+        "cuda" => Ok(Session::builder().cuda(onnxrt::providers::cuda::CudaOptions::new()).strict_gpu(true)),
+        other => Err(format!("--provider {other}: cpu{}", if cfg!(feature = "cuda") { " or cuda" } else { " (build with --features cuda for cuda)" })),
+    }
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = parse()?;
-    let session = Session::builder().commit_from_file(&args.model)?;
+    let session = builder(&args.provider)?.commit_from_file(&args.model)?;
     let input = session.inputs().first().ok_or("the model has no inputs")?.clone();
     let sample: Vec<i64> = input.shape[1..]
         .iter()
@@ -132,8 +156,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .max_delay(args.max_delay)
             .queue_capacity(max_callers.max(1) * 2)
             .workers(args.workers)
+            .pad_to_power_of_two(args.pad)
             .build()?,
     );
+    if args.pad {
+        // Every padded size once, so per-shape tuning (cuDNN) happens before the measurements.
+        let mut size = 1;
+        while size <= args.max_batch {
+            let mut shape = vec![size as i64];
+            shape.extend_from_slice(&sample);
+            session.run([(input.name.as_str(), &Value::from_vec(&shape, vec![0.5f32; len * size])?)])?;
+            size *= 2;
+        }
+    }
     println!(
         "model {} (input `{}` {:?} per request), runtime {}, {} cores; max_batch {}, max_delay {:?}, workers {}; {} rounds x {} s",
         args.model,
@@ -176,6 +211,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
         let after = batcher.stats();
+        let batches = after.batches - before.batches;
+        let mean_ms = |a: &onnxrt::batch::HistogramSnapshot, b: &onnxrt::batch::HistogramSnapshot| {
+            (a.sum - b.sum).as_secs_f64() * 1e3 / (a.count - b.count).max(1) as f64
+        };
+        println!(
+            "  batcher at {callers} callers: {batches} batches, mean run time per batch (gather, run, scatter) {:.3} ms, mean queue time {:.3} ms",
+            mean_ms(&after.run_time, &before.run_time),
+            mean_ms(&after.queue_time, &before.queue_time),
+        );
         let mean_batch = (after.completed - before.completed) as f64 / (after.batches - before.batches).max(1) as f64;
         let rate = |t: &Tally| t.latencies.len() as f64 / t.elapsed.as_secs_f64();
         let (alone_rate, batched_rate) = (rate(&alone), rate(&batched));
