@@ -36,7 +36,7 @@ use backend::{Backend, ModelContract};
 use routes::App;
 
 /// Serve an image classifier over HTTP (default: the embedded color classifier on the CPU).
-#[derive(Debug, clap::Parser)]
+#[derive(Debug, Clone, clap::Parser)]
 #[command(name = "serve")]
 struct Args {
     /// The model (default: the embedded color classifier)
@@ -74,6 +74,10 @@ struct Args {
     /// BatcherBuilder::pad_to_power_of_two)
     #[arg(long)]
     pad_batches: bool,
+    /// One session per batch size (for CUDA: a change of batch size rebuilds every convolution's
+    /// plan in ORT's CUDA provider); give it with --pad-batches. Every size is warmed up at start.
+    #[arg(long)]
+    session_per_size: bool,
     /// Batcher worker threads (2 on a GPU overlaps one batch's gathering with the other's run)
     #[arg(long, value_name = "N", default_value_t = 1)]
     batch_workers: usize,
@@ -123,15 +127,38 @@ async fn serve(args: Args) -> Result<(), String> {
     let (backend, mode) = if args.no_batching {
         (Backend::Unbatched(Arc::new(session)), "unbatched (run_async per request)".to_owned())
     } else {
-        let batcher = Batcher::builder(session)
+        let mut builder = Batcher::builder(session)
             .max_batch(args.max_batch)
             .max_delay(Duration::from_micros(args.max_delay_us))
             .queue_capacity(args.queue)
             .workers(args.batch_workers)
-            .pad_to_power_of_two(args.pad_batches)
-            .build()
-            .map_err(|e| e.to_string())?;
-        let padded = if args.pad_batches { ", padded to powers of two" } else { "" };
+            .pad_to_power_of_two(args.pad_batches);
+        if args.session_per_size {
+            let settings = args.clone();
+            builder = builder.session_per_batch_size(move || {
+                make_session(&settings).map_err(|e| onnxrt::Error::InvalidArgument {
+                    what: "a session for another batch size".into(),
+                    why: e.to_string(),
+                })
+            });
+        }
+        let batcher = builder.build().map_err(|e| e.to_string())?;
+        // Sessions made and per-shape tuning done before the first request (Triton's warm-up).
+        if args.pad_batches || args.session_per_size {
+            let started = std::time::Instant::now();
+            let sizes = batcher.warm_up().map_err(|e| format!("warm-up: {e}"))?;
+            eprintln!(
+                "serve: warmed up batch sizes {sizes:?} on {} session(s) in {:.1} s",
+                batcher.session_count(),
+                started.elapsed().as_secs_f64()
+            );
+        }
+        let padded = match (args.pad_batches, args.session_per_size) {
+            (true, true) => ", padded to powers of two, a session per size",
+            (true, false) => ", padded to powers of two",
+            (false, true) => ", a session per size",
+            (false, false) => "",
+        };
         let mode = format!("batched: max {} per run, max delay {} us{padded}", args.max_batch, args.max_delay_us);
         (Backend::Batched { batcher, timeout: Duration::from_millis(args.timeout_ms) }, mode)
     };

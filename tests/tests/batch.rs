@@ -535,3 +535,79 @@ fn a_failed_batch_gives_every_request_its_error_and_the_batcher_goes_on() {
         "{stats:#?}"
     );
 }
+
+/// A session per batch size (for CUDA, where a size change rebuilds every convolution's plan):
+/// `warm_up` makes one per padded size, the factory is called for all but the first, and callers
+/// still get their single-run rows bitwise from whichever session ran their batch.
+#[test]
+fn a_session_per_batch_size_is_made_by_warm_up_and_rows_stay_bitwise() {
+    let path = model("convnet.onnx");
+    let session = builder().commit_from_file(&path).expect("model loads");
+    let made = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let factory = {
+        let (made, path) = (Arc::clone(&made), path.clone());
+        move || {
+            made.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            builder().commit_from_file(&path)
+        }
+    };
+    let batcher = Arc::new(
+        Batcher::builder(session.clone())
+            .max_batch(6)
+            .max_delay(Duration::from_millis(20))
+            .pad_to_power_of_two(true)
+            .session_per_batch_size(factory)
+            .build()
+            .expect("batchable"),
+    );
+    assert_eq!(batcher.session_count(), 1);
+    assert_eq!(batcher.warm_up().expect("warm-up"), [1, 2, 4, 6]);
+    assert_eq!(batcher.session_count(), 4);
+    assert_eq!(made.load(std::sync::atomic::Ordering::SeqCst), 3, "the batcher's own session serves the first size");
+    let shape = [3i64, 32, 32];
+    let handles: Vec<_> = (0..11)
+        .map(|i| {
+            let batcher = Arc::clone(&batcher);
+            std::thread::spawn(move || {
+                let data = sample(100 + i, 3 * 32 * 32);
+                let value = Value::from_vec(&shape, data.clone()).expect("sample");
+                (data, batcher.run([("image", value)]).expect("batched run").into_values().iter().map(bits).collect::<Vec<_>>())
+            })
+        })
+        .collect();
+    for handle in handles {
+        let (data, got) = handle.join().expect("caller");
+        assert_eq!(got, single_run(&session, "image", &shape, &data));
+    }
+    // Warming up again makes nothing new.
+    batcher.warm_up().expect("second warm-up");
+    assert_eq!(made.load(std::sync::atomic::Ordering::SeqCst), 3);
+    assert_consistent(&batcher.stats());
+}
+
+/// A factory that loads another model is refused (the batch that needed it fails alone, typed).
+#[test]
+fn a_session_factory_for_another_model_is_refused() {
+    let session = builder().commit_from_file(model("convnet.onnx")).expect("model loads");
+    let batcher = Batcher::builder(session)
+        .max_batch(4)
+        .pad_to_power_of_two(true)
+        .session_per_batch_size(|| builder().commit_from_file(model("mlp.onnx")))
+        .build()
+        .expect("batchable");
+    match batcher.warm_up() {
+        Err(Error::InvalidArgument { why, .. }) => assert!(why.contains("same model"), "{why}"),
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+}
+
+/// `warm_up` needs a fixed sample shape to make its zeros (identity_f32: x [N, M], M free).
+#[test]
+fn warm_up_of_a_model_with_free_sample_axes_is_a_typed_error() {
+    let session = builder().commit_from_file(model("identity_f32.onnx")).expect("model loads");
+    let batcher = Batcher::builder(session).max_batch(4).build().expect("batchable");
+    match batcher.warm_up() {
+        Err(Error::InvalidArgument { why, .. }) => assert!(why.contains("free axis"), "{why}"),
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+}

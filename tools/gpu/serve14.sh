@@ -69,9 +69,17 @@ serve_and_drive() {
 
 echo "== HTTP: loadgen against serve (preprocessed [1,3,224,224] f32 tensors, closed loop) =="
 : >"$out/serve-results.txt"
-serve_and_drive unbatched --no-batching
-serve_and_drive batched-d0-w2-pad --max-batch 128 --max-delay-us 0 --batch-workers 2 --queue 4096 --pad-batches
-serve_and_drive batched-d2ms-w2-pad --max-batch 128 --max-delay-us 2000 --batch-workers 2 --queue 4096 --pad-batches
+batched=(--max-batch 128 --batch-workers 2 --queue 4096 --pad-batches)
+for server in ${SERVERS:-unbatched d0-sps d2ms-sps d0}; do
+  case $server in
+    unbatched) serve_and_drive unbatched --no-batching ;;
+    # A session per padded batch size (BatcherBuilder::session_per_batch_size), warmed up at start.
+    d0-sps) serve_and_drive batched-d0-w2-pad-sps "${batched[@]}" --max-delay-us 0 --session-per-size ;;
+    d2ms-sps) serve_and_drive batched-d2ms-w2-pad-sps "${batched[@]}" --max-delay-us 2000 --session-per-size ;;
+    # One session for every size (the first measurement's configuration).
+    d0) serve_and_drive batched-d0-w2-pad "${batched[@]}" --max-delay-us 0 ;;
+  esac
+done
 
 echo "== table =="
 python3 - "$out" <<'PY' | tee "$out/table.md"

@@ -6,12 +6,13 @@
 //! ```sh
 //! cargo run --release -p onnxrt-benches --bin batch_bench -- \
 //!     [--model tests/data/models/convnet.onnx] [--concurrency 1,8,64] [--seconds 3] [--rounds 2] \
-//!     [--max-batch 32] [--max-delay-us 0] [--workers 1] [--pad] [--provider cpu|cuda]
+//!     [--max-batch 32] [--max-delay-us 0] [--workers 1] [--pad] [--session-per-size] [--provider cpu|cuda]
 //! ```
 //!
 //! `--provider cuda` needs `--features cuda` (the GPU machine); `--pad` pads each batch to the next
 //! power of two (`BatcherBuilder::pad_to_power_of_two`), and the batcher first runs every padded
-//! size once so cuDNN's per-shape tuning is not measured. After each concurrency the batcher's
+//! size once so cuDNN's per-shape tuning is not measured; `--session-per-size` runs each batch
+//! size on a session of its own (`BatcherBuilder::session_per_batch_size`). After each concurrency the batcher's
 //! run time per batch (gather, run, scatter) is printed.
 //!
 //! *alone*: every caller calls `Session::run` with its own `[1, ...]` tensor (ORT's Run is
@@ -35,6 +36,7 @@ struct Args {
     max_delay: Duration,
     workers: usize,
     pad: bool,
+    session_per_size: bool,
     provider: String,
 }
 
@@ -48,12 +50,17 @@ fn parse() -> Result<Args, String> {
         max_delay: Duration::ZERO,
         workers: 1,
         pad: false,
+        session_per_size: false,
         provider: "cpu".into(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
         if flag == "--pad" {
             args.pad = true;
+            continue;
+        }
+        if flag == "--session-per-size" {
+            args.session_per_size = true;
             continue;
         }
         let value = it.next().ok_or(format!("{flag} needs a value"))?;
@@ -150,24 +157,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Arc::new((0..max_callers).map(|c| Value::from_vec(&batch1, data(c))).collect::<Result<_, _>>()?);
     let batch_inputs: Arc<Vec<Arc<Value<'static>>>> =
         Arc::new((0..max_callers).map(|c| Value::from_vec(&sample, data(c)).map(Arc::new)).collect::<Result<_, _>>()?);
-    let batcher = Arc::new(
-        Batcher::builder(session.clone())
+    let batcher = Batcher::builder(session.clone())
             .max_batch(args.max_batch)
             .max_delay(args.max_delay)
             .queue_capacity(max_callers.max(1) * 2)
             .workers(args.workers)
-            .pad_to_power_of_two(args.pad)
-            .build()?,
-    );
-    if args.pad {
-        // Every padded size once, so per-shape tuning (cuDNN) happens before the measurements.
-        let mut size = 1;
-        while size <= args.max_batch {
-            let mut shape = vec![size as i64];
-            shape.extend_from_slice(&sample);
-            session.run([(input.name.as_str(), &Value::from_vec(&shape, vec![0.5f32; len * size])?)])?;
-            size *= 2;
-        }
+            .pad_to_power_of_two(args.pad);
+    let batcher = if args.session_per_size {
+        let (provider, model) = (args.provider.clone(), args.model.clone());
+        batcher.session_per_batch_size(move || {
+            builder(&provider).map_err(|why| onnxrt::Error::InvalidArgument { what: "--provider".into(), why })?.commit_from_file(&model)
+        })
+    } else {
+        batcher
+    };
+    let batcher = Arc::new(batcher.build()?);
+    if args.pad || args.session_per_size {
+        // Every size a batch can run with, once, so per-shape tuning (cuDNN) is not measured.
+        let sizes = batcher.warm_up()?;
+        println!("warmed up batch sizes {sizes:?} on {} session(s)", batcher.session_count());
     }
     println!(
         "model {} (input `{}` {:?} per request), runtime {}, {} cores; max_batch {}, max_delay {:?}, workers {}; {} rounds x {} s",

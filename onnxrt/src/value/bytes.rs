@@ -34,7 +34,7 @@ impl Value<'_> {
         Ok(unsafe { std::slice::from_raw_parts_mut(data, bytes) })
     }
 
-    fn numeric_host_data(&self) -> Result<(*mut u8, usize)> {
+    pub(crate) fn numeric_host_data(&self) -> Result<(*mut u8, usize)> {
         let meta = self.tensor_meta()?;
         let size = meta.element_type.size();
         if size == 0 {
