@@ -78,6 +78,10 @@ struct Args {
     /// plan in ORT's CUDA provider); give it with --pad-batches. Every size is warmed up at start.
     #[arg(long)]
     session_per_size: bool,
+    /// Pad each batch to the smallest of these row counts that holds it (max-batch added), e.g.
+    /// 1,2,4,8,16,32,64,96: finer steps than --pad-batches, less padding
+    #[arg(long, value_name = "N,..", value_delimiter = ',')]
+    pad_sizes: Vec<usize>,
     /// Batcher worker threads (2 on a GPU overlaps one batch's gathering with the other's run)
     #[arg(long, value_name = "N", default_value_t = 1)]
     batch_workers: usize,
@@ -133,6 +137,9 @@ async fn serve(args: Args) -> Result<(), String> {
             .queue_capacity(args.queue)
             .workers(args.batch_workers)
             .pad_to_power_of_two(args.pad_batches);
+        if !args.pad_sizes.is_empty() {
+            builder = builder.pad_to_sizes(&args.pad_sizes);
+        }
         if args.session_per_size {
             let settings = args.clone();
             builder = builder.session_per_batch_size(move || {
@@ -144,7 +151,7 @@ async fn serve(args: Args) -> Result<(), String> {
         }
         let batcher = builder.build().map_err(|e| e.to_string())?;
         // Sessions made and per-shape tuning done before the first request (Triton's warm-up).
-        if args.pad_batches || args.session_per_size {
+        if args.pad_batches || args.session_per_size || !args.pad_sizes.is_empty() {
             let started = std::time::Instant::now();
             let sizes = batcher.warm_up().map_err(|e| format!("warm-up: {e}"))?;
             eprintln!(
@@ -153,12 +160,12 @@ async fn serve(args: Args) -> Result<(), String> {
                 started.elapsed().as_secs_f64()
             );
         }
-        let padded = match (args.pad_batches, args.session_per_size) {
-            (true, true) => ", padded to powers of two, a session per size",
-            (true, false) => ", padded to powers of two",
-            (false, true) => ", a session per size",
-            (false, false) => "",
+        let padded = match (args.pad_batches, args.pad_sizes.is_empty()) {
+            (_, false) => format!(", padded to {:?}", args.pad_sizes),
+            (true, true) => ", padded to powers of two".to_owned(),
+            (false, true) => String::new(),
         };
+        let padded = if args.session_per_size { format!("{padded}, a session per size") } else { padded };
         let mode = format!("batched: max {} per run, max delay {} us{padded}", args.max_batch, args.max_delay_us);
         (Backend::Batched { batcher, timeout: Duration::from_millis(args.timeout_ms) }, mode)
     };

@@ -611,3 +611,38 @@ fn warm_up_of_a_model_with_free_sample_axes_is_a_typed_error() {
         other => panic!("expected InvalidArgument, got {other:?}"),
     }
 }
+
+/// `pad_to_sizes`: batches pad to the smallest listed size that holds them (`max_batch` added),
+/// rows stay bitwise, and a size of 0 is refused.
+#[test]
+fn batches_pad_to_the_listed_sizes() {
+    let path = model("convnet.onnx");
+    let session = builder().commit_from_file(&path).expect("model loads");
+    let batcher = Arc::new(
+        Batcher::builder(session.clone())
+            .max_batch(8)
+            .max_delay(Duration::from_millis(20))
+            .pad_to_sizes(&[3, 1, 3])
+            .build()
+            .expect("batchable"),
+    );
+    assert_eq!(batcher.warm_up().expect("warm-up"), [1, 3, 8]);
+    let shape = [3i64, 32, 32];
+    let handles: Vec<_> = (0..13)
+        .map(|i| {
+            let batcher = Arc::clone(&batcher);
+            std::thread::spawn(move || {
+                let data = sample(200 + i, 3 * 32 * 32);
+                let value = Value::from_vec(&shape, data.clone()).expect("sample");
+                (data, batcher.run([("image", value)]).expect("batched run").into_values().iter().map(bits).collect::<Vec<_>>())
+            })
+        })
+        .collect();
+    for handle in handles {
+        let (data, got) = handle.join().expect("caller");
+        assert_eq!(got, single_run(&session, "image", &shape, &data));
+    }
+    assert_consistent(&batcher.stats());
+    let zero = Batcher::builder(session).pad_to_sizes(&[0, 4]).build();
+    assert!(matches!(zero, Err(Error::InvalidArgument { .. })), "{zero:?}");
+}

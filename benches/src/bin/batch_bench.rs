@@ -6,7 +6,7 @@
 //! ```sh
 //! cargo run --release -p onnxrt-benches --bin batch_bench -- \
 //!     [--model tests/data/models/convnet.onnx] [--concurrency 1,8,64] [--seconds 3] [--rounds 2] \
-//!     [--max-batch 32] [--max-delay-us 0] [--workers 1] [--pad] [--session-per-size] [--provider cpu|cuda]
+//!     [--max-batch 32] [--max-delay-us 0] [--workers 1] [--pad] [--pad-sizes 1,2,4,..] [--session-per-size] [--provider cpu|cuda]
 //! ```
 //!
 //! `--provider cuda` needs `--features cuda` (the GPU machine); `--pad` pads each batch to the next
@@ -37,6 +37,7 @@ struct Args {
     workers: usize,
     pad: bool,
     session_per_size: bool,
+    pad_sizes: Vec<usize>,
     provider: String,
 }
 
@@ -51,6 +52,7 @@ fn parse() -> Result<Args, String> {
         workers: 1,
         pad: false,
         session_per_size: false,
+        pad_sizes: Vec::new(),
         provider: "cpu".into(),
     };
     let mut it = std::env::args().skip(1);
@@ -77,6 +79,9 @@ fn parse() -> Result<Args, String> {
             "--max-delay-us" => args.max_delay = Duration::from_micros(number(&value)? as u64),
             "--workers" => args.workers = number(&value)? as usize,
             "--provider" => args.provider = value,
+            "--pad-sizes" => {
+                args.pad_sizes = value.split(',').map(|n| n.parse().map_err(|e| format!("--pad-sizes {value}: {e}"))).collect::<Result<_, _>>()?
+            }
             other => return Err(format!("unknown flag {other}")),
         }
     }
@@ -163,6 +168,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .queue_capacity(max_callers.max(1) * 2)
             .workers(args.workers)
             .pad_to_power_of_two(args.pad);
+    let batcher = if args.pad_sizes.is_empty() { batcher } else { batcher.pad_to_sizes(&args.pad_sizes) };
     let batcher = if args.session_per_size {
         let (provider, model) = (args.provider.clone(), args.model.clone());
         batcher.session_per_batch_size(move || {
@@ -172,7 +178,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         batcher
     };
     let batcher = Arc::new(batcher.build()?);
-    if args.pad || args.session_per_size {
+    if args.pad || args.session_per_size || !args.pad_sizes.is_empty() {
         // Every size a batch can run with, once, so per-shape tuning (cuDNN) is not measured.
         let sizes = batcher.warm_up()?;
         println!("warmed up batch sizes {sizes:?} on {} session(s)", batcher.session_count());

@@ -146,6 +146,7 @@ pub struct BatcherBuilder {
     queue_capacity: usize,
     workers: usize,
     pad_to_power_of_two: bool,
+    pad_to_sizes: Option<Vec<usize>>,
     session_factory: Option<SessionFactory>,
 }
 
@@ -158,6 +159,7 @@ impl std::fmt::Debug for BatcherBuilder {
             .field("queue_capacity", &self.queue_capacity)
             .field("workers", &self.workers)
             .field("pad_to_power_of_two", &self.pad_to_power_of_two)
+            .field("pad_to_sizes", &self.pad_to_sizes)
             .field("session_per_batch_size", &self.session_factory.is_some())
             .finish()
     }
@@ -205,6 +207,17 @@ impl BatcherBuilder {
     /// tuned on a caller's time. On the CPU padding only costs compute: leave it off.
     pub fn pad_to_power_of_two(mut self, pad: bool) -> Self {
         self.pad_to_power_of_two = pad;
+        self
+    }
+
+    /// Runs each batch padded to the smallest of `sizes` that holds it (`max_batch` is added as
+    /// the largest), like [`pad_to_power_of_two`](Self::pad_to_power_of_two) with steps of your
+    /// choice: finer steps waste fewer padding rows at the price of more shapes (and, with
+    /// [`session_per_batch_size`](Self::session_per_batch_size), more sessions). E.g. `[1, 2, 4,
+    /// 8, 16, 32, 64, 96]` with `max_batch(128)`: a batch of 70 runs as 96 rows, not 128.
+    /// Overrides `pad_to_power_of_two`. A size of 0 is refused by [`build`](Self::build).
+    pub fn pad_to_sizes(mut self, sizes: &[usize]) -> Self {
+        self.pad_to_sizes = Some(sizes.to_vec());
         self
     }
 
@@ -261,6 +274,12 @@ impl BatcherBuilder {
                 });
             }
         }
+        if self.pad_to_sizes.as_ref().is_some_and(|sizes| sizes.contains(&0)) {
+            return Err(Error::InvalidArgument {
+                what: "Batcher pad_to_sizes with a size of 0".into(),
+                why: "every run size must be at least 1".into(),
+            });
+        }
         let plan = Arc::new(Plan::new(&self.session)?);
         let counters = Arc::new(Counters::new(self.max_batch));
         let (sender, receiver) = sync_channel(self.queue_capacity);
@@ -269,7 +288,7 @@ impl BatcherBuilder {
         let sessions = Arc::new(Sessions::new(self.session.clone(), self.session_factory.clone(), self.max_batch));
         let pin = cfg!(feature = "cuda") && self.session.providers().contains(&"CUDAExecutionProvider");
         let mut handles = Vec::with_capacity(self.workers);
-        let settings = Settings { max_batch: self.max_batch, pad: self.pad_to_power_of_two };
+        let settings = Settings::new(self.max_batch, self.pad_to_power_of_two, self.pad_to_sizes.as_deref());
         for index in 0..self.workers {
             let worker = worker::Worker::new(
                 Arc::clone(&sessions),
@@ -279,7 +298,7 @@ impl BatcherBuilder {
                 Arc::clone(&receiver),
                 self.max_batch,
                 self.max_delay,
-                self.pad_to_power_of_two,
+                settings.sizes.clone(),
             );
             let spawned =
                 std::thread::Builder::new().name(format!("onnxrt-batcher-{index}")).spawn(move || worker.run());
@@ -301,22 +320,33 @@ impl BatcherBuilder {
 }
 
 /// What the batcher needs to know of its settings after it is built.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Settings {
     max_batch: usize,
-    pad: bool,
+    // The row counts batches are padded to, ascending, ending at `max_batch`; `None`: unpadded.
+    sizes: Option<Arc<[usize]>>,
 }
 
 impl Settings {
+    fn new(max_batch: usize, pad_to_power_of_two: bool, pad_to_sizes: Option<&[usize]>) -> Settings {
+        let mut sizes: Vec<usize> = match pad_to_sizes {
+            Some(sizes) => sizes.iter().copied().filter(|&n| n < max_batch).collect(),
+            None if pad_to_power_of_two => {
+                (0..usize::BITS).map(|bit| 1usize << bit).take_while(|&n| n < max_batch).collect()
+            }
+            None => return Settings { max_batch, sizes: None },
+        };
+        sizes.push(max_batch);
+        sizes.sort_unstable();
+        sizes.dedup();
+        Settings { max_batch, sizes: Some(sizes.into()) }
+    }
+
     /// Every number of rows a batch can run with.
-    fn run_sizes(self) -> Vec<usize> {
-        if self.pad {
-            let mut sizes: Vec<usize> =
-                (0..usize::BITS).map(|bit| 1usize << bit).take_while(|&n| n < self.max_batch).collect();
-            sizes.push(self.max_batch);
-            sizes
-        } else {
-            (1..=self.max_batch).collect()
+    fn run_sizes(&self) -> Vec<usize> {
+        match &self.sizes {
+            Some(sizes) => sizes.to_vec(),
+            None => (1..=self.max_batch).collect(),
         }
     }
 }
@@ -353,6 +383,7 @@ impl Batcher {
             queue_capacity: 1024,
             workers: 1,
             pad_to_power_of_two: false,
+            pad_to_sizes: None,
             session_factory: None,
         }
     }

@@ -38,8 +38,9 @@ pub(crate) struct Worker {
     pub(crate) receiver: Arc<Mutex<Receiver<Msg>>>,
     pub(crate) max_batch: usize,
     pub(crate) max_delay: Duration,
-    // Run each batch at the next power of two (see `BatcherBuilder::pad_to_power_of_two`).
-    pad: bool,
+    // Row counts batches are padded to, ascending (`BatcherBuilder::pad_to_power_of_two`,
+    // `pad_to_sizes`); `None`: each batch runs with as many rows as it has requests.
+    sizes: Option<Arc<[usize]>>,
     inputs: HashMap<Shape, InputBuffers>,
     outputs: Vec<Option<OutputBuffers>>,
 }
@@ -80,10 +81,10 @@ impl Worker {
         receiver: Arc<Mutex<Receiver<Msg>>>,
         max_batch: usize,
         max_delay: Duration,
-        pad: bool,
+        sizes: Option<Arc<[usize]>>,
     ) -> Worker {
         let outputs = (0..plan.outputs.len()).map(|_| None).collect();
-        Worker { sessions, pin, plan, queue, receiver, max_batch, max_delay, pad, inputs: HashMap::new(), outputs }
+        Worker { sessions, pin, plan, queue, receiver, max_batch, max_delay, sizes, inputs: HashMap::new(), outputs }
     }
 
     /// Runs until shut down (or every sender is gone).
@@ -219,7 +220,7 @@ impl Worker {
     fn execute(&mut self, batch: &[Request]) -> Result<Vec<Vec<Value<'static>>>> {
         // `n` requests run as `m` rows: the padding rows repeat the last request's sample.
         let n = batch.len();
-        let m = if self.pad { n.next_power_of_two().min(self.max_batch).max(n) } else { n };
+        let m = self.sizes.as_ref().and_then(|sizes| sizes.iter().copied().find(|&k| k >= n)).unwrap_or(n);
         let key = &batch[0].key;
         if !self.inputs.contains_key(key) && self.inputs.len() >= MAX_SHAPE_KEYS {
             self.inputs.clear();
