@@ -571,7 +571,16 @@ fn a_session_per_batch_size_is_made_by_warm_up_and_rows_stay_bitwise() {
             std::thread::spawn(move || {
                 let data = sample(100 + i, 3 * 32 * 32);
                 let value = Value::from_vec(&shape, data.clone()).expect("sample");
-                (data, batcher.run([("image", value)]).expect("batched run").into_values().iter().map(bits).collect::<Vec<_>>())
+                (
+                    data,
+                    batcher
+                        .run([("image", value)])
+                        .expect("batched run")
+                        .into_values()
+                        .iter()
+                        .map(bits)
+                        .collect::<Vec<_>>(),
+                )
             })
         })
         .collect();
@@ -634,7 +643,16 @@ fn batches_pad_to_the_listed_sizes() {
             std::thread::spawn(move || {
                 let data = sample(200 + i, 3 * 32 * 32);
                 let value = Value::from_vec(&shape, data.clone()).expect("sample");
-                (data, batcher.run([("image", value)]).expect("batched run").into_values().iter().map(bits).collect::<Vec<_>>())
+                (
+                    data,
+                    batcher
+                        .run([("image", value)])
+                        .expect("batched run")
+                        .into_values()
+                        .iter()
+                        .map(bits)
+                        .collect::<Vec<_>>(),
+                )
             })
         })
         .collect();

@@ -53,7 +53,10 @@ fn outputs_outlive_their_session() {
     let _probe = add(&session, 0.0, 0.0);
     let kept = add(&session, 4.0, 5.0).into_owned();
     drop(session);
-    assert_eq!(kept.get("sum").expect("sum").view::<f32>().expect("view").iter().copied().collect::<Vec<_>>(), [9.0; 6]);
+    assert_eq!(
+        kept.get("sum").expect("sum").view::<f32>().expect("view").iter().copied().collect::<Vec<_>>(),
+        [9.0; 6]
+    );
 }
 
 /// `y = Neg(x)` with `x: [n]` but `y` declared `[3]`: ORT only warns when `y` comes out longer.
@@ -99,7 +102,13 @@ fn threads_get_their_own_buffers() {
                     held.push((a + b, outputs));
                     if held.len() > 3 {
                         let (expected, old) = held.remove(0);
-                        assert!(old.get("sum").expect("sum").view::<f32>().expect("view").iter().all(|&v| v == expected));
+                        assert!(old
+                            .get("sum")
+                            .expect("sum")
+                            .view::<f32>()
+                            .expect("view")
+                            .iter()
+                            .all(|&v| v == expected));
                     }
                 }
             })

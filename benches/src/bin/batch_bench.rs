@@ -80,7 +80,10 @@ fn parse() -> Result<Args, String> {
             "--workers" => args.workers = number(&value)? as usize,
             "--provider" => args.provider = value,
             "--pad-sizes" => {
-                args.pad_sizes = value.split(',').map(|n| n.parse().map_err(|e| format!("--pad-sizes {value}: {e}"))).collect::<Result<_, _>>()?
+                args.pad_sizes = value
+                    .split(',')
+                    .map(|n| n.parse().map_err(|e| format!("--pad-sizes {value}: {e}")))
+                    .collect::<Result<_, _>>()?
             }
             other => return Err(format!("unknown flag {other}")),
         }
@@ -138,7 +141,10 @@ fn builder(provider: &str) -> Result<onnxrt::SessionBuilder, String> {
         "cpu" => Ok(Session::builder()),
         #[cfg(feature = "cuda")]
         "cuda" => Ok(Session::builder().cuda(onnxrt::providers::cuda::CudaOptions::new()).strict_gpu(true)),
-        other => Err(format!("--provider {other}: cpu{}", if cfg!(feature = "cuda") { " or cuda" } else { " (build with --features cuda for cuda)" })),
+        other => Err(format!(
+            "--provider {other}: cpu{}",
+            if cfg!(feature = "cuda") { " or cuda" } else { " (build with --features cuda for cuda)" }
+        )),
     }
 }
 
@@ -163,16 +169,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let batch_inputs: Arc<Vec<Arc<Value<'static>>>> =
         Arc::new((0..max_callers).map(|c| Value::from_vec(&sample, data(c)).map(Arc::new)).collect::<Result<_, _>>()?);
     let batcher = Batcher::builder(session.clone())
-            .max_batch(args.max_batch)
-            .max_delay(args.max_delay)
-            .queue_capacity(max_callers.max(1) * 2)
-            .workers(args.workers)
-            .pad_to_power_of_two(args.pad);
+        .max_batch(args.max_batch)
+        .max_delay(args.max_delay)
+        .queue_capacity(max_callers.max(1) * 2)
+        .workers(args.workers)
+        .pad_to_power_of_two(args.pad);
     let batcher = if args.pad_sizes.is_empty() { batcher } else { batcher.pad_to_sizes(&args.pad_sizes) };
     let batcher = if args.session_per_size {
         let (provider, model) = (args.provider.clone(), args.model.clone());
         batcher.session_per_batch_size(move || {
-            builder(&provider).map_err(|why| onnxrt::Error::InvalidArgument { what: "--provider".into(), why })?.commit_from_file(&model)
+            builder(&provider)
+                .map_err(|why| onnxrt::Error::InvalidArgument { what: "--provider".into(), why })?
+                .commit_from_file(&model)
         })
     } else {
         batcher

@@ -305,8 +305,14 @@ impl BatcherBuilder {
             match spawned {
                 Ok(handle) => handles.push(handle),
                 Err(e) => {
-                    let started =
-                        Batcher { queue, plan, session: self.session, sessions, settings, workers: Mutex::new(handles) };
+                    let started = Batcher {
+                        queue,
+                        plan,
+                        session: self.session,
+                        sessions,
+                        settings,
+                        workers: Mutex::new(handles),
+                    };
                     started.shutdown(Shutdown::Cancel);
                     return Err(Error::InvalidArgument {
                         what: "starting a batcher worker thread".into(),

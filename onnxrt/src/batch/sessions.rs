@@ -67,9 +67,11 @@ fn check_same_model(plan: &Plan, session: &Session) -> Result<()> {
     let other = Plan::new(session)?;
     let same = plan.inputs.len() == other.inputs.len()
         && plan.outputs.len() == other.outputs.len()
-        && plan.inputs.iter().zip(&other.inputs).all(|(a, b)| {
-            a.name == b.name && a.element_type == b.element_type && a.sample == b.sample
-        })
+        && plan
+            .inputs
+            .iter()
+            .zip(&other.inputs)
+            .all(|(a, b)| a.name == b.name && a.element_type == b.element_type && a.sample == b.sample)
         && plan.outputs.iter().zip(&other.outputs).all(|(a, b)| a.label == b.label && a.element_type == b.element_type);
     if same {
         Ok(())

@@ -17,8 +17,8 @@ use std::time::{Duration, Instant};
 
 use crate::batch::plan::Plan;
 use crate::batch::queue::{Msg, Queue};
-use crate::batch::sessions::Sessions;
 use crate::batch::request::Request;
+use crate::batch::sessions::Sessions;
 use crate::batch::Shutdown;
 use crate::error::{Error, Result};
 use crate::memory::MemoryInfo;

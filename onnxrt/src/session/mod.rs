@@ -15,8 +15,8 @@ pub(crate) mod info;
 mod input;
 pub(crate) mod metadata;
 pub(crate) mod model_check;
-mod owned_outputs;
 pub(crate) mod output_pool;
+mod owned_outputs;
 mod run_async;
 mod saved_model;
 mod shared_weights;
@@ -441,7 +441,7 @@ impl Session {
         let model_index = |p: usize| output_indices.as_ref().map_or(p, |indices| indices[p]);
         let mut output_values: SmallVec<[*mut OrtValue; 8]> = smallvec![std::ptr::null_mut(); output_count];
         // Our tensors handed to ORT, by output position (none unless preallocating).
-        let mut lent: SmallVec<[Option<(Arc<output_pool::Slot>, output_pool::PooledTensor)>; 8]> = SmallVec::new();
+        let mut lent: SmallVec<[Option<output_pool::Lent>; 8]> = SmallVec::new();
         if preallocate {
             for (p, slot) in output_values.iter_mut().enumerate() {
                 let tensor = self.inner.output_pool.take(model_index(p))?;

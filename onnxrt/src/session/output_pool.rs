@@ -68,6 +68,9 @@ pub(crate) struct PooledTensor {
     buffer: HostBuffer,
 }
 
+/// A pooled tensor lent to ORT for one run, with the slot it came from.
+pub(crate) type Lent = (Arc<Slot>, PooledTensor);
+
 /// What a value made from a pooled tensor needs to give it back when dropped.
 pub(crate) struct Recycle {
     slot: Arc<Slot>,
@@ -148,7 +151,7 @@ impl OutputPool {
     }
 
     /// A tensor for model output `index`, when it is preallocated.
-    pub(crate) fn take(&self, index: usize) -> Result<Option<(Arc<Slot>, PooledTensor)>> {
+    pub(crate) fn take(&self, index: usize) -> Result<Option<Lent>> {
         let Some(slot) = self.slots.get(index).and_then(Option::as_ref) else { return Ok(None) };
         if slot.state.load(Ordering::Relaxed) != ON {
             return Ok(None);
@@ -174,7 +177,9 @@ impl OutputPool {
             }
             let matches = value.kind().ok() == Some(ValueKind::Tensor)
                 && value.host_data_if_host().ok().flatten().is_some()
-                && value.tensor_meta().is_ok_and(|m| m.element_type == slot.meta.element_type && m.shape == slot.meta.shape);
+                && value
+                    .tensor_meta()
+                    .is_ok_and(|m| m.element_type == slot.meta.element_type && m.shape == slot.meta.shape);
             slot.state.store(if matches { ON } else { OFF }, Ordering::Relaxed);
         }
         let states = || self.slots.iter().flatten().map(|s| s.state.load(Ordering::Relaxed));
