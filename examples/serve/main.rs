@@ -82,6 +82,9 @@ struct Args {
     /// 1,2,4,8,16,32,64,96: finer steps than --pad-batches, less padding
     #[arg(long, value_name = "N,..", value_delimiter = ',')]
     pad_sizes: Vec<usize>,
+    /// Threads that copy the samples of a batch into its input buffer
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    gather_threads: usize,
     /// Batcher worker threads (2 on a GPU overlaps one batch's gathering with the other's run)
     #[arg(long, value_name = "N", default_value_t = 1)]
     batch_workers: usize,
@@ -136,7 +139,8 @@ async fn serve(args: Args) -> Result<(), String> {
             .max_delay(Duration::from_micros(args.max_delay_us))
             .queue_capacity(args.queue)
             .workers(args.batch_workers)
-            .pad_to_power_of_two(args.pad_batches);
+            .pad_to_power_of_two(args.pad_batches)
+            .gather_threads(args.gather_threads);
         if !args.pad_sizes.is_empty() {
             builder = builder.pad_to_sizes(&args.pad_sizes);
         }

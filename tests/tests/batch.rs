@@ -75,15 +75,20 @@ fn bitwise_through_batches(path: PathBuf, input: &str, shape: &[i64], callers: u
 }
 
 fn bitwise_through_batches_padded(path: PathBuf, input: &str, shape: &[i64], callers: usize, pad: bool) {
+    bitwise_through(path, input, shape, callers, |b| b.max_batch(8).pad_to_power_of_two(pad));
+}
+
+fn bitwise_through(
+    path: PathBuf,
+    input: &str,
+    shape: &[i64],
+    callers: usize,
+    settings: impl FnOnce(onnxrt::batch::BatcherBuilder) -> onnxrt::batch::BatcherBuilder,
+) -> BatcherStats {
     let session = builder().commit_from_file(&path).expect("model loads");
     let len: usize = shape.iter().product::<i64>() as usize;
     let batcher = Arc::new(
-        Batcher::builder(session.clone())
-            .max_batch(8)
-            .max_delay(Duration::from_millis(20))
-            .pad_to_power_of_two(pad)
-            .build()
-            .expect("batchable"),
+        settings(Batcher::builder(session.clone()).max_delay(Duration::from_millis(20))).build().expect("batchable"),
     );
     let start = Arc::new(Barrier::new(callers));
     let handles: Vec<_> = (0..callers)
@@ -107,6 +112,9 @@ fn bitwise_through_batches_padded(path: PathBuf, input: &str, shape: &[i64], cal
     assert_consistent(&stats);
     assert_eq!(stats.completed, callers as u64);
     assert!(stats.batch_sizes.iter().skip(2).any(|&runs| runs > 0), "no batch of 2 or more formed: {stats:#?}");
+    assert_eq!(stats.gather_time.count, stats.batches, "every batch's gather is timed");
+    assert_eq!(stats.model_time.count, stats.batches, "every batch's model run is timed");
+    stats
 }
 
 #[test]
@@ -663,4 +671,15 @@ fn batches_pad_to_the_listed_sizes() {
     assert_consistent(&batcher.stats());
     let zero = Batcher::builder(session).pad_to_sizes(&[0, 4]).build();
     assert!(matches!(zero, Err(Error::InvalidArgument { .. })), "{zero:?}");
+}
+
+/// Several gather threads (16 samples of 600 KB = 9.6 MB: two threads' worth) copy every
+/// caller's sample into its own row: rows stay bitwise, and the gather time is counted.
+#[test]
+fn gather_threads_keep_rows_bitwise() {
+    let stats = bitwise_through(colors_model(), "image", &[3, 224, 224], 16, |b| {
+        b.max_batch(16).max_delay(Duration::from_millis(500)).gather_threads(4)
+    });
+    // With every caller in one batch the copy ran on 2 threads (the log shows the sizes otherwise).
+    eprintln!("batch sizes: {:?}", stats.batch_sizes);
 }

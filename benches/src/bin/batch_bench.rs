@@ -6,7 +6,7 @@
 //! ```sh
 //! cargo run --release -p onnxrt-benches --bin batch_bench -- \
 //!     [--model tests/data/models/convnet.onnx] [--concurrency 1,8,64] [--seconds 3] [--rounds 2] \
-//!     [--max-batch 32] [--max-delay-us 0] [--workers 1] [--pad] [--pad-sizes 1,2,4,..] [--session-per-size] [--provider cpu|cuda]
+//!     [--max-batch 32] [--max-delay-us 0] [--workers 1] [--pad] [--pad-sizes 1,2,4,..] [--gather-threads 1] [--session-per-size] [--provider cpu|cuda]
 //! ```
 //!
 //! `--provider cuda` needs `--features cuda` (the GPU machine); `--pad` pads each batch to the next
@@ -38,6 +38,7 @@ struct Args {
     pad: bool,
     session_per_size: bool,
     pad_sizes: Vec<usize>,
+    gather_threads: usize,
     provider: String,
 }
 
@@ -53,6 +54,7 @@ fn parse() -> Result<Args, String> {
         pad: false,
         session_per_size: false,
         pad_sizes: Vec::new(),
+        gather_threads: 1,
         provider: "cpu".into(),
     };
     let mut it = std::env::args().skip(1);
@@ -79,6 +81,7 @@ fn parse() -> Result<Args, String> {
             "--max-delay-us" => args.max_delay = Duration::from_micros(number(&value)? as u64),
             "--workers" => args.workers = number(&value)? as usize,
             "--provider" => args.provider = value,
+            "--gather-threads" => args.gather_threads = number(&value)? as usize,
             "--pad-sizes" => {
                 args.pad_sizes = value
                     .split(',')
@@ -238,8 +241,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             (a.sum - b.sum).as_secs_f64() * 1e3 / (a.count - b.count).max(1) as f64
         };
         println!(
-            "  batcher at {callers} callers: {batches} batches, mean run time per batch (gather, run, scatter) {:.3} ms, mean queue time {:.3} ms",
+            "  batcher at {callers} callers: {batches} batches, mean per batch: whole {:.3} ms = gather {:.3} ms + model {:.3} ms + rest; mean queue time {:.3} ms",
             mean_ms(&after.run_time, &before.run_time),
+            mean_ms(&after.gather_time, &before.gather_time),
+            mean_ms(&after.model_time, &before.model_time),
             mean_ms(&after.queue_time, &before.queue_time),
         );
         let mean_batch = (after.completed - before.completed) as f64 / (after.batches - before.batches).max(1) as f64;

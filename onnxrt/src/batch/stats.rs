@@ -36,6 +36,11 @@ pub struct BatcherStats {
     pub queue_time: HistogramSnapshot,
     /// One batched run: gathering the inputs, the run itself, handing the rows back.
     pub run_time: HistogramSnapshot,
+    /// The gathering part of `run_time`: copying the requests' samples into the batch buffers.
+    pub gather_time: HistogramSnapshot,
+    /// The model part of `run_time`: binding, ORT's run (with any copies to and from a device)
+    /// and reading the outputs back, per batch.
+    pub model_time: HistogramSnapshot,
 }
 
 /// Requests that ended in an error, by kind.
@@ -160,6 +165,8 @@ pub(crate) struct Counters {
     batch_sizes: Vec<AtomicU64>,
     pub(crate) queue_time: TimeHistogram,
     pub(crate) run_time: TimeHistogram,
+    pub(crate) gather_time: TimeHistogram,
+    pub(crate) model_time: TimeHistogram,
 }
 
 impl Counters {
@@ -179,6 +186,8 @@ impl Counters {
             batch_sizes: (0..=max_batch).map(|_| AtomicU64::new(0)).collect(),
             queue_time: TimeHistogram::new(),
             run_time: TimeHistogram::new(),
+            gather_time: TimeHistogram::new(),
+            model_time: TimeHistogram::new(),
         }
     }
 
@@ -219,6 +228,8 @@ impl Counters {
             batch_sizes: self.batch_sizes.iter().map(load).collect(),
             queue_time: self.queue_time.snapshot(),
             run_time: self.run_time.snapshot(),
+            gather_time: self.gather_time.snapshot(),
+            model_time: self.model_time.snapshot(),
         }
     }
 }

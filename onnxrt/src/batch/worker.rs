@@ -41,6 +41,8 @@ pub(crate) struct Worker {
     // Row counts batches are padded to, ascending (`BatcherBuilder::pad_to_power_of_two`,
     // `pad_to_sizes`); `None`: each batch runs with as many rows as it has requests.
     sizes: Option<Arc<[usize]>>,
+    // Threads that copy samples into the batch buffer (`BatcherBuilder::gather_threads`).
+    gather_threads: usize,
     inputs: HashMap<Shape, InputBuffers>,
     outputs: Vec<Option<OutputBuffers>>,
 }
@@ -82,9 +84,10 @@ impl Worker {
         max_batch: usize,
         max_delay: Duration,
         sizes: Option<Arc<[usize]>>,
+        gather_threads: usize,
     ) -> Worker {
         let outputs = (0..plan.outputs.len()).map(|_| None).collect();
-        Worker { sessions, pin, plan, queue, receiver, max_batch, max_delay, sizes, inputs: HashMap::new(), outputs }
+        Worker { sessions, pin, plan, queue, receiver, max_batch, max_delay, sizes, gather_threads, inputs: HashMap::new(), outputs }
     }
 
     /// Runs until shut down (or every sender is gone).
@@ -230,14 +233,15 @@ impl Worker {
             Entry::Vacant(entry) => entry.insert(InputBuffers::new(&self.plan, &batch[0], self.max_batch, self.pin)?),
         };
         let values = inputs.of_size(&batch[0], m)?;
+        let gather_started = Instant::now();
         for (index, value) in values.iter_mut().enumerate() {
             let rows = value.host_bytes_mut()?;
             let row = rows.len() / m;
             let padded = batch.iter().chain(std::iter::repeat(&batch[n - 1])).take(m);
-            for (request, dst) in padded.zip(rows.chunks_exact_mut(row.max(1))) {
-                dst.copy_from_slice(request.values[index].value().host_bytes()?);
-            }
+            let sources = padded.map(|request| request.values[index].value().host_bytes()).collect::<Result<Vec<_>>>()?;
+            copy_rows(&sources, rows.chunks_exact_mut(row.max(1)).collect(), self.gather_threads);
         }
+        self.queue.counters.gather_time.observe(gather_started.elapsed());
         for (index, output) in self.plan.outputs.iter().enumerate() {
             if let (Some(sample), None) = (&output.fixed_sample, &self.outputs[index]) {
                 self.outputs[index] = Some(OutputBuffers::new(output.element_type, sample, self.max_batch)?);
@@ -252,6 +256,7 @@ impl Worker {
                 None => None,
             });
         }
+        let model_started = Instant::now();
         let session = self.sessions.for_rows(m, &self.plan)?;
         let mut binding = session.io_binding()?;
         for (plan, value) in self.plan.inputs.iter().zip(values.iter()) {
@@ -266,6 +271,7 @@ impl Worker {
         }
         binding.run(None)?;
         let outputs = binding.outputs()?;
+        self.queue.counters.model_time.observe(model_started.elapsed());
         let mut rows: Vec<Vec<Value<'static>>> = (0..n).map(|_| Vec::with_capacity(outputs.len())).collect();
         for (plan, output) in self.plan.outputs.iter().zip(&outputs) {
             let shape = output.tensor_meta()?.shape.clone();
@@ -345,6 +351,28 @@ impl OutputBuffers {
         };
         Ok(slot.insert(value))
     }
+}
+
+/// Copies each source row into its destination row, on `threads` threads when the batch is large
+/// enough for that to pay (a thread per 4 MiB at least), else on this one.
+fn copy_rows(sources: &[&[u8]], mut destinations: Vec<&mut [u8]>, threads: usize) {
+    const MIN_BYTES_PER_THREAD: usize = 4 << 20;
+    let bytes: usize = sources.iter().map(|s| s.len()).sum();
+    let threads = threads.min(bytes / MIN_BYTES_PER_THREAD).max(1);
+    let copy = |sources: &[&[u8]], destinations: &mut [&mut [u8]]| {
+        for (source, destination) in sources.iter().zip(destinations.iter_mut()) {
+            destination.copy_from_slice(source);
+        }
+    };
+    if threads == 1 {
+        return copy(sources, &mut destinations);
+    }
+    let per_thread = sources.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        for (sources, destinations) in sources.chunks(per_thread).zip(destinations.chunks_mut(per_thread)) {
+            scope.spawn(move || copy(sources, destinations));
+        }
+    });
 }
 
 /// Page-locks each allocation; one that cannot be pinned stays pageable (slower copies, same
