@@ -81,6 +81,7 @@ for server in ${SERVERS:-unbatched d0-sps d2ms-sps d0}; do
     # Finer padding steps (less padding at 65-127 requests), 2 or 3 workers.
     d0-sps-fine) serve_and_drive batched-d0-w2-fine-sps "${batched[@]}" --batch-workers 2 --max-delay-us 0 --session-per-size --pad-sizes "$fine" ;;
     d0-sps-fine-w3) serve_and_drive batched-d0-w3-fine-sps "${batched[@]}" --batch-workers 3 --max-delay-us 0 --session-per-size --pad-sizes "$fine" ;;
+    d0-sps-fine-g4) serve_and_drive batched-d0-w2-fine-sps-g4 "${batched[@]}" --batch-workers 2 --max-delay-us 0 --session-per-size --pad-sizes "$fine" --gather-threads 4 ;;
     # One session for every size (the first measurement's configuration).
     d0) serve_and_drive batched-d0-w2-pad "${batched[@]}" --batch-workers 2 --max-delay-us 0 ;;
   esac
