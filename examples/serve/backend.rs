@@ -165,7 +165,12 @@ impl Backend {
         let _ = writeln!(out, "batcher_batch_size_sum {sum}\nbatcher_batch_size_count {cumulative}");
         histogram(out, "batcher_queue_seconds", "From submission until the request's batch runs.", &stats.queue_time);
         histogram(out, "batcher_run_seconds", "One batched run (gather, run, scatter).", &stats.run_time);
-        histogram(out, "batcher_gather_seconds", "Copying a batch's samples into its input buffer.", &stats.gather_time);
+        histogram(
+            out,
+            "batcher_gather_seconds",
+            "Copying a batch's samples into its input buffer.",
+            &stats.gather_time,
+        );
         histogram(out, "batcher_model_seconds", "The model run of a batch (binding, run, outputs).", &stats.model_time);
     }
 

@@ -205,8 +205,11 @@ impl BatcherBuilder {
     /// the first time it sees an input shape, which for ResNet-50 on an H200 costs about 0.7 s
     /// per new batch size. Unpadded, every batch size from 1 to `max_batch` is new once, and under
     /// changing load the server stalls on them; padded, only `log2(max_batch) + 1` sizes exist.
-    /// Run a few batches of each size before taking traffic (Triton's model warm-up) so none is
-    /// tuned on a caller's time. On the CPU padding only costs compute: leave it off.
+    /// Call [`Batcher::warm_up`] before taking traffic (Triton's model warm-up) so none is tuned
+    /// on a caller's time, and on CUDA add
+    /// [`session_per_batch_size`](Self::session_per_batch_size): one session alternating between
+    /// sizes rebuilds its convolution plans on every change. On the CPU padding only costs
+    /// compute: leave it off.
     pub fn pad_to_power_of_two(mut self, pad: bool) -> Self {
         self.pad_to_power_of_two = pad;
         self
@@ -250,10 +253,10 @@ impl BatcherBuilder {
     /// ```no_run
     /// # fn main() -> onnxrt::Result<()> {
     /// use onnxrt::batch::Batcher;
-    /// use onnxrt::providers::cuda::CudaOptions;
     /// use onnxrt::Session;
     ///
-    /// let load = || Session::builder().cuda(CudaOptions::new()).commit_from_file("resnet50.onnx");
+    /// // On a GPU: Session::builder().cuda(CudaOptions::new()) (feature `cuda`).
+    /// let load = || Session::builder().commit_from_file("resnet50.onnx");
     /// let batcher = Batcher::builder(load()?)
     ///     .max_batch(128)
     ///     .workers(2)

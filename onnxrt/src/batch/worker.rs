@@ -87,7 +87,19 @@ impl Worker {
         gather_threads: usize,
     ) -> Worker {
         let outputs = (0..plan.outputs.len()).map(|_| None).collect();
-        Worker { sessions, pin, plan, queue, receiver, max_batch, max_delay, sizes, gather_threads, inputs: HashMap::new(), outputs }
+        Worker {
+            sessions,
+            pin,
+            plan,
+            queue,
+            receiver,
+            max_batch,
+            max_delay,
+            sizes,
+            gather_threads,
+            inputs: HashMap::new(),
+            outputs,
+        }
     }
 
     /// Runs until shut down (or every sender is gone).
@@ -238,7 +250,8 @@ impl Worker {
             let rows = value.host_bytes_mut()?;
             let row = rows.len() / m;
             let padded = batch.iter().chain(std::iter::repeat(&batch[n - 1])).take(m);
-            let sources = padded.map(|request| request.values[index].value().host_bytes()).collect::<Result<Vec<_>>>()?;
+            let sources =
+                padded.map(|request| request.values[index].value().host_bytes()).collect::<Result<Vec<_>>>()?;
             copy_rows(&sources, rows.chunks_exact_mut(row.max(1)).collect(), self.gather_threads);
         }
         self.queue.counters.gather_time.observe(gather_started.elapsed());
