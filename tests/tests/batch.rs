@@ -86,17 +86,37 @@ fn bitwise_through(
     settings: impl FnOnce(onnxrt::batch::BatcherBuilder) -> onnxrt::batch::BatcherBuilder,
 ) -> BatcherStats {
     let session = builder().commit_from_file(&path).expect("model loads");
-    let len: usize = shape.iter().product::<i64>() as usize;
     let batcher = Arc::new(
         settings(Batcher::builder(session.clone()).max_delay(Duration::from_millis(20))).build().expect("batchable"),
     );
+    callers_get_their_single_run_rows(&batcher, &session, input, shape, callers, 0);
+    let stats = batcher.stats();
+    assert_consistent(&stats);
+    assert_eq!(stats.completed, callers as u64);
+    assert!(stats.batch_sizes.iter().skip(2).any(|&runs| runs > 0), "no batch of 2 or more formed: {stats:#?}");
+    assert_eq!(stats.gather_time.count, stats.batches, "every batch's gather is timed");
+    assert_eq!(stats.model_time.count, stats.batches, "every batch's model run is timed");
+    stats
+}
+
+/// `callers` threads (seeds `seed..`) each send one sample at once through `batcher` and get
+/// exactly the rows a run of their sample alone on `session` returns, bitwise.
+fn callers_get_their_single_run_rows(
+    batcher: &Arc<Batcher>,
+    session: &Session,
+    input: &str,
+    shape: &[i64],
+    callers: usize,
+    seed: u64,
+) {
+    let len: usize = shape.iter().product::<i64>() as usize;
     let start = Arc::new(Barrier::new(callers));
     let handles: Vec<_> = (0..callers)
         .map(|i| {
             let (batcher, start, input, shape) =
-                (Arc::clone(&batcher), Arc::clone(&start), input.to_owned(), shape.to_vec());
+                (Arc::clone(batcher), Arc::clone(&start), input.to_owned(), shape.to_vec());
             std::thread::spawn(move || {
-                let data = sample(i as u64, len);
+                let data = sample(seed + i as u64, len);
                 start.wait();
                 let value = Value::from_vec(&shape, data.clone()).expect("sample");
                 let outputs = batcher.run([(input.as_str(), value)]).expect("batched run");
@@ -106,15 +126,8 @@ fn bitwise_through(
         .collect();
     for handle in handles {
         let (data, got) = handle.join().expect("caller");
-        assert_eq!(got, single_run(&session, input, shape, &data), "a caller's row differs from its single run");
+        assert_eq!(got, single_run(session, input, shape, &data), "a caller's row differs from its single run");
     }
-    let stats = batcher.stats();
-    assert_consistent(&stats);
-    assert_eq!(stats.completed, callers as u64);
-    assert!(stats.batch_sizes.iter().skip(2).any(|&runs| runs > 0), "no batch of 2 or more formed: {stats:#?}");
-    assert_eq!(stats.gather_time.count, stats.batches, "every batch's gather is timed");
-    assert_eq!(stats.model_time.count, stats.batches, "every batch's model run is timed");
-    stats
 }
 
 #[test]
@@ -572,30 +585,7 @@ fn a_session_per_batch_size_is_made_by_warm_up_and_rows_stay_bitwise() {
     assert_eq!(batcher.warm_up().expect("warm-up"), [1, 2, 4, 6]);
     assert_eq!(batcher.session_count(), 4);
     assert_eq!(made.load(std::sync::atomic::Ordering::SeqCst), 3, "the batcher's own session serves the first size");
-    let shape = [3i64, 32, 32];
-    let handles: Vec<_> = (0..11)
-        .map(|i| {
-            let batcher = Arc::clone(&batcher);
-            std::thread::spawn(move || {
-                let data = sample(100 + i, 3 * 32 * 32);
-                let value = Value::from_vec(&shape, data.clone()).expect("sample");
-                (
-                    data,
-                    batcher
-                        .run([("image", value)])
-                        .expect("batched run")
-                        .into_values()
-                        .iter()
-                        .map(bits)
-                        .collect::<Vec<_>>(),
-                )
-            })
-        })
-        .collect();
-    for handle in handles {
-        let (data, got) = handle.join().expect("caller");
-        assert_eq!(got, single_run(&session, "image", &shape, &data));
-    }
+    callers_get_their_single_run_rows(&batcher, &session, "image", &[3, 32, 32], 11, 100);
     // Warming up again makes nothing new.
     batcher.warm_up().expect("second warm-up");
     assert_eq!(made.load(std::sync::atomic::Ordering::SeqCst), 3);
@@ -644,30 +634,7 @@ fn batches_pad_to_the_listed_sizes() {
             .expect("batchable"),
     );
     assert_eq!(batcher.warm_up().expect("warm-up"), [1, 3, 8]);
-    let shape = [3i64, 32, 32];
-    let handles: Vec<_> = (0..13)
-        .map(|i| {
-            let batcher = Arc::clone(&batcher);
-            std::thread::spawn(move || {
-                let data = sample(200 + i, 3 * 32 * 32);
-                let value = Value::from_vec(&shape, data.clone()).expect("sample");
-                (
-                    data,
-                    batcher
-                        .run([("image", value)])
-                        .expect("batched run")
-                        .into_values()
-                        .iter()
-                        .map(bits)
-                        .collect::<Vec<_>>(),
-                )
-            })
-        })
-        .collect();
-    for handle in handles {
-        let (data, got) = handle.join().expect("caller");
-        assert_eq!(got, single_run(&session, "image", &shape, &data));
-    }
+    callers_get_their_single_run_rows(&batcher, &session, "image", &[3, 32, 32], 13, 200);
     assert_consistent(&batcher.stats());
     let zero = Batcher::builder(session).pad_to_sizes(&[0, 4]).build();
     assert!(matches!(zero, Err(Error::InvalidArgument { .. })), "{zero:?}");

@@ -539,21 +539,17 @@ impl Batcher {
             let session = self.sessions.for_rows(rows, &self.plan)?;
             let mut values = Vec::with_capacity(self.plan.inputs.len());
             for input in &self.plan.inputs {
-                let mut shape = Shape::new();
-                shape.push(rows as i64);
-                for dim in &input.sample {
-                    match dim {
-                        crate::Dim::Fixed(n) => shape.push(*n),
-                        _ => {
-                            return Err(Error::InvalidArgument {
-                                what: format!("warming up a batcher for input `{}`", input.name),
-                                why: "its sample shape has a free axis, so there is no shape to warm up with".into(),
-                            })
-                        }
-                    }
-                }
-                let mut value = Value::allocated(&shape, input.element_type)?;
-                value.host_bytes_mut()?.fill(0);
+                let fixed = |dim: &crate::Dim| match dim {
+                    crate::Dim::Fixed(n) => Some(*n),
+                    _ => None,
+                };
+                let sample: Shape =
+                    input.sample.iter().map(fixed).collect::<Option<_>>().ok_or_else(|| Error::InvalidArgument {
+                        what: format!("warming up a batcher for input `{}`", input.name),
+                        why: "its sample shape has a free axis, so there is no shape to warm up with".into(),
+                    })?;
+                let mut value = Value::allocated(&worker::batch_shape(rows, &sample), input.element_type)?;
+                value.zero_if_host()?;
                 values.push((input.name.as_str(), value));
             }
             drop(session.run(values.iter().map(|(name, value)| (*name, value)))?);

@@ -250,9 +250,16 @@ impl Worker {
             let rows = value.host_bytes_mut()?;
             let row = rows.len() / m;
             let padded = batch.iter().chain(std::iter::repeat(&batch[n - 1])).take(m);
-            let sources =
-                padded.map(|request| request.values[index].value().host_bytes()).collect::<Result<Vec<_>>>()?;
-            copy_rows(&sources, rows.chunks_exact_mut(row.max(1)).collect(), self.gather_threads);
+            let threads = gather_threads_for(rows.len(), self.gather_threads);
+            if threads == 1 {
+                for (request, dst) in padded.zip(rows.chunks_exact_mut(row.max(1))) {
+                    dst.copy_from_slice(request.values[index].value().host_bytes()?);
+                }
+            } else {
+                let sources =
+                    padded.map(|request| request.values[index].value().host_bytes()).collect::<Result<Vec<_>>>()?;
+                copy_rows_on_threads(&sources, rows.chunks_exact_mut(row.max(1)).collect(), threads);
+            }
         }
         self.queue.counters.gather_time.observe(gather_started.elapsed());
         for (index, output) in self.plan.outputs.iter().enumerate() {
@@ -366,24 +373,23 @@ impl OutputBuffers {
     }
 }
 
-/// Copies each source row into its destination row, on `threads` threads when the batch is large
-/// enough for that to pay (a thread per 4 MiB at least), else on this one.
-fn copy_rows(sources: &[&[u8]], mut destinations: Vec<&mut [u8]>, threads: usize) {
+/// How many of `threads` copy a batch of `bytes`: at least 4 MiB each, so small batches stay on
+/// the worker's thread (and its copy loop allocates nothing).
+fn gather_threads_for(bytes: usize, threads: usize) -> usize {
     const MIN_BYTES_PER_THREAD: usize = 4 << 20;
-    let bytes: usize = sources.iter().map(|s| s.len()).sum();
-    let threads = threads.min(bytes / MIN_BYTES_PER_THREAD).max(1);
-    let copy = |sources: &[&[u8]], destinations: &mut [&mut [u8]]| {
-        for (source, destination) in sources.iter().zip(destinations.iter_mut()) {
-            destination.copy_from_slice(source);
-        }
-    };
-    if threads == 1 {
-        return copy(sources, &mut destinations);
-    }
-    let per_thread = sources.len().div_ceil(threads);
+    threads.min(bytes / MIN_BYTES_PER_THREAD).max(1)
+}
+
+/// Copies each source row into its destination row, `threads` scoped threads sharing the rows.
+fn copy_rows_on_threads(sources: &[&[u8]], mut destinations: Vec<&mut [u8]>, threads: usize) {
+    let per_thread = sources.len().div_ceil(threads).max(1);
     std::thread::scope(|scope| {
         for (sources, destinations) in sources.chunks(per_thread).zip(destinations.chunks_mut(per_thread)) {
-            scope.spawn(move || copy(sources, destinations));
+            scope.spawn(move || {
+                for (source, destination) in sources.iter().zip(destinations.iter_mut()) {
+                    destination.copy_from_slice(source);
+                }
+            });
         }
     });
 }
@@ -403,7 +409,7 @@ fn pin_all(backings: &[Arc<Value<'static>>]) -> Vec<crate::cuda_runtime::PinnedH
         .collect()
 }
 
-fn batch_shape(n: usize, sample: &[i64]) -> Shape {
+pub(crate) fn batch_shape(n: usize, sample: &[i64]) -> Shape {
     let mut shape = Shape::with_capacity(sample.len() + 1);
     shape.push(n as i64);
     shape.extend_from_slice(sample);

@@ -128,8 +128,7 @@ impl OutputPool {
         let slots: Vec<Option<Arc<Slot>>> = outputs
             .iter()
             .zip(passthrough)
-            .map(|(info, &passthrough)| (cpu_only && !passthrough).then(|| Slot::for_output(info)).flatten())
-            .map(|slot| slot.map(Arc::new))
+            .map(|(info, &passthrough)| Slot::for_output(info).filter(|_| cpu_only && !passthrough).map(Arc::new))
             .collect();
         let state = if slots.iter().any(Option::is_some) { PROBING } else { OFF };
         OutputPool { state: AtomicU8::new(state), slots }
@@ -158,13 +157,10 @@ impl OutputPool {
         }
         let reused = slot.free.lock().unwrap_or_else(|e| e.into_inner()).pop();
         let tensor = match reused {
-            Some(tensor) => tensor,
-            None => match slot.make()? {
-                Some(tensor) => tensor,
-                None => return Ok(None),
-            },
+            Some(tensor) => Some(tensor),
+            None => slot.make()?,
         };
-        Ok(Some((Arc::clone(slot), tensor)))
+        Ok(tensor.map(|tensor| (Arc::clone(slot), tensor)))
     }
 
     /// Compares what a successful run returned (output `p` is model output `model_index(p)`)
@@ -175,8 +171,8 @@ impl OutputPool {
             if slot.state.load(Ordering::Relaxed) != PROBING {
                 continue;
             }
-            let matches = value.kind().ok() == Some(ValueKind::Tensor)
-                && value.host_data_if_host().ok().flatten().is_some()
+            // `tensor_meta` fails for anything but a tensor.
+            let matches = value.host_data_if_host().ok().flatten().is_some()
                 && value
                     .tensor_meta()
                     .is_ok_and(|m| m.element_type == slot.meta.element_type && m.shape == slot.meta.shape);
@@ -195,8 +191,9 @@ impl Slot {
     /// A slot for an output that can be preallocated, or `None`.
     fn for_output(info: &ValueInfo) -> Option<Slot> {
         let element_type = info.element_type?;
-        let fixed_size = element_type.size() > 0
-            && !matches!(element_type, ElementType::Complex64 | ElementType::Complex128 | ElementType::Unknown(_));
+        // Strings and unknown types have size 0.
+        let fixed_size =
+            element_type.size() > 0 && !matches!(element_type, ElementType::Complex64 | ElementType::Complex128);
         if info.kind != ValueKind::Tensor || !fixed_size {
             return None;
         }
