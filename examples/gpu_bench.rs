@@ -185,7 +185,6 @@ fn measure(
 ) -> Result<Vec<Duration>, onnxrt::Error> {
     let session = session_for(model, mode)?;
     let shape = input_shape(&session, batch);
-    let len = shape.iter().product::<i64>() as usize;
     let half = session.inputs()[0].element_type == Some(ElementType::F16);
     let host = host_input(&session, &shape)?;
     let out_shape: Vec<i64> = vec![shape[0], 1000];
@@ -203,14 +202,7 @@ fn measure(
         let (input, output) = (&session.inputs()[0], &session.outputs()[0]);
         let device = MemoryInfo::cuda(0)?;
         let allocator = session.allocator(&device)?;
-        let mut dev_in = if half { allocator.tensor::<f16>(&shape)? } else { allocator.tensor::<f32>(&shape)? };
-        if half {
-            dev_in.copy_from_host(&vec![f16::from_f32(0.5); len])?;
-        } else {
-            dev_in.copy_from_host(&vec![0.5f32; len])?;
-        }
-        let mut dev_out =
-            if half { allocator.tensor::<f16>(&out_shape)? } else { allocator.tensor::<f32>(&out_shape)? };
+        let (dev_in, mut dev_out) = device_io(&allocator, &shape, &out_shape, half)?;
         let mut binding = session.io_binding()?;
         binding.bind_input(&input.name, &dev_in)?;
         binding.bind_output(&output.name, &mut dev_out)?;
@@ -249,9 +241,8 @@ fn measure_mixed(
         if from_host {
             hosts.push((host_input(&session, &shape)?, host_input(&session, &out_shape)?));
         } else {
-            let mut dev_in = allocator.tensor::<f32>(&shape)?;
-            dev_in.copy_from_host(&vec![0.5f32; shape.iter().product::<i64>() as usize])?;
-            devices.push((dev_in, allocator.tensor::<f32>(&out_shape)?));
+            let half = session.inputs()[0].element_type == Some(ElementType::F16);
+            devices.push(device_io(&allocator, &shape, &out_shape, half)?);
         }
     }
     let mut times: Vec<(i64, Vec<Duration>)> = batches.iter().map(|&b| (b, Vec::with_capacity(iterations))).collect();
@@ -275,6 +266,25 @@ fn measure_mixed(
         }
     }
     Ok(times)
+}
+
+/// A device input of `shape` filled with 0.5 and a device output of `out_shape`, in f16 or f32.
+fn device_io<'a>(
+    allocator: &'a onnxrt::Allocator<'_>,
+    shape: &[i64],
+    out_shape: &[i64],
+    half: bool,
+) -> Result<(Value<'a>, Value<'a>), onnxrt::Error> {
+    let len = shape.iter().product::<i64>() as usize;
+    if half {
+        let mut input = allocator.tensor::<f16>(shape)?;
+        input.copy_from_host(&vec![f16::from_f32(0.5); len])?;
+        Ok((input, allocator.tensor::<f16>(out_shape)?))
+    } else {
+        let mut input = allocator.tensor::<f32>(shape)?;
+        input.copy_from_host(&vec![0.5f32; len])?;
+        Ok((input, allocator.tensor::<f32>(out_shape)?))
+    }
 }
 
 fn ms(d: Duration) -> f64 {
