@@ -53,7 +53,9 @@ fn real_registry_entry() -> PathBuf {
     config.offline = Some("ONNXRT_OFFLINE=1".into());
     config.stamp_dir = None;
     let provisioned = provision(&config).unwrap_or_else(|e| {
-        panic!("these tests need the assembled {REGISTRY_DIST} in the cache (onnxrt-dist assemble {REGISTRY_DIST}): {e}")
+        panic!(
+            "these tests need the assembled {REGISTRY_DIST} in the cache (onnxrt-dist assemble {REGISTRY_DIST}): {e}"
+        )
     });
     cache_hit(&provisioned.source).expect("the registry dist comes from the cache")
 }
