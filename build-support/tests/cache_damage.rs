@@ -184,15 +184,17 @@ fn damaged_entry_without_a_source_is_an_error_naming_the_file_and_what_to_delete
 }
 
 #[test]
-fn entry_made_before_records_existed_is_used_and_recorded() {
+fn entry_without_its_record_is_reinstalled_never_recorded_from_its_files() {
+    // Issue 26 item 2: a record written from the files found would vouch for whatever they are
+    // (entries made before records existed are reinstalled once, like any damaged entry).
     let s = Setup::new();
     s.provision();
     let record = s.cache().join(&s.sha).join(RECORD);
     std::fs::remove_file(&record).expect("removing the record");
     let p = s.provision();
-    assert_eq!(checked(&p), Checked::Presence);
-    assert!(p.source.to_string().contains("only that the expected files exist"), "{}", p.source);
-    assert!(record.is_file(), "the record is written on first use");
+    assert!(matches!(p.source, Source::Archive { .. }), "{:?}", p.source);
+    assert!(p.notes.iter().any(|n| n.contains(RECORD) && n.contains("missing")), "{:?}", p.notes);
+    assert!(record.is_file(), "the reinstalled entry has its record, from the archive");
     assert_eq!(checked(&s.provision()), Checked::Sizes { files: 4 });
 }
 

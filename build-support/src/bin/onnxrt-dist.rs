@@ -6,8 +6,12 @@
 //! onnxrt-dist pack DIST OUT.tgz       pack a provisioned distribution as an archive; print its sha256
 //! onnxrt-dist env [DIST]              print ONNXRT_LIB_DIR/ONNXRT_INCLUDE_DIR lines for a shell
 //! onnxrt-dist pinned [DIST]           exit 0 if the distribution can be verified (manifest or user pin)
-//! onnxrt-dist verify [DIST]           re-hash every file of the cache entry against its record
+//! onnxrt-dist verify [DIST]           re-hash every file of the cache entry against its record, and
+//!                                     the record against the manifest's file pins where it has them
 //!                                     (a damaged entry is replaced where the build could replace it)
+//! onnxrt-dist verify [DIST] --archive FILE
+//!                                     re-derive the entry's files from FILE (verified against the
+//!                                     pin) and compare; for entries pinned only by their archive
 //! onnxrt-dist reachable [DIST]        exit 0 if its URL (or ONNXRT_MIRROR) answers a HEAD within 10 s
 //! ```
 //! Exit status: 0 done, 1 provisioning failed (the message says what to do), 2 usage.
@@ -40,6 +44,10 @@ fn main() -> ExitCode {
         }),
         ["verify"] => config(None).and_then(verify).map(report),
         ["verify", dist] => config(Some(dist)).and_then(verify).map(report),
+        ["verify", "--archive", file] => config(None).and_then(|c| against(&c, file)).map(report),
+        ["verify", dist, "--archive", file] | ["verify", "--archive", file, dist] => {
+            config(Some(dist)).and_then(|c| against(&c, file)).map(report)
+        }
         ["pinned"] => config(None).and_then(pinned),
         ["pinned", dist] => config(Some(dist)).and_then(pinned),
         ["reachable"] => config(None).and_then(reachable),
@@ -47,7 +55,7 @@ fn main() -> ExitCode {
         ["env"] => config(None).and_then(|c| provision(&c)).map(shell_env),
         ["env", dist] => config(Some(dist)).and_then(|c| provision(&c)).map(shell_env),
         _ => {
-            eprintln!("usage: onnxrt-dist fetch [DIST] | assemble DIST [DIR] | pack DIST OUT.tgz | env [DIST] | pinned [DIST] | verify [DIST] | reachable [DIST]");
+            eprintln!("usage: onnxrt-dist fetch [DIST] | assemble DIST [DIR] | pack DIST OUT.tgz | env [DIST] | pinned [DIST] | verify [DIST] [--archive FILE] | reachable [DIST]");
             return ExitCode::from(2);
         }
     };
@@ -91,6 +99,11 @@ fn pinned(config: Config) -> build_support::Result<()> {
 fn verify(mut config: Config) -> build_support::Result<Provisioned> {
     config.verify = true;
     provision(&config)
+}
+
+/// Compares the cache entry with the files of the archive it was installed from.
+fn against(config: &Config, archive: &str) -> build_support::Result<Provisioned> {
+    build_support::rederive::verify_against_archive(config, &PathBuf::from(archive))
 }
 
 /// A quick look (one HEAD, short timeouts) before committing to a download that could hang on a

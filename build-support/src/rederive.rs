@@ -1,0 +1,97 @@
+//! `onnxrt-dist verify --archive FILE`: for a distribution the manifest pins only by its archive's
+//! hash, the entry's record was written at install from the verified archive and is trusted from
+//! then on ([`crate::Trust::Install`]). This re-derives what the entry must hold from the archive
+//! itself (verified against the pin first) and compares the entry's files and record with it. It
+//! changes nothing in the cache: a difference is an error that names the file and what to do.
+
+use std::fs::{self, File};
+use std::io::BufReader;
+use std::path::{Path, PathBuf};
+
+use crate::cache::Cache;
+use crate::error::{Error, Result};
+use crate::manifest::DistKind;
+use crate::record::{self, Item};
+use crate::{extract, verify, Checked, Config, Provisioned, Source, Trust};
+
+/// Checks the cache entry of `config.dist` against the files of `archive`.
+pub fn verify_against_archive(config: &Config, archive: &Path) -> Result<Provisioned> {
+    let dist = config.manifest.dist(&config.dist)?;
+    if dist.kind != DistKind::Archive {
+        return Err(Error::Manifest(format!(
+            "`{0}` is assembled from package registries: the manifest pins its files, which \
+             `onnxrt-dist verify {0}` checks; --archive is for archive distributions",
+            dist.name
+        )));
+    }
+    let cache = Cache::new(&config.cache_dir);
+    let pin = crate::pin(config, dist)?;
+    let _lock = cache.lock(&dist.name)?;
+    // The archive is copied while hashed and the copy extracted, as at install (one stream).
+    let key = format!("{}.rederive", dist.name);
+    cache.sweep(&key);
+    let copy = cache.temp(&key, true)?;
+    let actual = verify::copy_regular_file(archive, copy.path(), dist.max_bytes)?;
+    let Some(expected) = pin else {
+        return Err(Error::Unpinned { dist: dist.name.clone(), computed: actual });
+    };
+    let shown = archive.display().to_string();
+    if dist.pinned_sha256() == Some(expected.as_str()) {
+        let size = fs::metadata(copy.path()).map_err(Error::io(format!("reading {}", copy.path().display())))?.len();
+        crate::check_size(dist, &shown, size)?;
+    }
+    let note = "Nothing was compared: it is not the pinned archive, so it cannot vouch for the entry";
+    verify::check_with(&shown, &expected, &actual, note)?;
+    let entry = cache.lookup(&expected).ok_or_else(|| Error::NoEntry {
+        dist: dist.name.clone(),
+        entry: cache.entry_path(&expected),
+        archive: archive.to_owned(),
+    })?;
+
+    let work = cache.temp(&key, false)?;
+    let file = File::open(copy.path()).map_err(Error::io(format!("opening {}", copy.path().display())))?;
+    extract::extract_tgz(BufReader::new(file), work.path(), &dist.root, extract::Bounds::for_dist(dist))?;
+    let derived = record::list(work.path())?;
+
+    let remedy = format!(
+        "Delete that folder and install it again from the archive: ONNXRT_ARCHIVE={shown} onnxrt-dist fetch {}",
+        dist.name
+    );
+    let damaged = |file: &Path, why: String| Error::DamagedEntry {
+        entry: entry.clone(),
+        file: file.display().to_string(),
+        why,
+        remedy: remedy.clone(),
+    };
+    if let Some((path, why)) = first_difference(&derived, &record::list(&entry)?, "is") {
+        return Err(damaged(&path, why));
+    }
+    match record::read(&entry) {
+        Ok(Some(items)) => {
+            if let Some((path, why)) = first_difference(&derived, &items, "is recorded as") {
+                let why = format!("differs from the archive's files: {} {why}", path.display());
+                return Err(damaged(Path::new(record::RECORD), why));
+            }
+        }
+        Ok(None) => return Err(damaged(Path::new(record::RECORD), "is missing".into())),
+        Err(damage) => return Err(damaged(&damage.file, damage.why)),
+    }
+    let checked = Checked::Hashes { files: derived.len() };
+    let source = Source::Cache { entry: entry.clone(), checked, trust: Trust::Archive(archive.to_owned()) };
+    crate::finish(dist, &entry, source)
+}
+
+/// The first path where `found` differs from `derived`, and how.
+fn first_difference(derived: &[(PathBuf, Item)], found: &[(PathBuf, Item)], is: &str) -> Option<(PathBuf, String)> {
+    for (path, item) in derived {
+        match found.iter().find(|(p, _)| p == path) {
+            Some((_, f)) if f == item => {}
+            Some((_, f)) => return Some((path.clone(), format!("{is} {f}, but the archive gives {item}"))),
+            None => return Some((path.clone(), "is missing; the archive has it".into())),
+        }
+    }
+    found
+        .iter()
+        .find(|(p, _)| !derived.iter().any(|(d, _)| d == p))
+        .map(|(p, _)| (p.clone(), "is not in the archive".into()))
+}
