@@ -55,6 +55,12 @@ fn an_optional_input_is_absent_when_none_or_left_out() {
     let present = Value::from_vec(&[3], vec![7.0f32, 8.0, 9.0]).expect("present");
     let outputs = session.run([("opt", &present), ("x", &x)]).expect("a run with `opt` present");
     assert_eq!(results(&outputs), (true, Some(vec![7.0, 8.0, 9.0]), vec![2.0, 4.0, 6.0]));
+    // The `None` a run returned goes back in as absent (ORT itself would crash on it as an input).
+    let mut outputs = session.run([("x", &x)]).expect("absent").into_owned();
+    let echoed = outputs.take("echo").expect("echo");
+    assert!(echoed.is_none().expect("HasValue"));
+    let outputs = session.run([("opt", &echoed), ("x", &x)]).expect("a run with ORT's None as `opt`");
+    assert_eq!(results(&outputs), (false, None, vec![2.0, 4.0, 6.0]));
     // Several runs in turn (outputs preallocated from the second on): absent stays absent.
     for _ in 0..3 {
         let outputs = session.run([("x", &x)]).expect("absent again");
