@@ -129,8 +129,8 @@ fn from_array_takes_standard_layout_slices_of_a_larger_array() {
     }
     // Rank 3, a middle block, then through a real run: the values ORT reads are the slice's.
     let blocks = Array3::from_shape_fn((4, 2, 3), |(i, j, k)| (i * 100 + j * 10 + k) as f32);
-    let a = Value::from_array(blocks.slice_move(s![1..2, .., ..]).into_shape_with_order((2, 3)).expect("2x3"))
-        .expect("a");
+    let a =
+        Value::from_array(blocks.slice_move(s![1..2, .., ..]).into_shape_with_order((2, 3)).expect("2x3")).expect("a");
     let b = filled(0.5);
     let session = session("add_f32.onnx");
     let outputs = session.run([("a", &a), ("b", &b)]).expect("run");
