@@ -235,8 +235,9 @@ pub(crate) fn check_bools(bytes: &[u8]) -> Result<()> {
 }
 
 impl Value<'static> {
-    /// A tensor from an owned array. Standard layout is passed without a copy; other layouts are
-    /// copied once into standard layout.
+    /// A tensor from an owned array. Standard layout is passed without a copy (a standard-layout
+    /// slice of a larger array keeps only its own elements, moved to the buffer's start); other
+    /// layouts are copied once into standard layout.
     ///
     /// # Errors
     /// [`Error::BadShape`] for shapes whose byte size overflows.
@@ -246,12 +247,17 @@ impl Value<'static> {
     pub fn from_array<T: Element, D: Dimension>(array: ndarray::Array<T, D>) -> Result<Value<'static>> {
         let shape: Vec<i64> = array.shape().iter().map(|&d| d as i64).collect();
         let array = if array.is_standard_layout() { array } else { array.as_standard_layout().into_owned() };
-        let (data, offset) = array.into_raw_vec_and_offset();
-        let data = match offset {
-            Some(0) | None => data,
-            // A standard-layout owned array that does not start at its buffer's start: rare, copy.
-            Some(start) => data[start..].to_vec(),
+        let len = array.len();
+        let (mut data, offset) = array.into_raw_vec_and_offset();
+        // A standard-layout slice of a larger array keeps the whole buffer: its elements are the
+        // `len` from `start` on (ndarray guarantees they are in the buffer). Keep only those, in place.
+        let start = offset.unwrap_or(0);
+        let end = start.checked_add(len).filter(|&end| end <= data.len());
+        let Some(end) = end else {
+            return Err(Error::DataLength { shape, expected: len, got: data.len().saturating_sub(start) });
         };
+        data.truncate(end);
+        data.drain(..start);
         Value::from_vec(&shape, data)
     }
 

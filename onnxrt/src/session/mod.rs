@@ -444,7 +444,13 @@ impl Session {
         let mut lent: SmallVec<[Option<output_pool::Lent>; 8]> = SmallVec::new();
         if preallocate {
             for (p, slot) in output_values.iter_mut().enumerate() {
-                let tensor = self.inner.output_pool.take(model_index(p))?;
+                // An output named twice in one run: ORT writes only one of the tensors handed to
+                // it and returns the others unwritten, so such outputs are never preallocated
+                // (ORT's one value is then copied per position, see `unalias`).
+                let repeated = output_indices
+                    .as_ref()
+                    .is_some_and(|indices| indices.iter().filter(|&&i| i == indices[p]).nth(1).is_some());
+                let tensor = if repeated { None } else { self.inner.output_pool.take(model_index(p))? };
                 if let Some((_, tensor)) = &tensor {
                     *slot = tensor.as_ptr();
                 }

@@ -16,10 +16,20 @@
 //! differ from their declarations (ORT only warns about that) keeps its old behaviour; that
 //! repeat happens at most once per session.
 //!
-//! Soundness: ORT writes the run's result into `*output[i]`. Where it used our tensor, the value
-//! still points to our buffer (checked after every run); otherwise it now holds ORT's own tensor
-//! and is treated like any output ORT allocated. A buffer goes back to the pool only when the
-//! value that owned it is dropped, so no two live values share one.
+//! Soundness: a pooled buffer is lent only where no other live value can point at it.
+//! - ORT writes a preallocated output in place and never replaces the value passed in (its `Run`
+//!   fills in only the outputs passed as null). Where it used our tensor, the value still points
+//!   to our buffer (checked after every run); otherwise it now holds ORT's own tensor, keeps our
+//!   buffer until it is dropped, and is treated like any output ORT allocated.
+//! - An output named more than once in one run is never preallocated: ORT keeps one value per
+//!   graph output and would write only one of the tensors, leaving the others holding an
+//!   earlier run's data. ORT's own value is returned instead and copied per position.
+//! - Outputs that are graph inputs are not pooled (ORT returns the input's own value there); an
+//!   output ORT takes from an initializer (a folded constant) is copied by ORT into our tensor.
+//! - A failed run frees the tensors it was lent instead of recycling them; the retry without
+//!   preallocation gets its outputs from ORT.
+//! - A buffer goes back to the pool only when the value that owned it is dropped, so no two live
+//!   values share one.
 
 use std::alloc::Layout;
 use std::ffi::c_void;

@@ -278,8 +278,12 @@ impl Session {
         let given: SmallVec<[I::Item; 8]> = inputs.into_iter().collect();
         let borrowed: SmallVec<[(&str, &Value<'static>); 8]> = given.iter().map(|i| (i.name(), i.value())).collect();
         let mut order: Vec<usize> = Vec::with_capacity(borrowed.len());
-        validate::inputs(self, &borrowed, |index, _| order.push(index))?;
-        let input_values = borrowed.iter().map(|(_, v)| v.as_ptr().cast_const()).collect();
+        // Only the values validation accepts: an absent optional input is left out of the run.
+        let mut input_values = Vec::with_capacity(borrowed.len());
+        validate::inputs(self, &borrowed, |index, value| {
+            order.push(index);
+            input_values.push(value.as_ptr().cast_const());
+        })?;
         drop(borrowed);
         let output_indices: Vec<usize> = if outputs.is_empty() {
             (0..self.inner.outputs.len()).collect()

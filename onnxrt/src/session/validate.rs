@@ -7,6 +7,11 @@ use crate::value::{Value, ValueKind};
 
 /// Checks names, kinds, types and shapes, handing each accepted (model input index, value) to
 /// `accept` in the order given (so callers build their arrays without an intermediate one).
+///
+/// An input the model declares of optional type may be absent: given as [`Value::none`] or not
+/// given at all. Such an input is not handed to `accept`, so ORT's `Run` does not see it: ORT
+/// takes a graph input that is not fed as an absent optional (its `Identity` kernel says so), while
+/// the `None` value an `Optional` node makes crashes ORT 1.16.2's `Run` when fed back as an input.
 pub(crate) fn inputs<'v, 'd>(
     session: &Session,
     given: &[(&str, &'v Value<'d>)],
@@ -24,10 +29,14 @@ pub(crate) fn inputs<'v, 'd>(
         if seen.insert(index) {
             return Err(Error::DuplicateInput { name: name.to_owned() });
         }
+        if is_absent(&declared[index], value)? {
+            continue;
+        }
         check_value(&declared[index], value)?;
         accept(index, value);
     }
-    if let Some(missing) = seen.first_missing(declared.len()) {
+    let required = |i: &usize| declared[*i].kind != ValueKind::Optional;
+    if let Some(missing) = seen.missing(declared.len()).find(required) {
         let info = &declared[missing];
         return Err(Error::MissingInput {
             name: info.name.clone(),
@@ -39,10 +48,30 @@ pub(crate) fn inputs<'v, 'd>(
     Ok(())
 }
 
+/// Whether `value` is an absent optional (`None`) for an input declared optional, which is then
+/// left out of the run. `None` for any other input is refused.
+fn is_absent(info: &ValueInfo, value: &Value<'_>) -> Result<bool> {
+    if value.meta()?.kind != ValueKind::Optional {
+        return Ok(false);
+    }
+    if info.kind == ValueKind::Optional {
+        Ok(true)
+    } else {
+        Err(absent_optional(&info.name))
+    }
+}
+
 fn check_value(info: &ValueInfo, value: &Value<'_>) -> Result<()> {
     let meta = value.meta()?;
     if meta.kind == ValueKind::Optional {
-        return Err(absent_optional(&info.name));
+        // Only IoBinding gets here (`inputs` leaves absent values out before): ORT 1.16.2's
+        // `Run` crashes (SIGSEGV) on the `None` value an `Optional` node makes.
+        return Err(Error::InvalidArgument {
+            what: format!("binding an absent optional value (None) to `{}`", info.name),
+            why: "ONNX Runtime crashes on a None value handed to it; use Session::run, which leaves an absent \
+                  optional input out"
+                .into(),
+        });
     }
     // An optional input takes an absent value, or a present one: the tensor or sequence itself.
     let accepted = meta.kind == info.kind || (info.kind == ValueKind::Optional && Some(meta.kind) == info.contains);
@@ -81,14 +110,12 @@ fn check_value(info: &ValueInfo, value: &Value<'_>) -> Result<()> {
     Ok(())
 }
 
-/// ORT's C API has no way to hand it an absent optional: ORT 1.16.2's `Run` crashed (SIGSEGV)
-/// on the `None` an `Optional` node returns, and refused a value without a type ("Unexpected
-/// input data type. Actual: (null)"). Refusing it here keeps the crash out of reach.
+/// `None` for an input that is not of optional type.
 fn absent_optional(name: &str) -> Error {
     Error::InvalidArgument {
         what: format!("an absent optional value (None) for `{name}`"),
-        why: "ONNX Runtime cannot take an absent optional through its C API (it crashes); pass a present value, \
-              or give the model a variant without that input"
+        why: "only an input the model declares of optional type can be absent (pass Value::none for it, or leave it \
+              out); this one needs a value"
             .into(),
     }
 }
@@ -167,10 +194,11 @@ impl Seen {
         }
     }
 
-    fn first_missing(&self, len: usize) -> Option<usize> {
-        match self {
-            Seen::Bits(bits) => (0..len).find(|&i| bits & (1 << i) == 0),
-            Seen::Many(flags) => flags.iter().position(|f| !f),
-        }
+    /// The indices below `len` not marked, in order.
+    fn missing(&self, len: usize) -> impl Iterator<Item = usize> + '_ {
+        (0..len).filter(move |&i| match self {
+            Seen::Bits(bits) => bits & (1 << i) == 0,
+            Seen::Many(flags) => !flags[i],
+        })
     }
 }

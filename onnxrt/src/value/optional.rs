@@ -9,11 +9,9 @@
 //! has no function that makes an absent one, and `CreateValue` cannot make a sequence without a
 //! member to take the element type from. ORT makes both itself when a model's `Optional` or
 //! `SequenceEmpty` node runs, so this module does exactly that: a one-node model per type, built
-//! here in a few bytes of protobuf, loaded once, and run without inputs. Its output owns its
-//! (empty) contents and depends on nothing of the session.
-
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+//! here in a few bytes of protobuf, loaded for the call, and run without inputs. Its output owns
+//! its (empty) contents and depends on nothing of the session. That costs a session's creation per
+//! call: make such a value once and pass it by reference to every run that needs it.
 
 use crate::api::api;
 use crate::element::ElementType;
@@ -101,15 +99,16 @@ impl Value<'_> {
 }
 
 /// Which one-node model makes the value.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy)]
 enum Maker {
     None(ValueType),
     EmptySequence(ElementType),
 }
 
-/// One session per kind of value made (a handful in practice), kept for the process.
-static MAKERS: Mutex<Option<HashMap<Maker, Arc<Session>>>> = Mutex::new(None);
-
+/// Makes the value with a one-node session built for this call and dropped after it. Not cached:
+/// a session holds its environment, and a cached one kept the process's environment alive for
+/// good, so `EnvironmentBuilder::commit` failed ever after. The session joins the live
+/// environment (or a default one that goes with it).
 fn made_by(maker: Maker) -> Result<Value<'static>> {
     let element_type = match maker {
         Maker::None(of) => of.element_type(),
@@ -121,23 +120,10 @@ fn made_by(maker: Maker) -> Result<Value<'static>> {
             why: "onnxrt does not know that element type".into(),
         });
     }
-    let session = {
-        let mut makers = MAKERS.lock().unwrap_or_else(|e| e.into_inner());
-        let makers = makers.get_or_insert_with(HashMap::new);
-        match makers.get(&maker) {
-            Some(session) => Arc::clone(session),
-            None => {
-                let session = Arc::new(
-                    Session::builder()
-                        .intra_op_threads(1)
-                        .commit_from_memory(&model(maker))
-                        .map_err(|e| refused(element_type, e))?,
-                );
-                makers.insert(maker, Arc::clone(&session));
-                session
-            }
-        }
-    };
+    let session = Session::builder()
+        .intra_op_threads(1)
+        .commit_from_memory(&model(maker))
+        .map_err(|e| refused(element_type, e))?;
     let no_inputs: [(&str, &Value<'static>); 0] = [];
     let mut values = session.run(no_inputs).map_err(|e| refused(element_type, e))?.into_values();
     let mut value = values.pop().ok_or_else(|| Error::InvalidArgument {
