@@ -356,14 +356,18 @@ fn start(session: &Session, state: &Arc<State>) -> Result<()> {
     Ok(())
 }
 
-/// ORT's completion callback. Never unwinds into C.
+/// ORT's completion callback. Its whole body runs inside `ffi_guard::guard`, so nothing unwinds
+/// into C; the waker (user code: an executor's, or one made with `std::task::Wake`) runs under
+/// `ffi_guard::catch`, so a panicking waker, or a panic payload whose `Drop` panics, neither
+/// aborts nor skips the bookkeeping after it (without `finish`, dropping the session would wait
+/// for this run for ever).
 unsafe extern "C" fn on_done(
     user_data: *mut c_void,
     outputs: *mut *mut OrtValue,
     count: usize,
     status: *mut OrtStatus,
 ) {
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    crate::ffi_guard::guard(|| (), || {
         // SAFETY: `user_data` is the reference created by Arc::into_raw in run_async; consumed once.
         let state = unsafe { Arc::from_raw(user_data.cast::<State>().cast_const()) };
         // SAFETY: `status` is the run's status, ours to read and release.
@@ -405,12 +409,12 @@ unsafe extern "C" fn on_done(
         // `Drop for Inner` sees the flag and releases the session on another thread.
         IN_CALLBACK.with(|flag| flag.set(true));
         if let Some(waker) = waker {
-            waker.wake();
+            let _ = crate::ffi_guard::catch(move || waker.wake());
         }
         // The slot goes to the oldest waiting future (woken here), or back to the pool.
         state.gate.leave();
         IN_CALLBACK.with(|flag| flag.set(false));
         // Last: from here on the session may be released (on the thread that drops it, not here).
         state.in_flight.finish();
-    }));
+    });
 }
