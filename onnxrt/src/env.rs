@@ -439,9 +439,9 @@ unsafe extern "C" fn log_callback(
                 LogLevel::Warning => log::Level::Warn,
                 LogLevel::Error | LogLevel::Fatal => log::Level::Error,
             };
-            let _ = crate::ffi_guard::catch(|| {
-                log::log!(target: "onnxrt::ort", level, "[{}] {}: {}", record.log_id, record.code_location, record.message)
-            });
+            let _ = crate::ffi_guard::catch(
+                || log::log!(target: "onnxrt::ort", level, "[{}] {}: {}", record.log_id, record.code_location, record.message),
+            );
             // The live environment's state (none between environments): a clone, so the lock is
             // not held while the hook runs and the state outlives this call whatever happens.
             let Some(state) = LOGGER.lock().ok().and_then(|live| live.clone()) else { return };

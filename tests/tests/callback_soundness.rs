@@ -40,7 +40,8 @@ fn in_child(test: &str, case: impl FnOnce()) {
         .output()
         .expect("the child test process starts");
     let stderr = String::from_utf8_lossy(&output.stderr);
-    let tail: String = stderr.lines().rev().take(15).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
+    let tail: String =
+        stderr.lines().rev().take(15).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
     assert!(output.status.success(), "{test} in a child process did not pass ({}):\n{tail}", output.status);
     assert!(String::from_utf8_lossy(&output.stdout).contains("1 passed"), "the child ran {test}");
 }

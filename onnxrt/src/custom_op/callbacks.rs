@@ -80,7 +80,7 @@ unsafe extern "C" fn name(op: *const OrtCustomOp) -> *const c_char {
 }
 
 unsafe extern "C" fn provider_type(_op: *const OrtCustomOp) -> *const c_char {
-    std::ptr::null() // the CPU provider; nothing here can panic
+    guard(std::ptr::null, std::ptr::null) // null: the CPU provider
 }
 
 fn element_at(specs: &[IoSpec], index: usize) -> ONNXTensorElementDataType {
@@ -140,7 +140,7 @@ unsafe extern "C" fn output_characteristic(
 }
 
 unsafe extern "C" fn input_memory_type(_op: *const OrtCustomOp, _index: usize) -> OrtMemType {
-    onnxrt_sys::OrtMemTypeDefault
+    guard(|| onnxrt_sys::OrtMemTypeDefault, || onnxrt_sys::OrtMemTypeDefault)
 }
 
 unsafe extern "C" fn variadic_input_min_arity(op: *const OrtCustomOp) -> c_int {
@@ -155,7 +155,7 @@ unsafe extern "C" fn variadic_output_min_arity(op: *const OrtCustomOp) -> c_int 
 
 /// Variadic values all share one element type ([`IoSpec::variadic`]).
 unsafe extern "C" fn homogeneous(_op: *const OrtCustomOp) -> c_int {
-    1
+    guard(|| 1, || 1)
 }
 
 unsafe extern "C" fn create_kernel(

@@ -214,14 +214,7 @@ impl<'a> KernelContext<'a> {
     /// later failure leaves an allocated output unwritten. `slot` records the allocation as soon
     /// as it exists: if zeroing fails, the output still counts as allocated and unwritten, and
     /// [`check_written`](KernelContext::check_written) fails the run.
-    fn allocate(
-        &self,
-        api: &Api,
-        index: usize,
-        dims: &[i64],
-        len: usize,
-        slot: &mut Output,
-    ) -> Result<*mut OrtValue> {
+    fn allocate(&self, api: &Api, index: usize, dims: &[i64], len: usize, slot: &mut Output) -> Result<*mut OrtValue> {
         let mut value: *mut OrtValue = std::ptr::null_mut();
         // SAFETY: `self.raw` is live; `dims` holds `dims.len()` values; the out-pointer is valid.
         // The value belongs to the context (we never release it).
