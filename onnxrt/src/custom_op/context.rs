@@ -185,23 +185,19 @@ impl<'a> KernelContext<'a> {
                      ask again with that shape"
                 )))
             }
-            Output::NotMade => {
-                let value = self.allocate(api, index, &dims, len, &mut outputs[index])?;
-                let Output::Allocated { element: Some(element), .. } = outputs[index] else {
-                    unreachable!("allocate records the element type when it succeeds")
-                };
-                (value, element)
-            }
+            Output::NotMade => self.allocate(api, index, &dims, len, &mut outputs[index])?,
         };
         if element != T::TYPE {
             return Err(mismatch(element));
         }
-        outputs[index] = Output::Viewed;
         if len == 0 {
+            outputs[index] = Output::Viewed;
             return ArrayViewMutD::from_shape(IxDyn(shape), &mut [])
                 .map_err(|e| Error::InvalidArgument { what: "empty tensor".into(), why: e.to_string() });
         }
+        // Viewed only once the view is certain: a failure here leaves it allocated, and unwritten.
         let data = data_of(api, value)?.cast::<T>();
+        outputs[index] = Output::Viewed;
         // SAFETY: ORT allocated `len` elements of T (type checked above) for this output, aligned
         // by its allocator, and `allocate` zeroed them: zero bytes are a valid value of every
         // Element type (0, 0.0, false), so the view never exposes uninitialised memory. The buffer
@@ -214,7 +210,14 @@ impl<'a> KernelContext<'a> {
     /// later failure leaves an allocated output unwritten. `slot` records the allocation as soon
     /// as it exists: if zeroing fails, the output still counts as allocated and unwritten, and
     /// [`check_written`](KernelContext::check_written) fails the run.
-    fn allocate(&self, api: &Api, index: usize, dims: &[i64], len: usize, slot: &mut Output) -> Result<*mut OrtValue> {
+    fn allocate(
+        &self,
+        api: &Api,
+        index: usize,
+        dims: &[i64],
+        len: usize,
+        slot: &mut Output,
+    ) -> Result<(*mut OrtValue, ElementType)> {
         let mut value: *mut OrtValue = std::ptr::null_mut();
         // SAFETY: `self.raw` is live; `dims` holds `dims.len()` values; the out-pointer is valid.
         // The value belongs to the context (we never release it).
@@ -239,7 +242,7 @@ impl<'a> KernelContext<'a> {
             unsafe { std::ptr::write_bytes(data.cast::<u8>(), 0, bytes) };
         }
         *slot = Output::Allocated { value, dims: dims.into(), element: Some(element) };
-        Ok(value)
+        Ok((value, element))
     }
 
     /// After a compute that returned `Ok`: the first output the kernel left unwritten, as the
