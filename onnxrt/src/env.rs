@@ -14,7 +14,6 @@
 
 use std::collections::VecDeque;
 use std::ffi::{c_char, c_void, CStr, CString};
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Mutex, Weak};
 
 use onnxrt_sys::OrtEnv;
@@ -413,8 +412,9 @@ fn text(ptr: *const c_char) -> String {
     unsafe { CStr::from_ptr(ptr) }.to_string_lossy().into_owned()
 }
 
-/// ORT's logging callback. Its body never unwinds into C: a panic (in `log` or the user's hook) is
-/// caught and dropped.
+/// ORT's logging callback. Its whole body runs inside `ffi_guard::guard`, and the user's code in
+/// it (the `log` crate's logger, the hook) under `ffi_guard::catch`, which also disposes of a
+/// panic's payload: nothing unwinds into C, and a panicking logger does not silence the hook.
 unsafe extern "C" fn log_callback(
     _param: *mut c_void,
     severity: onnxrt_sys::OrtLoggingLevel,
@@ -423,34 +423,39 @@ unsafe extern "C" fn log_callback(
     code_location: *const c_char,
     message: *const c_char,
 ) {
-    let _ = catch_unwind(AssertUnwindSafe(|| {
-        let record = LogRecord {
-            level: LogLevel::from_raw(severity),
-            category: text(category),
-            log_id: text(log_id),
-            code_location: text(code_location),
-            message: text(message),
-        };
-        let level = match record.level {
-            LogLevel::Verbose => log::Level::Trace,
-            LogLevel::Info => log::Level::Debug,
-            LogLevel::Warning => log::Level::Warn,
-            LogLevel::Error | LogLevel::Fatal => log::Level::Error,
-        };
-        log::log!(target: "onnxrt::ort", level, "[{}] {}: {}", record.log_id, record.code_location, record.message);
-        // The live environment's state (none between environments): a clone, so the lock is not
-        // held while the hook runs and the state outlives this call whatever happens meanwhile.
-        let Some(state) = LOGGER.lock().ok().and_then(|live| live.clone()) else { return };
-        if record.level >= LogLevel::Warning {
-            if let Ok(mut recent) = state.recent.lock() {
-                if recent.len() == KEPT_RECORDS {
-                    recent.pop_front();
+    crate::ffi_guard::guard(
+        || (),
+        || {
+            let record = LogRecord {
+                level: LogLevel::from_raw(severity),
+                category: text(category),
+                log_id: text(log_id),
+                code_location: text(code_location),
+                message: text(message),
+            };
+            let level = match record.level {
+                LogLevel::Verbose => log::Level::Trace,
+                LogLevel::Info => log::Level::Debug,
+                LogLevel::Warning => log::Level::Warn,
+                LogLevel::Error | LogLevel::Fatal => log::Level::Error,
+            };
+            let _ = crate::ffi_guard::catch(
+                || log::log!(target: "onnxrt::ort", level, "[{}] {}: {}", record.log_id, record.code_location, record.message),
+            );
+            // The live environment's state (none between environments): a clone, so the lock is
+            // not held while the hook runs and the state outlives this call whatever happens.
+            let Some(state) = LOGGER.lock().ok().and_then(|live| live.clone()) else { return };
+            if record.level >= LogLevel::Warning {
+                if let Ok(mut recent) = state.recent.lock() {
+                    if recent.len() == KEPT_RECORDS {
+                        recent.pop_front();
+                    }
+                    recent.push_back(record.clone());
                 }
-                recent.push_back(record.clone());
             }
-        }
-        if let Some(hook) = &state.hook {
-            hook(&record);
-        }
-    }));
+            if let Some(hook) = &state.hook {
+                let _ = crate::ffi_guard::catch(|| hook(&record));
+            }
+        },
+    )
 }

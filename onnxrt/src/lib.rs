@@ -48,6 +48,7 @@ pub mod custom_op;
 mod element;
 mod env;
 mod error;
+mod ffi_guard;
 mod float8;
 mod handle;
 mod io_binding;

@@ -427,10 +427,14 @@ fn builder_cases() -> Vec<Case> {
             builder().profiling("/tmp/pro\0file").commit_from_file(model("add_f32.onnx")).map(drop)
         }),
         case("custom_op_library path with a NUL byte", err("InteriorNul"), || {
-            builder().custom_op_library("/tmp/lib\0x.so").commit_from_file(model("add_f32.onnx")).map(drop)
+            // SAFETY: the path has a NUL byte, so nothing is loaded (refused before ORT is called).
+            unsafe { builder().custom_op_library("/tmp/lib\0x.so") }.commit_from_file(model("add_f32.onnx")).map(drop)
         }),
         case("custom_op_library that does not exist", err("Ort(Fail)"), || {
-            builder().custom_op_library("/nonexistent/libcustom.so").commit_from_file(model("add_f32.onnx")).map(drop)
+            // SAFETY: no such file exists, so nothing is loaded.
+            unsafe { builder().custom_op_library("/nonexistent/libcustom.so") }
+                .commit_from_file(model("add_f32.onnx"))
+                .map(drop)
         }),
         case("use_global_thread_pools without global pools", err("InvalidArgument"), || {
             builder().use_global_thread_pools().commit_from_file(model("add_f32.onnx")).map(drop)

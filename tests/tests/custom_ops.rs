@@ -13,10 +13,10 @@ fn model(name: &str) -> std::path::PathBuf {
 
 #[test]
 fn a_custom_op_library_runs_its_operator() {
-    let session = Session::builder()
-        .custom_op_library(LIBRARY)
-        .commit_from_file(model("custom_add_one.onnx"))
-        .expect("session with the custom op");
+    // SAFETY: LIBRARY is built by build.rs from custom_op/add_one.c, which registers one kernel
+    // that reads its float input and writes its whole output.
+    let builder = unsafe { Session::builder().custom_op_library(LIBRARY) };
+    let session = builder.commit_from_file(model("custom_add_one.onnx")).expect("session with the custom op");
     let x = Value::from_vec(&[4], vec![1.0f32, -2.0, 0.5, 10.0]).expect("input");
     let outputs = session.run(&[("x", &x)]).expect("run");
     let y: Vec<f32> = outputs[0].view::<f32>().expect("f32").iter().copied().collect();

@@ -1,11 +1,10 @@
 //! The `extern "C"` functions ORT calls for a Rust operator: the only code of this module that
-//! runs on ORT's behalf. Each one that runs user code catches panics (`catch_unwind`) and turns
-//! them, like the user's errors, into an `OrtStatus` whose message `status::classify` recognises
-//! (`Error::CustomOp`); nothing unwinds into C.
+//! runs on ORT's behalf. Each body runs entirely inside `ffi_guard::guard`; user code inside it
+//! runs under `ffi_guard::catch`, and its panics, like its errors, become an `OrtStatus` whose
+//! message `status::classify` recognises (`Error::CustomOp`). Formatting and dropping the user's
+//! errors, kernels and panic payloads happen inside the guard too: nothing unwinds into C.
 
-use std::any::Any;
-use std::ffi::{c_char, c_int, c_void, CString};
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::Arc;
 
 use onnxrt_sys::{
@@ -16,6 +15,7 @@ use onnxrt_sys::{
 use super::domain::OpEntry;
 use super::{Arity, IoSpec, Kernel, KernelContext, KernelInfo};
 use crate::api::api;
+use crate::ffi_guard::{catch, drop_caught, guard, text_of};
 
 /// The start of the message of every status made here; `status::classify` looks for it.
 pub(crate) const MARKER: &str = "onnxrt custom op `";
@@ -67,15 +67,20 @@ unsafe fn entry<'a>(op: *const OrtCustomOp) -> &'a OpEntry {
 struct KernelBox {
     kernel: Box<dyn Kernel>,
     label: Arc<str>,
+    /// The operator's outputs as declared, for `KernelContext`'s checks.
+    outputs: Vec<IoSpec>,
 }
 
 unsafe extern "C" fn name(op: *const OrtCustomOp) -> *const c_char {
-    // SAFETY: ORT passes back a record of ours.
-    unsafe { entry(op) }.name.as_ptr()
+    guard(
+        || c"".as_ptr(),
+        // SAFETY: ORT passes back a record of ours.
+        || unsafe { entry(op) }.name.as_ptr(),
+    )
 }
 
 unsafe extern "C" fn provider_type(_op: *const OrtCustomOp) -> *const c_char {
-    std::ptr::null() // the CPU provider
+    guard(std::ptr::null, std::ptr::null) // null: the CPU provider
 }
 
 fn element_at(specs: &[IoSpec], index: usize) -> ONNXTensorElementDataType {
@@ -100,22 +105,22 @@ fn min_arity(specs: &[IoSpec]) -> c_int {
 
 unsafe extern "C" fn input_type(op: *const OrtCustomOp, index: usize) -> ONNXTensorElementDataType {
     // SAFETY: ORT passes back a record of ours.
-    element_at(&unsafe { entry(op) }.inputs, index)
+    guard(|| 0, || element_at(&unsafe { entry(op) }.inputs, index))
 }
 
 unsafe extern "C" fn input_count(op: *const OrtCustomOp) -> usize {
     // SAFETY: ORT passes back a record of ours.
-    unsafe { entry(op) }.inputs.len()
+    guard(|| 0, || unsafe { entry(op) }.inputs.len())
 }
 
 unsafe extern "C" fn output_type(op: *const OrtCustomOp, index: usize) -> ONNXTensorElementDataType {
     // SAFETY: ORT passes back a record of ours.
-    element_at(&unsafe { entry(op) }.outputs, index)
+    guard(|| 0, || element_at(&unsafe { entry(op) }.outputs, index))
 }
 
 unsafe extern "C" fn output_count(op: *const OrtCustomOp) -> usize {
     // SAFETY: ORT passes back a record of ours.
-    unsafe { entry(op) }.outputs.len()
+    guard(|| 0, || unsafe { entry(op) }.outputs.len())
 }
 
 unsafe extern "C" fn input_characteristic(
@@ -123,7 +128,7 @@ unsafe extern "C" fn input_characteristic(
     index: usize,
 ) -> OrtCustomOpInputOutputCharacteristic {
     // SAFETY: ORT passes back a record of ours.
-    characteristic_at(&unsafe { entry(op) }.inputs, index)
+    guard(|| onnxrt_sys::INPUT_OUTPUT_REQUIRED, || characteristic_at(&unsafe { entry(op) }.inputs, index))
 }
 
 unsafe extern "C" fn output_characteristic(
@@ -131,26 +136,26 @@ unsafe extern "C" fn output_characteristic(
     index: usize,
 ) -> OrtCustomOpInputOutputCharacteristic {
     // SAFETY: ORT passes back a record of ours.
-    characteristic_at(&unsafe { entry(op) }.outputs, index)
+    guard(|| onnxrt_sys::INPUT_OUTPUT_REQUIRED, || characteristic_at(&unsafe { entry(op) }.outputs, index))
 }
 
 unsafe extern "C" fn input_memory_type(_op: *const OrtCustomOp, _index: usize) -> OrtMemType {
-    onnxrt_sys::OrtMemTypeDefault
+    guard(|| onnxrt_sys::OrtMemTypeDefault, || onnxrt_sys::OrtMemTypeDefault)
 }
 
 unsafe extern "C" fn variadic_input_min_arity(op: *const OrtCustomOp) -> c_int {
     // SAFETY: ORT passes back a record of ours.
-    min_arity(&unsafe { entry(op) }.inputs)
+    guard(|| 1, || min_arity(&unsafe { entry(op) }.inputs))
 }
 
 unsafe extern "C" fn variadic_output_min_arity(op: *const OrtCustomOp) -> c_int {
     // SAFETY: ORT passes back a record of ours.
-    min_arity(&unsafe { entry(op) }.outputs)
+    guard(|| 1, || min_arity(&unsafe { entry(op) }.outputs))
 }
 
 /// Variadic values all share one element type ([`IoSpec::variadic`]).
 unsafe extern "C" fn homogeneous(_op: *const OrtCustomOp) -> c_int {
-    1
+    guard(|| 1, || 1)
 }
 
 unsafe extern "C" fn create_kernel(
@@ -159,61 +164,75 @@ unsafe extern "C" fn create_kernel(
     info: *const OrtKernelInfo,
     kernel: *mut *mut c_void,
 ) -> OrtStatusPtr {
-    // SAFETY: ORT passes back a record of ours.
-    let entry = unsafe { entry(op) };
-    // SAFETY: `info` is ORT's live kernel info for this call; `info` is dropped before we return.
-    let info = unsafe { KernelInfo::new(info, &entry.label) };
-    match catch_unwind(AssertUnwindSafe(|| entry.op.create(&info))) {
-        Ok(Ok(made)) => {
-            let boxed = Box::new(KernelBox { kernel: made, label: Arc::clone(&entry.label) });
-            // SAFETY: `kernel` is ORT's valid out-pointer; ORT gives the pointer back to
-            // `compute` and, once, to `destroy_kernel`, which frees it.
-            unsafe { *kernel = Box::into_raw(boxed).cast() };
-            std::ptr::null_mut()
+    guard(unexpected_panic, || {
+        // SAFETY: ORT passes back a record of ours.
+        let entry = unsafe { entry(op) };
+        // SAFETY: `info` is ORT's live kernel info for this call; `info` is dropped before we return.
+        let info = unsafe { KernelInfo::new(info, &entry.label) };
+        match catch(|| entry.op.create(&info)) {
+            Ok(Ok(made)) => {
+                let outputs = entry.outputs.clone();
+                let boxed = Box::new(KernelBox { kernel: made, label: Arc::clone(&entry.label), outputs });
+                // SAFETY: `kernel` is ORT's valid out-pointer; ORT gives the pointer back to
+                // `compute` and, once, to `destroy_kernel`, which frees it.
+                unsafe { *kernel = Box::into_raw(boxed).cast() };
+                std::ptr::null_mut()
+            }
+            Ok(Err(error)) => failure(&entry.label, "failed", &text_of(error)),
+            Err(panic) => failure(&entry.label, "panicked", &panic),
         }
-        Ok(Err(error)) => failure(&entry.label, "failed", &error.to_string()),
-        Err(payload) => failure(&entry.label, "panicked", &panic_text(&*payload)),
-    }
+    })
 }
 
 unsafe extern "C" fn compute(kernel: *mut c_void, context: *mut OrtKernelContext) -> OrtStatusPtr {
-    // SAFETY: `kernel` is what `create_kernel` made, alive until `destroy_kernel`; ORT calls
-    // compute only between the two. Shared access only: `Kernel: Sync`.
-    let kernel = unsafe { &*kernel.cast::<KernelBox>() };
-    // SAFETY: `context` is ORT's live context for this call.
-    let ctx = unsafe { KernelContext::new(context, &kernel.label) };
-    match catch_unwind(AssertUnwindSafe(|| kernel.kernel.compute(&ctx))) {
-        Ok(Ok(())) => std::ptr::null_mut(),
-        Ok(Err(error)) => failure(&kernel.label, "failed", &error.to_string()),
-        Err(payload) => failure(&kernel.label, "panicked", &panic_text(&*payload)),
-    }
+    guard(unexpected_panic, || {
+        // SAFETY: `kernel` is what `create_kernel` made, alive until `destroy_kernel`; ORT calls
+        // compute only between the two. Shared access only: `Kernel: Sync`.
+        let kernel = unsafe { &*kernel.cast::<KernelBox>() };
+        // SAFETY: `context` is ORT's live context for this call.
+        let ctx = unsafe { KernelContext::new(context, &kernel.label, &kernel.outputs) };
+        let outcome = match catch(|| kernel.kernel.compute(&ctx)) {
+            // `Ok` reports the outputs written: make sure no output ORT allocated is left unwritten.
+            Ok(Ok(())) => ctx.check_written().map_err(|why| ("failed", why)),
+            Ok(Err(error)) => Err(("failed", text_of(error))),
+            Err(panic) => Err(("panicked", panic)),
+        };
+        match outcome {
+            Ok(()) => std::ptr::null_mut(),
+            Err((what, message)) => failure(&kernel.label, what, &message),
+        }
+    })
 }
 
 unsafe extern "C" fn destroy_kernel(kernel: *mut c_void) {
-    if kernel.is_null() {
-        return; // creation failed: there is nothing to free
-    }
-    // SAFETY: `kernel` came from Box::into_raw in `create_kernel`; ORT destroys it once.
-    let boxed = unsafe { Box::from_raw(kernel.cast::<KernelBox>()) };
-    // A panicking Drop of the user's kernel must not unwind into C either; the kernel is gone.
-    let _ = catch_unwind(AssertUnwindSafe(move || drop(boxed)));
-}
-
-/// The text of a panic's payload (`panic!("...")` gives a `&str` or a `String`).
-fn panic_text(payload: &(dyn Any + Send)) -> String {
-    if let Some(text) = payload.downcast_ref::<&str>() {
-        (*text).to_owned()
-    } else if let Some(text) = payload.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "(a panic without a message)".to_owned()
-    }
+    guard(
+        || (),
+        || {
+            if kernel.is_null() {
+                return; // creation failed: there is nothing to free
+            }
+            // SAFETY: `kernel` came from Box::into_raw in `create_kernel`; ORT destroys it once.
+            let boxed = unsafe { Box::from_raw(kernel.cast::<KernelBox>()) };
+            // A panicking Drop of the user's kernel must not unwind into C either; the kernel is gone.
+            drop_caught(boxed);
+        },
+    )
 }
 
 /// An ORT error status naming the operator: `onnxrt custom op `d::Op` failed: message`.
 fn failure(label: &str, what: &str, message: &str) -> OrtStatusPtr {
     let text = format!("{MARKER}{label}` {what}: {message}").replace('\0', " ");
-    let text = CString::new(text).unwrap_or_default();
+    status(&CString::new(text).unwrap_or_default())
+}
+
+/// The status for a panic of this module's own code (never expected): a static message, so
+/// making it allocates and formats nothing, and cannot panic.
+fn unexpected_panic() -> OrtStatusPtr {
+    status(c"onnxrt custom op `(unknown)` panicked: a panic inside onnxrt's custom-operator callback")
+}
+
+/// An ORT status of `text`.
+fn status(text: &CStr) -> OrtStatusPtr {
     let create = match api() {
         Ok(api) => api.ort.CreateStatus,
         Err(_) => None,
@@ -254,12 +273,5 @@ mod tests {
             "{error:?}"
         );
         assert!(recognise("Run", "some other ORT failure").is_none());
-    }
-
-    #[test]
-    fn panic_payloads_become_text() {
-        assert_eq!(panic_text(&"static"), "static");
-        assert_eq!(panic_text(&String::from("owned")), "owned");
-        assert_eq!(panic_text(&7u32), "(a panic without a message)");
     }
 }

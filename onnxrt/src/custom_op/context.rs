@@ -9,6 +9,7 @@ use ndarray::{ArrayViewD, ArrayViewMutD, IxDyn};
 use onnxrt_sys::{OrtKernelContext, OrtValue};
 use smallvec::SmallVec;
 
+use super::{Arity, IoSpec};
 use crate::api::{api, Api};
 use crate::element::{Element, ElementType};
 use crate::error::{Error, Result};
@@ -20,12 +21,16 @@ use crate::value::{TensorInfo, TensorMeta};
 /// outputs. Inputs and outputs are host memory (the operator runs on the CPU provider).
 ///
 /// Each output is made once, by [`output`](KernelContext::output), with the shape the kernel
-/// chooses; its elements start at zero.
+/// chooses; its elements start at zero. A kernel that returns `Ok` must have made every required
+/// output: if it did not, the run fails with [`Error::CustomOp`] naming the output.
 pub struct KernelContext<'a> {
     raw: *mut OrtKernelContext,
     label: &'a str,
-    // Outputs already handed out: a second mutable view of one would alias the first.
-    made: RefCell<SmallVec<[bool; 8]>>,
+    // The node's outputs as the kernel declared them (`CustomOp::outputs`).
+    specs: &'a [IoSpec],
+    // What happened to each output in this call: a second mutable view of one would alias the
+    // first, and one ORT allocated must be handed out before compute returns `Ok`.
+    outputs: RefCell<SmallVec<[Output; 8]>>,
     // Not Send or Sync: ORT's context is valid on this thread, during this call only.
     _call: PhantomData<*const ()>,
 }
@@ -34,8 +39,8 @@ impl<'a> KernelContext<'a> {
     /// # Safety
     /// `raw` is ORT's live kernel context for the current `KernelComputeV2` call; the value does
     /// not outlive the call (the callback drops it before returning).
-    pub(crate) unsafe fn new(raw: *mut OrtKernelContext, label: &'a str) -> KernelContext<'a> {
-        KernelContext { raw, label, made: RefCell::new(SmallVec::new()), _call: PhantomData }
+    pub(crate) unsafe fn new(raw: *mut OrtKernelContext, label: &'a str, specs: &'a [IoSpec]) -> KernelContext<'a> {
+        KernelContext { raw, label, specs, outputs: RefCell::new(SmallVec::new()), _call: PhantomData }
     }
 
     /// The operator, as `domain::Name`.
@@ -131,9 +136,14 @@ impl<'a> KernelContext<'a> {
 
     /// Makes output `index` with `shape` and returns it as a mutable view of `T`, all zeros.
     ///
+    /// A call that fails changes nothing the kernel can see, so it may try again: with another
+    /// `T` (an [`IoSpec::any`](super::IoSpec::any) output has the element type ORT gave it, read
+    /// it from the input it follows), and, if ORT already allocated the output, the same shape.
+    ///
     /// # Errors
     /// [`Error::ElementTypeMismatch`] if the output's element type is not `T`;
-    /// [`Error::InvalidArgument`] if `index` is out of range or the output was already made;
+    /// [`Error::InvalidArgument`] if `index` is out of range, the output was already made, or an
+    /// earlier call allocated it with another shape;
     /// [`Error::BadShape`] if the shape's element count overflows.
     ///
     /// Corresponds to `OrtApi::KernelContext_GetOutput`.
@@ -141,53 +151,127 @@ impl<'a> KernelContext<'a> {
     pub fn output<T: Element>(&self, index: usize, shape: &[usize]) -> Result<ArrayViewMutD<'_, T>> {
         let api = api()?;
         let count = self.output_count()?;
-        let bad = |why: &str| Error::InvalidArgument {
-            what: format!("output {index} of `{}`", self.label),
-            why: why.to_owned(),
-        };
+        let bad = |why: String| Error::InvalidArgument { what: format!("output {index} of `{}`", self.label), why };
         if index >= count {
-            return Err(bad(&format!("the node has {count} outputs")));
+            return Err(bad(format!("the node has {count} outputs")));
         }
-        {
-            let mut made = self.made.borrow_mut();
-            if made.len() < count {
-                made.resize(count, false);
+        let mismatch = |actual: ElementType| Error::ElementTypeMismatch {
+            name: format!("output {index} of {}", self.label),
+            expected: actual,
+            got: T::TYPE,
+            hint: String::new(),
+        };
+        // Everything that can be checked without ORT is checked before ORT allocates anything.
+        if let Some(declared) = spec_at(self.specs, index).and_then(|s| s.element) {
+            if declared != T::TYPE {
+                return Err(mismatch(declared));
             }
-            if made[index] {
-                return Err(bad("already made in this call; keep the first view"));
-            }
-            made[index] = true;
         }
         let dims: SmallVec<[i64; 6]> = shape.iter().map(|&d| i64::try_from(d).unwrap_or(i64::MAX)).collect();
         let len = crate::value::element_count(&dims)?;
+        let mut outputs = self.outputs.borrow_mut();
+        if outputs.len() < count {
+            outputs.resize(count, Output::NotMade);
+        }
+        let (value, element) = match &outputs[index] {
+            Output::Viewed => return Err(bad("already made in this call; keep the first view".into())),
+            Output::Allocated { value, dims: first, element: Some(element) } if *first == dims => (*value, *element),
+            Output::Allocated { element: None, .. } => {
+                return Err(bad("an earlier call failed after ONNX Runtime allocated it; it cannot be made now".into()))
+            }
+            Output::Allocated { dims: first, .. } => {
+                return Err(bad(format!(
+                    "ONNX Runtime already allocated it with shape {first:?} (in an earlier call that failed); \
+                     ask again with that shape"
+                )))
+            }
+            Output::NotMade => self.allocate(api, index, &dims, len, &mut outputs[index])?,
+        };
+        if element != T::TYPE {
+            return Err(mismatch(element));
+        }
+        if len == 0 {
+            outputs[index] = Output::Viewed;
+            return ArrayViewMutD::from_shape(IxDyn(shape), &mut [])
+                .map_err(|e| Error::InvalidArgument { what: "empty tensor".into(), why: e.to_string() });
+        }
+        // Viewed only once the view is certain: a failure here leaves it allocated, and unwritten.
+        let data = data_of(api, value)?.cast::<T>();
+        outputs[index] = Output::Viewed;
+        // SAFETY: ORT allocated `len` elements of T (type checked above) for this output, aligned
+        // by its allocator, and `allocate` zeroed them: zero bytes are a valid value of every
+        // Element type (0, 0.0, false), so the view never exposes uninitialised memory. The buffer
+        // is ours alone until compute returns (a view of this index is handed out once, see
+        // `Output::Viewed`), and the view cannot outlive `&self`, i.e. the call.
+        Ok(unsafe { ArrayViewMutD::from_shape_ptr(IxDyn(shape), data) })
+    }
+
+    /// Asks ORT for output `index` and zeroes it at once, whatever its element type, so no
+    /// later failure leaves an allocated output unwritten. `slot` records the allocation as soon
+    /// as it exists: if zeroing fails, the output still counts as allocated and unwritten, and
+    /// [`check_written`](KernelContext::check_written) fails the run.
+    fn allocate(
+        &self,
+        api: &Api,
+        index: usize,
+        dims: &[i64],
+        len: usize,
+        slot: &mut Output,
+    ) -> Result<(*mut OrtValue, ElementType)> {
         let mut value: *mut OrtValue = std::ptr::null_mut();
         // SAFETY: `self.raw` is live; `dims` holds `dims.len()` values; the out-pointer is valid.
         // The value belongs to the context (we never release it).
         unsafe { ort!(api, KernelContext_GetOutput(self.raw, index, dims.as_ptr(), dims.len(), &mut value)) }?;
         if value.is_null() {
-            return Err(bad("ONNX Runtime gave no value (an optional output the graph does not use?)"));
-        }
-        let meta = tensor_meta(api, value)?;
-        if meta.element_type != T::TYPE {
-            return Err(Error::ElementTypeMismatch {
-                name: format!("output {index} of {}", self.label),
-                expected: meta.element_type,
-                got: T::TYPE,
-                hint: String::new(),
+            return Err(Error::InvalidArgument {
+                what: format!("output {index} of `{}`", self.label),
+                why: "ONNX Runtime gave no value (an optional output the graph does not use?)".into(),
             });
         }
-        if len == 0 {
-            return ArrayViewMutD::from_shape(IxDyn(shape), &mut [])
-                .map_err(|e| Error::InvalidArgument { what: "empty tensor".into(), why: e.to_string() });
+        *slot = Output::Allocated { value, dims: dims.into(), element: None };
+        let element = tensor_meta(api, value)?.element_type;
+        // Strings (size 0 here) are objects ORT constructed, never raw bytes: left alone.
+        let bytes = len.checked_mul(element.size()).ok_or_else(|| Error::InvalidArgument {
+            what: format!("output {index} of `{}`", self.label),
+            why: "its size in bytes overflows".into(),
+        })?;
+        if bytes > 0 {
+            let data = data_of(api, value)?;
+            // SAFETY: ORT allocated `len` elements of `element`, `bytes` bytes in all, for this
+            // output; nothing else reads or writes it during this call.
+            unsafe { std::ptr::write_bytes(data.cast::<u8>(), 0, bytes) };
         }
-        let data = data_of(api, value)?.cast::<T>();
-        // SAFETY: ORT allocated `len` elements of T (type checked above) for this output, aligned
-        // by its allocator; zero bytes are a valid value of every Element type (0, 0.0, false),
-        // so the view never exposes uninitialised memory.
-        unsafe { std::ptr::write_bytes(data, 0, len) };
-        // SAFETY: as above; the buffer is ours alone until compute returns (this index is handed
-        // out once, see `made`), and the view cannot outlive `&self`, i.e. the call.
-        Ok(unsafe { ArrayViewMutD::from_shape_ptr(IxDyn(shape), data) })
+        *slot = Output::Allocated { value, dims: dims.into(), element: Some(element) };
+        Ok((value, element))
+    }
+
+    /// After a compute that returned `Ok`: the first output the kernel left unwritten, as the
+    /// error's message. Unwritten: allocated by ORT but never handed out as a view (an
+    /// `output` call for it failed), or never made although it is required (variadic outputs
+    /// count as required). An optional output may be left out.
+    pub(crate) fn check_written(&self) -> std::result::Result<(), String> {
+        let count = self.output_count().map_err(|e| format!("could not count the node's outputs: {e}"))?;
+        let outputs = self.outputs.borrow();
+        for index in 0..count {
+            let optional = spec_at(self.specs, index).is_some_and(|s| s.arity == Arity::Optional);
+            match outputs.get(index).unwrap_or(&Output::NotMade) {
+                Output::Viewed => {}
+                Output::Allocated { .. } => {
+                    return Err(format!(
+                        "the kernel returned Ok without writing output {index}: a call of output() for it \
+                         failed and none succeeded after it"
+                    ))
+                }
+                Output::NotMade if optional => {}
+                Output::NotMade => {
+                    return Err(format!(
+                        "the kernel returned Ok without writing output {index}: every required output must \
+                         be made with output()"
+                    ))
+                }
+            }
+        }
+        Ok(())
     }
 
     /// ORT's input value `index`, `None` when left out.
@@ -205,6 +289,23 @@ impl<'a> KernelContext<'a> {
         unsafe { ort!(api, KernelContext_GetInput(self.raw, index, &mut value)) }?;
         Ok((!value.is_null()).then_some(value))
     }
+}
+
+/// One output during a compute call.
+#[derive(Clone)]
+enum Output {
+    /// Not asked for yet.
+    NotMade,
+    /// ORT allocated it, but no view was handed out: an `output` call with the wrong element
+    /// type, or one that failed after ORT allocated. `element` is set once the buffer is zeroed.
+    Allocated { value: *mut OrtValue, dims: SmallVec<[i64; 6]>, element: Option<ElementType> },
+    /// Handed out as a view, once.
+    Viewed,
+}
+
+/// The spec of output `index`: its own, or the last one's if that one is variadic.
+fn spec_at(specs: &[IoSpec], index: usize) -> Option<&IoSpec> {
+    specs.get(index).or_else(|| specs.last().filter(|s| matches!(s.arity, Arity::Variadic { .. })))
 }
 
 /// Element type and shape of a tensor the context owns.

@@ -8,7 +8,8 @@
 //!
 //! Use this for a missing operator or a fused post-processing step that must live inside the
 //! graph; for operators already in a compiled shared library, use
-//! [`SessionBuilder::custom_op_library`](crate::SessionBuilder::custom_op_library) instead.
+//! [`SessionBuilder::custom_op_library`](crate::SessionBuilder::custom_op_library) instead (an
+//! `unsafe` call: nothing can check the library's code).
 //!
 //! ```
 //! use onnxrt::custom_op::{CustomOp, IoSpec, Kernel, KernelContext, KernelInfo, OpDomain, OpResult};
@@ -51,7 +52,12 @@
 //! computing fails that session creation or that run with [`Error::CustomOp`](crate::Error::CustomOp),
 //! which names the operator and carries the message (a panic's message too). Panics are caught
 //! at the boundary and never unwind into ONNX Runtime; the session stays usable for the next run
-//! (the kernel itself is not reset: a kernel with interior state must keep it consistent).
+//! (the kernel itself is not reset: a kernel with interior state must keep it consistent). So
+//! are panics while the error is formatted (its `Display`) or dropped, when the kernel is
+//! dropped, and when a panic's payload is dropped: none of them aborts the process. A kernel
+//! that returns `Ok` without having made every required output (say its one
+//! [`output`](KernelContext::output) call failed and it ignored the error) fails the run with
+//! `Error::CustomOp` naming the output: a run never returns an output nobody wrote.
 //!
 //! **Element types.** Inputs and outputs declare their element type ([`IoSpec`]); ONNX Runtime
 //! checks the model against them when the session is made. A model that feeds a declared-`f32`
@@ -130,7 +136,8 @@ pub trait CustomOp: Send + Sync + 'static {
 /// session overlap, and destroys the kernel on whichever thread releases the session.
 pub trait Kernel: Send + Sync + 'static {
     /// Reads the inputs from `ctx` and writes every required output. An error or a panic fails
-    /// the run with [`crate::Error::CustomOp`].
+    /// the run with [`crate::Error::CustomOp`]; so does returning `Ok` with a required output
+    /// not made.
     fn compute(&self, ctx: &KernelContext<'_>) -> OpResult;
 }
 

@@ -260,8 +260,23 @@ impl SessionBuilder {
         self
     }
 
-    /// Loads a shared library of custom operators before the model.
-    pub fn custom_op_library(mut self, path: impl Into<PathBuf>) -> Self {
+    /// Loads a shared library of custom operators before the model: when the session is made,
+    /// ONNX Runtime `dlopen`s `path` and calls its `RegisterCustomOps`, and later calls the
+    /// library's kernels during every run. Operators written in Rust need no library and no
+    /// `unsafe`: see [`custom_ops`](SessionBuilder::custom_ops).
+    ///
+    /// # Safety
+    /// Loading a library runs its initialisers and `RegisterCustomOps`, and its kernels then read
+    /// and write the session's tensors: no safe function can check what that code does. The
+    /// caller vouches that `path` names a library built for this ONNX Runtime's C API (as
+    /// `RegisterCustomOps(OrtSessionOptions*, const OrtApiBase*)`), whose code, at load time,
+    /// at registration and in every kernel, is memory-safe and writes only what it was given
+    /// (including every output it is asked for), and that the file cannot be replaced by someone
+    /// else before the session is made. ORT keeps the library loaded for the session's life.
+    ///
+    /// Corresponds to `OrtApi::RegisterCustomOpsLibrary_V2`.
+    #[doc(alias = "RegisterCustomOpsLibrary_V2")]
+    pub unsafe fn custom_op_library(mut self, path: impl Into<PathBuf>) -> Self {
         self.custom_op_libraries.push(path.into());
         self
     }

@@ -360,61 +360,68 @@ fn start(session: &Session, state: &Arc<State>) -> Result<()> {
     Ok(())
 }
 
-/// ORT's completion callback. Never unwinds into C.
+/// ORT's completion callback. Its whole body runs inside `ffi_guard::guard`, so nothing unwinds
+/// into C; the waker (user code: an executor's, or one made with `std::task::Wake`) runs under
+/// `ffi_guard::catch`, so a panicking waker, or a panic payload whose `Drop` panics, neither
+/// aborts nor skips the bookkeeping after it (without `finish`, dropping the session would wait
+/// for this run for ever).
 unsafe extern "C" fn on_done(
     user_data: *mut c_void,
     outputs: *mut *mut OrtValue,
     count: usize,
     status: *mut OrtStatus,
 ) {
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // SAFETY: `user_data` is the reference created by Arc::into_raw in run_async; consumed once.
-        let state = unsafe { Arc::from_raw(user_data.cast::<State>().cast_const()) };
-        // SAFETY: `status` is the run's status, ours to read and release.
-        let checked = unsafe { crate::status::check("RunAsync", status) };
-        let mut values = Vec::with_capacity(count);
-        for i in 0..count {
-            // SAFETY: ORT passes `count` output slots; each non-null one is a value we now own.
-            let raw = unsafe { *outputs.add(i) };
-            if !raw.is_null() {
-                // SAFETY: as above.
-                if let Ok(owned) = unsafe { Owned::from_raw(raw) } {
-                    let value = Value::from_owned(owned);
-                    values.push(match state.labels.get(i) {
-                        Some(label) => value.with_name(Arc::clone(label)),
-                        None => value,
-                    });
+    crate::ffi_guard::guard(
+        || (),
+        || {
+            // SAFETY: `user_data` is the reference created by Arc::into_raw in run_async; consumed once.
+            let state = unsafe { Arc::from_raw(user_data.cast::<State>().cast_const()) };
+            // SAFETY: `status` is the run's status, ours to read and release.
+            let checked = unsafe { crate::status::check("RunAsync", status) };
+            let mut values = Vec::with_capacity(count);
+            for i in 0..count {
+                // SAFETY: ORT passes `count` output slots; each non-null one is a value we now own.
+                let raw = unsafe { *outputs.add(i) };
+                if !raw.is_null() {
+                    // SAFETY: as above.
+                    if let Ok(owned) = unsafe { Owned::from_raw(raw) } {
+                        let value = Value::from_owned(owned);
+                        values.push(match state.labels.get(i) {
+                            Some(label) => value.with_name(Arc::clone(label)),
+                            None => value,
+                        });
+                    }
                 }
             }
-        }
-        // An output that is an input's buffer must not outlive the inputs, which `state` drops
-        // once the future is gone: copy it.
-        let unaliased = crate::value::alias::unalias(&mut values, state.inputs.iter().map(Held::value), |p| {
-            state.passthrough.get(p).copied().unwrap_or(false)
-        });
-        let result = match checked.and(unaliased) {
-            Ok(()) if values.len() == count => Ok(values),
-            Ok(()) => Err(Error::Ort {
-                function: "RunAsync",
-                code: crate::error::ErrorCode::Fail,
-                message: "missing outputs".into(),
-            }),
-            Err(e) => Err(e),
-        };
-        let mut done = state.done.lock().unwrap_or_else(|e| e.into_inner());
-        done.result = Some(result);
-        let waker = done.waker.take();
-        drop(done);
-        // A waker may drop the last `Session` here, on ORT's thread, before `finish` below:
-        // `Drop for Inner` sees the flag and releases the session on another thread.
-        IN_CALLBACK.with(|flag| flag.set(true));
-        if let Some(waker) = waker {
-            waker.wake();
-        }
-        // The slot goes to the oldest waiting future (woken here), or back to the pool.
-        state.gate.leave();
-        IN_CALLBACK.with(|flag| flag.set(false));
-        // Last: from here on the session may be released (on the thread that drops it, not here).
-        state.in_flight.finish();
-    }));
+            // An output that is an input's buffer must not outlive the inputs, which `state` drops
+            // once the future is gone: copy it.
+            let unaliased = crate::value::alias::unalias(&mut values, state.inputs.iter().map(Held::value), |p| {
+                state.passthrough.get(p).copied().unwrap_or(false)
+            });
+            let result = match checked.and(unaliased) {
+                Ok(()) if values.len() == count => Ok(values),
+                Ok(()) => Err(Error::Ort {
+                    function: "RunAsync",
+                    code: crate::error::ErrorCode::Fail,
+                    message: "missing outputs".into(),
+                }),
+                Err(e) => Err(e),
+            };
+            let mut done = state.done.lock().unwrap_or_else(|e| e.into_inner());
+            done.result = Some(result);
+            let waker = done.waker.take();
+            drop(done);
+            // A waker may drop the last `Session` here, on ORT's thread, before `finish` below:
+            // `Drop for Inner` sees the flag and releases the session on another thread.
+            IN_CALLBACK.with(|flag| flag.set(true));
+            if let Some(waker) = waker {
+                let _ = crate::ffi_guard::catch(move || waker.wake());
+            }
+            // The slot goes to the oldest waiting future (woken here), or back to the pool.
+            state.gate.leave();
+            IN_CALLBACK.with(|flag| flag.set(false));
+            // Last: from here on the session may be released (on the thread that drops it, not here).
+            state.in_flight.finish();
+        },
+    );
 }
