@@ -39,7 +39,7 @@ pub fn cached(config: &Config) -> Vec<String> {
         .manifest
         .dists
         .iter()
-        .filter(|d| cache_key(config, d).is_some_and(|k| cache.lookup(&k).is_some()))
+        .filter(|d| cache_key(config, d).is_some_and(|k| matches!(cache.lookup(&k), Ok(Some(_)))))
         .map(|d| d.name.clone())
         .collect()
 }

@@ -18,7 +18,8 @@
 //! ORT's own `ORT_*` variables (used by the `ort` crate) are deliberately not read: a shell set up
 //! for another crate must not silently redirect this build.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
@@ -63,6 +64,33 @@ pub struct Config {
     /// Told about a download's progress (`None`: nobody). In a build script [`Config::from_env`]
     /// sets a log on stderr; `onnxrt fetch` sets its progress bar.
     pub progress: Option<crate::Reporter>,
+    /// Test-only: see [`Hooks`].
+    #[doc(hidden)]
+    pub hooks: Hooks,
+}
+
+/// Test-only callbacks that make races deterministic (the regression tests of a file swapped
+/// between its hash and its use). Never set outside tests; nothing in the crate sets them.
+#[doc(hidden)]
+#[derive(Clone, Default)]
+pub struct Hooks {
+    /// Called with the path of a file whose sha256 was just checked, before anything reads it again.
+    pub verified: Option<Arc<dyn Fn(&Path) + Send + Sync>>,
+}
+
+impl Hooks {
+    /// Runs [`Hooks::verified`], if set.
+    pub(crate) fn verified(&self, path: &Path) {
+        if let Some(hook) = &self.verified {
+            hook(path)
+        }
+    }
+}
+
+impl std::fmt::Debug for Hooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.verified.is_some() { "Hooks(verified)" } else { "Hooks(none)" })
+    }
 }
 
 struct EnvReader {
@@ -141,6 +169,7 @@ impl Config {
             attempts: 3,
             vars_read: env.read,
             progress: std::env::var_os("OUT_DIR").map(|_| crate::Reporter::log("onnxrt-sys build")),
+            hooks: Hooks::default(),
         })
     }
 
@@ -165,6 +194,7 @@ impl Config {
             attempts: 3,
             vars_read: Vec::new(),
             progress: None,
+            hooks: Hooks::default(),
         })
     }
 }

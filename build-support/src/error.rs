@@ -73,6 +73,10 @@ pub enum Error {
     #[error("the cache entry {entry} is damaged: {file} {why}. Nothing in it was used. {remedy}")]
     DamagedEntry { entry: PathBuf, file: String, why: String, remedy: String },
 
+    /// A folder or file of the cache that someone else could have planted or can change.
+    #[error("refusing the cache: {path} {why}. Nothing in the cache was used. {fix}")]
+    UnsafeCache { path: PathBuf, why: String, fix: String },
+
     /// Nothing in the cache and downloads are forbidden.
     #[error(
         "offline ({reason}) and `{dist}` is not in the cache {cache}. Either allow the download (unset ONNXRT_OFFLINE / CARGO_NET_OFFLINE), \
