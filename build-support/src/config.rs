@@ -75,8 +75,12 @@ pub struct Config {
 #[derive(Clone, Default)]
 pub struct Hooks {
     /// Called with the path of a file whose sha256 was just checked, before anything reads it again.
-    pub verified: Option<Arc<dyn Fn(&Path) + Send + Sync>>,
+    pub verified: Option<PathHook>,
 }
+
+/// A test-only callback given a path.
+#[doc(hidden)]
+pub type PathHook = Arc<dyn Fn(&Path) + Send + Sync>;
 
 impl Hooks {
     /// Runs [`Hooks::verified`], if set.

@@ -23,7 +23,7 @@ fn swapper(
     replacement: Vec<u8>,
     folder: PathBuf,
     wanted: fn(&Path) -> bool,
-) -> (Arc<dyn Fn(&Path) + Send + Sync>, Arc<AtomicUsize>) {
+) -> (build_support::config::PathHook, Arc<AtomicUsize>) {
     let swaps = Arc::new(AtomicUsize::new(0));
     let counter = swaps.clone();
     let hook = move |path: &Path| {

@@ -286,12 +286,11 @@ fn publish(work: tempfile::TempDir, out: &Path, parent: &Path, name: &str) -> Re
     fs::set_permissions(work.path(), fs::Permissions::from_mode(0o755))
         .map_err(CliError::io("cannot set the mode of", work.path()))?;
     let mut aside = None;
-    if fs::symlink_metadata(out).is_ok() {
-        if fs::remove_dir(out).is_err() {
-            let old = fresh_dir(parent, name, "old")?;
-            fs::rename(out, old.path().join(name)).map_err(CliError::io("cannot move aside", out))?;
-            aside = Some(old);
-        }
+    // An empty folder is removed; a bundle (anything else was refused) is renamed aside.
+    if fs::symlink_metadata(out).is_ok() && fs::remove_dir(out).is_err() {
+        let old = fresh_dir(parent, name, "old")?;
+        fs::rename(out, old.path().join(name)).map_err(CliError::io("cannot move aside", out))?;
+        aside = Some(old);
     }
     fs::rename(work.path(), out).map_err(CliError::io("cannot rename the bundle into", out))?;
     // Renamed away: nothing is left for the drop to remove.
