@@ -10,8 +10,8 @@
 //! | `ONNXRT_MIRROR` | base URL that serves the same file names as the official release |
 //! | `ONNXRT_OFFLINE=1` (or `CARGO_NET_OFFLINE=true`) | never download |
 //! | `ONNXRT_DIST` | which manifest entry (default: the manifest's `default`) |
-//! | `ONNXRT_DOWNLOAD_TIMEOUT` | seconds of too little progress before a download attempt fails (default 60): a read that waits this long fails, and so does an attempt that receives less than 64 KiB (or the rest of the body) in any such window |
-//! | `ONNXRT_DOWNLOAD_DEADLINE` | seconds one download attempt may take in all, however it progresses (default 1800) |
+//! | `ONNXRT_DOWNLOAD_TIMEOUT` | seconds of too little progress before a download attempt fails (default 60): waiting this long for the next bytes of the body or for a whole response head fails, and so does an attempt that receives less than 64 KiB (or the rest of the body) in any such window |
+//! | `ONNXRT_DOWNLOAD_DEADLINE` | seconds one download attempt may take in all, however it progresses: connecting, redirects, headers and body (default 1800) |
 //! | `ONNXRT_ALLOW_HTTP=1` | allow plain-http URLs (mirrors on a trusted network, tests); https is required otherwise, and an https URL never redirects to http |
 //! | `ONNXRT_VERIFY=1` | re-hash every file of the cache entry on every build (default: sizes every build, hashes when a build first uses the entry or a file's mtime changed) |
 //!

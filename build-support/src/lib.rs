@@ -11,6 +11,8 @@
 //!    by sha256. Each entry records every file's size and sha256; a build checks the sizes every
 //!    time and the hashes when it first uses the entry (see [`record`]). A damaged entry is never
 //!    used: it is moved aside and reinstalled, or the error names the file and what to delete.
+//!    The cache must be the user's own and writable by nobody else, and nothing in it is
+//!    followed through a symlink ([`trust`]); otherwise it is refused with what to fix.
 //! 4. A download of the manifest URL (or the same file name under `ONNXRT_MIRROR`), unless
 //!    `ONNXRT_OFFLINE=1` or `CARGO_NET_OFFLINE=true`. A registry-assembled distribution is
 //!    assembled instead ([`assemble`]: npm, pip, apt-get), under the same condition.
