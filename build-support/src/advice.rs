@@ -39,7 +39,7 @@ pub fn cached(config: &Config) -> Vec<String> {
         .manifest
         .dists
         .iter()
-        .filter(|d| cache_key(config, d).is_some_and(|k| cache.lookup(&k).is_some()))
+        .filter(|d| cache_key(config, d).is_some_and(|k| matches!(cache.lookup(&k), Ok(Some(_)))))
         .map(|d| d.name.clone())
         .collect()
 }
@@ -70,7 +70,7 @@ pub fn choosing(config: &Config) -> String {
          The cache {cache} already holds: {held}.\n\
          Where the release assets are unreachable but package registries are not, \
          ONNXRT_DIST={REGISTRY_FALLBACK} makes the build assemble ONNX Runtime 1.16.2 (CPU) itself \
-         from npm and Debian packages (it needs npm, apt-get and dpkg-deb).\n\
+         from npm and Debian packages (it needs npm and apt-get).\n\
          To make the choice stick for every cargo command of your project, put in its .cargo/config.toml:\n    \
          [env]\n    \
          ONNXRT_DIST = \"{suggestion}\"",

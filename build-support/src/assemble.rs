@@ -7,9 +7,16 @@
 //! key derived from all the pinned hashes ([`registry_key`]). Before it is published, the
 //! assembled folder is checked file by file against the manifest's `files` pins, and every later
 //! use checks the entry's record against the same pins ([`crate::binding`]).
+//!
+//! Each registry file is opened once (never through a link), hashed through that descriptor,
+//! rewound, and its member read from the same descriptor: renaming another file over the path
+//! after the hash changes nothing. The Debian package is unpacked in-process ([`crate::deb`]);
+//! no `dpkg-deb` runs. The clients themselves (`npm`, `python3 -m pip`, `apt-get`) are taken from
+//! `PATH` as the user set it up (npm and pip live in many places): what they produce is used only
+//! if its sha256 is the manifest's pin, so a wrong one can make the build fail, never supply bytes.
 
-use std::fs;
-use std::io::Read;
+use std::fs::{self, File};
+use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -63,18 +70,14 @@ pub fn assemble(config: &Config, downloads: &Path) -> Result<Provisioned> {
         }
         Cached::Miss => {}
     }
-    fs::create_dir_all(downloads).map_err(Error::io(format!("creating {}", downloads.display())))?;
+    crate::trust::ensure_dir(downloads, crate::trust::Follow::Yes)?;
     cache.sweep(&key);
-    let work = cache.temp(&key, false)?;
+    let work = cache.temp_dir(&key)?;
     let root = work.path().join(&dist.root);
     for part in &dist.parts {
-        let file = fetch(part, downloads)?;
-        let actual = verify::sha256_file(&file)?;
-        if let Err(e) = verify::check(&part.file, &part.sha256, &actual) {
-            let _ = fs::remove_file(&file);
-            return Err(e);
-        }
-        take_member(part, &file, &root.join(&part.dest))?;
+        let (mut file, path) = fetch(part, downloads)?;
+        config.hooks.verified(&path);
+        take_member(part, &mut file, &root.join(&part.dest))?;
     }
     finish_layout(dist, &root)?;
     check_files(dist, work.path())?;
@@ -115,11 +118,17 @@ fn finish_layout(dist: &Dist, root: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Returns the registry file, fetching it with the registry's client unless already downloaded.
-fn fetch(part: &Part, downloads: &Path) -> Result<PathBuf> {
+/// The registry file, open and rewound, its bytes the pinned ones: the one already downloaded if
+/// it matches the pin, else fetched with the registry's client. A file that does not match is
+/// deleted.
+fn fetch(part: &Part, downloads: &Path) -> Result<(File, PathBuf)> {
     let file = downloads.join(&part.file);
-    if file.is_file() && verify::sha256_file(&file)? == part.sha256 {
-        return Ok(file);
+    if fs::symlink_metadata(&file).is_ok() {
+        match open_pinned(part, &file)? {
+            Ok(opened) => return Ok((opened, file)),
+            // Not the pinned bytes: fetched again below.
+            Err(_) => fs::remove_file(&file).map_err(Error::io(format!("removing {}", file.display())))?,
+        }
     }
     match part.registry.as_str() {
         "npm" => run(Command::new("npm")
@@ -136,13 +145,31 @@ fn fetch(part: &Part, downloads: &Path) -> Result<PathBuf> {
         "debian" => apt_download(part, downloads)?,
         other => return Err(Error::Manifest(format!("unknown registry `{other}` for {}", part.package))),
     }
-    if !file.is_file() {
+    if fs::symlink_metadata(&file).is_err() {
         return Err(Error::Tool {
             command: format!("fetching {}", part.package),
             why: format!("{} was not produced", file.display()),
         });
     }
-    Ok(file)
+    match open_pinned(part, &file)? {
+        Ok(opened) => Ok((opened, file)),
+        Err(mismatch) => {
+            let _ = fs::remove_file(&file);
+            Err(mismatch)
+        }
+    }
+}
+
+/// Opens `path` (never through a link), hashes it through that descriptor and rewinds it; the
+/// inner error is a mismatch with the pin.
+fn open_pinned(part: &Part, path: &Path) -> Result<std::result::Result<File, Error>> {
+    let mut file = crate::trust::open_private(path)?;
+    let actual = verify::sha256_reader(&mut file).map_err(Error::io(format!("reading {}", path.display())))?;
+    if let Err(mismatch) = verify::check(&part.file, &part.sha256, &actual) {
+        return Ok(Err(mismatch));
+    }
+    file.seek(SeekFrom::Start(0)).map_err(Error::io(format!("rewinding {}", path.display())))?;
+    Ok(Ok(file))
 }
 
 /// `cp312` and the platform tag from a wheel's file name.
@@ -229,30 +256,13 @@ fn run(command: &mut Command) -> Result<()> {
     }
 }
 
-/// Copies `part.member` (a file or a folder) out of the registry file into `dest`.
-fn take_member(part: &Part, file: &Path, dest: &Path) -> Result<()> {
+/// Copies `part.member` (a file or a folder) out of the open, verified registry file into `dest`.
+fn take_member(part: &Part, file: &mut File, dest: &Path) -> Result<()> {
     match part.registry.as_str() {
-        "npm" => {
-            let reader = fs::File::open(file).map_err(Error::io(format!("opening {}", file.display())))?;
-            copy_from_tar(tar::Archive::new(flate2::read::GzDecoder::new(reader)), part, dest)
-        }
+        "npm" => copy_from_tar(tar::Archive::new(flate2::read::GzDecoder::new(BufReader::new(file))), part, dest),
         "debian" => {
-            let mut child = Command::new("dpkg-deb")
-                .arg("--fsys-tarfile")
-                .arg(file)
-                .stdout(std::process::Stdio::piped())
-                .spawn()
-                .map_err(|e| Error::Tool { command: "dpkg-deb --fsys-tarfile".into(), why: e.to_string() })?;
-            let stdout = child
-                .stdout
-                .take()
-                .ok_or_else(|| Error::Tool { command: "dpkg-deb".into(), why: "no output".into() })?;
-            let copied = copy_from_tar(tar::Archive::new(stdout), part, dest);
-            let status = child.wait().map_err(|e| Error::Tool { command: "dpkg-deb".into(), why: e.to_string() })?;
-            if !status.success() {
-                return Err(Error::Tool { command: "dpkg-deb --fsys-tarfile".into(), why: status.to_string() });
-            }
-            copied
+            let data = crate::deb::data_tar(BufReader::new(file), &part.file)?;
+            copy_from_tar(tar::Archive::new(data.as_slice()), part, dest)
         }
         "pypi" => copy_from_wheel(file, part, dest),
         other => Err(Error::Manifest(format!("unknown registry `{other}`"))),
@@ -310,10 +320,9 @@ fn copy_from_tar<R: Read>(mut archive: tar::Archive<R>, part: &Part, dest: &Path
 }
 
 /// From a wheel, only the runtime's own shared libraries (`libonnxruntime*.so*`) are taken.
-fn copy_from_wheel(file: &Path, part: &Part, dest: &Path) -> Result<()> {
+fn copy_from_wheel(file: &mut File, part: &Part, dest: &Path) -> Result<()> {
     let corrupt = |why: String| Error::Corrupt { what: part.file.clone(), why };
-    let reader = fs::File::open(file).map_err(Error::io(format!("opening {}", file.display())))?;
-    let mut zip = zip::ZipArchive::new(reader).map_err(|e| corrupt(e.to_string()))?;
+    let mut zip = zip::ZipArchive::new(file).map_err(|e| corrupt(e.to_string()))?;
     let mut found = false;
     for i in 0..zip.len() {
         let mut entry = zip.by_index(i).map_err(|e| corrupt(e.to_string()))?;

@@ -16,11 +16,12 @@
 //! later change to a file gives it a new mtime, which `cargo:rerun-if-changed` notices.
 
 use std::fs::{self, File};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use crate::error::{Error, Result};
+pub use crate::lock::KeyLock;
 
 /// File written last inside a complete entry (before the rename that publishes it).
 pub const COMPLETE_MARKER: &str = ".onnxrt-complete";
@@ -34,31 +35,23 @@ pub struct Cache {
     dir: PathBuf,
 }
 
-/// An exclusive lock on one cache key, released on drop.
-#[derive(Debug)]
-pub struct KeyLock {
-    _file: File,
-}
-
-/// A work folder inside the cache, removed on drop unless published.
+/// A work folder inside the cache (random name, mode 0700), removed on drop unless published.
 #[derive(Debug)]
 pub struct TempDir {
-    path: PathBuf,
+    dir: tempfile::TempDir,
 }
 
 impl TempDir {
     /// The folder.
     pub fn path(&self) -> &Path {
-        &self.path
+        self.dir.path()
     }
 }
 
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.path);
-        let _ = fs::remove_file(&self.path);
-    }
-}
+/// A work file inside the cache (random name, created with `O_EXCL`, mode 0600), open for
+/// reading and writing, removed on drop. What is hashed through it is what is read back from
+/// it: the path is never opened again.
+pub type TempFile = tempfile::NamedTempFile;
 
 impl Cache {
     /// A cache rooted at `dir` (created on first write).
@@ -76,38 +69,66 @@ impl Cache {
         self.dir.join(sha256)
     }
 
-    /// The complete entry for `sha256`, if there is one.
-    pub fn lookup(&self, sha256: &str) -> Option<PathBuf> {
+    /// The complete entry for `sha256`, if there is one. The cache folder and the entry must be
+    /// the user's own and not writable by others, and the entry a real folder, not a link.
+    pub fn lookup(&self, sha256: &str) -> Result<Option<PathBuf>> {
+        if !crate::trust::check_dir(&self.dir, crate::trust::Follow::Yes)? {
+            return Ok(None);
+        }
         let entry = self.entry_path(sha256);
-        entry.join(COMPLETE_MARKER).is_file().then_some(entry)
+        if !crate::trust::check_dir(&entry, crate::trust::Follow::No)? {
+            return Ok(None);
+        }
+        let marker = entry.join(COMPLETE_MARKER);
+        Ok(fs::symlink_metadata(&marker).is_ok_and(|m| m.is_file()).then_some(entry))
     }
 
-    /// Waits for and takes the lock of `key`. Concurrent builds wait here instead of racing.
+    /// `name` below the cache folder, created if missing and checked like the cache folder.
+    pub fn private_dir(&self, name: &str) -> Result<PathBuf> {
+        crate::trust::ensure_dir(&self.dir, crate::trust::Follow::Yes)?;
+        let dir = self.dir.join(name);
+        crate::trust::ensure_dir(&dir, crate::trust::Follow::No)?;
+        Ok(dir)
+    }
+
+    /// Waits for and takes the lock of `key`. Concurrent builds wait here instead of racing;
+    /// one that waits says, after a few seconds and then periodically, who holds the lock.
     pub fn lock(&self, key: &str) -> Result<KeyLock> {
-        let locks = self.dir.join(".locks");
-        fs::create_dir_all(&locks).map_err(Error::io(format!("creating {}", locks.display())))?;
+        let locks = self.private_dir(".locks")?;
         let path = locks.join(format!("{key}.lock"));
+        // Never through a link; the file is kept between builds (deleting it would race).
         let file = File::options()
             .create(true)
             .truncate(false)
+            .read(true)
             .write(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(&path)
-            .map_err(Error::io(format!("opening {}", path.display())))?;
-        file.lock().map_err(Error::io(format!("locking {}", path.display())))?;
-        Ok(KeyLock { _file: file })
+            .map_err(|e| crate::trust::open_error(&path, e))?;
+        crate::trust::check_file(&file, &path)?;
+        crate::lock::acquire(file, &path, &crate::lock::eprint)
     }
 
-    /// A fresh work folder (or file path, when `as_file`) for `key`. Call under the key's lock.
-    pub fn temp(&self, key: &str, as_file: bool) -> Result<TempDir> {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        let tmp = self.dir.join(".tmp");
-        fs::create_dir_all(&tmp).map_err(Error::io(format!("creating {}", tmp.display())))?;
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let path = tmp.join(format!("{key}-{}-{n}", std::process::id()));
-        if !as_file {
-            fs::create_dir(&path).map_err(Error::io(format!("creating {}", path.display())))?;
-        }
-        Ok(TempDir { path })
+    /// A fresh work folder for `key`, of random name. Call under the key's lock.
+    pub fn temp_dir(&self, key: &str) -> Result<TempDir> {
+        let tmp = self.private_dir(".tmp")?;
+        let dir = tempfile::Builder::new()
+            .prefix(&temp_prefix(key))
+            .rand_bytes(RANDOM_CHARS)
+            .tempdir_in(&tmp)
+            .map_err(Error::io(format!("creating a work folder in {}", tmp.display())))?;
+        Ok(TempDir { dir })
+    }
+
+    /// A fresh work file for `key`, of random name. Call under the key's lock.
+    pub fn temp_file(&self, key: &str) -> Result<TempFile> {
+        let tmp = self.private_dir(".tmp")?;
+        tempfile::Builder::new()
+            .prefix(&temp_prefix(key))
+            .rand_bytes(RANDOM_CHARS)
+            .tempfile_in(&tmp)
+            .map_err(Error::io(format!("creating a work file in {}", tmp.display())))
     }
 
     /// Removes work left by processes that died holding this key (call under its lock).
@@ -117,6 +138,7 @@ impl Cache {
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             if name.starts_with(&format!("{key}-")) && !name.contains(&mine) {
+                // Neither follows a link: a planted one is removed, not its target.
                 let _ = fs::remove_dir_all(entry.path());
                 let _ = fs::remove_file(entry.path());
             }
@@ -127,8 +149,9 @@ impl Cache {
     /// deletes it. Call under the key's lock.
     pub fn discard(&self, sha256: &str) -> Result<()> {
         let entry = self.entry_path(sha256);
-        let aside = self.temp(&format!("{sha256}.damaged"), true)?;
-        fs::rename(&entry, aside.path()).map_err(Error::io(format!("moving aside {}", entry.display())))?;
+        let aside = self.temp_dir(&format!("{sha256}.damaged"))?;
+        let target = aside.path().join("entry");
+        fs::rename(&entry, &target).map_err(Error::io(format!("moving aside {}", entry.display())))?;
         drop(aside);
         Ok(())
     }
@@ -145,14 +168,27 @@ impl Cache {
         let marker = work.path().join(COMPLETE_MARKER);
         fs::write(&marker, sha256).map_err(Error::io(format!("writing {}", marker.display())))?;
         let entry = self.entry_path(sha256);
-        // An entry without its marker can only be debris of a manual edit: replace it.
-        if entry.exists() && self.lookup(sha256).is_none() {
+        // An entry without its marker can only be debris of a manual edit: replace it. A link
+        // or a folder of someone else is refused by `lookup`, never removed here.
+        if crate::trust::check_dir(&entry, crate::trust::Follow::No)? && self.lookup(sha256)?.is_none() {
             fs::remove_dir_all(&entry).map_err(Error::io(format!("removing incomplete {}", entry.display())))?;
         }
+        crate::trust::make_readable(work.path())?;
         fs::rename(work.path(), &entry).map_err(Error::io(format!("renaming into {}", entry.display())))?;
+        // Renamed away: nothing is left for the drop to remove.
+        let _ = work.dir.keep();
         Ok(entry)
     }
 }
+
+/// Temporary names are `<key>-<pid>-<random>`: the pid lets [`Cache::sweep`] tell whose work it
+/// is, the random part makes it impossible to plant a link at the name in advance.
+fn temp_prefix(key: &str) -> String {
+    format!("{key}-{}-", std::process::id())
+}
+
+/// Random characters of a temporary name.
+const RANDOM_CHARS: usize = 12;
 
 fn set_installed_mtime(path: &Path) -> Result<()> {
     let file = File::open(path).map_err(Error::io(format!("opening {}", path.display())))?;

@@ -10,15 +10,16 @@
 //! | `ONNXRT_MIRROR` | base URL that serves the same file names as the official release |
 //! | `ONNXRT_OFFLINE=1` (or `CARGO_NET_OFFLINE=true`) | never download |
 //! | `ONNXRT_DIST` | which manifest entry (default: the manifest's `default`) |
-//! | `ONNXRT_DOWNLOAD_TIMEOUT` | seconds of too little progress before a download attempt fails (default 60): a read that waits this long fails, and so does an attempt that receives less than 64 KiB (or the rest of the body) in any such window |
-//! | `ONNXRT_DOWNLOAD_DEADLINE` | seconds one download attempt may take in all, however it progresses (default 1800) |
+//! | `ONNXRT_DOWNLOAD_TIMEOUT` | seconds of too little progress before a download attempt fails (default 60): waiting this long for the next bytes of the body or for a whole response head fails, and so does an attempt that receives less than 64 KiB (or the rest of the body) in any such window |
+//! | `ONNXRT_DOWNLOAD_DEADLINE` | seconds one download attempt may take in all, however it progresses: connecting, redirects, headers and body (default 1800) |
 //! | `ONNXRT_ALLOW_HTTP=1` | allow plain-http URLs (mirrors on a trusted network, tests); https is required otherwise, and an https URL never redirects to http |
 //! | `ONNXRT_VERIFY=1` | re-hash every file of the cache entry on every build (default: sizes every build, hashes when a build first uses the entry or a file's mtime changed) |
 //!
 //! ORT's own `ORT_*` variables (used by the `ort` crate) are deliberately not read: a shell set up
 //! for another crate must not silently redirect this build.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
@@ -63,6 +64,37 @@ pub struct Config {
     /// Told about a download's progress (`None`: nobody). In a build script [`Config::from_env`]
     /// sets a log on stderr; `onnxrt fetch` sets its progress bar.
     pub progress: Option<crate::Reporter>,
+    /// Test-only: see [`Hooks`].
+    #[doc(hidden)]
+    pub hooks: Hooks,
+}
+
+/// Test-only callbacks that make races deterministic (the regression tests of a file swapped
+/// between its hash and its use). Never set outside tests; nothing in the crate sets them.
+#[doc(hidden)]
+#[derive(Clone, Default)]
+pub struct Hooks {
+    /// Called with the path of a file whose sha256 was just checked, before anything reads it again.
+    pub verified: Option<PathHook>,
+}
+
+/// A test-only callback given a path.
+#[doc(hidden)]
+pub type PathHook = Arc<dyn Fn(&Path) + Send + Sync>;
+
+impl Hooks {
+    /// Runs [`Hooks::verified`], if set.
+    pub(crate) fn verified(&self, path: &Path) {
+        if let Some(hook) = &self.verified {
+            hook(path)
+        }
+    }
+}
+
+impl std::fmt::Debug for Hooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.verified.is_some() { "Hooks(verified)" } else { "Hooks(none)" })
+    }
 }
 
 struct EnvReader {
@@ -141,6 +173,7 @@ impl Config {
             attempts: 3,
             vars_read: env.read,
             progress: std::env::var_os("OUT_DIR").map(|_| crate::Reporter::log("onnxrt-sys build")),
+            hooks: Hooks::default(),
         })
     }
 
@@ -165,6 +198,7 @@ impl Config {
             attempts: 3,
             vars_read: Vec::new(),
             progress: None,
+            hooks: Hooks::default(),
         })
     }
 }

@@ -2,20 +2,27 @@
 //! bounded retries. The caller decides what the hash must be; this only reports it.
 //!
 //! Time is bounded three ways, so that no server, however it misbehaves, holds a build long:
-//! - no single read waits longer than the progress window (`ONNXRT_DOWNLOAD_TIMEOUT`);
+//! - nothing waits longer than the progress window (`ONNXRT_DOWNLOAD_TIMEOUT`) for the next
+//!   bytes of the body, or for a whole response head (status line and headers; each redirect
+//!   has its own);
 //! - each progress window must bring [`MIN_PROGRESS`] bytes (or the rest of the body): a server
 //!   that drips a byte every few seconds fails after one window, "too slow";
-//! - a whole attempt ends at the deadline (`ONNXRT_DOWNLOAD_DEADLINE`), however it progresses
-//!   (checked after each read of the body; the status line and headers are bounded by the read
-//!   timeout and by the HTTP client's cap on header size).
+//! - a whole attempt ends at the deadline (`ONNXRT_DOWNLOAD_DEADLINE`), however it progresses:
+//!   connecting, every redirect, the status line and headers, and the body.
+//!
+//! The network I/O of an attempt runs on a thread of its own, whose every socket operation is
+//! bounded by the attempt's deadline (the HTTP client's per-request timeout); this thread
+//! receives what it reads and enforces the progress window and the deadline, so a server that
+//! sends one header line at a time cannot hold it either. A worker left behind by a failed
+//! attempt holds only its socket and ends by that deadline at the latest.
 //!
 //! Transport: `https` only, unless plain http is allowed (`ONNXRT_ALLOW_HTTP=1`). Redirects are
 //! followed here, not by the HTTP client, so each hop is checked: an https URL never leads to an
 //! http one. The URL finally fetched is reported (official release URLs redirect to another host).
 
 use std::fs::File;
-use std::io::{BufWriter, Read, Write};
-use std::path::Path;
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::sync::mpsc::{self, RecvTimeoutError, SyncSender};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
@@ -82,22 +89,21 @@ pub struct Limits {
     pub allow_http: bool,
 }
 
-/// Downloads `url` into `dest` (created or truncated). On error `dest` is removed.
-pub fn download(url: &str, dest: &Path, limits: Limits) -> Result<Downloaded> {
+/// Downloads `url` into `dest`, an open file (truncated first; emptied again on error). The
+/// caller reads the bytes back from that same file, so what was hashed is what it uses.
+pub fn download(url: &str, dest: &mut File, limits: Limits) -> Result<Downloaded> {
     download_reporting(url, dest, limits, &|_| {})
 }
 
 /// [`download`], telling `progress` what happens: each attempt's start (with the size the server
 /// announced), the bytes received after each read, and the end of a complete body. The bytes
 /// reported are the ones hashed; whether they match the pin is decided by the caller afterwards.
-pub fn download_reporting(url: &str, dest: &Path, limits: Limits, progress: &dyn Fn(&Event)) -> Result<Downloaded> {
+pub fn download_reporting(url: &str, dest: &mut File, limits: Limits, progress: &dyn Fn(&Event)) -> Result<Downloaded> {
     check_scheme(url, None, limits.allow_http)?;
+    // Reads and writes are bounded by each request's deadline (`Request::timeout`, which makes
+    // ureq ignore a read timeout); the progress window is enforced by the waiting side.
     let agent = ureq::AgentBuilder::new()
         .timeout_connect(Duration::from_secs(30).min(limits.stall_timeout.max(Duration::from_secs(5))))
-        .timeout_read(limits.stall_timeout)
-        .timeout_write(limits.stall_timeout)
-        // Not `.timeout(deadline)`: ureq then lets every read wait until the deadline, ignoring
-        // `timeout_read`; the deadline is checked here, after each read of the body.
         .redirects(0)
         .build();
     let mut last_error = None;
@@ -105,11 +111,11 @@ pub fn download_reporting(url: &str, dest: &Path, limits: Limits, progress: &dyn
         match attempt_once(&agent, url, dest, limits, attempt, progress) {
             Ok(done) => return Ok(done),
             Err(Retry::No(error)) => {
-                let _ = std::fs::remove_file(dest);
+                let _ = dest.set_len(0);
                 return Err(error);
             }
             Err(Retry::Yes(error)) => {
-                let _ = std::fs::remove_file(dest);
+                let _ = dest.set_len(0);
                 last_error = Some(error);
                 if attempt < limits.attempts {
                     // Short, growing pauses: a flaky proxy gets a moment, a build is not held long.
@@ -164,11 +170,19 @@ fn resolve(base: &str, location: &str) -> String {
     format!("{folder}/{location}")
 }
 
-/// GETs `url`, following redirects one checked hop at a time.
-fn get(agent: &ureq::Agent, url: &str, limits: Limits) -> Result<(ureq::Response, String), Retry> {
+/// GETs `url`, following redirects one checked hop at a time, each request bounded by
+/// `deadline`; `hop` is told of each redirect answered.
+fn get(
+    agent: &ureq::Agent,
+    url: &str,
+    limits: Limits,
+    deadline: Instant,
+    hop: &dyn Fn(),
+) -> Result<(ureq::Response, String), Retry> {
     let mut current = url.to_owned();
     for _ in 0..=MAX_REDIRECTS {
-        let response = match agent.get(&current).call() {
+        let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
+        let response = match agent.get(&current).timeout(left).call() {
             Ok(response) => response,
             Err(ureq::Error::Status(status, _)) if status >= 500 => {
                 return Err(Retry::Yes(Error::HttpStatus { url: current, status }))
@@ -187,6 +201,7 @@ fn get(agent: &ureq::Agent, url: &str, limits: Limits) -> Result<(ureq::Response
         let next = resolve(&current, location.trim());
         check_scheme(&next, Some(&current), limits.allow_http).map_err(Retry::No)?;
         current = next;
+        hop();
     }
     Err(Retry::No(Error::Download {
         url: url.to_owned(),
@@ -202,42 +217,134 @@ enum Retry {
     No(Error),
 }
 
+/// What the network thread of an attempt tells the waiting side.
+enum Message {
+    /// A redirect was answered; the next response head has a progress window of its own.
+    Redirected,
+    /// The final response head: the URL answering and the announced size.
+    Head { final_url: String, announced: Option<u64> },
+    /// Bytes of the body, in order.
+    Chunk(Vec<u8>),
+    /// The body ended.
+    End,
+    /// The request failed before the body.
+    Failed(Retry),
+    /// A read of the body failed.
+    ReadError(std::io::Error),
+}
+
+/// The network side of one attempt: requests, follows redirects, reads the body in chunks and
+/// sends everything to `send`; stops as soon as nobody listens.
+fn network(agent: ureq::Agent, url: String, limits: Limits, deadline: Instant, send: SyncSender<Message>) {
+    let hop = || {
+        let _ = send.send(Message::Redirected);
+    };
+    let (response, final_url) = match get(&agent, &url, limits, deadline, &hop) {
+        Ok(answered) => answered,
+        Err(failure) => {
+            let _ = send.send(Message::Failed(failure));
+            return;
+        }
+    };
+    let announced: Option<u64> = response.header("Content-Length").and_then(|v| v.trim().parse().ok());
+    if send.send(Message::Head { final_url, announced }).is_err() {
+        return;
+    }
+    // Read one byte past the cap so an over-long body is detected rather than silently cut.
+    let mut body = response.into_reader().take(limits.max_bytes + 1);
+    loop {
+        let mut buf = vec![0u8; 1 << 16];
+        let message = match body.read(&mut buf) {
+            Ok(0) => Message::End,
+            Ok(n) => {
+                buf.truncate(n);
+                Message::Chunk(buf)
+            }
+            Err(e) => Message::ReadError(e),
+        };
+        let last = !matches!(message, Message::Chunk(_));
+        if send.send(message).is_err() || last {
+            return;
+        }
+    }
+}
+
+fn too_slow(url: &str, why: String) -> Retry {
+    Retry::Yes(Error::Download { url: url.to_owned(), attempts: 1, why: format!("the transfer was too slow: {why}") })
+}
+
 fn attempt_once(
     agent: &ureq::Agent,
     url: &str,
-    dest: &Path,
+    dest: &mut File,
     limits: Limits,
     attempt: u32,
     progress: &dyn Fn(&Event),
 ) -> Result<Downloaded, Retry> {
     let started = Instant::now();
-    let (response, final_url) = get(agent, url, limits)?;
-    let announced: Option<u64> = response.header("Content-Length").and_then(|v| v.trim().parse().ok());
+    let deadline = started + limits.deadline;
+    let io_error = |what: &str| {
+        let context = format!("{what} the download's work file");
+        move |e| Retry::No(Error::io(context)(e))
+    };
+    dest.set_len(0).map_err(io_error("emptying"))?;
+    dest.seek(SeekFrom::Start(0)).map_err(io_error("rewinding"))?;
+    let (send, messages) = mpsc::sync_channel(4);
+    let (worker_agent, worker_url) = (agent.clone(), url.to_owned());
+    std::thread::Builder::new()
+        .name("onnxrt-download".into())
+        .spawn(move || network(worker_agent, worker_url, limits, deadline, send))
+        .map_err(|e| Retry::No(Error::io("starting the download thread")(e)))?;
+    let window_secs = limits.stall_timeout.as_secs();
+    // The next message, within the progress window and the deadline.
+    let next = |waiting_for: &str| -> Result<Message, Retry> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Retry::Yes(past_deadline(url, limits)));
+        }
+        match messages.recv_timeout(limits.stall_timeout.min(left)) {
+            Ok(message) => Ok(message),
+            Err(RecvTimeoutError::Timeout) if Instant::now() >= deadline => Err(Retry::Yes(past_deadline(url, limits))),
+            Err(RecvTimeoutError::Timeout) => {
+                Err(too_slow(url, format!("{waiting_for} for {window_secs} s (ONNXRT_DOWNLOAD_TIMEOUT)")))
+            }
+            Err(RecvTimeoutError::Disconnected) => Err(Retry::Yes(Error::Download {
+                url: url.to_owned(),
+                attempts: 1,
+                why: "the download thread ended unexpectedly".into(),
+            })),
+        }
+    };
+    let (final_url, announced) = loop {
+        match next("no complete response (status line and headers) arrived")? {
+            Message::Redirected => continue,
+            Message::Head { final_url, announced } => break (final_url, announced),
+            Message::Failed(_) if Instant::now() >= deadline => return Err(Retry::Yes(past_deadline(url, limits))),
+            Message::Failed(failure) => return Err(failure),
+            _ => {
+                return Err(Retry::Yes(Error::Download { url: url.to_owned(), attempts: 1, why: "no response".into() }))
+            }
+        }
+    };
     if let Some(len) = announced {
         if len > limits.max_bytes {
             return Err(Retry::No(Error::TooLarge { what: url.to_owned(), cap: limits.max_bytes }));
         }
     }
     progress(&Event::Started { url: &final_url, attempt, total: announced });
-    let file = File::create(dest).map_err(|e| Retry::No(Error::io(format!("creating {}", dest.display()))(e)))?;
-    let mut sink = HashingWriter::new(BufWriter::new(file));
-    // Read one byte past the cap so an over-long body is detected rather than silently cut.
-    let mut body = response.into_reader().take(limits.max_bytes + 1);
-    let mut buf = vec![0u8; 1 << 16];
+    let mut sink = HashingWriter::new(BufWriter::new(&mut *dest));
     let mut window = (Instant::now(), 0u64);
     loop {
-        let n = match body.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(_) if started.elapsed() >= limits.deadline => return Err(Retry::Yes(past_deadline(url, limits))),
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock) => {
-                let why = format!(
-                    "the transfer was too slow: nothing arrived for {} s (ONNXRT_DOWNLOAD_TIMEOUT)",
-                    limits.stall_timeout.as_secs()
-                );
-                return Err(Retry::Yes(Error::Download { url: url.to_owned(), attempts: 1, why }));
+        let chunk = match next("nothing arrived")? {
+            Message::Chunk(chunk) => chunk,
+            Message::End => break,
+            Message::ReadError(_) if Instant::now() >= deadline => return Err(Retry::Yes(past_deadline(url, limits))),
+            Message::ReadError(e)
+                if matches!(e.kind(), std::io::ErrorKind::TimedOut | std::io::ErrorKind::WouldBlock) =>
+            {
+                return Err(too_slow(url, format!("nothing arrived for {window_secs} s (ONNXRT_DOWNLOAD_TIMEOUT)")));
             }
-            Err(e) => {
+            Message::ReadError(e) => {
                 // A body cut short of its Content-Length surfaces here as an I/O error.
                 if let Some(expected) = announced {
                     if sink.written() < expected && e.kind() == std::io::ErrorKind::UnexpectedEof {
@@ -247,26 +354,28 @@ fn attempt_once(
                 }
                 return Err(Retry::Yes(Error::io(format!("reading the body of {url}"))(e)));
             }
+            _ => return Err(Retry::Yes(Error::Download { url: url.to_owned(), attempts: 1, why: "no body".into() })),
         };
-        sink.write_all(&buf[..n]).map_err(|e| Retry::No(Error::io(format!("writing {}", dest.display()))(e)))?;
+        sink.write_all(&chunk).map_err(io_error("writing"))?;
         progress(&Event::Received { bytes: sink.written(), total: announced });
         if sink.written() > limits.max_bytes {
             return Err(Retry::No(Error::TooLarge { what: url.to_owned(), cap: limits.max_bytes }));
         }
-        if started.elapsed() >= limits.deadline {
+        if Instant::now() >= deadline {
             return Err(Retry::Yes(past_deadline(url, limits)));
         }
         if window.0.elapsed() >= limits.stall_timeout {
             let got = sink.written() - window.1;
             let left = announced.map_or(u64::MAX, |len| len.saturating_sub(window.1));
             if got < MIN_PROGRESS.min(left) {
-                let why = format!(
-                    "the transfer was too slow: {got} bytes in {:.0} s, at least {} needed per {} s (ONNXRT_DOWNLOAD_TIMEOUT)",
-                    window.0.elapsed().as_secs_f64(),
-                    MIN_PROGRESS.min(left),
-                    limits.stall_timeout.as_secs()
-                );
-                return Err(Retry::Yes(Error::Download { url: url.to_owned(), attempts: 1, why }));
+                return Err(too_slow(
+                    url,
+                    format!(
+                        "{got} bytes in {:.0} s, at least {} needed per {window_secs} s (ONNXRT_DOWNLOAD_TIMEOUT)",
+                        window.0.elapsed().as_secs_f64(),
+                        MIN_PROGRESS.min(left),
+                    ),
+                ));
             }
             window = (Instant::now(), sink.written());
         }
@@ -278,9 +387,8 @@ fn attempt_once(
         }
     }
     let (writer, sha256) = sink.finish();
-    let file =
-        writer.into_inner().map_err(|e| Retry::No(Error::io(format!("writing {}", dest.display()))(e.into_error())))?;
-    file.sync_all().map_err(|e| Retry::No(Error::io(format!("syncing {}", dest.display()))(e)))?;
+    writer.into_inner().map_err(|e| io_error("writing")(e.into_error()))?;
+    dest.sync_all().map_err(io_error("syncing"))?;
     progress(&Event::Finished { bytes, elapsed: started.elapsed() });
     Ok(Downloaded { bytes, sha256, final_url })
 }

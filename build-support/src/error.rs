@@ -76,8 +76,8 @@ pub enum Error {
     /// What an archive or the registry files unpacked to is not what the manifest pins.
     #[error(
         "`{dist}`: {file} {why}. Nothing was installed. The archive or registry files unpacked to other files \
-         than vendor-manifest.toml pins: fetch them again (delete the cache's registry-files folder), check \
-         that the unpacking tools on PATH (dpkg-deb) are the system's, or correct the manifest's `files`"
+         than vendor-manifest.toml pins: fetch them again (delete the cache's registry-files folder), \
+         or correct the manifest's `files`"
     )]
     NotAsPinned { dist: String, file: String, why: String },
 
@@ -87,6 +87,9 @@ pub enum Error {
          ONNXRT_ARCHIVE={archive} onnxrt-dist fetch {dist}"
     )]
     NoEntry { dist: String, entry: PathBuf, archive: PathBuf },
+    /// A folder or file of the cache that someone else could have planted or can change.
+    #[error("refusing the cache: {path} {why}. Nothing in the cache was used. {fix}")]
+    UnsafeCache { path: PathBuf, why: String, fix: String },
 
     /// Nothing in the cache and downloads are forbidden.
     #[error(

@@ -13,7 +13,8 @@
 //!    the files, the record must agree with those pins ([`binding`]); where it pins only the
 //!    archive, the record written at install is trusted. A damaged entry (a missing record
 //!    included) is never used: it is moved aside and reinstalled, or the error names the file and
-//!    what to delete.
+//!    what to delete. The cache must be the user's own and writable by nobody else, and nothing in it is
+//!    followed through a symlink ([`trust`]); otherwise it is refused with what to fix.
 //! 4. A download of the manifest URL (or the same file name under `ONNXRT_MIRROR`), unless
 //!    `ONNXRT_OFFLINE=1` or `CARGO_NET_OFFLINE=true`. A registry-assembled distribution is
 //!    assembled instead ([`assemble`]: npm, pip, apt-get), under the same condition.
@@ -27,21 +28,24 @@ pub mod assemble;
 pub mod binding;
 pub mod cache;
 pub mod config;
+pub mod deb;
 pub mod download;
 pub mod emit;
 pub mod error;
 pub mod extract;
+pub mod lock;
 pub mod manifest;
 pub mod pack;
 pub mod probe;
 pub mod progress;
 pub mod record;
 pub mod rederive;
+pub mod trust;
 pub mod verify;
 
 use std::fmt;
 use std::fs::File;
-use std::io::BufReader;
+use std::io::{BufReader, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 pub use binding::Trust;
@@ -254,7 +258,7 @@ fn damaged(cache: &Cache, key: &str, damage: record::Damage, remedy: String) -> 
 /// then its files against the record: sizes always; hashes on request, when no stamp of this
 /// build says it hashed these very files, or when there is no build at all.
 pub(crate) fn cached(config: &Config, dist: &Dist, cache: &Cache, key: &str) -> Result<Cached> {
-    let Some(entry) = cache.lookup(key) else { return Ok(Cached::Miss) };
+    let Some(entry) = cache.lookup(key)? else { return Ok(Cached::Miss) };
     let items = match record::read(&entry) {
         Ok(Some(items)) => items,
         // Damage, never a new record: one written from the files would vouch for whatever they are.
@@ -359,7 +363,7 @@ fn download_and_install(config: &Config, dist: &Dist, cache: &Cache, pin: Option
     // `<name>.download-<pid>-<n>` files left by a build killed mid-download.
     let key = format!("{}.download", dist.name);
     cache.sweep(&key);
-    let file = cache.temp(&key, true)?;
+    let mut file = cache.temp_file(&key)?;
     let limits = download::Limits {
         max_bytes: dist.max_bytes,
         stall_timeout: config.stall_timeout,
@@ -368,15 +372,17 @@ fn download_and_install(config: &Config, dist: &Dist, cache: &Cache, pin: Option
         allow_http: config.allow_http,
     };
     let got = match &config.progress {
-        Some(reporter) => download::download_reporting(&url, file.path(), limits, &|e| reporter.report(e))?,
-        None => download::download(&url, file.path(), limits)?,
+        Some(reporter) => download::download_reporting(&url, file.as_file_mut(), limits, &|e| reporter.report(e))?,
+        None => download::download(&url, file.as_file_mut(), limits)?,
     };
     let Some(expected) = pin else {
         return Err(Error::Unpinned { dist: dist.name.clone(), computed: got.sha256 });
     };
     check_size(dist, &got.final_url, got.bytes)?;
     verify::check(&got.final_url, &expected, &got.sha256)?;
-    let entry = install_archive(config, dist, cache, file.path(), &expected)?;
+    config.hooks.verified(file.path());
+    // Extracted from the file just written and hashed, through the same descriptor.
+    let entry = install_archive(config, dist, cache, file.as_file_mut(), &expected)?;
     let source = Source::Download { url, final_url: got.final_url };
     finish(dist, &entry, source).map(|p| Provisioned { notes, ..p })
 }
@@ -393,23 +399,24 @@ fn from_archive(config: &Config, dist: &Dist, cache: &Cache, archive: &Path) -> 
     if let Some(p) = recheck_under_lock(config, dist, cache, pin.as_deref(), &mut notes)? {
         return Ok(p);
     }
-    // One stream of bytes: what is hashed is the copy that is extracted, never the path again.
+    // One stream of bytes: the archive is read once, into a work file that is hashed on the way
+    // and then extracted through the same descriptor, never opened by path again.
     let key = format!("{}.archive", dist.name);
     cache.sweep(&key);
-    let copy = cache.temp(&key, true)?;
-    let actual = verify::copy_regular_file(archive, copy.path(), dist.max_bytes)?;
+    let mut copy = cache.temp_file(&key)?;
+    let actual = verify::copy_regular_file(archive, copy.as_file_mut(), dist.max_bytes)?;
     let Some(expected) = pin else {
         return Err(Error::Unpinned { dist: dist.name.clone(), computed: actual });
     };
     if dist.pinned_sha256() == Some(expected.as_str()) {
-        let size =
-            std::fs::metadata(copy.path()).map_err(Error::io(format!("reading {}", copy.path().display())))?.len();
+        let size = copy.as_file().metadata().map_err(Error::io(format!("reading {}", copy.path().display())))?.len();
         check_size(dist, &archive.display().to_string(), size)?;
     }
     let note = "Your file was left where it is, and nothing was installed from it; it is corrupt, truncated or \
                 not the pinned release: replace it with the release archive";
     verify::check_with(&archive.display().to_string(), &expected, &actual, note)?;
-    let entry = install_archive(config, dist, cache, copy.path(), &expected)?;
+    config.hooks.verified(copy.path());
+    let entry = install_archive(config, dist, cache, copy.as_file_mut(), &expected)?;
     finish(dist, &entry, Source::Archive { path: archive.to_owned() }).map(|p| Provisioned { notes, ..p })
 }
 
@@ -421,13 +428,14 @@ fn check_size(dist: &Dist, what: &str, actual: u64) -> Result<()> {
     }
 }
 
-/// Extracts a verified archive into a work folder, checks it, and publishes it (with the record
-/// of its files). Call under the lock. The build's stamp then says these files were hashed.
-fn install_archive(config: &Config, dist: &Dist, cache: &Cache, archive: &Path, sha256: &str) -> Result<PathBuf> {
+/// Extracts a verified archive, from the start of the very file that was hashed, into a work
+/// folder, checks it, and publishes it (with the record of its files). Call under the lock. The
+/// build's stamp then says these files were hashed.
+fn install_archive(config: &Config, dist: &Dist, cache: &Cache, archive: &mut File, sha256: &str) -> Result<PathBuf> {
     cache.sweep(sha256);
-    let work = cache.temp(sha256, false)?;
-    let file = File::open(archive).map_err(Error::io(format!("opening {}", archive.display())))?;
-    extract::extract_tgz(BufReader::new(file), work.path(), &dist.root, extract::Bounds::for_dist(dist))?;
+    let work = cache.temp_dir(sha256)?;
+    archive.seek(SeekFrom::Start(0)).map_err(Error::io("rewinding the verified archive"))?;
+    extract::extract_tgz(BufReader::new(archive), work.path(), &dist.root, extract::Bounds::for_dist(dist))?;
     check_files(dist, work.path())?;
     binding::check_tree(dist, work.path())?;
     let entry = cache.publish(work, sha256)?;

@@ -4,8 +4,7 @@
 //! itself (verified against the pin first) and compares the entry's files and record with it. It
 //! changes nothing in the cache: a difference is an error that names the file and what to do.
 
-use std::fs::{self, File};
-use std::io::BufReader;
+use std::io::{BufReader, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use crate::cache::Cache;
@@ -30,26 +29,28 @@ pub fn verify_against_archive(config: &Config, archive: &Path) -> Result<Provisi
     // The archive is copied while hashed and the copy extracted, as at install (one stream).
     let key = format!("{}.rederive", dist.name);
     cache.sweep(&key);
-    let copy = cache.temp(&key, true)?;
-    let actual = verify::copy_regular_file(archive, copy.path(), dist.max_bytes)?;
+    let mut copy = cache.temp_file(&key)?;
+    let actual = verify::copy_regular_file(archive, copy.as_file_mut(), dist.max_bytes)?;
     let Some(expected) = pin else {
         return Err(Error::Unpinned { dist: dist.name.clone(), computed: actual });
     };
     let shown = archive.display().to_string();
     if dist.pinned_sha256() == Some(expected.as_str()) {
-        let size = fs::metadata(copy.path()).map_err(Error::io(format!("reading {}", copy.path().display())))?.len();
+        let size = copy.as_file().metadata().map_err(Error::io(format!("reading {}", copy.path().display())))?.len();
         crate::check_size(dist, &shown, size)?;
     }
     let note = "Nothing was compared: it is not the pinned archive, so it cannot vouch for the entry";
     verify::check_with(&shown, &expected, &actual, note)?;
-    let entry = cache.lookup(&expected).ok_or_else(|| Error::NoEntry {
+    let entry = cache.lookup(&expected)?.ok_or_else(|| Error::NoEntry {
         dist: dist.name.clone(),
         entry: cache.entry_path(&expected),
         archive: archive.to_owned(),
     })?;
 
-    let work = cache.temp(&key, false)?;
-    let file = File::open(copy.path()).map_err(Error::io(format!("opening {}", copy.path().display())))?;
+    // Extracted from the very descriptor that was hashed, never by reopening the path.
+    let work = cache.temp_dir(&key)?;
+    let file = copy.as_file_mut();
+    file.seek(SeekFrom::Start(0)).map_err(Error::io("rewinding the verified archive"))?;
     extract::extract_tgz(BufReader::new(file), work.path(), &dist.root, extract::Bounds::for_dist(dist))?;
     let derived = record::list(work.path())?;
 

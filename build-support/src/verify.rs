@@ -47,11 +47,16 @@ impl<W: Write> Write for HashingWriter<W> {
 
 /// sha256 of a file, in lowercase hex.
 pub fn sha256_file(path: &Path) -> Result<String> {
-    let mut file = File::open(path).map_err(Error::io(format!("opening {}", path.display())))?;
+    let file = File::open(path).map_err(Error::io(format!("opening {}", path.display())))?;
+    sha256_reader(file).map_err(Error::io(format!("reading {}", path.display())))
+}
+
+/// sha256 of everything `reader` gives, in lowercase hex.
+pub fn sha256_reader(mut reader: impl Read) -> io::Result<String> {
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
     loop {
-        let n = file.read(&mut buf).map_err(Error::io(format!("reading {}", path.display())))?;
+        let n = reader.read(&mut buf)?;
         if n == 0 {
             break;
         }
@@ -60,10 +65,11 @@ pub fn sha256_file(path: &Path) -> Result<String> {
     Ok(hex(&hasher.finalize()))
 }
 
-/// Copies the regular file `source` to `dest` (created), hashing the bytes on the way, and returns
-/// their sha256. Anything but a regular file (a FIFO, a device, a folder) is refused, checked on
-/// the opened handle; at most `max_bytes` are read, whatever the file claims to hold.
-pub fn copy_regular_file(source: &Path, dest: &Path, max_bytes: u64) -> Result<String> {
+/// Copies the regular file `source` into `dest` (an open, empty work file), hashing the bytes on
+/// the way, and returns their sha256. Anything but a regular file (a FIFO, a device, a folder) is
+/// refused, checked on the opened handle; at most `max_bytes` are read, whatever the file claims
+/// to hold. The caller extracts from `dest` itself, so the bytes hashed are the bytes used.
+pub fn copy_regular_file(source: &Path, dest: &mut File, max_bytes: u64) -> Result<String> {
     let what = format!("ONNXRT_ARCHIVE={}", source.display());
     let not_regular = || Error::BadVariable {
         var: "ONNXRT_ARCHIVE",
@@ -78,17 +84,16 @@ pub fn copy_regular_file(source: &Path, dest: &Path, max_bytes: u64) -> Result<S
     if !file.metadata().map_err(Error::io(what.clone()))?.is_file() {
         return Err(not_regular());
     }
-    let out = File::create(dest).map_err(Error::io(format!("creating {}", dest.display())))?;
-    let mut sink = HashingWriter::new(io::BufWriter::new(out));
+    let mut sink = HashingWriter::new(io::BufWriter::new(&mut *dest));
     // One byte past the cap, so a file that is too large is noticed rather than cut.
     std::io::copy(&mut file.take(max_bytes.saturating_add(1)), &mut sink)
-        .map_err(Error::io(format!("copying {what} into {}", dest.display())))?;
+        .map_err(Error::io(format!("copying {what} into the cache")))?;
     if sink.written() > max_bytes {
         return Err(Error::TooLarge { what, cap: max_bytes });
     }
     let (writer, sha256) = sink.finish();
-    let out = writer.into_inner().map_err(|e| Error::io(format!("writing {}", dest.display()))(e.into_error()))?;
-    out.sync_all().map_err(Error::io(format!("syncing {}", dest.display())))?;
+    writer.into_inner().map_err(|e| Error::io("writing the copy in the cache")(e.into_error()))?;
+    dest.sync_all().map_err(Error::io("syncing the copy in the cache"))?;
     Ok(sha256)
 }
 

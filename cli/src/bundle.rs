@@ -2,8 +2,11 @@
 //! folder" delivery. The binary goes to `OUT_DIR/`, the runtime and its provider libraries to
 //! `OUT_DIR/onnxruntime/lib/` (where onnxrt's loader looks: `<exe dir>/onnxruntime/lib`) with the
 //! `libonnxruntime.so.1` / `libonnxruntime.so` links, and `OUT_DIR/bundle-manifest.json` lists
-//! every file with its sha256 and size. The bundle is built in `OUT_DIR.tmp-<pid>` and renamed into
-//! place, so a half-written bundle is never seen.
+//! every file with its sha256 and size. The bundle is built in a fresh folder of random name beside
+//! `OUT_DIR` (created exclusively, mode 0700 until published) and renamed into place, so a
+//! half-written bundle is never seen and no link planted in a shared folder is written through.
+//! `OUT_DIR` itself must not be a symlink; `--force` replaces only a folder that is a bundle
+//! (holds `bundle-manifest.json`), never any other folder.
 //!
 //! The runtime comes from `--lib-dir DIR`, else from `--dist NAME` (provisioned like the build),
 //! else from the runtime this command itself loads (`onnxrt version` shows which).
@@ -131,18 +134,51 @@ fn linked_elsewhere(binary: &Path) -> Option<String> {
     })
 }
 
-/// Removes the work folder unless the bundle was published.
-struct WorkDir {
-    path: PathBuf,
-    keep: bool,
+/// A fresh folder of random name in `parent`, removed on drop unless renamed away.
+fn fresh_dir(parent: &Path, name: &str, purpose: &str) -> Result<tempfile::TempDir> {
+    tempfile::Builder::new()
+        .prefix(&format!(".{name}.{purpose}-"))
+        .rand_bytes(12)
+        .tempdir_in(parent)
+        .map_err(CliError::io("cannot create a work folder in", parent))
 }
 
-impl Drop for WorkDir {
-    fn drop(&mut self) {
-        if !self.keep {
-            let _ = fs::remove_dir_all(&self.path);
-        }
+/// Refuses an `OUT_DIR` that is a link, not a folder, or (without `force`) not empty, and with
+/// `force` one that is not a bundle.
+fn check_out_dir(out: &Path, force: bool) -> Result<()> {
+    let meta = match fs::symlink_metadata(out) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(CliError::io("cannot read", out)(e)),
+    };
+    if meta.file_type().is_symlink() {
+        return Err(CliError::Failed(format!(
+            "{} is a symbolic link; bundle writes only into a real folder: give the folder itself",
+            out.display()
+        )));
     }
+    if !meta.is_dir() {
+        return Err(CliError::Failed(format!("{} exists and is not a folder; choose another path", out.display())));
+    }
+    let empty = fs::read_dir(out).map_err(CliError::io("cannot list", out))?.next().is_none();
+    if empty {
+        return Ok(());
+    }
+    if !force {
+        return Err(CliError::Failed(format!(
+            "{} exists and is not empty; choose another folder or pass --force to replace it",
+            out.display()
+        )));
+    }
+    let is_bundle = fs::symlink_metadata(out.join(MANIFEST)).is_ok_and(|m| m.is_file());
+    if !is_bundle {
+        return Err(CliError::Failed(format!(
+            "{} is not a bundle (it has no {MANIFEST}), and --force replaces only a bundle; choose another \
+             folder, or remove that one yourself",
+            out.display()
+        )));
+    }
+    Ok(())
 }
 
 fn copy(from: &Path, to: &Path) -> Result<()> {
@@ -175,20 +211,14 @@ pub fn create(request: &BundleRequest) -> Result<()> {
         .and_then(|n| n.to_str())
         .ok_or_else(|| CliError::Usage(format!("OUT_DIR {} has no folder name", out.display())))?;
     let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    if out.exists() && !request.force && fs::read_dir(out).map(|mut d| d.next().is_some()).unwrap_or(true) {
-        return Err(CliError::Failed(format!(
-            "{} exists and is not empty; choose another folder or pass --force to replace it",
-            out.display()
-        )));
-    }
+    check_out_dir(out, request.force)?;
     fs::create_dir_all(parent).map_err(CliError::io("cannot create", parent))?;
-    let mut work = WorkDir { path: parent.join(format!("{name}.tmp-{}", std::process::id())), keep: false };
-    let _ = fs::remove_dir_all(&work.path);
-    let lib = work.path.join(LIB_DIR);
+    let work = fresh_dir(parent, name, "tmp")?;
+    let lib = work.path().join(LIB_DIR);
     fs::create_dir_all(&lib).map_err(CliError::io("cannot create", &lib))?;
 
     let mut files = vec![binary_name.clone()];
-    copy(binary, &work.path.join(&binary_name))?;
+    copy(binary, &work.path().join(&binary_name))?;
     for source in std::iter::once(&runtime.library).chain(&runtime.providers) {
         let file = source.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_owned();
         copy(source, &lib.join(&file))?;
@@ -210,7 +240,7 @@ pub fn create(request: &BundleRequest) -> Result<()> {
     let mut listed = Vec::new();
     let mut table = Table::new(&["FILE", "SIZE", "SHA256"]);
     for file in &files {
-        let path = work.path.join(file);
+        let path = work.path().join(file);
         let size = fs::metadata(&path).map_err(CliError::io("cannot read", &path))?.len();
         let sha256 = build_support::verify::sha256_file(&path)?;
         table.row([file.clone(), output::bytes(size), sha256[..16].to_owned() + "…"]);
@@ -228,13 +258,12 @@ pub fn create(request: &BundleRequest) -> Result<()> {
         "files": listed,
         "links": links.iter().map(|l| json!({ "path": format!("{LIB_DIR}/{l}"), "target": real })).collect::<Vec<_>>(),
     });
-    let manifest_path = work.path.join(MANIFEST);
+    let manifest_path = work.path().join(MANIFEST);
     let text = serde_json::to_string_pretty(&manifest)
         .map_err(|e| CliError::Failed(format!("cannot encode the manifest: {e}")))?;
     fs::write(&manifest_path, text + "\n").map_err(CliError::io("cannot write", &manifest_path))?;
 
-    publish(&work.path, out, request.force)?;
-    work.keep = true;
+    publish(work, out, parent, name)?;
     println!("bundled {binary_name} with ONNX Runtime {} from {}", runtime.version, runtime.from);
     print!("{}", table.render());
     if let Some(note) = link_note {
@@ -250,24 +279,24 @@ pub fn create(request: &BundleRequest) -> Result<()> {
     Ok(())
 }
 
-/// Renames the finished work folder to `out` (replacing an empty or, with `force`, any folder).
-fn publish(work: &Path, out: &Path, force: bool) -> Result<()> {
-    if out.exists() {
-        let old = out.with_file_name(format!(
-            "{}.old-{}",
-            out.file_name().and_then(|n| n.to_str()).unwrap_or("bundle"),
-            std::process::id()
-        ));
-        if force {
-            fs::rename(out, &old).map_err(CliError::io("cannot move aside", out))?;
-        } else {
-            fs::remove_dir(out).map_err(CliError::io("cannot replace", out))?;
-        }
-        fs::rename(work, out).map_err(CliError::io("cannot rename the bundle into", out))?;
-        let _ = fs::remove_dir_all(&old);
-        return Ok(());
+/// Renames the finished work folder to `out`, replacing an empty folder or (checked by
+/// [`check_out_dir`]) a bundle, which is first renamed into a fresh folder and then deleted.
+fn publish(work: tempfile::TempDir, out: &Path, parent: &Path, name: &str) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(work.path(), fs::Permissions::from_mode(0o755))
+        .map_err(CliError::io("cannot set the mode of", work.path()))?;
+    let mut aside = None;
+    // An empty folder is removed; a bundle (anything else was refused) is renamed aside.
+    if fs::symlink_metadata(out).is_ok() && fs::remove_dir(out).is_err() {
+        let old = fresh_dir(parent, name, "old")?;
+        fs::rename(out, old.path().join(name)).map_err(CliError::io("cannot move aside", out))?;
+        aside = Some(old);
     }
-    fs::rename(work, out).map_err(CliError::io("cannot rename the bundle into", out))
+    fs::rename(work.path(), out).map_err(CliError::io("cannot rename the bundle into", out))?;
+    // Renamed away: nothing is left for the drop to remove.
+    let _ = work.keep();
+    drop(aside);
+    Ok(())
 }
 
 /// A manifest path that stays inside the bundle.
