@@ -42,7 +42,8 @@ fn stand_ins(lib: &Path, dir: &Path, names: &[&str]) {
     }
 }
 
-const CUDA_13: [&str; 5] = ["libcublasLt.so.13", "libcublas.so.13", "libcurand.so.10", "libcudart.so.13", "libcuda.so.1"];
+const CUDA_13: [&str; 5] =
+    ["libcublasLt.so.13", "libcublas.so.13", "libcurand.so.10", "libcudart.so.13", "libcuda.so.1"];
 
 /// `onnxrt doctor --json` with the wheel's runtime and `LD_LIBRARY_PATH` (or none).
 fn doctor(runtime: &Path, ld_library_path: Option<&Path>) -> Rows {
@@ -99,8 +100,11 @@ fn a_runtime_folder_without_the_cuda_provider_library_names_it_and_the_fix() {
     let scratch = tempfile::tempdir().expect("tempdir");
     let runtime = scratch.path().join("libonnxruntime.so.1.30.0");
     std::fs::copy(lib.join("libonnxruntime.so.1.30.0"), &runtime).expect("copy runtime");
-    std::fs::copy(lib.join("libonnxruntime_providers_shared.so"), scratch.path().join("libonnxruntime_providers_shared.so"))
-        .expect("copy shared");
+    std::fs::copy(
+        lib.join("libonnxruntime_providers_shared.so"),
+        scratch.path().join("libonnxruntime_providers_shared.so"),
+    )
+    .expect("copy shared");
 
     let found = doctor(&runtime, None);
     let fail = first_fail(&found);

@@ -68,11 +68,9 @@ pub fn row(searcher: &Searcher, short: &str, front: &str, found: &Found, missing
                         places.push(folder);
                     }
                 }
-                Err(why) => damaged.push(format!(
-                    "{} ({why}; {})",
-                    at.path.display(),
-                    searcher.picked(&at, &dynamic, origin)
-                )),
+                Err(why) => {
+                    damaged.push(format!("{} ({why}; {})", at.path.display(), searcher.picked(&at, &dynamic, origin)))
+                }
             },
         }
     }

@@ -146,14 +146,7 @@ pub fn check_complete(path: &Path) -> Result<u64, ElfError> {
     if ph_end > size {
         return Err(cut("program header table", ph_end));
     }
-    let shoff = header.e_shoff(endian);
-    if shoff != 0 {
-        let count = u64::from(header.e_shnum(endian)).max(1);
-        let sh_end = table_end(shoff, count, header.e_shentsize(endian).into());
-        if sh_end > size {
-            return Err(cut("section header table", sh_end));
-        }
-    }
+    // The segments first: they are what the loader maps (and dies on).
     let segments = header.program_headers(endian, data).map_err(damaged)?;
     for (i, segment) in segments.iter().enumerate() {
         if segment.p_type(endian) != elf::PT_LOAD {
@@ -162,6 +155,14 @@ pub fn check_complete(path: &Path) -> Result<u64, ElfError> {
         let end = segment.p_offset(endian).saturating_add(segment.p_filesz(endian));
         if end > size {
             return Err(cut(&format!("loadable segment (program header {i})"), end));
+        }
+    }
+    let shoff = header.e_shoff(endian);
+    if shoff != 0 {
+        let count = u64::from(header.e_shnum(endian)).max(1);
+        let sh_end = table_end(shoff, count, header.e_shentsize(endian).into());
+        if sh_end > size {
+            return Err(cut("section header table", sh_end));
         }
     }
     Ok(size)
@@ -284,5 +285,34 @@ mod tests {
         let cut = dir.path().join("cut.so");
         std::fs::write(&cut, truncated).expect("write");
         assert!(read_dynamic(&cut).is_err());
+    }
+
+    #[test]
+    fn a_copy_cut_short_or_built_for_another_machine_is_not_complete() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let whole = std::fs::read(std::env::current_exe().expect("exe")).expect("read");
+        let complete = dir.path().join("whole.so");
+        std::fs::write(&complete, &whole).expect("write");
+        assert_eq!(check_complete(&complete).expect("complete"), whole.len() as u64);
+        // Headers intact, the end gone: what a full disk or an interrupted copy leaves.
+        let half = dir.path().join("half.so");
+        std::fs::write(&half, &whole[..whole.len() / 2]).expect("write");
+        let why = check_complete(&half).expect_err("truncated").to_string();
+        assert!(why.contains("truncated"), "{why}");
+        // Cut inside the first loadable segment (this binary's code is far larger than 100 kB).
+        std::fs::write(&half, &whole[..100_000]).expect("write");
+        let why = check_complete(&half).expect_err("truncated").to_string();
+        assert!(why.contains("truncated") && why.contains("loadable segment"), "{why}");
+        let mut arm = whole.clone();
+        arm[18..20].copy_from_slice(&183u16.to_le_bytes());
+        let foreign = dir.path().join("arm.so");
+        std::fs::write(&foreign, arm).expect("write");
+        let why = check_complete(&foreign).expect_err("foreign").to_string();
+        assert!(why.contains("AArch64"), "{why}");
+        let empty = dir.path().join("empty.so");
+        std::fs::write(&empty, b"").expect("write");
+        assert!(check_complete(&empty).expect_err("empty").to_string().contains("file too short"));
+        let device = check_complete(Path::new("/dev/null")).expect_err("a device").to_string();
+        assert!(device.contains("character device"), "{device}");
     }
 }

@@ -196,8 +196,9 @@ fn explain_gpu_session(rows: &mut [Row]) {
     let session = &mut rest[0];
     let failed = above.iter().find(|r| r.status == Status::Fail);
     let warned = || above.iter().find(|r| r.status == Status::Warn && r.check != "manifest");
-    let own = session.fix.take();
-    let own = own.map(|f| format!("; ONNX Runtime's own hint: {f}")).unwrap_or_default();
+    // The error's own fix, unless it only says to run the doctor (this is the doctor).
+    let own = session.fix.take().filter(|f| !f.starts_with("run `onnxrt doctor`"));
+    let own = own.map(|f| format!("; the error's own hint: {f}")).unwrap_or_default();
     session.fix = Some(match (failed, warned()) {
         (Some(row), _) => format!(
             "the `{}` row above explains this: {}{own}",
@@ -267,5 +268,27 @@ mod tests {
         let text = render(&[Row::new("a", Status::Ok, "fine"), Row::new("b", Status::Warn, "hm\n  more").fix("x")]);
         assert!(text.contains("WARN    b      hm more\n"), "{text}");
         assert!(text.contains("fix: x"), "{text}");
+    }
+
+    #[test]
+    fn a_failed_gpu_session_names_the_row_that_explains_it_or_says_none_does() {
+        let session = || Row::new(session::GPU_CHECK, Status::Fail, "CUDA failure 100").fix("run `onnxrt doctor`");
+        let mut rows = vec![
+            Row::new("gpu 0", Status::Ok, "H200"),
+            Row::new("cuda devices", Status::Fail, "0 visible").fix("unset CUDA_VISIBLE_DEVICES"),
+            session(),
+        ];
+        explain_gpu_session(&mut rows);
+        let fix = rows[2].fix.as_deref().unwrap_or_default();
+        assert!(fix.starts_with("the `cuda devices` row above explains this: unset"), "{fix}");
+        assert!(!fix.contains("onnxrt doctor"), "{fix}");
+        let mut rows = vec![Row::new("gpu 0", Status::Ok, "H200"), session()];
+        explain_gpu_session(&mut rows);
+        assert!(rows[1].detail.contains("every row above is OK"), "{:?}", rows[1]);
+        assert!(
+            rows[1].fix.as_deref().unwrap_or_default().starts_with("nothing checked above explains it"),
+            "{:?}",
+            rows[1]
+        );
     }
 }

@@ -168,7 +168,11 @@ fn library_rows(inputs: &Inputs<'_>, short: &str, provider: &str) -> Vec<Row> {
         let mut problems = Vec::new();
         let mut blamed = Vec::new();
         for (needed, found, why) in &damaged {
-            problems.push(format!("damaged: {} ({why}; {})", found.path.display(), searcher.picked(found, &dynamic, origin)));
+            problems.push(format!(
+                "damaged: {} ({why}; {})",
+                found.path.display(),
+                searcher.picked(found, &dynamic, origin)
+            ));
             blamed.push(needed.to_string());
         }
         if !missing.is_empty() {
@@ -266,7 +270,9 @@ fn deeper_rows(
                 ),
                 Some(at) => match elf::check_complete(&at.path) {
                     Ok(_) => queue.push(at),
-                    Err(why) => rows.push(damaged_row(check, &at, &why.to_string(), inputs.searcher, &dynamic, &origin)),
+                    Err(why) => {
+                        rows.push(damaged_row(check, &at, &why.to_string(), inputs.searcher, &dynamic, &origin))
+                    }
                 },
             }
         }
@@ -325,7 +331,9 @@ fn needed_row(
         let same: Vec<&Path> = others
             .iter()
             .map(PathBuf::as_path)
-            .filter(|p| real_name(p).is_some_and(|n| !wanted.is_empty() && so_version(&n).starts_with(&format!("{wanted}."))))
+            .filter(|p| {
+                real_name(p).is_some_and(|n| !wanted.is_empty() && so_version(&n).starts_with(&format!("{wanted}.")))
+            })
             .collect();
         if let Some(file) = same.first() {
             let folder = file.parent().unwrap_or(Path::new("."));

@@ -192,6 +192,17 @@ fn cuda_row() -> Row {
 #[cfg(test)]
 mod tests {
     #[test]
+    fn c_plus_plus_signatures_are_dropped_from_ort_messages() {
+        let raw = "ONNX Runtime CreateSession failed (Fail): /onnxruntime_src/onnxruntime/core/providers/cuda/cuda_call.cc:154 std::conditional_t<THRW, void, onnxruntime::common::Status> onnxruntime::CudaCall(ERRTYPE, const char*, const char*, SUCCTYPE, const char*, const char*, int) [with ERRTYPE = cudaError; bool THRW = true; SUCCTYPE = cudaError; std::conditional_t<THRW, void, onnxruntime::common::Status> = void] CUDA failure 100: no CUDA-capable device is detected ; GPU=0 ; expr=cudaSetDevice(info_.device_id);";
+        let short = super::shorten_ort_message(raw);
+        assert_eq!(
+            short,
+            "ONNX Runtime CreateSession failed (Fail): /onnxruntime_src/onnxruntime/core/providers/cuda/cuda_call.cc:154 … CUDA failure 100: no CUDA-capable device is detected ; GPU=0 ; expr=cudaSetDevice(info_.device_id);"
+        );
+        assert_eq!(super::shorten_ort_message("plain [message]"), "plain [message]");
+    }
+
+    #[test]
     fn the_embedded_model_is_the_workspace_model() {
         // Absent in a published crate; inside the workspace the copy must not drift.
         let workspace = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/add_f32.onnx");
