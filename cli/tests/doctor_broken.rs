@@ -174,3 +174,27 @@ fn cuda_visible_devices_empty_is_said_plainly_on_a_machine_without_a_gpu() {
     assert_eq!(devices.1, "SKIP", "{devices:?}");
     assert!(devices.2.contains("CUDA_VISIBLE_DEVICES is not set") && devices.2.contains("libcuda.so.1"), "{devices:?}");
 }
+
+#[test]
+fn a_truncated_runtime_is_a_fail_row_not_a_sigbus() {
+    // The pinned CPU runtime, cut short: loading it kills the process with SIGBUS (exit 135).
+    let Ok(info) = serde_json::from_str::<serde_json::Value>(&run(onnxrt().args(["version", "--json"])).stdout) else {
+        println!("skipped: `onnxrt version --json` printed no JSON");
+        return;
+    };
+    let Some(library) = info.pointer("/runtime/library").and_then(|l| l.as_str()).map(PathBuf::from) else {
+        println!("skipped: no runtime path in {info}");
+        return;
+    };
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let bytes = std::fs::read(&library).expect("read runtime");
+    let cut = scratch.path().join(library.file_name().expect("name"));
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).expect("write truncated runtime");
+    let ran = run(onnxrt().args(["doctor", "--json"]).env("ONNXRT_DYLIB_PATH", &cut));
+    assert_eq!(ran.code, Some(1), "{}", ran.both());
+    let found = rows(&ran);
+    let fail = first_fail(&found);
+    assert_eq!(fail.0, "runtime", "{fail:?}");
+    assert!(fail.2.contains(&cut.display().to_string()) && fail.2.contains("truncated"), "{fail:?}");
+    assert!(fail.2.contains("found via ONNXRT_DYLIB_PATH"), "{fail:?}");
+}
