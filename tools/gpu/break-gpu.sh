@@ -44,7 +44,7 @@ where_is() {
 # The doctor's first FAIL row from its JSON, shortened for a table cell.
 first_fail() {
   python3 -c '
-import json, sys
+import json, re, sys
 try:
     rows = json.load(open(sys.argv[1]))
 except Exception as e:
@@ -53,7 +53,9 @@ fail = [r for r in rows if r.get("status") == "FAIL"]
 if not fail:
     print("no FAIL row"); sys.exit()
 r = fail[0]
-text = "**%s**: %s" % (r["check"], r["detail"])
+# The NEEDED list of a provider row says nothing about the fault: drop it.
+detail = re.sub(r"complete ELF64 x86-64 library; NEEDED \(\d+\): [^;]*; ", "", r["detail"])
+text = "**%s**: %s" % (r["check"], detail)
 if r.get("fix"): text += " — fix: " + r["fix"]
 text = text.replace("|", "/").replace("\n", " ")
 print(text[:400] + ("…" if len(text) > 400 else ""))
@@ -73,36 +75,42 @@ session_result() {
 # run_case NAME HOW [ARG]: HOW is `env` (ARG: extra `VAR=value` words, space-separated) or
 # `hide` (ARG: files to cover with /dev/null inside a private mount namespace).
 printf '| case | doctor: first FAIL row | `resnet_cuda --strict` |\n|---|---|---|\n' >"$table"
+cases=0
 run_case() {
-  local name=$1 how=$2 arg=${3:-} prefix=() code
-  echo "== $name ($how $arg)" | tee -a "$log"
+  local title=$1 how=$2 arg=${3:-} code dcode name
+  cases=$((cases + 1))
+  name=case$cases   # file names; the title goes into the table
+  echo "== $name: $title ($how $arg)" | tee -a "$log"
   local doctor_cmd="timeout $doctor_timeout $bin/onnxrt doctor --json --dist gpu-cuda13-1.30.0-wheel >$scratch/$name.doctor.json 2>$scratch/$name.doctor.err"
   local session_cmd="timeout $session_timeout $bin/resnet_cuda --model $model --batch 8 --iterations 5 --strict >$scratch/$name.session.txt 2>&1"
   case $how in
     env)
       # shellcheck disable=SC2086
-      env LD_LIBRARY_PATH="$base_path" $arg bash -c "$doctor_cmd"
+      env LD_LIBRARY_PATH="$base_path" $arg bash -c "$doctor_cmd"; dcode=$?
       # shellcheck disable=SC2086
       env LD_LIBRARY_PATH="$base_path" $arg bash -c "$session_cmd"; code=$?
       ;;
     hide)
       local mounts="" f
+      if [ -z "$arg" ]; then echo "| $title | (not makeable: the file to hide was not found) | — |" >>"$table"; return; fi
       for f in $arg; do
-        if [ ! -e "$f" ]; then echo "| $name | (not makeable: $f does not exist) | — |" >>"$table"; return; fi
+        if [ ! -e "$f" ]; then echo "| $title | (not makeable: $f does not exist) | — |" >>"$table"; return; fi
         mounts="$mounts mount --bind /dev/null '$f' &&"
       done
-      LD_LIBRARY_PATH="$base_path" timeout $((doctor_timeout + 10)) unshare -m bash -c "$mounts $doctor_cmd"
+      LD_LIBRARY_PATH="$base_path" timeout $((doctor_timeout + 10)) unshare -m bash -c "$mounts $doctor_cmd"; dcode=$?
       LD_LIBRARY_PATH="$base_path" timeout $((session_timeout + 10)) unshare -m bash -c "$mounts $session_cmd"; code=$?
       ;;
   esac
   cat "$scratch/$name.doctor.err" "$scratch/$name.session.txt" >>"$log" 2>/dev/null
   local doctor_row strict
   doctor_row=$(first_fail "$scratch/$name.doctor.json")
+  if [ "$dcode" -gt 128 ]; then doctor_row="**the doctor was killed by signal $((dcode - 128))** $doctor_row"; fi
+  if [ "$dcode" -eq 124 ]; then doctor_row="the doctor timed out after ${doctor_timeout}s; $doctor_row"; fi
   strict=$(session_result "$code" "$scratch/$name.session.txt")
   cp "$scratch/$name.doctor.json" "$out/" 2>/dev/null
   echo "doctor: $doctor_row" | tee -a "$log"
   echo "strict: $strict" | tee -a "$log"
-  echo "| $name | $doctor_row | $strict |" >>"$table"
+  echo "| $title | $doctor_row | $strict |" >>"$table"
 }
 
 not_makeable() {
@@ -120,7 +128,7 @@ run_case "no GPU visible (CUDA_VISIBLE_DEVICES=)" env "CUDA_VISIBLE_DEVICES="
 lt=$(where_is libcublasLt.so.13)
 if [ -n "$lt" ]; then
   mkdir -p "$scratch/truncated"
-  head -c 8000000 "$lt" >"$scratch/truncated/libcublasLt.so.13"
+  head -c $(($(stat -L -c %s "$lt") / 2)) "$lt" >"$scratch/truncated/libcublasLt.so.13"   # headers intact, the end gone
   run_case "truncated libcublasLt.so.13 first on LD_LIBRARY_PATH" env "LD_LIBRARY_PATH=$scratch/truncated:$base_path"
 else
   not_makeable "truncated libcublasLt.so.13" "libcublasLt.so.13 not found"
@@ -151,7 +159,7 @@ if [ -n "$cudnn" ]; then
   mkdir -p "$scratch/cudnn8"
   cp "$cudnn" "$scratch/cudnn8/libcudnn.so.8"
   (base_path=$scratch/cudnn8:$base_path; run_case "cuDNN 8 only (libcudnn.so.9 hidden, libcudnn.so.8 first on LD_LIBRARY_PATH)" hide "$cudnn")
-  other=$(timeout 60 find / -xdev \( -path /proc -o -path /sys \) -prune -o -name 'libcudnn.so.9*' -type f -print 2>/dev/null \
+  other=$(timeout 60 find / -xdev \( -path /proc -o -path /sys -o -path /tmp \) -prune -o -name 'libcudnn.so.9*' -type f -print 2>/dev/null \
     | while read -r f; do [ "$(readlink -f "$f")" != "$cudnn" ] && echo "$f"; done | head -n 1)
   if [ -n "$other" ]; then
     mkdir -p "$scratch/cudnn-mix"
@@ -166,7 +174,7 @@ fi
 
 # 7. A second CUDA on LD_LIBRARY_PATH, first: another copy of the CUDA libraries (pip's, torch's)
 #    if the machine has one, else a CUDA 12 folder made of CUDA 13's cudart under the 12 name.
-second=$(timeout 60 find / -xdev \( -path /proc -o -path /sys -o -path "$cuda_lib" -o -path /usr/local/cuda-13.0 \) -prune \
+second=$(timeout 60 find / -xdev \( -path /proc -o -path /sys -o -path /tmp -o -path /usr/local/cuda-13.0 \) -prune \
   -o -name 'libcublasLt.so.*' -type f -print 2>/dev/null | head -n 1)
 if [ -n "$second" ]; then
   run_case "second CUDA first on LD_LIBRARY_PATH ($(dirname "$second"))" env "LD_LIBRARY_PATH=$(dirname "$second"):$base_path"
