@@ -3,13 +3,19 @@
 //! Exit status 1 if any row is FAIL.
 //!
 //! Checks, in order: the machine's architecture; the GPU, driver and compute capability
-//! (`nvidia-smi`) against the manifest entry's `driver_min` / `max_compute_capability`; the
-//! runtime the crate loads (version, path, how it was found, the search order) and its compiled-in
+//! (`nvidia-smi`) against the manifest entry's `driver_min` / `max_compute_capability`; the CUDA
+//! devices this process can see (`CUDA_VISIBLE_DEVICES`, the driver's count); the runtime the
+//! crate loads (version, path, how it was found, the search order) and its compiled-in
 //! providers; the manifest entry compared with; each provider library beside the runtime
-//! (readable? its `NEEDED` libraries, found where?); CUDA versions on `LD_LIBRARY_PATH`; and test
-//! sessions on an embedded model, on the CPU and, when the runtime has CUDA, on the GPU.
+//! (readable? its `NEEDED` libraries, found where, each a complete library? cuDNN's lazily
+//! loaded sub-libraries); CUDA versions on `LD_LIBRARY_PATH`; and test sessions on an embedded
+//! model, on the CPU and, when the runtime has CUDA, on the GPU. No library is loaded before its
+//! file was checked as complete (a truncated one kills the loader with SIGBUS). A failing GPU
+//! session names the row that explains it.
 
 mod cuda_env;
+mod cudnn;
+mod devices;
 pub mod elf;
 mod gpu;
 mod providers;
@@ -148,11 +154,12 @@ pub fn checks(options: &Options) -> Result<Vec<Row>> {
     let (dist, manifest_row) = runtime::select_dist(&manifest, options.dist.as_deref(), &facts, own_dir)?;
     let gpus = gpu::query();
     let gpu_found = matches!(gpus, gpu::Query::Gpus(_));
+    let searcher = search::Searcher::from_env();
     let mut rows = vec![arch_row()];
     rows.extend(gpu::rows(&gpus, dist.as_ref(), Some(&manifest)));
+    rows.push(devices::this_machine(&gpus, &searcher));
     rows.extend(runtime::rows(&facts));
     rows.push(manifest_row);
-    let searcher = search::Searcher::from_env();
     let dir = match (&options.provider_dir, &facts.info) {
         (Some(dir), _) => Some(dir.clone()),
         (None, Ok(info)) => info.library.parent().map(|p| p.to_path_buf()),
@@ -175,7 +182,43 @@ pub fn checks(options: &Options) -> Result<Vec<Row>> {
     rows.push(cuda_env::row(&searcher.ld_library_path, dist.as_ref()));
     rows.push(session::cpu_row(&facts));
     rows.push(session::gpu_row(&facts, gpu_found));
+    explain_gpu_session(&mut rows);
     Ok(rows)
+}
+
+/// Points a failed GPU session at the row above that explains it: the first FAIL, else the first
+/// WARN about the GPU stack. When every row above is fine, says what was checked and what to try.
+fn explain_gpu_session(rows: &mut [Row]) {
+    let Some(at) = rows.iter().position(|r| r.check == session::GPU_CHECK && r.status == Status::Fail) else {
+        return;
+    };
+    let (above, rest) = rows.split_at_mut(at);
+    let session = &mut rest[0];
+    let failed = above.iter().find(|r| r.status == Status::Fail);
+    let warned = || above.iter().find(|r| r.status == Status::Warn && r.check != "manifest");
+    // The error's own fix, unless it only says to run the doctor (this is the doctor).
+    let own = session.fix.take().filter(|f| !f.starts_with("run `onnxrt doctor`"));
+    let own = own.map(|f| format!("; the error's own hint: {f}")).unwrap_or_default();
+    session.fix = Some(match (failed, warned()) {
+        (Some(row), _) => format!(
+            "the `{}` row above explains this: {}{own}",
+            row.check,
+            row.fix.as_deref().unwrap_or("fix what it names first")
+        ),
+        (None, Some(row)) => format!(
+            "the `{}` row above (WARN) may explain this: {}{own}",
+            row.check,
+            row.fix.as_deref().unwrap_or("fix what it names first")
+        ),
+        (None, None) => {
+            session.detail.push_str(
+                " (every row above is OK: the GPU and driver, the CUDA devices, the runtime, each provider library and the libraries it needs (found, complete ELF files), cuDNN's sub-libraries and LD_LIBRARY_PATH)",
+            );
+            format!(
+                "nothing checked above explains it: try `env -u LD_LIBRARY_PATH onnxrt doctor` (a clean loader path), CUDA_VISIBLE_DEVICES=0, and a model run with `onnxrt run MODEL --provider cuda --strict`; ORT's message above is what to report{own}"
+            )
+        }
+    });
 }
 
 /// The report as a table; each fix on its own line under its row.
@@ -225,5 +268,27 @@ mod tests {
         let text = render(&[Row::new("a", Status::Ok, "fine"), Row::new("b", Status::Warn, "hm\n  more").fix("x")]);
         assert!(text.contains("WARN    b      hm more\n"), "{text}");
         assert!(text.contains("fix: x"), "{text}");
+    }
+
+    #[test]
+    fn a_failed_gpu_session_names_the_row_that_explains_it_or_says_none_does() {
+        let session = || Row::new(session::GPU_CHECK, Status::Fail, "CUDA failure 100").fix("run `onnxrt doctor`");
+        let mut rows = vec![
+            Row::new("gpu 0", Status::Ok, "H200"),
+            Row::new("cuda devices", Status::Fail, "0 visible").fix("unset CUDA_VISIBLE_DEVICES"),
+            session(),
+        ];
+        explain_gpu_session(&mut rows);
+        let fix = rows[2].fix.as_deref().unwrap_or_default();
+        assert!(fix.starts_with("the `cuda devices` row above explains this: unset"), "{fix}");
+        assert!(!fix.contains("onnxrt doctor"), "{fix}");
+        let mut rows = vec![Row::new("gpu 0", Status::Ok, "H200"), session()];
+        explain_gpu_session(&mut rows);
+        assert!(rows[1].detail.contains("every row above is OK"), "{:?}", rows[1]);
+        assert!(
+            rows[1].fix.as_deref().unwrap_or_default().starts_with("nothing checked above explains it"),
+            "{:?}",
+            rows[1]
+        );
     }
 }

@@ -1,6 +1,8 @@
 //! The runtime the crate loads (where, which version, how it was found, what it has compiled in)
 //! and the manifest entry the machine is compared with.
 
+use std::path::PathBuf;
+
 use build_support::manifest::{Dist, Manifest};
 use onnxrt::RuntimeInfo;
 
@@ -9,16 +11,20 @@ use crate::version;
 
 /// What the loaded runtime is.
 pub struct Facts {
-    /// The runtime, or why it could not be loaded.
-    pub info: Result<RuntimeInfo, onnxrt::Error>,
+    /// The runtime, or why it could not be loaded (a message whose last part may be `\nFix: ...`).
+    pub info: Result<RuntimeInfo, String>,
     /// Providers compiled into it (empty when it did not load).
     pub providers: Vec<String>,
 }
 
 impl Facts {
-    /// Loads the runtime (as any program using the crate would) and reads its providers.
+    /// Loads the runtime (as any program using the crate would) and reads its providers; first
+    /// checks the file the crate would load as a complete library, and does not load a damaged one.
     pub fn load() -> Facts {
-        let info = onnxrt::runtime_info();
+        if let Some(why) = damaged_runtime() {
+            return Facts { info: Err(why), providers: Vec::new() };
+        }
+        let info = onnxrt::runtime_info().map_err(|e| e.to_string());
         let providers = if info.is_ok() { onnxrt::providers::available().unwrap_or_default() } else { Vec::new() };
         Facts { info, providers }
     }
@@ -27,6 +33,39 @@ impl Facts {
     pub fn has_cuda(&self) -> bool {
         self.providers.iter().any(|p| p == "CUDAExecutionProvider")
     }
+}
+
+/// The file the crate's loader would open first: the first place of its search order that
+/// exists (a folder stands for the `libonnxruntime.so*` inside it).
+fn first_candidate() -> Option<(String, PathBuf)> {
+    for (origin, path) in onnxrt::search_paths() {
+        let file = if path.is_dir() {
+            let names = ["libonnxruntime.so", "libonnxruntime.so.1"];
+            let usual = names.iter().map(|n| path.join(n)).find(|p| p.exists());
+            usual.or_else(|| {
+                std::fs::read_dir(&path).ok()?.flatten().map(|e| e.path()).find(|p| {
+                    p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("libonnxruntime.so."))
+                })
+            })
+        } else {
+            Some(path)
+        };
+        if let Some(file) = file.filter(|f| f.exists()) {
+            return Some((origin, file));
+        }
+    }
+    None
+}
+
+/// Why the runtime file the crate would load is not a complete library, if it is not.
+fn damaged_runtime() -> Option<String> {
+    let (origin, file) = first_candidate()?;
+    let why = super::elf::check_complete(&file).err()?;
+    Some(format!(
+        "{} (found via {origin}) is not a loadable library: {why}; not loaded, since loading it would crash\nFix: replace {} with a complete copy of libonnxruntime.so (`onnxrt fetch` prints the verified one), or point ONNXRT_DYLIB_PATH at one",
+        file.display(),
+        file.display()
+    ))
 }
 
 /// The runtime, search-path and compiled-in provider rows.

@@ -34,6 +34,12 @@ pub struct Found {
     pub via: &'static str,
 }
 
+/// Whether the loader would try to open `path`: anything there but a folder (a library hidden by
+/// a bind-mounted `/dev/null` is a character device, and the loader opens it and fails).
+fn is_candidate(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| !m.is_dir())
+}
+
 /// `$ORIGIN` and `${ORIGIN}` replaced by the folder of the library.
 fn expand(entry: &str, origin: &Path) -> PathBuf {
     let origin = origin.display().to_string();
@@ -95,18 +101,35 @@ impl Searcher {
         };
         if name.contains('/') {
             let path = PathBuf::from(name);
-            return path.is_file().then(|| found(path, "its path"));
+            return is_candidate(&path).then(|| found(path, "its path"));
         }
         for (via, dir) in self.folders(lib, origin) {
             let candidate = dir.join(name);
-            if candidate.is_file() {
+            if is_candidate(&candidate) {
                 return Some(found(candidate, via));
             }
         }
-        if let Some((_, path)) = self.cache.iter().find(|(n, p)| n == name && p.is_file()) {
+        if let Some((_, path)) = self.cache.iter().find(|(n, p)| n == name && is_candidate(p)) {
             return Some(found(path.clone(), "ld.so.cache"));
         }
-        self.defaults.iter().map(|d| d.join(name)).find(|p| p.is_file()).map(|p| found(p, "default folders"))
+        self.defaults.iter().map(|d| d.join(name)).find(|p| is_candidate(p)).map(|p| found(p, "default folders"))
+    }
+
+    /// How the loader came to `found`, for a damaged-file message: the step and folder that
+    /// picked it, then the whole order (an earlier folder wins, so the fix is often to reorder).
+    pub fn picked(&self, found: &Found, lib: &Dynamic, origin: &Path) -> String {
+        let folder = found.path.parent().map(|p| p.display().to_string()).unwrap_or_default();
+        let step = match found.via {
+            "LD_LIBRARY_PATH" => {
+                let position = self.ld_library_path.iter().position(|d| Some(d.as_path()) == found.path.parent());
+                match position {
+                    Some(i) => format!("LD_LIBRARY_PATH entry {} of {} ({folder})", i + 1, self.ld_library_path.len()),
+                    None => format!("LD_LIBRARY_PATH ({folder})"),
+                }
+            }
+            via => format!("{via} ({folder})"),
+        };
+        format!("picked by {step}; the loader's order: {}", self.searched(lib, origin))
     }
 
     /// Other versions of `name` in the same places (`libcublasLt.so.12` when `.so.13` is missing).

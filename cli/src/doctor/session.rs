@@ -16,6 +16,9 @@ use super::{split_fix, Row, Status};
 /// keeps the two identical).
 pub const ADD_F32: &[u8] = include_bytes!("add_f32.onnx");
 
+/// The name of the GPU session row.
+pub const GPU_CHECK: &str = "gpu session";
+
 /// The hidden subcommand that runs the CUDA session.
 pub const CHILD_COMMAND: &str = "__doctor-gpu-session";
 
@@ -96,13 +99,12 @@ pub fn gpu_row(facts: &Facts, gpu_found: bool) -> Row {
         None => {
             use std::os::unix::process::ExitStatusExt;
             let how = match output.status.signal() {
-                Some(signal) => format!("was killed by signal {signal}"),
+                Some(signal) => format!("was killed by signal {}", signal_name(signal)),
                 None => format!("ended with {}", output.status),
             };
             let stderr = String::from_utf8_lossy(&output.stderr);
             let last: Vec<&str> = stderr.lines().rev().take(3).collect::<Vec<_>>().into_iter().rev().collect();
             Row::new(CHECK, Status::Fail, format!("the CUDA test session {how}: {}", last.join(" | ")))
-                .fix("the CUDA libraries or the driver crash ONNX Runtime: check the driver and library rows above")
         }
     }
 }
@@ -111,6 +113,53 @@ pub fn gpu_row(facts: &Facts, gpu_found: bool) -> Row {
 pub fn child() {
     let row = cuda_row();
     println!("{}", row.to_json());
+}
+
+/// ORT's message without the C++ function signatures its CUDA checks print
+/// (`std::conditional_t<THRW, void, common::Status> onnxruntime::CudaCall(...) [with ...]`),
+/// which say nothing to a user and bury the CUDA error after them.
+pub fn shorten_ort_message(message: &str) -> String {
+    let mut text = message.to_owned();
+    while let Some(with) = text.find(" [with ") {
+        // The signature starts after the `file.cc:LINE ` that precedes it.
+        let head = &text[..with];
+        let after_file = head.rfind(".cc:").and_then(|i| head[i..].find(' ').map(|j| i + j + 1));
+        let Some(start) = after_file.or_else(|| head.find("std::")) else { break };
+        let mut depth = 0usize;
+        let mut end = None;
+        for (i, c) in text[with + 1..].char_indices() {
+            match c {
+                '[' => depth += 1,
+                ']' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = Some(with + 1 + i + 1);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let Some(end) = end else { break };
+        if start >= end {
+            break;
+        }
+        text.replace_range(start..end, "…");
+    }
+    text
+}
+
+/// A signal number with its name, for the common crashes.
+fn signal_name(signal: i32) -> String {
+    let name = match signal {
+        4 => " (SIGILL)",
+        6 => " (SIGABRT)",
+        7 => " (SIGBUS: a library file shorter than its headers say, i.e. truncated)",
+        9 => " (SIGKILL)",
+        11 => " (SIGSEGV)",
+        _ => "",
+    };
+    format!("{signal}{name}")
 }
 
 #[cfg(feature = "cuda")]
@@ -128,8 +177,9 @@ fn cuda_row() -> Row {
         ),
         Err(e) => {
             let (detail, fix) = split_fix(&e.to_string());
-            Row::new(CHECK, Status::Fail, detail)
-                .fix(fix.unwrap_or_else(|| "see the driver, provider library and CUDA rows above for the cause".into()))
+            let mut row = Row::new(CHECK, Status::Fail, shorten_ort_message(&detail));
+            row.fix = fix;
+            row
         }
     }
 }
@@ -141,6 +191,17 @@ fn cuda_row() -> Row {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn c_plus_plus_signatures_are_dropped_from_ort_messages() {
+        let raw = "ONNX Runtime CreateSession failed (Fail): /onnxruntime_src/onnxruntime/core/providers/cuda/cuda_call.cc:154 std::conditional_t<THRW, void, onnxruntime::common::Status> onnxruntime::CudaCall(ERRTYPE, const char*, const char*, SUCCTYPE, const char*, const char*, int) [with ERRTYPE = cudaError; bool THRW = true; SUCCTYPE = cudaError; std::conditional_t<THRW, void, onnxruntime::common::Status> = void] CUDA failure 100: no CUDA-capable device is detected ; GPU=0 ; expr=cudaSetDevice(info_.device_id);";
+        let short = super::shorten_ort_message(raw);
+        assert_eq!(
+            short,
+            "ONNX Runtime CreateSession failed (Fail): /onnxruntime_src/onnxruntime/core/providers/cuda/cuda_call.cc:154 … CUDA failure 100: no CUDA-capable device is detected ; GPU=0 ; expr=cudaSetDevice(info_.device_id);"
+        );
+        assert_eq!(super::shorten_ort_message("plain [message]"), "plain [message]");
+    }
+
     #[test]
     fn the_embedded_model_is_the_workspace_model() {
         // Absent in a published crate; inside the workspace the copy must not drift.
