@@ -1,0 +1,569 @@
+//! Which string keys the crate hands to ONNX Runtime from safe code: one table per place that
+//! takes them (session configuration, run configuration, each execution provider's options).
+//!
+//! ORT reads some string keys as plain values (a number, a flag, a file to write) and others as
+//! something safe code cannot vouch for: an integer cast to a pointer (a CUDA stream, an allocator
+//! function), a shared library to load and call, or a promise that caller memory outlives the
+//! session (`session.use_ort_model_bytes_for_initializers`). So the rule is an allow-list: a key
+//! passes only when its table lists it as [`KeyClass::Plain`]. Every other key, listed with its
+//! class or unknown to the table, is [`Error::KeyRefused`](crate::Error::KeyRefused) naming the
+//! key, why, and the keys that pass; the `unsafe` doors (`SessionBuilder::provider_unchecked`,
+//! `SessionBuilder::config_entry_unchecked`, `RunOptions::config_entry_unchecked`) skip the check.
+//!
+//! The tables were read from ORT's option parsers (each table's [`KeyTable::read_from`] says which
+//! files, at which version). A key a table does not list is refused even if it is harmless: adding
+//! it here, after reading how ORT parses it, is the way to let it through. RELIABILITY.md's audit
+//! table is rendered from these tables, and a test keeps the two equal.
+
+use crate::error::{Error, Names, Result};
+
+/// What ORT does with a key's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyClass {
+    /// A number, flag, name or path of a data file: let through from safe code.
+    Plain,
+    /// Makes ORT keep pointing into memory the caller lent for one call.
+    Ownership,
+    /// Parsed as an integer and used as a pointer.
+    Address,
+    /// Names a shared library ORT loads and calls into.
+    CodeLoading,
+}
+
+impl KeyClass {
+    /// The class as the audit table writes it.
+    pub fn label(self) -> &'static str {
+        match self {
+            KeyClass::Plain => "plain value",
+            KeyClass::Ownership => "ownership",
+            KeyClass::Address => "address",
+            KeyClass::CodeLoading => "code loading",
+        }
+    }
+}
+
+/// One key of a table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Key {
+    /// The key, exactly as ORT compares it (case-sensitive).
+    pub name: &'static str,
+    /// What ORT does with its value.
+    pub class: KeyClass,
+    /// For a key that is not plain: why it is refused and what to use instead.
+    pub why: &'static str,
+}
+
+/// The keys one place takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyTable {
+    /// Where the keys go, as errors name it (`"CUDA provider option"`, `"session config entry"`).
+    pub scope: &'static str,
+    /// The ORT sources (file, version or commit) the classes were read from.
+    pub read_from: &'static str,
+    /// The `unsafe` function that takes keys without this check.
+    pub unchecked: &'static str,
+    /// Every key the crate knows for this place, plain or not.
+    pub keys: &'static [Key],
+}
+
+impl KeyTable {
+    /// The keys that pass from safe code.
+    pub fn allowed(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.keys.iter().filter(|k| k.class == KeyClass::Plain).map(|k| k.name)
+    }
+
+    /// The table's entry for `key`, if it lists it.
+    pub fn get(&self, key: &str) -> Option<&'static Key> {
+        self.keys.iter().find(|k| k.name == key)
+    }
+
+    /// `Ok` when `key` is listed as a plain value; otherwise the typed refusal.
+    ///
+    /// # Errors
+    /// [`Error::KeyRefused`] naming the key, its class (or that the table does not list it), why,
+    /// and every key the table lets through.
+    pub fn check(&self, key: &str) -> Result<()> {
+        let (class, why) = match self.get(key) {
+            Some(k) if k.class == KeyClass::Plain => return Ok(()),
+            Some(k) => (k.class.label(), format!("{}; or, vouching for it yourself, the unsafe {}", k.why, self.unchecked)),
+            None => (
+                "not on the list",
+                format!(
+                    "this crate lets through only keys whose parsing in ONNX Runtime was read and found to take a plain value; pass another through the unsafe {}",
+                    self.unchecked
+                ),
+            ),
+        };
+        Err(Error::KeyRefused {
+            scope: self.scope.to_owned(),
+            key: key.to_owned(),
+            class,
+            why,
+            allowed: Names(self.allowed().map(str::to_owned).collect()),
+        })
+    }
+
+    /// Checks every key of `entries`, failing on the first refused one.
+    ///
+    /// # Errors
+    /// As [`KeyTable::check`].
+    pub fn check_all<'k>(&self, keys: impl IntoIterator<Item = &'k str>) -> Result<()> {
+        keys.into_iter().try_for_each(|key| self.check(key))
+    }
+}
+
+const fn plain(name: &'static str) -> Key {
+    Key { name, class: KeyClass::Plain, why: "" }
+}
+
+const fn refused(name: &'static str, class: KeyClass, why: &'static str) -> Key {
+    Key { name, class, why }
+}
+
+use KeyClass::{Address, CodeLoading, Ownership};
+
+/// Session configuration entries (`SessionBuilder::config_entry`, `AddSessionConfigEntry`).
+pub const SESSION_CONFIG: KeyTable = KeyTable {
+    scope: "session config entry",
+    read_from: "onnxruntime_session_options_config_keys.h of ORT 1.21.0 (Debian libonnxruntime-dev 1.21.0+dfsg-1, the headers this crate builds with) and its readers in inference_session.cc (index commit of microsoft/onnxruntime); the key strings of libonnxruntime.so.1.16.2; the ORT 1.30 tree could not be fetched (see RELIABILITY.md)",
+    unchecked: "SessionBuilder::config_entry_unchecked",
+    keys: &[
+        plain("session.disable_prepacking"),
+        plain("session.use_env_allocators"),
+        plain("session.load_model_format"),
+        plain("session.save_model_format"),
+        plain("session.set_denormal_as_zero"),
+        plain("session.disable_quant_qdq"),
+        plain("session.disable_double_qdq_remover"),
+        plain("session.enable_quant_qdq_cleanup"),
+        plain("optimization.enable_gelu_approximation"),
+        plain("session.disable_aot_function_inlining"),
+        plain("optimization.memory_optimizer_config"),
+        plain("optimization.enable_memory_probe_recompute_config"),
+        plain("optimization.disable_specified_optimizers"),
+        plain("session.use_device_allocator_for_initializers"),
+        plain("session.inter_op.allow_spinning"),
+        plain("session.intra_op.allow_spinning"),
+        refused(
+            "session.use_ort_model_bytes_directly",
+            Ownership,
+            "ORT keeps pointing into the model bytes instead of copying them, so they must outlive the session; use SessionBuilder::commit_from_owned_bytes, which holds the bytes for the session's life and sets this key",
+        ),
+        refused(
+            "session.use_ort_model_bytes_for_initializers",
+            Ownership,
+            "ORT's initializers point into the model bytes for the session's whole life; use SessionBuilder::commit_from_owned_bytes, which holds the bytes and sets this key",
+        ),
+        plain("session.qdqisint8allowed"),
+        plain("session.x64quantprecision"),
+        plain("optimization.minimal_build_optimizations"),
+        plain("ep.nnapi.partitioning_stop_ops"),
+        plain("session.dynamic_block_base"),
+        plain("session.force_spinning_stop"),
+        plain("session.strict_shape_type_inference"),
+        plain("session.allow_released_opsets_only"),
+        plain("session.node_partition_config_file"),
+        plain("session.intra_op_thread_affinities"),
+        plain("session.debug_layout_transformation"),
+        plain("session.disable_cpu_ep_fallback"),
+        plain("session.optimized_model_external_initializers_file_name"),
+        plain("session.optimized_model_external_initializers_min_size_in_bytes"),
+        plain("session.model_external_initializers_file_folder_path"),
+        plain("session.save_prepacked_constant_initializers"),
+        plain("session.collect_node_memory_stats_to_file"),
+        plain("session.resource_cuda_partitioning_settings"),
+        plain("ep.context_enable"),
+        plain("ep.context_file_path"),
+        plain("ep.context_embed_mode"),
+        plain("ep.context_node_name_prefix"),
+        plain("ep.share_ep_contexts"),
+        plain("ep.context_model_external_initializers_file_name"),
+        plain("mlas.enable_gemm_fastmath_arm64_bfloat16"),
+        plain("session.qdq_matmulnbits_accuracy_level"),
+    ],
+};
+
+/// Run configuration entries (`RunOptions::config_entry`, `AddRunConfigEntry`).
+pub const RUN_CONFIG: KeyTable = KeyTable {
+    scope: "run config entry",
+    read_from: "onnxruntime_run_options_config_keys.h of ORT 1.21.0 (Debian libonnxruntime-dev 1.21.0+dfsg-1); the key strings of libonnxruntime.so.1.16.2",
+    unchecked: "RunOptions::config_entry_unchecked",
+    keys: &[
+        plain("memory.enable_memory_arena_shrinkage"),
+        plain("disable_synchronize_execution_providers"),
+        plain("qnn.htp_perf_mode"),
+        plain("qnn.htp_perf_mode_post_run"),
+        plain("qnn.rpc_control_latency"),
+        plain("gpu_graph_id"),
+    ],
+};
+
+const CUDA_STREAM: &str =
+    "ONNX Runtime casts the value to a pointer; pass a stream with the unsafe CudaOptions::user_compute_stream";
+const CUDA_ALLOCATOR: &str =
+    "ONNX Runtime casts the value to an allocator function pointer and calls it; there is no safe equivalent";
+
+/// CUDA provider options (`CudaOptions`, `provider("CUDA", …)`, `UpdateCUDAProviderOptions`).
+pub const CUDA: KeyTable = KeyTable {
+    scope: "CUDA provider option",
+    read_from: "onnxruntime/core/providers/cuda/cuda_execution_provider_info.cc: microsoft/onnxruntime index commit 90ed158919c2e36f31814edcdf0fe62b7a661646 (an early version) and a 1.18-era version of the same file (with use_tf32); sdpa_kernel (a later key) named from ORT's CUDA provider documentation; not checked against a 1.30 tree",
+    unchecked: "SessionBuilder::provider_unchecked",
+    keys: &[
+        plain("device_id"),
+        plain("gpu_mem_limit"),
+        plain("arena_extend_strategy"),
+        plain("cudnn_conv_algo_search"),
+        plain("do_copy_in_default_stream"),
+        plain("cudnn_conv_use_max_workspace"),
+        plain("enable_cuda_graph"),
+        plain("cudnn_conv1d_pad_to_nc1d"),
+        plain("tunable_op_enable"),
+        plain("tunable_op_tuning_enable"),
+        plain("tunable_op_max_tuning_duration_ms"),
+        plain("enable_skip_layer_norm_strict_mode"),
+        plain("prefer_nhwc"),
+        plain("use_ep_level_unified_stream"),
+        plain("use_tf32"),
+        plain("sdpa_kernel"),
+        refused("user_compute_stream", Address, CUDA_STREAM),
+        refused("has_user_compute_stream", Address, CUDA_STREAM),
+        refused("gpu_external_alloc", Address, CUDA_ALLOCATOR),
+        refused("gpu_external_free", Address, CUDA_ALLOCATOR),
+        refused("gpu_external_empty_cache", Address, CUDA_ALLOCATOR),
+    ],
+};
+
+const TRT_STREAM: &str = "ONNX Runtime casts the value to a CUDA stream pointer; there is no safe equivalent";
+const TRT_BYTES: &str =
+    "ONNX Runtime casts the value to a pointer to model bytes it reads later; give the model to commit_from_* instead";
+const TRT_LIBRARY: &str =
+    "ONNX Runtime loads the library named and calls into it, which no safe function can vouch for";
+
+/// TensorRT provider options (`TensorRtOptions`, `provider("TensorRT", …)`).
+pub const TENSORRT: KeyTable = KeyTable {
+    scope: "TensorRT provider option",
+    read_from: "onnxruntime/core/providers/tensorrt/tensorrt_execution_provider_info.cc: microsoft/onnxruntime index commit 3a282a295475775510fbfa5234bda55a2db6f015 (the 1.16 key set, with trt_cuda_graph_enable); the later trt_dump_ep_context_model, trt_ep_context_*, trt_engine_hw_compatible and trt_op_types_to_exclude named from ORT's TensorRT provider documentation; not checked against a 1.30 tree",
+    unchecked: "SessionBuilder::provider_unchecked",
+    keys: &[
+        plain("device_id"),
+        plain("trt_max_partition_iterations"),
+        plain("trt_min_subgraph_size"),
+        plain("trt_max_workspace_size"),
+        plain("trt_fp16_enable"),
+        plain("trt_int8_enable"),
+        plain("trt_int8_calibration_table_name"),
+        plain("trt_int8_use_native_calibration_table"),
+        plain("trt_dla_enable"),
+        plain("trt_dla_core"),
+        plain("trt_dump_subgraphs"),
+        plain("trt_engine_cache_enable"),
+        plain("trt_engine_cache_path"),
+        plain("trt_engine_cache_prefix"),
+        plain("trt_force_sequential_engine_build"),
+        plain("trt_context_memory_sharing_enable"),
+        plain("trt_layer_norm_fp32_fallback"),
+        plain("trt_timing_cache_enable"),
+        plain("trt_timing_cache_path"),
+        plain("trt_force_timing_cache"),
+        plain("trt_detailed_build_log"),
+        plain("trt_build_heuristics_enable"),
+        plain("trt_sparsity_enable"),
+        plain("trt_builder_optimization_level"),
+        plain("trt_auxiliary_streams"),
+        plain("trt_tactic_sources"),
+        plain("trt_profile_min_shapes"),
+        plain("trt_profile_max_shapes"),
+        plain("trt_profile_opt_shapes"),
+        plain("trt_cuda_graph_enable"),
+        plain("trt_dump_ep_context_model"),
+        plain("trt_ep_context_file_path"),
+        plain("trt_ep_context_embed_mode"),
+        plain("trt_engine_hw_compatible"),
+        plain("trt_op_types_to_exclude"),
+        refused("user_compute_stream", Address, TRT_STREAM),
+        refused("has_user_compute_stream", Address, TRT_STREAM),
+        refused("trt_onnx_bytestream", Address, TRT_BYTES),
+        refused("trt_onnx_bytestream_size", Address, TRT_BYTES),
+        refused("trt_external_data_bytestream", Address, TRT_BYTES),
+        refused("trt_external_data_bytestream_size", Address, TRT_BYTES),
+        refused("trt_extra_plugin_lib_paths", CodeLoading, TRT_LIBRARY),
+        refused("trt_engine_decryption_lib_path", CodeLoading, TRT_LIBRARY),
+        refused("trt_engine_decryption_enable", CodeLoading, TRT_LIBRARY),
+    ],
+};
+
+/// QNN provider options (`provider("QNN", …)`).
+pub const QNN: KeyTable = KeyTable {
+    scope: "QNN provider option",
+    read_from: "onnxruntime/core/providers/qnn/qnn_execution_provider.cc: microsoft/onnxruntime index commit 048abfa678d703ba4522da5746246572bf25bb29 (a 1.16/1.17-era version); later keys (backend_type, soc_model, htp_arch, device_id, enable_htp_*, offload_graph_io_quantization, op_packages) named from ORT's QNN provider documentation; not checked against a 1.30 tree",
+    unchecked: "SessionBuilder::provider_unchecked",
+    keys: &[
+        plain("backend_type"),
+        plain("profiling_level"),
+        plain("profiling_file_path"),
+        plain("rpc_control_latency"),
+        plain("vtcm_mb"),
+        plain("htp_performance_mode"),
+        plain("htp_graph_finalization_optimization_mode"),
+        plain("qnn_context_priority"),
+        plain("soc_model"),
+        plain("htp_arch"),
+        plain("device_id"),
+        plain("enable_htp_fp16_precision"),
+        plain("offload_graph_io_quantization"),
+        plain("enable_htp_spill_fill_buffer"),
+        refused(
+            "backend_path",
+            CodeLoading,
+            "ONNX Runtime loads the QNN backend library named and calls into it; choose a bundled backend with `backend_type`",
+        ),
+        refused("qnn_saver_path", CodeLoading, "ONNX Runtime loads the QNN Saver library named and calls into it"),
+        refused("op_packages", CodeLoading, "ONNX Runtime loads the operator package libraries named and calls into them"),
+    ],
+};
+
+/// OpenVINO provider options (`provider("OpenVINO", …)`).
+pub const OPENVINO: KeyTable = KeyTable {
+    scope: "OpenVINO provider option",
+    read_from: "onnxruntime/core/providers/openvino/openvino_provider_factory.cc, from ORT's OpenVINO provider documentation (1.16 to 1.30 key names); not read from a pinned tree",
+    unchecked: "SessionBuilder::provider_unchecked",
+    keys: &[
+        plain("device_type"),
+        plain("precision"),
+        plain("num_of_threads"),
+        plain("cache_dir"),
+        plain("num_streams"),
+        plain("enable_opencl_throttling"),
+        plain("enable_qdq_optimizer"),
+        plain("disable_dynamic_shapes"),
+        plain("enable_dynamic_shapes"),
+        plain("enable_npu_fast_compile"),
+        plain("device_id"),
+        plain("model_priority"),
+        refused("context", Address, "ONNX Runtime casts the value to an OpenCL context pointer; there is no safe equivalent"),
+    ],
+};
+
+/// XNNPACK provider options (`provider("XNNPACK", …)`).
+pub const XNNPACK: KeyTable = KeyTable {
+    scope: "XNNPACK provider option",
+    read_from: "onnxruntime/core/providers/xnnpack/xnnpack_execution_provider.cc (one key, 1.16 to 1.30)",
+    unchecked: "SessionBuilder::provider_unchecked",
+    keys: &[plain("intra_op_num_threads")],
+};
+
+/// SNPE provider options (`provider("SNPE", …)`).
+pub const SNPE: KeyTable = KeyTable {
+    scope: "SNPE provider option",
+    read_from: "onnxruntime/core/providers/snpe/snpe_execution_provider.cc, from ORT's SNPE provider documentation",
+    unchecked: "SessionBuilder::provider_unchecked",
+    keys: &[plain("runtime"), plain("priority"), plain("buffer_type"), plain("enable_init_cache")],
+};
+
+/// CoreML provider options by name (`provider("CoreML", …)`, ORT 1.20 and later).
+pub const COREML: KeyTable = KeyTable {
+    scope: "CoreML provider option",
+    read_from:
+        "onnxruntime/core/providers/coreml/coreml_options.cc, from ORT's CoreML provider documentation (1.20 to 1.30)",
+    unchecked: "SessionBuilder::provider_unchecked",
+    keys: &[
+        plain("ModelFormat"),
+        plain("MLComputeUnits"),
+        plain("RequireStaticInputShapes"),
+        plain("EnableOnSubgraphs"),
+        plain("SpecializationStrategy"),
+        plain("ProfileComputePlan"),
+        plain("AllowLowPrecisionAccumulationOnGPU"),
+        plain("ModelCacheDirectory"),
+    ],
+};
+
+/// DirectML provider options by name (`provider("DML", …)`).
+pub const DML: KeyTable = KeyTable {
+    scope: "DML provider option",
+    read_from: "onnxruntime/core/providers/dml/dml_provider_factory.cc, from ORT's DirectML provider documentation",
+    unchecked: "SessionBuilder::provider_unchecked",
+    keys: &[
+        plain("device_id"),
+        plain("performance_preference"),
+        plain("device_filter"),
+        plain("disable_metacommands"),
+        plain("enable_graph_capture"),
+    ],
+};
+
+/// MIGraphX provider options by name (`provider("MIGraphX", …)`).
+pub const MIGRAPHX: KeyTable = KeyTable {
+    scope: "MIGraphX provider option",
+    read_from: "onnxruntime/core/providers/migraphx/migraphx_execution_provider_info.cc, from ORT's MIGraphX provider documentation",
+    unchecked: "SessionBuilder::provider_unchecked",
+    keys: &[
+        plain("device_id"),
+        plain("migraphx_fp16_enable"),
+        plain("migraphx_int8_enable"),
+        plain("migraphx_int8_calibration_table_name"),
+        plain("migraphx_use_native_calibration_table"),
+        plain("migraphx_exhaustive_tune"),
+        plain("migraphx_save_compiled_model"),
+        plain("migraphx_save_model_path"),
+        plain("migraphx_load_compiled_model"),
+        plain("migraphx_load_model_path"),
+    ],
+};
+
+/// Providers whose options this crate has not read: every key is refused from safe code.
+const UNREAD: &str = "not read: every option key is refused from safe code";
+
+macro_rules! unread {
+    ($name:ident, $scope:literal) => {
+        #[doc = concat!("Options of a provider whose parser this crate has not read (", $scope, "): none pass.")]
+        pub const $name: KeyTable =
+            KeyTable { scope: $scope, read_from: UNREAD, unchecked: "SessionBuilder::provider_unchecked", keys: &[] };
+    };
+}
+unread!(AZURE, "AZURE provider option");
+unread!(WEBNN, "WEBNN provider option");
+unread!(JS, "JS provider option");
+unread!(VITISAI, "VitisAI provider option");
+unread!(WEBGPU, "WebGPU provider option");
+unread!(OTHER, "provider option");
+
+/// Each provider the crate names, by its C API name, with its table.
+pub const PROVIDERS: &[(&str, &KeyTable)] = &[
+    ("CUDA", &CUDA),
+    ("TensorRT", &TENSORRT),
+    ("OpenVINO", &OPENVINO),
+    ("XNNPACK", &XNNPACK),
+    ("QNN", &QNN),
+    ("SNPE", &SNPE),
+    ("AZURE", &AZURE),
+    ("WEBNN", &WEBNN),
+    ("JS", &JS),
+    ("CoreML", &COREML),
+    ("DML", &DML),
+    ("MIGraphX", &MIGRAPHX),
+    ("VitisAI", &VITISAI),
+    ("WebGPU", &WEBGPU),
+];
+
+/// The table for a provider by its C API name (as `providers::named` resolves it); a provider
+/// the crate does not name gets [`OTHER`] (scope `"provider option"`, prefixed with the
+/// provider's name in errors), which lets no key through.
+pub fn provider(short_name: &str) -> &'static KeyTable {
+    PROVIDERS.iter().find(|(name, _)| *name == short_name).map_or(&OTHER, |(_, table)| *table)
+}
+
+/// A function ORT calls back into: the audit list's rows for callbacks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Callback {
+    /// The Rust function (module path).
+    pub function: &'static str,
+    /// When ORT calls it.
+    pub when: &'static str,
+}
+
+/// Every `extern "C"` function of the crate that ORT calls (class: code ORT runs; each body must
+/// stay inside one `catch_unwind`, DESIGN.md).
+pub const CALLBACKS: &[Callback] = &[
+    Callback { function: "env::log_callback", when: "every ORT log line (OrtLoggingFunction)" },
+    Callback { function: "session::run_async::on_done", when: "completion of RunAsync (RunAsyncCallbackFn)" },
+    Callback { function: "custom_op::callbacks::create_kernel", when: "session creation (OrtCustomOp::CreateKernel)" },
+    Callback { function: "custom_op::callbacks::compute", when: "each run (OrtCustomOp::KernelCompute)" },
+    Callback { function: "custom_op::callbacks::destroy_kernel", when: "session release (OrtCustomOp::KernelDestroy)" },
+    Callback {
+        function: "custom_op::callbacks::{name, provider_type, input_type, input_count, output_type, output_count, input_characteristic, output_characteristic, input_memory_type, variadic_input_min_arity, variadic_output_min_arity, homogeneous}",
+        when: "schema queries at registration and session creation (OrtCustomOp getters)",
+    },
+];
+
+/// The audit table of RELIABILITY.md, rendered from the tables above.
+pub fn audit_markdown() -> String {
+    let mut out = String::from("| Where | Key or callback | Class | Read from |\n|---|---|---|---|\n");
+    let mut tables: Vec<&KeyTable> = vec![&SESSION_CONFIG, &RUN_CONFIG];
+    tables.extend(PROVIDERS.iter().map(|(_, t)| *t));
+    for table in tables {
+        if table.keys.is_empty() {
+            out.push_str(&format!("| {} | (none pass) | — | {} |\n", table.scope, table.read_from));
+        }
+        for key in table.keys {
+            out.push_str(&format!(
+                "| {} | `{}` | {} | {} |\n",
+                table.scope,
+                key.name,
+                key.class.label(),
+                table.read_from
+            ));
+        }
+    }
+    for callback in CALLBACKS {
+        out.push_str(&format!(
+            "| callback: {} | `{}` | code ORT runs (body in one `catch_unwind`) | onnxrt/src |\n",
+            callback.when, callback.function
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_table_lists_a_key_twice() {
+        let mut tables: Vec<&KeyTable> = vec![&SESSION_CONFIG, &RUN_CONFIG];
+        tables.extend(PROVIDERS.iter().map(|(_, t)| *t));
+        for table in tables {
+            let mut names: Vec<_> = table.keys.iter().map(|k| k.name).collect();
+            names.sort_unstable();
+            let before = names.len();
+            names.dedup();
+            assert_eq!(before, names.len(), "{}", table.scope);
+            for key in table.keys {
+                assert_eq!(key.class == KeyClass::Plain, key.why.is_empty(), "{}: {}", table.scope, key.name);
+            }
+        }
+    }
+
+    #[test]
+    fn refusals_name_the_key_the_class_and_what_passes() {
+        match CUDA.check("gpu_external_alloc") {
+            Err(Error::KeyRefused { scope, key, class, why, allowed }) => {
+                assert_eq!(
+                    (scope.as_str(), key.as_str(), class),
+                    ("CUDA provider option", "gpu_external_alloc", "address")
+                );
+                assert!(why.contains("provider_unchecked"), "{why}");
+                assert!(allowed.0.contains(&"device_id".to_owned()), "{allowed}");
+                assert!(!allowed.0.contains(&"gpu_external_alloc".to_owned()), "{allowed}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(QNN.check("backend_path"), Err(Error::KeyRefused { class: "code loading", .. })));
+        assert!(matches!(QNN.check("no_such_key"), Err(Error::KeyRefused { class: "not on the list", .. })));
+        assert!(QNN.check("htp_performance_mode").is_ok());
+        // Exact, as ORT compares: another case is another key.
+        assert!(CUDA.check("Device_Id").is_err());
+        assert!(std::ptr::eq(provider("Foo"), &OTHER) && OTHER.check("anything").is_err());
+    }
+
+    /// RELIABILITY.md's audit section is exactly what `audit_markdown` renders; with
+    /// `ONNXRT_BLESS=1` the test rewrites the section instead.
+    #[test]
+    fn reliability_md_lists_exactly_these_keys() {
+        const START: &str = "<!-- audit-table: generated from onnxrt/src/allowed_keys.rs -->\n";
+        const END: &str = "<!-- /audit-table -->";
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../RELIABILITY.md");
+        let text = std::fs::read_to_string(&path).expect("RELIABILITY.md");
+        let start = text.find(START).expect("RELIABILITY.md has the audit table's start marker") + START.len();
+        let end = start + text[start..].find(END).expect("and its end marker");
+        let expected = audit_markdown();
+        if text[start..end] != expected && std::env::var("ONNXRT_BLESS").is_ok_and(|v| v == "1") {
+            std::fs::write(&path, format!("{}{expected}{}", &text[..start], &text[end..])).expect("write");
+            return;
+        }
+        assert!(
+            text[start..end] == expected,
+            "RELIABILITY.md's audit table differs from onnxrt/src/allowed_keys.rs; rerun with ONNXRT_BLESS=1 to rewrite it"
+        );
+    }
+}
