@@ -60,6 +60,8 @@ pub struct KeyTable {
     pub scope: &'static str,
     /// The ORT sources (file, version or commit) the classes were read from.
     pub read_from: &'static str,
+    /// The same, in a few words (the audit table's column).
+    pub version: &'static str,
     /// The `unsafe` function that takes keys without this check.
     pub unchecked: &'static str,
     /// Every key the crate knows for this place, plain or not.
@@ -125,7 +127,8 @@ use KeyClass::{Address, CodeLoading, Ownership};
 /// Session configuration entries (`SessionBuilder::config_entry`, `AddSessionConfigEntry`).
 pub const SESSION_CONFIG: KeyTable = KeyTable {
     scope: "session config entry",
-    read_from: "onnxruntime_session_options_config_keys.h of ORT 1.21.0 (Debian libonnxruntime-dev 1.21.0+dfsg-1, the headers this crate builds with) and its readers in inference_session.cc (index commit of microsoft/onnxruntime); the key strings of libonnxruntime.so.1.16.2; the ORT 1.30 tree could not be fetched (see RELIABILITY.md)",
+    version: "1.21.0 header; 1.16.2 library",
+    read_from: "onnxruntime_session_options_config_keys.h of ORT 1.21.0 (Debian libonnxruntime-dev 1.21.0+dfsg-1, the headers this crate builds with) and its readers in inference_session.cc (a 1.16-era version in the stored source index, file id 21456748); the key strings of libonnxruntime.so.1.16.2; the ORT 1.30 tree could not be fetched (see RELIABILITY.md)",
     unchecked: "SessionBuilder::config_entry_unchecked",
     keys: &[
         plain("session.disable_prepacking"),
@@ -186,6 +189,7 @@ pub const SESSION_CONFIG: KeyTable = KeyTable {
 /// Run configuration entries (`RunOptions::config_entry`, `AddRunConfigEntry`).
 pub const RUN_CONFIG: KeyTable = KeyTable {
     scope: "run config entry",
+    version: "1.21.0 header; 1.16.2 library",
     read_from: "onnxruntime_run_options_config_keys.h of ORT 1.21.0 (Debian libonnxruntime-dev 1.21.0+dfsg-1); the key strings of libonnxruntime.so.1.16.2",
     unchecked: "RunOptions::config_entry_unchecked",
     keys: &[
@@ -206,6 +210,7 @@ const CUDA_ALLOCATOR: &str =
 /// CUDA provider options (`CudaOptions`, `provider("CUDA", …)`, `UpdateCUDAProviderOptions`).
 pub const CUDA: KeyTable = KeyTable {
     scope: "CUDA provider option",
+    version: "index 90ed1589 and a 1.18-era parser",
     read_from: "onnxruntime/core/providers/cuda/cuda_execution_provider_info.cc: microsoft/onnxruntime index commit 90ed158919c2e36f31814edcdf0fe62b7a661646 (an early version) and a 1.18-era version of the same file (with use_tf32); sdpa_kernel (a later key) named from ORT's CUDA provider documentation; not checked against a 1.30 tree",
     unchecked: "SessionBuilder::provider_unchecked",
     keys: &[
@@ -242,6 +247,7 @@ const TRT_LIBRARY: &str =
 /// TensorRT provider options (`TensorRtOptions`, `provider("TensorRT", …)`).
 pub const TENSORRT: KeyTable = KeyTable {
     scope: "TensorRT provider option",
+    version: "index 3a282a29 (1.16 keys)",
     read_from: "onnxruntime/core/providers/tensorrt/tensorrt_execution_provider_info.cc: microsoft/onnxruntime index commit 3a282a295475775510fbfa5234bda55a2db6f015 (the 1.16 key set, with trt_cuda_graph_enable); the later trt_dump_ep_context_model, trt_ep_context_*, trt_engine_hw_compatible and trt_op_types_to_exclude named from ORT's TensorRT provider documentation; not checked against a 1.30 tree",
     unchecked: "SessionBuilder::provider_unchecked",
     keys: &[
@@ -295,6 +301,7 @@ pub const TENSORRT: KeyTable = KeyTable {
 /// QNN provider options (`provider("QNN", …)`).
 pub const QNN: KeyTable = KeyTable {
     scope: "QNN provider option",
+    version: "index 048abfa6 (1.16/1.17)",
     read_from: "onnxruntime/core/providers/qnn/qnn_execution_provider.cc: microsoft/onnxruntime index commit 048abfa678d703ba4522da5746246572bf25bb29 (a 1.16/1.17-era version); later keys (backend_type, soc_model, htp_arch, device_id, enable_htp_*, offload_graph_io_quantization, op_packages) named from ORT's QNN provider documentation; not checked against a 1.30 tree",
     unchecked: "SessionBuilder::provider_unchecked",
     keys: &[
@@ -325,7 +332,8 @@ pub const QNN: KeyTable = KeyTable {
 /// OpenVINO provider options (`provider("OpenVINO", …)`).
 pub const OPENVINO: KeyTable = KeyTable {
     scope: "OpenVINO provider option",
-    read_from: "onnxruntime/core/providers/openvino/openvino_provider_factory.cc, from ORT's OpenVINO provider documentation (1.16 to 1.30 key names); not read from a pinned tree",
+    version: "documentation only",
+    read_from: "key names from ORT's OpenVINO provider documentation (1.16 to 1.30); openvino_provider_factory.cc not read here",
     unchecked: "SessionBuilder::provider_unchecked",
     keys: &[
         plain("device_type"),
@@ -347,7 +355,8 @@ pub const OPENVINO: KeyTable = KeyTable {
 /// XNNPACK provider options (`provider("XNNPACK", …)`).
 pub const XNNPACK: KeyTable = KeyTable {
     scope: "XNNPACK provider option",
-    read_from: "onnxruntime/core/providers/xnnpack/xnnpack_execution_provider.cc (one key, 1.16 to 1.30)",
+    version: "documentation only",
+    read_from: "the one key of ORT's XNNPACK provider documentation (1.16 to 1.30); xnnpack_execution_provider.cc not read here",
     unchecked: "SessionBuilder::provider_unchecked",
     keys: &[plain("intra_op_num_threads")],
 };
@@ -355,7 +364,8 @@ pub const XNNPACK: KeyTable = KeyTable {
 /// SNPE provider options (`provider("SNPE", …)`).
 pub const SNPE: KeyTable = KeyTable {
     scope: "SNPE provider option",
-    read_from: "onnxruntime/core/providers/snpe/snpe_execution_provider.cc, from ORT's SNPE provider documentation",
+    version: "documentation only",
+    read_from: "key names from ORT's SNPE provider documentation; snpe_execution_provider.cc not read here",
     unchecked: "SessionBuilder::provider_unchecked",
     keys: &[plain("runtime"), plain("priority"), plain("buffer_type"), plain("enable_init_cache")],
 };
@@ -363,8 +373,8 @@ pub const SNPE: KeyTable = KeyTable {
 /// CoreML provider options by name (`provider("CoreML", …)`, ORT 1.20 and later).
 pub const COREML: KeyTable = KeyTable {
     scope: "CoreML provider option",
-    read_from:
-        "onnxruntime/core/providers/coreml/coreml_options.cc, from ORT's CoreML provider documentation (1.20 to 1.30)",
+    version: "documentation only",
+    read_from: "key names from ORT's CoreML provider documentation (1.20 to 1.30); coreml_options.cc not read here",
     unchecked: "SessionBuilder::provider_unchecked",
     keys: &[
         plain("ModelFormat"),
@@ -381,7 +391,8 @@ pub const COREML: KeyTable = KeyTable {
 /// DirectML provider options by name (`provider("DML", …)`).
 pub const DML: KeyTable = KeyTable {
     scope: "DML provider option",
-    read_from: "onnxruntime/core/providers/dml/dml_provider_factory.cc, from ORT's DirectML provider documentation",
+    version: "documentation only",
+    read_from: "key names from ORT's DirectML provider documentation; dml_provider_factory.cc not read here",
     unchecked: "SessionBuilder::provider_unchecked",
     keys: &[
         plain("device_id"),
@@ -395,7 +406,9 @@ pub const DML: KeyTable = KeyTable {
 /// MIGraphX provider options by name (`provider("MIGraphX", …)`).
 pub const MIGRAPHX: KeyTable = KeyTable {
     scope: "MIGraphX provider option",
-    read_from: "onnxruntime/core/providers/migraphx/migraphx_execution_provider_info.cc, from ORT's MIGraphX provider documentation",
+    version: "documentation only",
+    read_from:
+        "key names from ORT's MIGraphX provider documentation; migraphx_execution_provider_info.cc not read here",
     unchecked: "SessionBuilder::provider_unchecked",
     keys: &[
         plain("device_id"),
@@ -417,8 +430,13 @@ const UNREAD: &str = "not read: every option key is refused from safe code";
 macro_rules! unread {
     ($name:ident, $scope:literal) => {
         #[doc = concat!("Options of a provider whose parser this crate has not read (", $scope, "): none pass.")]
-        pub const $name: KeyTable =
-            KeyTable { scope: $scope, read_from: UNREAD, unchecked: "SessionBuilder::provider_unchecked", keys: &[] };
+        pub const $name: KeyTable = KeyTable {
+            scope: $scope,
+            read_from: UNREAD,
+            version: "not read",
+            unchecked: "SessionBuilder::provider_unchecked",
+            keys: &[],
+        };
     };
 }
 unread!(AZURE, "AZURE provider option");
@@ -476,14 +494,15 @@ pub const CALLBACKS: &[Callback] = &[
     },
 ];
 
-/// The audit table of RELIABILITY.md, rendered from the tables above.
+/// The audit table of RELIABILITY.md, rendered from the tables above, then where each table
+/// was read from.
 pub fn audit_markdown() -> String {
     let mut out = String::from("| Where | Key or callback | Class | Read from |\n|---|---|---|---|\n");
     let mut tables: Vec<&KeyTable> = vec![&SESSION_CONFIG, &RUN_CONFIG];
     tables.extend(PROVIDERS.iter().map(|(_, t)| *t));
-    for table in tables {
+    for table in &tables {
         if table.keys.is_empty() {
-            out.push_str(&format!("| {} | (none pass) | — | {} |\n", table.scope, table.read_from));
+            out.push_str(&format!("| {} | (none pass) | — | {} |\n", table.scope, table.version));
         }
         for key in table.keys {
             out.push_str(&format!(
@@ -491,7 +510,7 @@ pub fn audit_markdown() -> String {
                 table.scope,
                 key.name,
                 key.class.label(),
-                table.read_from
+                table.version
             ));
         }
     }
@@ -500,6 +519,10 @@ pub fn audit_markdown() -> String {
             "| callback: {} | `{}` | code ORT runs (body in one `catch_unwind`) | onnxrt/src |\n",
             callback.when, callback.function
         ));
+    }
+    out.push_str("\nRead from:\n\n");
+    for table in &tables {
+        out.push_str(&format!("- {}: {}\n", table.scope, table.read_from));
     }
     out
 }
@@ -543,7 +566,8 @@ mod tests {
         assert!(QNN.check("htp_performance_mode").is_ok());
         // Exact, as ORT compares: another case is another key.
         assert!(CUDA.check("Device_Id").is_err());
-        assert!(std::ptr::eq(provider("Foo"), &OTHER) && OTHER.check("anything").is_err());
+        assert_eq!(provider("Foo"), &OTHER);
+        assert!(OTHER.check("anything").is_err() && provider("QNN").check("vtcm_mb").is_ok());
     }
 
     /// RELIABILITY.md's audit section is exactly what `audit_markdown` renders; with

@@ -83,6 +83,9 @@ impl RunOptions {
     /// Corresponds to `OrtApi::AddRunConfigEntry`.
     #[doc(alias = "AddRunConfigEntry")]
     pub fn config_entry(&mut self, key: &str, value: &str) -> Result<()> {
+        if key.contains('\0') {
+            return Err(Error::nul("run config key", key));
+        }
         crate::allowed_keys::RUN_CONFIG.check(key)?;
         // SAFETY: the key is on the list of keys that carry plain values.
         unsafe { self.config_entry_unchecked(key, value) }

@@ -607,11 +607,11 @@ impl SessionBuilder {
             });
         }
         for ConfigEntry { key, value, checked } in &config {
+            let key_c = CString::new(key.as_str()).map_err(|_| Error::nul("config key", key))?;
+            let value_c = CString::new(value.as_str()).map_err(|_| Error::nul("config value", value))?;
             if *checked {
                 crate::allowed_keys::SESSION_CONFIG.check(key)?;
             }
-            let key_c = CString::new(key.as_str()).map_err(|_| Error::nul("config key", key))?;
-            let value_c = CString::new(value.as_str()).map_err(|_| Error::nul("config value", value))?;
             // SAFETY: see above.
             unsafe { ort!(api, AddSessionConfigEntry(o, key_c.as_ptr(), value_c.as_ptr())) }?;
         }
