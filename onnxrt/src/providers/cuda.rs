@@ -281,4 +281,24 @@ mod tests {
         let refused: Vec<_> = CUDA.keys.iter().filter(|k| k.class != KeyClass::Plain).map(|k| k.name).collect();
         assert_eq!(refused, super::ADDRESS_KEYS);
     }
+
+    #[test]
+    fn every_typed_setter_uses_a_key_the_table_lets_through() {
+        use super::{ArenaExtendStrategy, ConvAlgoSearch, CudaOptions};
+        let all = CudaOptions::new()
+            .device_id(0)
+            .gpu_mem_limit(1 << 30)
+            .arena_extend_strategy(ArenaExtendStrategy::SameAsRequested)
+            .cudnn_conv_algo_search(ConvAlgoSearch::Heuristic)
+            .do_copy_in_default_stream(true)
+            .cudnn_conv_use_max_workspace(true)
+            .enable_cuda_graph(false)
+            .use_tf32(true)
+            .prefer_nhwc(true)
+            .use_ep_level_unified_stream(false)
+            .tunable_op(true, false)
+            .tunable_op_max_tuning_duration_ms(10);
+        assert_eq!(all.entries().len(), 13);
+        all.options.check(&crate::allowed_keys::CUDA).expect("every typed key is plain");
+    }
 }

@@ -152,4 +152,21 @@ mod tests {
         let refused: Vec<_> = TENSORRT.keys.iter().filter(|k| k.class != KeyClass::Plain).map(|k| k.name).collect();
         assert_eq!(refused, super::UNSAFE_KEYS);
     }
+
+    #[test]
+    fn every_typed_setter_uses_a_key_the_table_lets_through() {
+        let dir = std::path::Path::new("/tmp");
+        let all = super::TensorRtOptions::new()
+            .device_id(0)
+            .max_workspace_size(1 << 30)
+            .fp16(true)
+            .int8(dir)
+            .engine_cache(dir)
+            .timing_cache(dir)
+            .max_partition_iterations(10)
+            .min_subgraph_size(1)
+            .dla(0);
+        assert_eq!(all.entries().len(), 13);
+        all.options.check(&crate::allowed_keys::TENSORRT).expect("every typed key is plain");
+    }
 }
