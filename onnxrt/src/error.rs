@@ -401,6 +401,24 @@ pub enum Error {
         why: String,
     },
 
+    /// A string key (session or run configuration entry, execution provider option) that the
+    /// crate does not let through from safe code: ORT reads it as an address, loads code from it,
+    /// or keeps pointing into caller memory because of it, or the crate's list does not know it
+    /// ([`crate::allowed_keys`]).
+    #[error("{scope} `{key}` is refused ({class}): {why}\nKeys let through: {allowed}")]
+    KeyRefused {
+        /// Where the key was given (`"CUDA provider option"`, `"session config entry"`, ...).
+        scope: String,
+        /// The key.
+        key: String,
+        /// `"ownership"`, `"address"`, `"code loading"`, or `"not on the list"`.
+        class: &'static str,
+        /// Why, and what to use instead.
+        why: String,
+        /// The keys this place lets through.
+        allowed: Names,
+    },
+
     /// A Rust custom operator ([`crate::custom_op`]) returned an error or panicked, while its
     /// kernel was made (session creation) or while it computed (a run).
     #[error("custom operator `{op}` {}: {message} (in ONNX Runtime {function})", if *panicked { "panicked" } else { "failed" })]
@@ -483,6 +501,7 @@ impl Error {
             Error::Terminated { .. } => "Terminated",
             Error::AsyncNeedsThreadPool { .. } => "AsyncNeedsThreadPool",
             Error::InvalidArgument { .. } => "InvalidArgument",
+            Error::KeyRefused { .. } => "KeyRefused",
             Error::CustomOp { .. } => "CustomOp",
             Error::NotBatchable { .. } => "NotBatchable",
             Error::QueueFull { .. } => "QueueFull",

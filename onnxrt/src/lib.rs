@@ -40,6 +40,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod allocator;
+pub mod allowed_keys;
 mod api;
 pub mod batch;
 #[cfg(feature = "cuda")]
@@ -73,9 +74,9 @@ pub use io_binding::IoBinding;
 pub use memory::{Device, MemoryInfo};
 pub use run_options::{RunOptions, RunTerminator};
 pub use session::{
-    config_keys, AsyncInput, Dim, ExecutionMode, InputName, ModelFileProblem, ModelMetadata, OptimizationLevel,
-    Outputs, OwnedOutputs, PrepackedWeights, RunFuture, Session, SessionBuilder, SessionInput, SharedInitializers,
-    ValueInfo, DEFAULT_MAX_ASYNC_RUNS,
+    config_keys, AsyncInput, Dim, ExecutionMode, InputName, ModelBytes, ModelFileProblem, ModelMetadata,
+    OptimizationLevel, Outputs, OwnedOutputs, PrepackedWeights, RunFuture, Session, SessionBuilder, SessionInput,
+    SharedInitializers, ValueInfo, DEFAULT_MAX_ASYNC_RUNS,
 };
 pub use value::optional::ValueType;
 pub use value::{TensorInfo, Value, ValueKind};

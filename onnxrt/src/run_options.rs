@@ -73,6 +73,40 @@ impl RunOptions {
         unsafe { ort!(api, RunOptionsSetRunLogSeverityLevel(self.shared.raw.as_ptr(), level.to_raw() as i32)) }
     }
 
+    /// A run configuration entry, e.g. `gpu_graph_id` (which captured CUDA graph to replay) or
+    /// `memory.enable_memory_arena_shrinkage`. Only keys known to carry plain values pass
+    /// ([`crate::allowed_keys::RUN_CONFIG`]).
+    ///
+    /// # Errors
+    /// [`Error::KeyRefused`] for any other key; [`Error::InteriorNul`]; ORT's error.
+    ///
+    /// Corresponds to `OrtApi::AddRunConfigEntry`.
+    #[doc(alias = "AddRunConfigEntry")]
+    pub fn config_entry(&mut self, key: &str, value: &str) -> Result<()> {
+        if key.contains('\0') {
+            return Err(Error::nul("run config key", key));
+        }
+        crate::allowed_keys::RUN_CONFIG.check(key)?;
+        // SAFETY: the key is on the list of keys that carry plain values.
+        unsafe { self.config_entry_unchecked(key, value) }
+    }
+
+    /// [`config_entry`](RunOptions::config_entry) without the allow-list check.
+    ///
+    /// # Safety
+    /// Whatever ORT does with the key (read its value as an address, load a library it names)
+    /// must be sound for every run that uses these options.
+    ///
+    /// # Errors
+    /// [`Error::InteriorNul`]; ORT's error.
+    pub unsafe fn config_entry_unchecked(&mut self, key: &str, value: &str) -> Result<()> {
+        let api = api()?;
+        let key_c = CString::new(key).map_err(|_| Error::nul("run config key", key))?;
+        let value_c = CString::new(value).map_err(|_| Error::nul("run config value", value))?;
+        // SAFETY: the options are live and reachable only through `&mut self`; ORT copies both strings.
+        unsafe { ort!(api, AddRunConfigEntry(self.shared.raw.as_ptr(), key_c.as_ptr(), value_c.as_ptr())) }
+    }
+
     /// A handle that terminates runs using these options, from any thread.
     pub fn terminator(&self) -> RunTerminator {
         RunTerminator { shared: Arc::clone(&self.shared) }

@@ -1,6 +1,6 @@
 //! Any execution provider by name (`SessionBuilder::provider`), diagnosed like CUDA: the CPU
-//! runtime's refusal (a provider left out of the build, a name it does not know), keys that look
-//! like raw addresses refused before ORT sees them, and — on the real CUDA 13 build of ORT 1.30
+//! runtime's refusal (a provider left out of the build, a name it does not know), keys off each
+//! provider's allow-list refused before ORT sees them, and — on the real CUDA 13 build of ORT 1.30
 //! (assembled from the onnxruntime-gpu wheel; CUDA absent here) — a load failure naming the
 //! missing CUDA library. Runtime-specific cases run in their own process (`onnxrt-probe`).
 
@@ -57,20 +57,64 @@ fn cuda_by_name_on_the_cpu_build_is_not_available() {
     }
 }
 
+/// Issue 25 item 6: option keys pass only from each provider's allow-list
+/// (`onnxrt::allowed_keys`), refused before ORT sees them, naming provider, key and what passes.
+/// The old substring deny-list let the second group through (none contains stream, alloc,
+/// context, ptr, handle, lib_path or empty_cache), so they reached ORT.
 #[test]
-fn keys_read_as_addresses_are_refused_before_ort_sees_them() {
-    for (name, key) in
-        [("CUDA", "user_compute_stream"), ("TensorRT", "trt_extra_plugin_lib_paths"), ("OpenVINO", "context")]
-    {
+fn keys_off_the_allow_list_are_refused_before_ort_sees_them() {
+    let cases = [
+        // Caught by the old substrings too.
+        ("CUDA", "user_compute_stream", "address"),
+        ("TensorRT", "trt_extra_plugin_lib_paths", "code loading"),
+        ("OpenVINO", "context", "address"),
+        // Passed the old substrings.
+        ("QNN", "backend_path", "code loading"),
+        ("QNN", "qnn_saver_path", "code loading"),
+        ("QNNExecutionProvider", "op_packages", "code loading"),
+        ("CUDA", "gpu_external_free", "address"),
+        ("TensorRT", "trt_engine_decryption_enable", "code loading"),
+        ("XNNPACK", "no_such_option", "not on the list"),
+        ("MyOwnProvider", "device_id", "not on the list"),
+    ];
+    for (name, key, class) in cases {
         let result = onnxrt::Session::builder().provider(name, [(key, "4096")]).commit_from_file(model("mlp.onnx"));
-        match result {
-            Err(onnxrt::Error::InvalidArgument { what, why }) => {
-                assert!(what.contains(key), "{what}");
-                assert!(why.contains("provider_unchecked"), "{why}");
-            }
-            other => panic!("{name} option `{key}` was not refused: {other:?}"),
+        let err = match result {
+            Err(e) => e,
+            Ok(_) => panic!("{name} option `{key}` was not refused"),
+        };
+        let text = err.to_string();
+        assert_eq!(err.variant(), "KeyRefused", "{name} option `{key}`: {text}");
+        assert!(text.contains(&format!("provider option `{key}` is refused ({class})")), "{text}");
+        assert!(text.contains("Keys let through:"), "{text}");
+        if class != "not on the list" {
+            assert!(text.contains("provider_unchecked"), "{text}");
         }
     }
+    // The error names the keys that pass.
+    let err = onnxrt::Session::builder()
+        .provider("QNN", [("backend_path", "libQnnHtp.so")])
+        .commit_from_file(model("mlp.onnx"))
+        .expect_err("refused");
+    assert!(err.to_string().contains("QNN provider option"), "{err}");
+    assert!(err.to_string().contains("htp_performance_mode"), "{err}");
+}
+
+/// Keys on the list reach ORT (which, on this CPU build, has no such provider); the unsafe door
+/// passes any key on to ORT.
+#[test]
+fn keys_on_the_allow_list_reach_ort() {
+    for (name, key, value) in [("QNN", "htp_performance_mode", "burst"), ("OpenVINO", "device_type", "CPU")] {
+        let err = onnxrt::Session::builder()
+            .provider(name, [(key, value)])
+            .commit_from_file(model("mlp.onnx"))
+            .expect_err("not in this build");
+        assert_eq!(err.variant(), "ProviderNotAvailable", "{name}: {err}");
+    }
+    // SAFETY: the provider is not in this build, so ORT never reads the option.
+    let unchecked = unsafe { onnxrt::Session::builder().provider_unchecked("QNN", [("backend_path", "libQnnHtp.so")]) };
+    let err = unchecked.commit_from_file(model("mlp.onnx")).expect_err("not in this build");
+    assert_eq!(err.variant(), "ProviderNotAvailable", "{err}");
 }
 
 #[test]

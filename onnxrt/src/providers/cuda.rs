@@ -155,9 +155,10 @@ impl CudaOptions {
 
     /// Any other V2 key (`UpdateCUDAProviderOptions`), for options this builder does not name.
     ///
-    /// Keys that ORT reads as raw addresses ([`ADDRESS_KEYS`]: the compute stream, external
-    /// allocator functions) are refused when the session is built, with
-    /// [`Error::InvalidArgument`]: use the `unsafe` [`CudaOptions::user_compute_stream`].
+    /// Only keys [`allowed_keys::CUDA`](crate::allowed_keys::CUDA) lists as plain values pass;
+    /// any other (the address keys of [`ADDRESS_KEYS`]: the compute stream, external allocator
+    /// functions; or a key the list does not know) is refused when the session is built, with
+    /// [`Error::KeyRefused`]: pass a stream with the `unsafe` [`CudaOptions::user_compute_stream`].
     pub fn raw(self, key: &'static str, value: impl ToString) -> Self {
         self.set(key, value)
     }
@@ -180,7 +181,8 @@ impl CudaOptions {
 }
 
 /// CUDA keys that ORT parses as addresses (`cuda_execution_provider_info.cc`, 1.16 and later):
-/// refused through [`CudaOptions::raw`].
+/// refused through [`CudaOptions::raw`], like every key
+/// [`allowed_keys::CUDA`](crate::allowed_keys::CUDA) does not list as plain (a test keeps the two in step).
 pub const ADDRESS_KEYS: &[&str] = &[
     "user_compute_stream",
     "has_user_compute_stream",
@@ -238,7 +240,7 @@ pub(crate) fn append(
     session_options: *mut OrtSessionOptions,
     options: &CudaOptions,
 ) -> Result<()> {
-    options.options.refuse("CUDA", ADDRESS_KEYS, "pass a stream with the unsafe CudaOptions::user_compute_stream")?;
+    options.options.check(&crate::allowed_keys::CUDA)?;
     check_versions(api, options)?;
     super::require(api, "CUDAExecutionProvider", "CUDA")?;
     check_device(options)?;
@@ -269,4 +271,34 @@ pub(crate) fn append(
     // SAFETY: both option objects are live; ORT copies the CUDA options.
     let appended = unsafe { ort!(api, SessionOptionsAppendExecutionProvider_CUDA_V2(session_options, cuda.as_ptr())) };
     appended.map_err(|e| super::diagnose::provider_load_failure(api, env, "CUDA", e))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn address_keys_are_the_tables_refused_keys() {
+        use crate::allowed_keys::{KeyClass, CUDA};
+        let refused: Vec<_> = CUDA.keys.iter().filter(|k| k.class != KeyClass::Plain).map(|k| k.name).collect();
+        assert_eq!(refused, super::ADDRESS_KEYS);
+    }
+
+    #[test]
+    fn every_typed_setter_uses_a_key_the_table_lets_through() {
+        use super::{ArenaExtendStrategy, ConvAlgoSearch, CudaOptions};
+        let all = CudaOptions::new()
+            .device_id(0)
+            .gpu_mem_limit(1 << 30)
+            .arena_extend_strategy(ArenaExtendStrategy::SameAsRequested)
+            .cudnn_conv_algo_search(ConvAlgoSearch::Heuristic)
+            .do_copy_in_default_stream(true)
+            .cudnn_conv_use_max_workspace(true)
+            .enable_cuda_graph(false)
+            .use_tf32(true)
+            .prefer_nhwc(true)
+            .use_ep_level_unified_stream(false)
+            .tunable_op(true, false)
+            .tunable_op_max_tuning_duration_ms(10);
+        assert_eq!(all.entries().len(), 13);
+        all.options.check(&crate::allowed_keys::CUDA).expect("every typed key is plain");
+    }
 }

@@ -2,7 +2,8 @@
 //! SNPE, Azure, and on newer runtimes more (ORT's `SessionOptionsAppendExecutionProvider`).
 //!
 //! The typed CUDA and TensorRT options stay the better way to ask for those two; this is for the
-//! providers onnxrt has no typed options for. A refusal is diagnosed as for CUDA: a provider the
+//! providers onnxrt has no typed options for. Option keys pass only when the provider's table in
+//! [`crate::allowed_keys`] lists them as plain values. A refusal is diagnosed as for CUDA: a provider the
 //! runtime was not built with is [`Error::ProviderNotAvailable`], one whose library cannot load is
 //! [`Error::ProviderLoad`] naming the library (and the missing dependency when the loader says).
 
@@ -27,21 +28,8 @@ pub struct NamedProvider {
     pub name: String,
     /// Option keys and values, passed as given.
     pub options: Vec<(String, String)>,
-    /// Whether keys ORT may read as addresses were vouched for (`provider_unchecked`).
+    /// Whether keys off the allow-list were vouched for (`provider_unchecked`).
     unchecked: bool,
-}
-
-/// Parts of option keys that name something ORT reads as a raw address or a library to load
-/// (CUDA's `user_compute_stream`, `gpu_external_alloc`; TensorRT's `trt_onnx_bytestream`,
-/// `trt_extra_plugin_lib_paths`; OpenVINO's `context`, …). The safe `provider` refuses them.
-const ADDRESS_LIKE: &[&str] = &["stream", "alloc", "context", "ptr", "handle", "lib_path", "empty_cache"];
-
-/// The first key of `options` that looks like an address or a library to load.
-fn address_like(options: &[(String, String)]) -> Option<&(String, String)> {
-    options.iter().find(|(key, _)| {
-        let key = key.to_ascii_lowercase();
-        ADDRESS_LIKE.iter().any(|part| key.contains(part))
-    })
 }
 
 impl SessionBuilder {
@@ -66,12 +54,15 @@ impl SessionBuilder {
     ///
     /// `"CUDA"` and `"TensorRT"` (or their `…ExecutionProvider` names) take the same string
     /// options as ORT's Python API; `SessionBuilder::cuda` / `tensorrt`
-    /// (cargo features `cuda`, `tensorrt`) are the typed way to the same thing. Option keys that
-    /// look like raw addresses or libraries to load (streams, allocators, contexts, handles,
-    /// plugin library paths) are refused: see [`provider_unchecked`](SessionBuilder::provider_unchecked).
+    /// (cargo features `cuda`, `tensorrt`) are the typed way to the same thing. Only option keys
+    /// the provider's table in [`crate::allowed_keys`] lists as plain values pass (the same check
+    /// as the typed options); keys ORT reads as raw addresses or libraries to load (QNN
+    /// `backend_path`, CUDA `gpu_external_free`, …), and keys the table does not know, are
+    /// refused: see [`provider_unchecked`](SessionBuilder::provider_unchecked). A provider the
+    /// crate does not name takes no keys from safe code.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for such a key. At `commit_from_*`: [`Error::ProviderNotAvailable`] when the runtime was built without it
+    /// [`Error::KeyRefused`] for such a key, naming it, why, and the keys that pass. At `commit_from_*`: [`Error::ProviderNotAvailable`] when the runtime was built without it
     /// or does not know the name (the message lists what it has), [`Error::ProviderLoad`] when
     /// its library is missing or cannot load, [`Error::Ort`] for options the provider refuses.
     ///
@@ -91,8 +82,7 @@ impl SessionBuilder {
         self
     }
 
-    /// [`provider`](SessionBuilder::provider) without its refusal of option keys that look like
-    /// raw addresses or libraries to load (streams, allocators, contexts, handles, plugin paths).
+    /// [`provider`](SessionBuilder::provider) without its allow-list: every key is passed to ORT.
     ///
     /// # Safety
     /// Every option ORT reads as an address must hold a valid one of the right type, alive for
@@ -167,12 +157,14 @@ pub(crate) fn append(
 ) -> Result<()> {
     let (short, _) = resolve(&request.name);
     if !request.unchecked {
-        if let Some((key, value)) = address_like(&request.options) {
-            return Err(Error::InvalidArgument {
-                what: format!("{} option `{key}` = `{value}`", request.name),
-                why: "ONNX Runtime may read this option as a raw address or a library to load, which safe code cannot vouch for; use the typed options (CudaOptions::user_compute_stream) or the unsafe SessionBuilder::provider_unchecked".into(),
-            });
-        }
+        let checked = crate::allowed_keys::provider(&short).check_all(request.options.iter().map(|(k, _)| k.as_str()));
+        // A provider the crate does not name has no table of its own: say which one it was.
+        checked.map_err(|e| match e {
+            Error::KeyRefused { scope, key, class, why, allowed } if scope == crate::allowed_keys::OTHER.scope => {
+                Error::KeyRefused { scope: format!("{} {scope}", request.name), key, class, why, allowed }
+            }
+            other => other,
+        })?;
     }
     let mut keys = Vec::with_capacity(request.options.len());
     let mut values = Vec::with_capacity(request.options.len());

@@ -17,17 +17,11 @@ impl KeyValues {
         self.entries.push((key, value.to_string()));
     }
 
-    /// Refuses keys that ORT parses as raw addresses (streams, allocator functions, byte
-    /// buffers) or as libraries to load and call into: through `raw()` they would let safe code
-    /// hand ORT any integer as a pointer. `why` says what to use instead.
-    pub(crate) fn refuse(&self, provider: &str, keys: &[&str], why: &str) -> Result<()> {
-        match self.entries.iter().find(|(k, _)| keys.contains(k)) {
-            None => Ok(()),
-            Some((key, value)) => Err(Error::InvalidArgument {
-                what: format!("{provider} option `{key}` = `{value}`"),
-                why: format!("ONNX Runtime reads this option as a raw address or a library to load, which safe code cannot vouch for; {why}"),
-            }),
-        }
+    /// Refuses every key `table` does not list as a plain value: through `raw()` a key ORT reads
+    /// as an address or a library to load would let safe code hand ORT any integer as a pointer.
+    /// The same check as for options given by name (`allowed_keys`).
+    pub(crate) fn check(&self, table: &crate::allowed_keys::KeyTable) -> Result<()> {
+        table.check_all(self.entries.iter().map(|(k, _)| *k))
     }
 
     pub(crate) fn get(&self, key: &str) -> Option<&str> {

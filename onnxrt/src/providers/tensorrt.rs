@@ -80,8 +80,10 @@ impl TensorRtOptions {
 
     /// Any other V2 key.
     ///
-    /// Keys that ORT reads as raw addresses or as libraries to load and call
-    /// ([`UNSAFE_KEYS`]) are refused when the session is built, with [`Error::InvalidArgument`](crate::Error::InvalidArgument).
+    /// Only keys [`allowed_keys::TENSORRT`](crate::allowed_keys::TENSORRT) lists as plain values
+    /// pass; any other (those ORT reads as raw addresses or as libraries to load and call,
+    /// [`UNSAFE_KEYS`], or a key the list does not know) is refused when the session is built,
+    /// with [`Error::KeyRefused`](crate::Error::KeyRefused).
     pub fn raw(self, key: &'static str, value: impl ToString) -> Self {
         self.set(key, value)
     }
@@ -94,8 +96,9 @@ impl TensorRtOptions {
 
 /// TensorRT keys refused through [`TensorRtOptions::raw`]: ORT parses the first ones as
 /// addresses (`tensorrt_execution_provider_info.cc`, 1.16 and later), and loads the libraries
-/// named by the last two and calls into them (plugins, engine decryption), which no safe
-/// function can vouch for.
+/// named by the last ones and calls into them (plugins, engine decryption), which no safe
+/// function can vouch for. The same as the keys [`allowed_keys::TENSORRT`](crate::allowed_keys::TENSORRT)
+/// refuses (a test keeps the two in step).
 pub const UNSAFE_KEYS: &[&str] = &[
     "user_compute_stream",
     "has_user_compute_stream",
@@ -105,6 +108,7 @@ pub const UNSAFE_KEYS: &[&str] = &[
     "trt_external_data_bytestream_size",
     "trt_extra_plugin_lib_paths",
     "trt_engine_decryption_lib_path",
+    "trt_engine_decryption_enable",
 ];
 
 impl SessionBuilder {
@@ -122,7 +126,7 @@ pub(crate) fn append(
     session_options: *mut OrtSessionOptions,
     options: &TensorRtOptions,
 ) -> Result<()> {
-    options.options.refuse("TensorRT", UNSAFE_KEYS, "these have no safe equivalent in this crate")?;
+    options.options.check(&crate::allowed_keys::TENSORRT)?;
     super::require(api, "TensorrtExecutionProvider", "TensorRT")?;
     let mut raw = std::ptr::null_mut();
     // SAFETY: the out-pointer is valid.
@@ -138,4 +142,31 @@ pub(crate) fn append(
     let appended =
         unsafe { ort!(api, SessionOptionsAppendExecutionProvider_TensorRT_V2(session_options, trt.as_ptr())) };
     appended.map_err(|e| super::diagnose::provider_load_failure(api, env, "TensorRT", e))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn unsafe_keys_are_the_tables_refused_keys() {
+        use crate::allowed_keys::{KeyClass, TENSORRT};
+        let refused: Vec<_> = TENSORRT.keys.iter().filter(|k| k.class != KeyClass::Plain).map(|k| k.name).collect();
+        assert_eq!(refused, super::UNSAFE_KEYS);
+    }
+
+    #[test]
+    fn every_typed_setter_uses_a_key_the_table_lets_through() {
+        let dir = std::path::Path::new("/tmp");
+        let all = super::TensorRtOptions::new()
+            .device_id(0)
+            .max_workspace_size(1 << 30)
+            .fp16(true)
+            .int8(dir)
+            .engine_cache(dir)
+            .timing_cache(dir)
+            .max_partition_iterations(10)
+            .min_subgraph_size(1)
+            .dla(0);
+        assert_eq!(all.entries().len(), 13);
+        all.options.check(&crate::allowed_keys::TENSORRT).expect("every typed key is plain");
+    }
 }

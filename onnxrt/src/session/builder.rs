@@ -14,7 +14,7 @@ use crate::handle::Owned;
 use crate::providers::ProviderRequest;
 use crate::session::saved_model::SavedModel;
 use crate::session::shared_weights::{PrepackedWeights, SessionHeld, SharedInitializers};
-use crate::session::{model_check, Session};
+use crate::session::{model_check, ModelBytes, Session};
 use crate::status::ort;
 use crate::value::Value;
 
@@ -43,7 +43,9 @@ pub mod config_keys {
     pub const SET_DENORMAL_AS_ZERO: &str = "session.set_denormal_as_zero";
     /// Format of the model given (`"ORT"` or `"ONNX"`); normally inferred.
     pub const LOAD_MODEL_FORMAT: &str = "session.load_model_format";
-    /// `"1"`: with `commit_from_memory` on an ORT-format model, use the bytes without copying.
+    /// `"1"`: use an ORT-format model's bytes without copying them. Refused by
+    /// [`config_entry`](super::SessionBuilder::config_entry) (ORT keeps pointing into the bytes):
+    /// [`commit_from_owned_bytes`](super::SessionBuilder::commit_from_owned_bytes) sets it, holding the bytes.
     pub const USE_ORT_MODEL_BYTES_DIRECTLY: &str = "session.use_ort_model_bytes_directly";
 }
 
@@ -96,7 +98,7 @@ pub struct SessionBuilder {
     profiling_prefix: Option<PathBuf>,
     log_id: Option<String>,
     log_level: Option<LogLevel>,
-    config: Vec<(String, String)>,
+    config: Vec<ConfigEntry>,
     free_dimensions: Vec<(String, i64)>,
     custom_op_libraries: Vec<PathBuf>,
     op_domains: Vec<OpDomain>,
@@ -248,9 +250,28 @@ impl SessionBuilder {
         self
     }
 
-    /// A session configuration entry (see [`config_keys`]).
+    /// A session configuration entry (see [`config_keys`]). Only keys known to carry plain
+    /// values pass ([`crate::allowed_keys::SESSION_CONFIG`]): a key that makes ORT keep pointing
+    /// into caller memory (`session.use_ort_model_bytes_directly`; use
+    /// [`commit_from_owned_bytes`](SessionBuilder::commit_from_owned_bytes)) or that the list
+    /// does not know fails `commit_from_*` with [`Error::KeyRefused`].
+    ///
+    /// Corresponds to `OrtApi::AddSessionConfigEntry`.
+    #[doc(alias = "AddSessionConfigEntry")]
     pub fn config_entry(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
-        self.config.push((key.into(), value.into()));
+        self.config.push(ConfigEntry { key: key.into(), value: value.into(), checked: true });
+        self
+    }
+
+    /// [`config_entry`](SessionBuilder::config_entry) without the allow-list check.
+    ///
+    /// # Safety
+    /// Whatever ORT does with the key must hold for every session built with it: for
+    /// `session.use_ort_model_bytes_directly` / `session.use_ort_model_bytes_for_initializers`
+    /// the bytes given to `commit_from_memory` must stay alive and unchanged until the session
+    /// (and every clone of it) is dropped and released.
+    pub unsafe fn config_entry_unchecked(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.config.push(ConfigEntry { key: key.into(), value: value.into(), checked: false });
         self
     }
 
@@ -389,6 +410,46 @@ impl SessionBuilder {
     #[doc(alias = "CreateSessionFromArray")]
     pub fn commit_from_memory(self, model: &[u8]) -> Result<Session> {
         self.commit(Source::Bytes(model), &[])
+    }
+
+    /// Makes a session from model bytes it keeps: an ORT-format model (`.ort`, as
+    /// [`save_optimized_model`](SessionBuilder::save_optimized_model) writes one) is then used in
+    /// place, its initializers pointing into these bytes instead of copies (lower peak and
+    /// steady memory). The session holds the bytes until ORT has released it, so dropping the
+    /// caller's handle (an `Arc<[u8]>` clone) is fine. ONNX-format bytes are parsed and copied
+    /// as by [`commit_from_memory`](SessionBuilder::commit_from_memory).
+    ///
+    /// ```
+    /// # let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/mlp.onnx");
+    /// # let path = std::env::temp_dir().join(format!("mlp-doc-owned-{}.ort", std::process::id()));
+    /// use onnxrt::{OptimizationLevel, Session};
+    /// Session::builder().optimization_level(OptimizationLevel::Extended).save_optimized_model(&path).commit_from_file(model)?;
+    /// let bytes = std::fs::read(&path).unwrap();
+    /// let session = Session::builder().commit_from_owned_bytes(bytes)?;
+    /// # drop(session); std::fs::remove_file(&path).unwrap();
+    /// # Ok::<(), onnxrt::Error>(())
+    /// ```
+    ///
+    /// Sets `session.use_ort_model_bytes_directly` and
+    /// `session.use_ort_model_bytes_for_initializers`, the two keys
+    /// [`config_entry`](SessionBuilder::config_entry) refuses: ORT reads the bytes during the
+    /// create call and, with the second key, for as long as the session lives
+    /// (`InferenceSession::LoadOrtModel`), and only reads them.
+    ///
+    /// # Errors
+    /// As [`SessionBuilder::commit_from_memory`].
+    ///
+    /// Corresponds to `OrtApi::CreateSessionFromArray`.
+    #[doc(alias = "CreateSessionFromArray")]
+    pub fn commit_from_owned_bytes(mut self, model: impl Into<ModelBytes>) -> Result<Session> {
+        let model = Arc::new(model.into());
+        for key in [IN_PLACE_BYTES, IN_PLACE_INITIALIZERS] {
+            self.config.retain(|e| e.key != key);
+            self.config.push(ConfigEntry { key: key.into(), value: "1".into(), checked: false });
+        }
+        self.held.model_bytes = Some(Arc::clone(&model));
+        // The session made below holds `model` (in `held`) until after ORT has released it.
+        self.commit(Source::Bytes(model.as_slice()), &[])
     }
 
     /// Makes a session from model bytes whose weights live in external data, with those weights
@@ -553,12 +614,19 @@ impl SessionBuilder {
             unsafe { crate::status::check("SetDeterministicCompute", set(o, true)) }?;
         }
         let mut config = self.config.clone();
-        if self.strict_gpu && !config.iter().any(|(k, _)| k == config_keys::DISABLE_CPU_EP_FALLBACK) {
-            config.push((config_keys::DISABLE_CPU_EP_FALLBACK.into(), "1".into()));
+        if self.strict_gpu && !config.iter().any(|e| e.key == config_keys::DISABLE_CPU_EP_FALLBACK) {
+            config.push(ConfigEntry {
+                key: config_keys::DISABLE_CPU_EP_FALLBACK.into(),
+                value: "1".into(),
+                checked: true,
+            });
         }
-        for (key, value) in &config {
+        for ConfigEntry { key, value, checked } in &config {
             let key_c = CString::new(key.as_str()).map_err(|_| Error::nul("config key", key))?;
             let value_c = CString::new(value.as_str()).map_err(|_| Error::nul("config value", value))?;
+            if *checked {
+                crate::allowed_keys::SESSION_CONFIG.check(key)?;
+            }
             // SAFETY: see above.
             unsafe { ort!(api, AddSessionConfigEntry(o, key_c.as_ptr(), value_c.as_ptr())) }?;
         }
@@ -584,6 +652,18 @@ impl SessionBuilder {
         let custom_ops = custom_op::register(api, o, &self.op_domains)?;
         Ok((env, options, prepared, custom_ops))
     }
+}
+
+/// ORT's keys for using model bytes in place (`onnxruntime_session_options_config_keys.h`).
+const IN_PLACE_BYTES: &str = "session.use_ort_model_bytes_directly";
+const IN_PLACE_INITIALIZERS: &str = "session.use_ort_model_bytes_for_initializers";
+
+/// One configuration entry; `checked: false` only from the unsafe door or the crate itself.
+#[derive(Debug, Clone)]
+struct ConfigEntry {
+    key: String,
+    value: String,
+    checked: bool,
 }
 
 /// Where the model comes from.

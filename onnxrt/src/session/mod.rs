@@ -14,6 +14,7 @@ mod gate;
 pub(crate) mod info;
 mod input;
 pub(crate) mod metadata;
+mod model_bytes;
 pub(crate) mod model_check;
 pub(crate) mod output_pool;
 mod owned_outputs;
@@ -51,6 +52,7 @@ pub use builder::{config_keys, ExecutionMode, OptimizationLevel, SessionBuilder,
 pub use info::{Dim, ValueInfo};
 pub use input::SessionInput;
 pub use metadata::ModelMetadata;
+pub use model_bytes::ModelBytes;
 pub use model_check::ModelFileProblem;
 pub use owned_outputs::OwnedOutputs;
 pub use run_async::RunFuture;

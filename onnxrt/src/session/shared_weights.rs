@@ -177,4 +177,6 @@ unsafe impl Sync for PrepackedWeights {}
 pub(crate) struct SessionHeld {
     pub(crate) initializers: Option<Arc<SharedInitializers>>,
     pub(crate) prepacked: Option<Arc<PrepackedWeights>>,
+    /// Model bytes ORT uses in place (`SessionBuilder::commit_from_owned_bytes`).
+    pub(crate) model_bytes: Option<Arc<super::ModelBytes>>,
 }

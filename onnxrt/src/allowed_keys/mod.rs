@@ -1,0 +1,216 @@
+//! Which string keys the crate hands to ONNX Runtime from safe code: one table per place that
+//! takes them (session configuration, run configuration, each execution provider's options).
+//!
+//! ORT reads some string keys as plain values (a number, a flag, a file to write) and others as
+//! something safe code cannot vouch for: an integer cast to a pointer (a CUDA stream, an allocator
+//! function), a shared library to load and call, or a promise that caller memory outlives the
+//! session (`session.use_ort_model_bytes_for_initializers`). So the rule is an allow-list: a key
+//! passes only when its table lists it as [`KeyClass::Plain`]. Every other key, listed with its
+//! class or unknown to the table, is [`Error::KeyRefused`](crate::Error::KeyRefused) naming the
+//! key, why, and the keys that pass; the `unsafe` doors (`SessionBuilder::provider_unchecked`,
+//! `SessionBuilder::config_entry_unchecked`, `RunOptions::config_entry_unchecked`) skip the check.
+//!
+//! The tables were read from ORT's option parsers (each table's [`KeyTable::read_from`] says which
+//! files, at which version). A key a table does not list is refused even if it is harmless: adding
+//! it here, after reading how ORT parses it, is the way to let it through. RELIABILITY.md's audit
+//! table is rendered from these tables, and a test keeps the two equal.
+
+use crate::error::{Error, Names, Result};
+
+mod tables;
+pub use tables::*;
+
+/// What ORT does with a key's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyClass {
+    /// A number, flag, name or path of a data file: let through from safe code.
+    Plain,
+    /// Makes ORT keep pointing into memory the caller lent for one call.
+    Ownership,
+    /// Parsed as an integer and used as a pointer.
+    Address,
+    /// Names a shared library ORT loads and calls into.
+    CodeLoading,
+}
+
+impl KeyClass {
+    /// The class as the audit table writes it.
+    pub fn label(self) -> &'static str {
+        match self {
+            KeyClass::Plain => "plain value",
+            KeyClass::Ownership => "ownership",
+            KeyClass::Address => "address",
+            KeyClass::CodeLoading => "code loading",
+        }
+    }
+}
+
+/// One key of a table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Key {
+    /// The key, exactly as ORT compares it (case-sensitive).
+    pub name: &'static str,
+    /// What ORT does with its value.
+    pub class: KeyClass,
+    /// For a key that is not plain: why it is refused and what to use instead.
+    pub why: &'static str,
+}
+
+/// The keys one place takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyTable {
+    /// Where the keys go, as errors name it (`"CUDA provider option"`, `"session config entry"`).
+    pub scope: &'static str,
+    /// The ORT sources (file, version or commit) the classes were read from.
+    pub read_from: &'static str,
+    /// The same, in a few words (the audit table's column).
+    pub version: &'static str,
+    /// The `unsafe` function that takes keys without this check.
+    pub unchecked: &'static str,
+    /// Every key the crate knows for this place, plain or not.
+    pub keys: &'static [Key],
+}
+
+impl KeyTable {
+    /// The keys that pass from safe code.
+    pub fn allowed(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.keys.iter().filter(|k| k.class == KeyClass::Plain).map(|k| k.name)
+    }
+
+    /// The table's entry for `key`, if it lists it.
+    pub fn get(&self, key: &str) -> Option<&'static Key> {
+        self.keys.iter().find(|k| k.name == key)
+    }
+
+    /// `Ok` when `key` is listed as a plain value; otherwise the typed refusal.
+    ///
+    /// # Errors
+    /// [`Error::KeyRefused`] naming the key, its class (or that the table does not list it), why,
+    /// and every key the table lets through.
+    pub fn check(&self, key: &str) -> Result<()> {
+        let (class, why) = match self.get(key) {
+            Some(k) if k.class == KeyClass::Plain => return Ok(()),
+            Some(k) => (k.class.label(), format!("{}; or, vouching for it yourself, the unsafe {}", k.why, self.unchecked)),
+            None => (
+                "not on the list",
+                format!(
+                    "this crate lets through only keys whose parsing in ONNX Runtime was read and found to take a plain value; pass another through the unsafe {}",
+                    self.unchecked
+                ),
+            ),
+        };
+        Err(Error::KeyRefused {
+            scope: self.scope.to_owned(),
+            key: key.to_owned(),
+            class,
+            why,
+            allowed: Names(self.allowed().map(str::to_owned).collect()),
+        })
+    }
+
+    /// Checks every key of `entries`, failing on the first refused one.
+    ///
+    /// # Errors
+    /// As [`KeyTable::check`].
+    pub fn check_all<'k>(&self, keys: impl IntoIterator<Item = &'k str>) -> Result<()> {
+        keys.into_iter().try_for_each(|key| self.check(key))
+    }
+}
+
+/// The audit table of RELIABILITY.md, rendered from the tables above, then where each table
+/// was read from.
+pub fn audit_markdown() -> String {
+    let mut out = String::from("| Where | Key or callback | Class | Read from |\n|---|---|---|---|\n");
+    let mut tables: Vec<&KeyTable> = vec![&SESSION_CONFIG, &RUN_CONFIG];
+    tables.extend(PROVIDERS.iter().map(|(_, t)| *t));
+    for table in &tables {
+        if table.keys.is_empty() {
+            out.push_str(&format!("| {} | (none pass) | — | {} |\n", table.scope, table.version));
+        }
+        for key in table.keys {
+            out.push_str(&format!(
+                "| {} | `{}` | {} | {} |\n",
+                table.scope,
+                key.name,
+                key.class.label(),
+                table.version
+            ));
+        }
+    }
+    for callback in CALLBACKS {
+        out.push_str(&format!(
+            "| callback: {} | `{}` | code ORT runs (body in one `catch_unwind`) | onnxrt/src |\n",
+            callback.when, callback.function
+        ));
+    }
+    out.push_str("\nRead from:\n\n");
+    for table in &tables {
+        out.push_str(&format!("- {}: {}\n", table.scope, table.read_from));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_table_lists_a_key_twice() {
+        let mut tables: Vec<&KeyTable> = vec![&SESSION_CONFIG, &RUN_CONFIG];
+        tables.extend(PROVIDERS.iter().map(|(_, t)| *t));
+        for table in tables {
+            let mut names: Vec<_> = table.keys.iter().map(|k| k.name).collect();
+            names.sort_unstable();
+            let before = names.len();
+            names.dedup();
+            assert_eq!(before, names.len(), "{}", table.scope);
+            for key in table.keys {
+                assert_eq!(key.class == KeyClass::Plain, key.why.is_empty(), "{}: {}", table.scope, key.name);
+            }
+        }
+    }
+
+    #[test]
+    fn refusals_name_the_key_the_class_and_what_passes() {
+        match CUDA.check("gpu_external_alloc") {
+            Err(Error::KeyRefused { scope, key, class, why, allowed }) => {
+                assert_eq!(
+                    (scope.as_str(), key.as_str(), class),
+                    ("CUDA provider option", "gpu_external_alloc", "address")
+                );
+                assert!(why.contains("provider_unchecked"), "{why}");
+                assert!(allowed.0.contains(&"device_id".to_owned()), "{allowed}");
+                assert!(!allowed.0.contains(&"gpu_external_alloc".to_owned()), "{allowed}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(QNN.check("backend_path"), Err(Error::KeyRefused { class: "code loading", .. })));
+        assert!(matches!(QNN.check("no_such_key"), Err(Error::KeyRefused { class: "not on the list", .. })));
+        assert!(QNN.check("htp_performance_mode").is_ok());
+        // Exact, as ORT compares: another case is another key.
+        assert!(CUDA.check("Device_Id").is_err());
+        assert_eq!(provider("Foo"), &OTHER);
+        assert!(OTHER.check("anything").is_err() && provider("QNN").check("vtcm_mb").is_ok());
+    }
+
+    /// RELIABILITY.md's audit section is exactly what `audit_markdown` renders; with
+    /// `ONNXRT_BLESS=1` the test rewrites the section instead.
+    #[test]
+    fn reliability_md_lists_exactly_these_keys() {
+        const START: &str = "<!-- audit-table: generated from onnxrt/src/allowed_keys/tables.rs -->\n";
+        const END: &str = "<!-- /audit-table -->";
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../RELIABILITY.md");
+        let text = std::fs::read_to_string(&path).expect("RELIABILITY.md");
+        let start = text.find(START).expect("RELIABILITY.md has the audit table's start marker") + START.len();
+        let end = start + text[start..].find(END).expect("and its end marker");
+        let expected = audit_markdown();
+        if text[start..end] != expected && std::env::var("ONNXRT_BLESS").is_ok_and(|v| v == "1") {
+            std::fs::write(&path, format!("{}{expected}{}", &text[..start], &text[end..])).expect("write");
+            return;
+        }
+        assert!(
+            text[start..end] == expected,
+            "RELIABILITY.md's audit table differs from onnxrt/src/allowed_keys/tables.rs; rerun with ONNXRT_BLESS=1 to rewrite it"
+        );
+    }
+}
