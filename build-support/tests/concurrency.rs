@@ -125,7 +125,8 @@ fn build_killed_mid_download_leaves_nothing_the_next_build_trips_on() {
     let mut child = fetch(&cache, &stalling.base(), &sha);
     // Kill it once its partial download exists (by state, not after a time: a slow machine only
     // takes longer to get there). If the build ended first, the assertions below say so.
-    let partial = |cache: &Path| tmp_leftovers(cache).iter().any(|n| n.starts_with(&format!("{UNPINNED_DIST}.download-")));
+    let partial =
+        |cache: &Path| tmp_leftovers(cache).iter().any(|n| n.starts_with(&format!("{UNPINNED_DIST}.download-")));
     while !partial(&cache) && child.try_wait().expect("polling onnxrt-dist").is_none() {
         std::thread::sleep(Duration::from_millis(20));
     }

@@ -134,8 +134,17 @@ pub fn domain() -> (OpDomain, GateHandle) {
 
 /// A model of `nodes` Gate nodes in a row (at least one): `x` float `[3]` → … → `y`.
 pub fn model(nodes: usize) -> Vec<u8> {
-    let names: Vec<String> =
-        (0..=nodes.max(1)).map(|i| if i == 0 { "x".into() } else if i == nodes.max(1) { "y".into() } else { format!("t{i}") }).collect();
+    let names: Vec<String> = (0..=nodes.max(1))
+        .map(|i| {
+            if i == 0 {
+                "x".into()
+            } else if i == nodes.max(1) {
+                "y".into()
+            } else {
+                format!("t{i}")
+            }
+        })
+        .collect();
     let chain: Vec<_> =
         names.windows(2).map(|pair| proto::domain_node(DOMAIN, "Gate", &[&pair[0]], &[&pair[1]], &[])).collect();
     proto::model_with_opsets(

@@ -194,10 +194,7 @@ fn backpressure_holds_under_20000_submissions() {
     let (unbounded, gate) = gated(1, Some(usize::MAX));
     gate.bypass_on(std::thread::current().id());
     let seen = submit(&unbounded, &gate, 20_000, true);
-    eprintln!(
-        "unbounded: run {} ran on the submitting thread, with {} holding slots",
-        seen.submitted, seen.most
-    );
+    eprintln!("unbounded: run {} ran on the submitting thread, with {} holding slots", seen.submitted, seen.most);
     assert_eq!(gate.inline(), 1, "without a bound ORT must run an overflowing submission inline");
     assert_eq!(seen.ready_at_once, 1);
     assert!(seen.most > 1_000, "ORT's queue overflowed with only {} runs with it", seen.most);

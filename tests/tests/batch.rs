@@ -299,7 +299,8 @@ fn an_expired_request_is_not_run_and_gets_a_deadline_error() {
     // so a call that waited for the batch would hang the test (no wall-clock bound needed).
     let lingering =
         Batcher::builder(session.clone()).max_batch(64).max_delay(Duration::from_secs(3600)).build().expect("batcher");
-    let err = lingering.run_with([("x", x())], RequestOptions::timeout(Duration::from_millis(30))).expect_err("expires");
+    let err =
+        lingering.run_with([("x", x())], RequestOptions::timeout(Duration::from_millis(30))).expect_err("expires");
     assert!(matches!(err, Error::DeadlineExpired { waited } if waited >= Duration::from_millis(30)), "{err}");
     lingering.shutdown(Shutdown::Cancel);
     let stats = lingering.stats();
@@ -540,8 +541,7 @@ fn a_failed_batch_gives_every_request_its_error_and_the_batcher_goes_on() {
     // `y`'s first axis is free but holds 2 rows per sample: no batch fits rows of one per sample.
     let session = builder().commit_from_file(model("batch_reshape.onnx")).expect("batch_reshape");
     // Batches of exactly 3, closed by count (the delay is an hour), however slow the machine.
-    let batcher =
-        Batcher::builder(session).max_batch(3).max_delay(Duration::from_secs(3600)).build().expect("batcher");
+    let batcher = Batcher::builder(session).max_batch(3).max_delay(Duration::from_secs(3600)).build().expect("batcher");
     let rt = runtime();
     let three = |seed: u64| -> Vec<BatchFuture> {
         (seed..seed + 3)

@@ -464,7 +464,8 @@ fn data_version() -> Option<String> {
     if std::env::var_os("ONNXRT_ONNX_BACKEND_DATA").is_some() {
         return None;
     }
-    let out = std::process::Command::new("python3").args(["-c", "import onnx; print(onnx.__version__)"]).output().ok()?;
+    let out =
+        std::process::Command::new("python3").args(["-c", "import onnx; print(onnx.__version__)"]).output().ok()?;
     out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
 }
 

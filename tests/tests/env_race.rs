@@ -80,8 +80,7 @@ fn churn(target: usize) -> (usize, usize) {
 fn environments_created_while_others_drop_never_log_into_a_dropped_logger() {
     // The old default ran 5 s: about 3,000 environments on 8 threads here (RELIABILITY.md: 37,878
     // in 60 s), the span in which the unfixed code failed.
-    let target: usize =
-        std::env::var("ONNXRT_ENV_RACE_ENVS").ok().and_then(|s| s.parse().ok()).unwrap_or(3_000).max(2);
+    let target: usize = std::env::var("ONNXRT_ENV_RACE_ENVS").ok().and_then(|s| s.parse().ok()).unwrap_or(3_000).max(2);
     // Two threads are the reported case, but the window (from the last `Arc` going to ORT's
     // release) is a few hundred nanoseconds: with two threads the old code survived 40 s here,
     // with eight (more than the cores, so one is preempted inside the drop now and then) it

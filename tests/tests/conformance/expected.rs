@@ -79,7 +79,8 @@ fn field(text: &str) -> String {
 /// as `case: old → new`.
 pub fn compare(actual: &BTreeMap<String, (&str, &str)>) -> Result<Vec<String>, String> {
     let expected = read()?;
-    let show = |bucket: &str, reason: &str| if reason.is_empty() { bucket.to_owned() } else { format!("{bucket} ({reason})") };
+    let show =
+        |bucket: &str, reason: &str| if reason.is_empty() { bucket.to_owned() } else { format!("{bucket} ({reason})") };
     let mut changes = Vec::new();
     for (case, (bucket, reason)) in actual {
         let reason = field(reason);
