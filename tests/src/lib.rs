@@ -8,6 +8,7 @@ use std::sync::{Arc, OnceLock};
 use ndarray::Array2;
 use onnxrt::{Environment, Session, SessionBuilder};
 
+pub mod gate_op;
 pub mod proto;
 
 /// The folder holding the committed test models (`tests/data/models`).

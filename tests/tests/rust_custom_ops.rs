@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use onnxrt::custom_op::{CustomOp, IoSpec, Kernel, KernelContext, KernelInfo, OpDomain, OpResult};
 use onnxrt::{ElementType, Error, Session, Value};
 use onnxrt_onnx_proto::{AttributeProto, NodeProto};
-use onnxrt_tests::{builder, proto};
+use onnxrt_tests::{builder, gate_op, proto};
 
 const DOMAIN: &str = "ai.onnxrt.rust_test";
 
@@ -354,14 +354,13 @@ fn variadic_and_optional_inputs() {
 
 // ---- threads and lifetimes ----
 
-/// `y = x + 1` after sleeping `sleep_ms` (attribute, default 0), counting computes and drops.
+/// `y = x + 1`, counting computes and drops.
 struct Counted {
     computes: Arc<AtomicUsize>,
     dropped: Arc<Mutex<Vec<&'static str>>>,
 }
 
 struct CountedKernel {
-    sleep: std::time::Duration,
     computes: Arc<AtomicUsize>,
     dropped: Arc<Mutex<Vec<&'static str>>>,
 }
@@ -389,15 +388,13 @@ impl CustomOp for Counted {
     fn outputs(&self) -> Vec<IoSpec> {
         vec![IoSpec::tensor(ElementType::F32)]
     }
-    fn create_kernel(&self, info: &KernelInfo<'_>) -> OpResult<CountedKernel> {
-        let sleep = std::time::Duration::from_millis(info.attribute_i64("sleep_ms").unwrap_or(0) as u64);
-        Ok(CountedKernel { sleep, computes: Arc::clone(&self.computes), dropped: Arc::clone(&self.dropped) })
+    fn create_kernel(&self, _: &KernelInfo<'_>) -> OpResult<CountedKernel> {
+        Ok(CountedKernel { computes: Arc::clone(&self.computes), dropped: Arc::clone(&self.dropped) })
     }
 }
 
 impl Kernel for CountedKernel {
     fn compute(&self, ctx: &KernelContext<'_>) -> OpResult {
-        std::thread::sleep(self.sleep);
         let x = ctx.input::<f32>(0)?;
         ctx.output::<f32>(0, x.shape())?.zip_mut_with(&x, |y, &x| *y = x + 1.0);
         self.computes.fetch_add(1, Ordering::SeqCst);
@@ -406,12 +403,8 @@ impl Kernel for CountedKernel {
 }
 
 fn add_one_model() -> Vec<u8> {
-    add_one_model_with(&[])
-}
-
-fn add_one_model_with(attributes: &[AttributeProto]) -> Vec<u8> {
     model(
-        proto::domain_node(DOMAIN, "AddOne", &["x"], &["y"], attributes),
+        proto::domain_node(DOMAIN, "AddOne", &["x"], &["y"], &[]),
         vec![],
         &[("x", proto::FLOAT, &[3])],
         &[("y", proto::FLOAT, &[3])],
@@ -468,18 +461,35 @@ fn the_session_keeps_its_operators_alive_after_builder_and_domain_are_dropped() 
 fn a_session_dropped_during_an_async_run_releases_its_operators_after_the_run() {
     let dropped: Arc<Mutex<Vec<&'static str>>> = Arc::default();
     let op = Counted { computes: Arc::default(), dropped: Arc::clone(&dropped) };
+    // `x -> gate_op::Gate -> g -> AddOne -> y`: the run is held in the Gate node until the test
+    // opens it, so "the session is dropped while its run is in flight" does not depend on speed.
+    let (gate_domain, gate) = gate_op::domain();
+    let gated = proto::model_with_opsets(
+        8,
+        &[("", 17), (DOMAIN, 1), (gate_op::DOMAIN, 1)],
+        &[
+            proto::domain_node(gate_op::DOMAIN, "Gate", &["x"], &["g"], &[]),
+            proto::domain_node(DOMAIN, "AddOne", &["g"], &["y"], &[]),
+        ],
+        &[proto::tensor_info("x", proto::FLOAT, &[3])],
+        &[proto::tensor_info("y", proto::FLOAT, &[3])],
+    );
     let session = builder()
         .custom_ops(OpDomain::new(DOMAIN).with(op))
-        .commit_from_memory(&add_one_model_with(&[proto::int_attribute("sleep_ms", 300)]))
+        .custom_ops(gate_domain)
+        .commit_from_memory(&gated)
         .expect("session");
     let run = session.run_async([("x", f32s(&[1.0, 2.0, 3.0]))], &["y"]).expect("started");
+    gate.wait_entered(1);
     drop(session); // the release moves to a thread that waits for the run
-    assert!(dropped.lock().expect("lock").is_empty(), "the kernel is computing");
+    assert!(dropped.lock().expect("lock").is_empty(), "the run is held in its first node");
+    gate.open();
     let runtime = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
     let outputs = runtime.block_on(run).expect("the run ends normally");
     assert_eq!(outputs.get("y").expect("y").view::<f32>().expect("f32").as_slice(), Some(&[2.0f32, 3.0, 4.0][..]));
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while dropped.lock().expect("lock").len() < 2 && std::time::Instant::now() < deadline {
+    // The release thread runs after the run's callback; no time limit (a release that never
+    // came would hang here).
+    while dropped.lock().expect("lock").len() < 2 {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     assert_eq!(*dropped.lock().expect("lock"), ["kernel", "op"]);

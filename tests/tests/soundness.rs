@@ -126,12 +126,11 @@ fn an_async_output_that_is_an_input_outlives_the_inputs() {
     let mut future = Box::pin(session.run_async(inputs, &["x"]).expect("starts"));
     let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
     let mut cx = Context::from_waker(&waker);
-    let deadline = Instant::now() + Duration::from_secs(30);
+    // No time limit (valgrind on a loaded machine is slow); a future that never completes hangs.
     let mut outputs = loop {
         if let Poll::Ready(outputs) = future.as_mut().poll(&mut cx) {
             break outputs.expect("the async run succeeds");
         }
-        assert!(Instant::now() < deadline, "the future never completed");
         std::thread::park_timeout(Duration::from_millis(50));
     };
     // The future (and the inputs it owned) are gone; the output is its own copy.
@@ -215,9 +214,8 @@ fn dropping_the_last_session_from_a_waker_does_not_deadlock() {
     let env = onnxrt_tests::env();
     let env_holders = Arc::strong_count(&env);
     *dropping.session.lock().expect("lock") = Some(session);
-    returned
-        .recv_timeout(Duration::from_secs(120))
-        .expect("the waker returned: releasing the session did not block ORT's thread");
+    // No time limit: if releasing the session blocked ORT's thread, this would hang.
+    returned.recv().expect("the waker returned: releasing the session did not block ORT's thread");
     match future.as_mut().poll(&mut cx) {
         Poll::Ready(result) => assert_eq!(result.expect("the run succeeded").len(), 1),
         Poll::Pending => panic!("the future was woken but is not ready"),

@@ -73,11 +73,13 @@ fn terminate_stops_a_long_run() {
     let mut options = RunOptions::new().expect("run options");
     options.set_tag("terminate-test").expect("tag");
     let terminator = options.terminator();
+    // Timed from before the canceller starts, so the run provably lasted at least its sleep
+    // however the threads are scheduled.
+    let started = Instant::now();
     let canceller = thread::spawn(move || {
         thread::sleep(Duration::from_millis(300));
         terminator.terminate().expect("terminate");
     });
-    let started = Instant::now();
     let result = session.run_with(&[("iters", &iters)], &[], Some(&options));
     let elapsed = started.elapsed();
     canceller.join().expect("canceller thread");
@@ -87,8 +89,8 @@ fn terminate_stops_a_long_run() {
         }
         other => panic!("expected Error::Terminated, got {other:?}"),
     }
-    assert!(elapsed >= Duration::from_millis(250), "the run ended before it was terminated ({elapsed:?})");
-    assert!(elapsed < Duration::from_secs(10), "termination took {elapsed:?}");
+    // (A run that ignored the flag would take more than half an hour: no upper time bound needed.)
+    assert!(elapsed >= Duration::from_millis(300), "the run ended before it was terminated ({elapsed:?})");
 
     // The flag stays set: the next run with these options stops at once...
     let again = session.run_with(&[("iters", &iters)], &[], Some(&options));
@@ -114,13 +116,12 @@ fn block_on<F: Future>(future: F) -> F::Output {
     let mut future = pin!(future);
     let waker = Waker::from(Arc::new(ThreadWaker(thread::current())));
     let mut cx = Context::from_waker(&waker);
-    let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
             return output;
         }
-        assert!(Instant::now() < deadline, "the future never completed");
-        // Spurious wake-ups just poll again; the timeout bounds a lost wake-up.
+        // Spurious wake-ups just poll again; the park timeout covers a lost wake-up (no limit on
+        // the total: a future that never completes hangs the test).
         thread::park_timeout(Duration::from_millis(100));
     }
 }
