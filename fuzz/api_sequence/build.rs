@@ -6,9 +6,9 @@ use std::sync::Arc;
 use arbitrary::Arbitrary;
 use onnxrt::{Environment, ExecutionMode, LogLevel, OptimizationLevel, Session, SessionBuilder};
 
+use crate::api_sequence::count;
 use crate::api_sequence::kernel::{self, Mode};
 use crate::api_sequence::models::{CUSTOM_SCALE, MODELS};
-use crate::api_sequence::count;
 
 /// Session config entries: plain ones, ones that change who owns memory, bad keys and values.
 const CONFIG: &[(&str, &str)] = &[
@@ -170,7 +170,10 @@ pub fn environment(name: &str, level: u8, hook: bool, pools: Option<(u8, u8)>) -
         });
     }
     if let Some((intra, inter)) = pools {
-        let pools = onnxrt::GlobalThreadPools { intra_op_threads: usize::from(intra % 3), inter_op_threads: usize::from(inter % 3) };
+        let pools = onnxrt::GlobalThreadPools {
+            intra_op_threads: usize::from(intra % 3),
+            inter_op_threads: usize::from(inter % 3),
+        };
         b = b.global_thread_pools(pools);
     }
     count(5);

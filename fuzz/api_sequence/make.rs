@@ -4,7 +4,8 @@
 use arbitrary::Arbitrary;
 use onnxrt::half::{bf16, f16};
 use onnxrt::{
-    ndarray, Dim, Element, ElementType, F8E4M3Fn, F8E4M3Fnuz, F8E5M2, F8E5M2Fnuz, Value, ValueInfo, ValueKind, ValueType,
+    ndarray, Dim, Element, ElementType, F8E4M3Fn, F8E4M3Fnuz, F8E5M2Fnuz, Value, ValueInfo, ValueKind, ValueType,
+    F8E5M2,
 };
 
 use crate::api_sequence::count;
@@ -66,23 +67,74 @@ fn data<T>(len: usize, fill: u64, make: impl Fn(u64) -> T) -> Vec<T> {
 macro_rules! with_data {
     ($ty:expr, $len:expr, $fill:expr, |$data:ident| $body:expr) => {
         match $ty % 17 {
-            0 => { let $data = data($len, $fill, |v| v as f32 / 7.0); $body }
-            1 => { let $data = data($len, $fill, f64::from_bits); $body }
-            2 => { let $data = data($len, $fill, |v| f16::from_bits(v as u16)); $body }
-            3 => { let $data = data($len, $fill, |v| bf16::from_bits(v as u16)); $body }
-            4 => { let $data = data($len, $fill, |v| v as i8); $body }
-            5 => { let $data = data($len, $fill, |v| v as i16); $body }
-            6 => { let $data = data($len, $fill, |v| v as i32); $body }
-            7 => { let $data = data($len, $fill, |v| v as i64); $body }
-            8 => { let $data = data($len, $fill, |v| v as u8); $body }
-            9 => { let $data = data($len, $fill, |v| v as u16); $body }
-            10 => { let $data = data($len, $fill, |v| v as u32); $body }
-            11 => { let $data = data($len, $fill, |v| v); $body }
-            12 => { let $data = data($len, $fill, |v| v & 1 == 1); $body }
-            13 => { let $data = data($len, $fill, |v| F8E4M3Fn::from_bits(v as u8)); $body }
-            14 => { let $data = data($len, $fill, |v| F8E4M3Fnuz::from_bits(v as u8)); $body }
-            15 => { let $data = data($len, $fill, |v| F8E5M2::from_bits(v as u8)); $body }
-            _ => { let $data = data($len, $fill, |v| F8E5M2Fnuz::from_bits(v as u8)); $body }
+            0 => {
+                let $data = data($len, $fill, |v| v as f32 / 7.0);
+                $body
+            }
+            1 => {
+                let $data = data($len, $fill, f64::from_bits);
+                $body
+            }
+            2 => {
+                let $data = data($len, $fill, |v| f16::from_bits(v as u16));
+                $body
+            }
+            3 => {
+                let $data = data($len, $fill, |v| bf16::from_bits(v as u16));
+                $body
+            }
+            4 => {
+                let $data = data($len, $fill, |v| v as i8);
+                $body
+            }
+            5 => {
+                let $data = data($len, $fill, |v| v as i16);
+                $body
+            }
+            6 => {
+                let $data = data($len, $fill, |v| v as i32);
+                $body
+            }
+            7 => {
+                let $data = data($len, $fill, |v| v as i64);
+                $body
+            }
+            8 => {
+                let $data = data($len, $fill, |v| v as u8);
+                $body
+            }
+            9 => {
+                let $data = data($len, $fill, |v| v as u16);
+                $body
+            }
+            10 => {
+                let $data = data($len, $fill, |v| v as u32);
+                $body
+            }
+            11 => {
+                let $data = data($len, $fill, |v| v);
+                $body
+            }
+            12 => {
+                let $data = data($len, $fill, |v| v & 1 == 1);
+                $body
+            }
+            13 => {
+                let $data = data($len, $fill, |v| F8E4M3Fn::from_bits(v as u8));
+                $body
+            }
+            14 => {
+                let $data = data($len, $fill, |v| F8E4M3Fnuz::from_bits(v as u8));
+                $body
+            }
+            15 => {
+                let $data = data($len, $fill, |v| F8E5M2::from_bits(v as u8));
+                $body
+            }
+            _ => {
+                let $data = data($len, $fill, |v| F8E5M2Fnuz::from_bits(v as u8));
+                $body
+            }
         }
     };
 }

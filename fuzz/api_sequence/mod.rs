@@ -78,32 +78,89 @@ pub fn install_panic_filter() {
 
 #[derive(Arbitrary, Debug)]
 pub enum Op {
-    Build { slot: u8, model: u8, options: Box<Options> },
+    Build {
+        slot: u8,
+        model: u8,
+        options: Box<Options>,
+    },
     DropSession(u8),
     /// Inputs, outputs, providers, metadata, name lookups of a session.
-    Info { session: u8, name: Name },
-    Make { slot: u8, make: Make },
+    Info {
+        session: u8,
+        name: Name,
+    },
+    Make {
+        slot: u8,
+        make: Make,
+    },
     /// A value that fits input `input` of session `session`.
-    Fit { slot: u8, session: u8, input: u8, n: u8, fill: u64 },
+    Fit {
+        slot: u8,
+        session: u8,
+        input: u8,
+        n: u8,
+        fill: u64,
+    },
     DropValue(u8),
     Read(u8),
     /// `Value::sequence` of the values in these slots (moved in).
-    Sequence { slot: u8, from: Vec<u8> },
+    Sequence {
+        slot: u8,
+        from: Vec<u8>,
+    },
     IntoOptional(u8),
-    Run { session: u8, inputs: Inputs, outputs: Vec<Name>, options: Option<u8>, kernel: u8, after: After },
+    Run {
+        session: u8,
+        inputs: Inputs,
+        outputs: Vec<Name>,
+        options: Option<u8>,
+        kernel: u8,
+        after: After,
+    },
     /// Takes an output out of kept outputs into a value slot.
-    TakeOutput { outputs: u8, name: Name, slot: u8 },
+    TakeOutput {
+        outputs: u8,
+        name: Name,
+        slot: u8,
+    },
     ReadOutputs(u8),
     DropOutputs(u8),
-    Bind { session: u8, steps: Vec<BindStep>, keep_values: bool },
-    RunAsync { session: u8, inputs: Inputs, outputs: Vec<Name>, slot: u8, tag: Option<String>, stop: bool, kernel: u8 },
+    Bind {
+        session: u8,
+        steps: Vec<BindStep>,
+        keep_values: bool,
+    },
+    RunAsync {
+        session: u8,
+        inputs: Inputs,
+        outputs: Vec<Name>,
+        slot: u8,
+        tag: Option<String>,
+        stop: bool,
+        kernel: u8,
+    },
     Poll(u8),
-    Wait { slot: u8, keep: Option<u8> },
+    Wait {
+        slot: u8,
+        keep: Option<u8>,
+    },
     DropFuture(u8),
-    Options { slot: u8, tag: String, level: u8 },
-    Terminate { slot: u8, reset: bool },
+    Options {
+        slot: u8,
+        tag: String,
+        level: u8,
+    },
+    Terminate {
+        slot: u8,
+        reset: bool,
+    },
     DropOptions(u8),
-    Env { name: String, level: u8, hook: bool, pools: Option<(u8, u8)> },
+    Env {
+        name: String,
+        level: u8,
+        hook: bool,
+        pools: Option<(u8, u8)>,
+    },
     GlobalEnv,
     DropEnv,
     RuntimeInfo,
@@ -238,7 +295,8 @@ impl State {
             }
             Op::RunAsync { session, inputs, outputs, slot: s, tag, stop, kernel } => {
                 let Some((session, ..)) = get(&self.sessions, session) else { return };
-                let future = run::start(session, &inputs, &mut self.values, &outputs, tag.as_deref(), stop, kernel, &self.mode);
+                let future =
+                    run::start(session, &inputs, &mut self.values, &outputs, tag.as_deref(), stop, kernel, &self.mode);
                 *slot(&mut self.futures, s) = future;
             }
             Op::Poll(s) => {

@@ -63,7 +63,10 @@ pub enum After {
     /// `into_owned` into an outputs slot.
     Keep(u8),
     /// `take` of one output into a value slot.
-    Take { name: Name, slot: u8 },
+    Take {
+        name: Name,
+        slot: u8,
+    },
     /// The first of `into_values` into a value slot.
     First(u8),
 }
@@ -194,9 +197,13 @@ fn expected(model: &str, mode: Compute, pairs: &[(String, &Value<'_>)]) -> Vec<(
         "scalar.onnx" => input("x").map(|x| vec![("y", map(&x, |x| x * x))]).unwrap_or_default(),
         "identity_f32.onnx" => input("x").map(|x| vec![("y", x)]).unwrap_or_default(),
         "multi_output.onnx" => input("x")
-            .map(|x| vec![("doubled", map(&x, |x| x + x)), ("squared", map(&x, |x| x * x)), ("negated", map(&x, |x| -x))])
+            .map(|x| {
+                vec![("doubled", map(&x, |x| x + x)), ("squared", map(&x, |x| x * x)), ("negated", map(&x, |x| -x))]
+            })
             .unwrap_or_default(),
-        "custom_scale.onnx" if mode.checked() => input("x").map(|x| vec![("y", map(&x, |x| x * 2.5))]).unwrap_or_default(),
+        "custom_scale.onnx" if mode.checked() => {
+            input("x").map(|x| vec![("y", map(&x, |x| x * 2.5))]).unwrap_or_default()
+        }
         _ => vec![],
     }
 }
@@ -216,7 +223,8 @@ fn check(t: &Target<'_>, mode: Compute, pairs: &[(String, &Value<'_>)], asked: &
         for (p, _) in names.iter().enumerate().filter(|(_, n)| **n == name) {
             let got = f32s(&out[p]);
             let same = got.as_ref().is_some_and(|got| {
-                got.len() == want.len() && got.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()))
+                got.len() == want.len()
+                    && got.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()))
             });
             if same {
                 continue;
@@ -244,23 +252,38 @@ pub fn info(session: &Session, name: &Name) {
 #[derive(Arbitrary, Debug)]
 pub enum BindStep {
     /// Binds a value (from the slots, in the order taken) as an input.
-    Input { name: Name, value: u8 },
+    Input {
+        name: Name,
+        value: u8,
+    },
     /// Binds a fitting value made for the binding as an input.
     FittedInput(u8),
     /// Binds a value as a preallocated output (a value bound as input is no longer available).
-    Output { name: Name, value: u8 },
+    Output {
+        name: Name,
+        value: u8,
+    },
     OutputToCpu(Name),
     ClearInputs,
     SyncInputs,
     SyncOutputs,
-    Run { options: Option<u8>, kernel: u8 },
+    Run {
+        options: Option<u8>,
+        kernel: u8,
+    },
     /// Reads the bound outputs of the last run.
     Outputs,
 }
 
 /// An `IoBinding` on `session` going through `steps`; `values` are bound by position, and
 /// dropped (or returned to the slots) after the binding.
-pub fn bind(session: &Session, steps: &[BindStep], values: &mut [Value<'static>], options: &[Option<RunOptions>], mode: &Mode) {
+pub fn bind(
+    session: &Session,
+    steps: &[BindStep],
+    values: &mut [Value<'static>],
+    options: &[Option<RunOptions>],
+    mode: &Mode,
+) {
     let fitted = fitted(session, 2, 11, None);
     let mut free: Vec<Option<&mut Value<'static>>> = values.iter_mut().map(Some).collect();
     let mut shared: Vec<Option<&Value<'static>>> = vec![None; free.len()];
