@@ -3,9 +3,11 @@
 #
 #   cargo install cargo-fuzz        # once
 #   source /work/env.sh             # or whatever ONNXRT_* settings your builds use
-#   tools/reliability/fuzz.sh [model_bytes|tensor_build|archive_extract ...]   # default: all three
+#   tools/reliability/fuzz.sh [model_bytes|tensor_build|archive_extract|api_sequence ...]   # default: all four
 #
 # Settings (environment): RUNS (executions for tensor_build and archive_extract, default 100000),
+# API_RUNS (executions for api_sequence, default 20000: about 10^6 public API calls; each input is
+# a sequence of up to 48 operations, see fuzz/api_sequence/mod.rs),
 # MODEL_SECONDS (model_bytes runs time-bounded, default 240: ~1.7 million executions here),
 # FUZZ_WORK (grown corpora and crash artifacts, default $CARGO_TARGET_DIR/fuzz-work; never the
 # committed fuzz/corpus, which libFuzzer only reads).
@@ -19,9 +21,10 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 out=${CARGO_TARGET_DIR:-$repo/target}
 work=${FUZZ_WORK:-$out/fuzz-work}
 runs=${RUNS:-100000}
+api_runs=${API_RUNS:-20000}
 model_seconds=${MODEL_SECONDS:-240}
 targets=("$@")
-[[ ${#targets[@]} -gt 0 ]] || targets=(model_bytes tensor_build archive_extract)
+[[ ${#targets[@]} -gt 0 ]] || targets=(model_bytes tensor_build archive_extract api_sequence)
 
 cd "$repo/fuzz"
 cargo +nightly fuzz build --target-dir "$out/fuzz"
@@ -52,6 +55,17 @@ for t in "${targets[@]}"; do
             as=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
         fi
         "${as[@]}" "$bin/$t" "-runs=$runs" "${common[@]}" "$work/$t/corpus" corpus/$t >"$log" 2>&1 || true
+        ;;
+    api_sequence)
+        # Count-bounded like the others; the target prints its inputs and API calls at exit.
+        # Leaks are checked afterwards, over the grown corpus: LSan needs full stacks to match
+        # fuzz/lsan.supp (ORT 1.16.2 leaks the status a failing custom op returns), and full
+        # unwinding on every malloc is ~20x slower than fuzzing itself.
+        "$bin/$t" "-runs=$api_runs" -detect_leaks=0 "${common[@]}" "$work/$t/corpus" corpus/$t >"$log" 2>&1 || true
+        grep -a '^api_sequence:' "$log" | tail -1 | sed 's/^/   /' || true
+        ASAN_OPTIONS=fast_unwind_on_malloc=0 LSAN_OPTIONS="suppressions=$repo/fuzz/lsan.supp" \
+            "$bin/$t" -runs=1 "$work/$t/corpus" corpus/$t >"$work/$t.leaks.log" 2>&1 &&
+            echo "   leak replay of the corpus: clean" || echo "   leak replay of the corpus: see $work/$t.leaks.log"
         ;;
     *)
         "$bin/$t" "-runs=$runs" "${common[@]}" "$work/$t/corpus" corpus/$t >"$log" 2>&1 || true
