@@ -144,7 +144,7 @@ fn run_pairs(
     t.mode.set(mode);
     let names_ref: Vec<&str> = names.iter().map(String::as_str).collect();
     count(1);
-    let result = if names.is_empty() && options.is_none() && kernel % 2 == 0 {
+    let result = if names.is_empty() && options.is_none() && kernel.is_multiple_of(2) {
         t.session.run(pairs)
     } else {
         t.session.run_with(pairs, &names_ref, options)
