@@ -4,6 +4,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use crate::element::ElementType;
+use crate::gpu_failure::GpuFamily;
 use crate::session::ModelFileProblem;
 
 /// ORT's status codes (`OrtErrorCode`), with room for codes newer runtimes add.
@@ -369,6 +370,21 @@ pub enum Error {
         fix: String,
     },
 
+    /// A CUDA, cuDNN or cuBLAS call inside ONNX Runtime failed (`CUDNN_STATUS_*`, "cuDNN is
+    /// unavailable", `CUBLAS_STATUS_*`, `cudaError*`): a library of the GPU stack is missing, damaged
+    /// or of the wrong version, or the device is not usable. ORT's own words are kept in `message`.
+    #[error("{family} failed inside ONNX Runtime ({function}): {message}\nFix: {fix}")]
+    GpuLibrary {
+        /// Which part of the GPU stack failed.
+        family: GpuFamily,
+        /// The C API function that returned the failure (`Run`, `CreateSession`...).
+        function: &'static str,
+        /// ORT's message.
+        message: String,
+        /// What to check, `onnxrt doctor` first.
+        fix: String,
+    },
+
     /// Device (or host) memory ran out, or a configured limit was hit.
     #[error("out of memory in {function}: {message}\nFix: lower the batch size, raise gpu_mem_limit, or free other GPU work")]
     OutOfMemory {
@@ -497,6 +513,7 @@ impl Error {
             Error::ModelTooNew { .. } => "ModelTooNew",
             Error::ProviderNotAvailable { .. } => "ProviderNotAvailable",
             Error::ProviderLoad { .. } => "ProviderLoad",
+            Error::GpuLibrary { .. } => "GpuLibrary",
             Error::OutOfMemory { .. } => "OutOfMemory",
             Error::Terminated { .. } => "Terminated",
             Error::AsyncNeedsThreadPool { .. } => "AsyncNeedsThreadPool",

@@ -58,6 +58,9 @@ fn classify(function: &'static str, code: ErrorCode, message: String) -> Error {
         let max_opset = crate::api::max_opset(&runtime);
         return Error::ModelTooNew { message, runtime, max_opset };
     }
+    if let Some(error) = crate::gpu_failure::recognise(function, &message) {
+        return error;
+    }
     Error::Ort { function, code, message }
 }
 

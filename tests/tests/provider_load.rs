@@ -130,3 +130,107 @@ fn raw_refuses_keys_ort_reads_as_addresses() {
     let unknown = onnxrt::Session::builder().cuda(CudaOptions::new().raw("no_such_option", 1)).commit_from_file(&path);
     assert!(matches!(unknown, Err(onnxrt::Error::KeyRefused { .. })), "{unknown:?}");
 }
+
+/// Runs the probe with `provider` on the GPU build at `runtime`, with `ld_path` as LD_LIBRARY_PATH.
+fn probe_with(runtime: &Path, provider: &str, ld_path: Option<&Path>) -> String {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_onnxrt-probe"));
+    command.env_remove("LD_LIBRARY_PATH").env("ONNXRT_DYLIB_PATH", runtime);
+    if let Some(dir) = ld_path {
+        command.env("LD_LIBRARY_PATH", dir);
+    }
+    let output = command.arg(provider).arg(model("mlp.onnx")).output().expect("probe runs");
+    assert!(
+        output.status.success(),
+        "the probe died ({:?}): {}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Issue 27: a runtime folder without `libonnxruntime_providers_cuda.so`, with a CUDA option set.
+/// ORT 1.30 loads the provider library at the options update, and that failure was reported as
+/// the options being refused ("CUDA options [(\"device_id\", \"0\")]: … refused them").
+#[test]
+fn a_missing_cuda_provider_library_is_named_even_when_options_are_set() {
+    let Some(lib_dir) = gpu_build() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    for entry in std::fs::read_dir(&lib_dir).expect("lib dir").flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with("libonnxruntime") && name != "libonnxruntime_providers_cuda.so" {
+            std::fs::copy(entry.path(), dir.path().join(&name)).expect("copy");
+        }
+    }
+    let out = probe_with(&dir.path().join("libonnxruntime.so.1.30.0"), "cuda-options", None);
+    println!("{out}");
+    assert!(out.starts_with("ERR ProviderLoad"), "{out}");
+    assert!(out.contains("libonnxruntime_providers_cuda.so is not beside"), "{out}");
+    assert!(!out.contains("refused them"), "{out}");
+}
+
+/// A folder standing in for the CUDA stack: every library the CUDA provider needs (directly or
+/// through another) that this machine cannot resolve, as a complete ELF library (a copy of ORT's
+/// small `libonnxruntime_providers_shared.so`), except `leave_out`; `cut` is cut to half its size.
+/// The strict session's check reads files only, so stand-ins let it walk the real provider's
+/// NEEDED list on a machine without CUDA.
+fn stand_in_gpu_stack(lib_dir: &Path, leave_out: &str, cut: Option<&str>) -> tempfile::TempDir {
+    use onnxrt::preflight::{cudnn, elf, search::Searcher};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let donor = std::fs::read(lib_dir.join("libonnxruntime_providers_shared.so")).expect("donor library");
+    let system = Searcher::from_env();
+    let provider = elf::read_dynamic(&lib_dir.join("libonnxruntime_providers_cuda.so")).expect("provider ELF");
+    let mut names: Vec<String> = provider.needed.clone();
+    // cuDNN is opened with dlopen by the CUDA 13 build: the front library and its sub-libraries.
+    names.push("libcudnn.so.9".into());
+    names.extend(cudnn::CUDNN_9.iter().map(|s| s.to_string()));
+    for name in names {
+        if name == leave_out || system.resolve(&name, &provider, lib_dir).is_some() {
+            continue;
+        }
+        let bytes = if cut == Some(name.as_str()) { &donor[..donor.len() / 2] } else { &donor[..] };
+        std::fs::write(dir.path().join(&name), bytes).expect("stand-in");
+    }
+    dir
+}
+
+/// Issue 27: a truncated CUDA library first on LD_LIBRARY_PATH killed the template with SIGBUS
+/// (the loader maps segments the file does not hold). A strict session finds it before loading.
+#[test]
+fn a_truncated_cuda_library_first_on_the_path_is_named_before_anything_loads_it() {
+    let Some(lib_dir) = gpu_build() else { return };
+    let stack = stand_in_gpu_stack(&lib_dir, "", Some("libcublasLt.so.13"));
+    let out = probe_with(&lib_dir.join("libonnxruntime.so.1.30.0"), "cuda-strict", Some(stack.path()));
+    println!("{out}");
+    assert!(out.starts_with("ERR ProviderLoad"), "{out}");
+    assert!(
+        out.contains(&format!("{} will not load: truncated", stack.path().join("libcublasLt.so.13").display())),
+        "{out}"
+    );
+    assert!(out.contains("picked by LD_LIBRARY_PATH entry 1 of 1"), "{out}");
+    assert!(out.contains("SIGBUS"), "{out}");
+}
+
+/// Issue 27: cuDNN 9 loads `libcudnn_engines_precompiled.so.9` only at the first convolution, so
+/// a missing one showed as CUDNN_STATUS_INTERNAL_ERROR mid-run. A strict session names it first.
+#[test]
+fn a_missing_cudnn_sub_library_is_named_by_a_strict_session() {
+    let Some(lib_dir) = gpu_build() else { return };
+    let stack = stand_in_gpu_stack(&lib_dir, "libcudnn_engines_precompiled.so.9", None);
+    let out = probe_with(&lib_dir.join("libonnxruntime.so.1.30.0"), "cuda-strict", Some(stack.path()));
+    println!("{out}");
+    assert!(out.starts_with("ERR ProviderLoad"), "{out}");
+    assert!(out.contains("libcudnn_engines_precompiled.so.9 (needed by"), "{out}");
+    assert!(out.contains("Fix: install cuDNN"), "{out}");
+}
+
+/// And with libcudnn.so.9 itself missing (the cuDNN row of the seeds' tables).
+#[test]
+fn a_missing_cudnn_is_named_by_a_strict_session() {
+    let Some(lib_dir) = gpu_build() else { return };
+    let stack = stand_in_gpu_stack(&lib_dir, "libcudnn.so.9", None);
+    let out = probe_with(&lib_dir.join("libonnxruntime.so.1.30.0"), "cuda-strict", Some(stack.path()));
+    println!("{out}");
+    assert!(out.starts_with("ERR ProviderLoad"), "{out}");
+    assert!(out.contains("libcudnn.so.9 (needed by"), "{out}");
+    assert!(out.contains("Fix: install cuDNN"), "{out}");
+}

@@ -12,35 +12,7 @@ use super::elf;
 use super::search::{Found, Searcher};
 use super::{Row, Status};
 
-/// cuDNN 9's sub-libraries (CUDA 12 and 13 builds of ORT).
-pub const CUDNN_9: &[&str] = &[
-    "libcudnn_graph.so.9",
-    "libcudnn_engines_precompiled.so.9",
-    "libcudnn_engines_runtime_compiled.so.9",
-    "libcudnn_heuristic.so.9",
-    "libcudnn_ops.so.9",
-    "libcudnn_cnn.so.9",
-    "libcudnn_adv.so.9",
-];
-
-/// cuDNN 8's sub-libraries (the pinned 1.16.2 CUDA 11.8 build).
-pub const CUDNN_8: &[&str] = &[
-    "libcudnn_ops_infer.so.8",
-    "libcudnn_ops_train.so.8",
-    "libcudnn_cnn_infer.so.8",
-    "libcudnn_cnn_train.so.8",
-    "libcudnn_adv_infer.so.8",
-    "libcudnn_adv_train.so.8",
-];
-
-/// The sub-libraries `front` (`libcudnn.so.9` or `libcudnn.so.8`) loads; empty for anything else.
-pub fn sub_libraries(front: &str) -> &'static [&'static str] {
-    match front {
-        "libcudnn.so.9" => CUDNN_9,
-        "libcudnn.so.8" => CUDNN_8,
-        _ => &[],
-    }
-}
+pub use onnxrt::preflight::cudnn::sub_libraries;
 
 /// The row for the sub-libraries of `front`, found at `found` (already checked complete).
 /// `None` when `front` is not a cuDNN front library.

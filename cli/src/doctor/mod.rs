@@ -16,11 +16,11 @@
 mod cuda_env;
 mod cudnn;
 mod devices;
-pub mod elf;
+pub use onnxrt::preflight::elf;
 mod gpu;
 mod providers;
 mod runtime;
-pub mod search;
+pub use onnxrt::preflight::search;
 pub mod session;
 
 use std::path::PathBuf;

@@ -250,7 +250,7 @@ pub(crate) fn append(
     created.map_err(|e| super::diagnose::provider_load_failure(api, env, "CUDA", e))?;
     // SAFETY: on success we own the options.
     let cuda = unsafe { Owned::from_raw(raw) }?;
-    options.options.apply(api, "CUDA", |keys, values, len| {
+    options.options.apply(api, env, "CUDA", |keys, values, len| {
         // SAFETY: both arrays hold `len` NUL-terminated strings alive for the call; ORT copies them.
         unsafe { ort!(api, UpdateCUDAProviderOptions(cuda.as_ptr(), keys, values, len)) }
     })?;

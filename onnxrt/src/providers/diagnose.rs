@@ -55,6 +55,38 @@ pub fn fix_for(missing: &str, provider: &str) -> String {
     )
 }
 
+/// A strict session's check of `library` (the `provider`'s library) found `problem`.
+pub(crate) fn preflight_failure(provider: &str, library: &Path, problem: crate::preflight::Problem) -> Error {
+    use crate::preflight::Problem;
+    let cause = format!("checked before loading it: {problem}");
+    match problem {
+        Problem::Missing { name, .. } => Error::ProviderLoad {
+            provider: provider.into(),
+            library: library.to_path_buf(),
+            fix: fix_for(&name, provider),
+            missing: Some(name),
+            cause,
+        },
+        Problem::Damaged { path, .. } => Error::ProviderLoad {
+            provider: provider.into(),
+            library: library.to_path_buf(),
+            missing: None,
+            fix: format!(
+                "replace {} with a complete copy of the same release, or take the folder that put it first out of the search order: the loader would map it and the process would die (SIGBUS) instead of failing. `onnxrt doctor` lists every library the {provider} provider resolves",
+                path.display()
+            ),
+            cause,
+        },
+    }
+}
+
+/// Whether ORT's error is its report of a provider library that did not load (it names only
+/// "Failed to load library …"; the real cause is in its log or found by loading it ourselves).
+pub(crate) fn is_load_failure(error: &Error) -> bool {
+    let text = error.to_string();
+    text.contains("Failed to load") || text.contains("cannot open shared object file") || text.contains("LoadLibrary")
+}
+
 /// Turns a failed append of provider `short` into the most specific error we can establish.
 pub(crate) fn provider_load_failure(api: &Api, env: &Arc<Environment>, short: &str, error: Error) -> Error {
     let original = error.to_string();

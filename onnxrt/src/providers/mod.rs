@@ -98,6 +98,13 @@ pub(crate) fn append_all(
 ) -> Result<Prepared> {
     let mut registered = Vec::new();
     let mut serialize_runs = false;
+    if strict {
+        for request in requests {
+            if let Some((short, provider)) = gpu_library_of(request) {
+                preflight(api, short, provider)?;
+            }
+        }
+    }
     for request in requests {
         match request {
             #[cfg(feature = "cuda")]
@@ -125,6 +132,37 @@ pub(crate) fn append_all(
     }
     registered.push("CPUExecutionProvider");
     Ok(Prepared { registered, serialize_runs, strict })
+}
+
+/// The provider library's short name and the provider's name, for the GPU providers whose
+/// libraries a strict session checks before loading.
+fn gpu_library_of(request: &ProviderRequest) -> Option<(&'static str, &'static str)> {
+    let full = match request {
+        #[cfg(feature = "cuda")]
+        ProviderRequest::Cuda(_) => "CUDAExecutionProvider",
+        #[cfg(feature = "tensorrt")]
+        ProviderRequest::TensorRt(_) => "TensorrtExecutionProvider",
+        ProviderRequest::Named(named) => named::registered_name(&named.name),
+    };
+    match full {
+        "CUDAExecutionProvider" => Some(("cuda", "CUDA")),
+        "TensorrtExecutionProvider" => Some(("tensorrt", "TensorRT")),
+        _ => None,
+    }
+}
+
+/// A strict GPU session checks the provider library and every library it loads before ORT loads
+/// it (once per process for a library that passed): a truncated CUDA library would otherwise kill
+/// the process with SIGBUS inside the loader, and a missing cuDNN sub-library would show only at
+/// the first convolution. A provider library that is not there at all is left to ORT's append,
+/// whose failure [`diagnose`] explains.
+fn preflight(api: &Api, short: &str, provider: &str) -> Result<()> {
+    let library = diagnose::provider_library_path(&api.library, short);
+    if !library.exists() {
+        return Ok(());
+    }
+    crate::preflight::check_closure_once(&library)
+        .map_err(|problem| diagnose::preflight_failure(provider, &library, problem))
 }
 
 /// ORT made concurrent `Run` safe with the TensorRT provider in 1.17 (C API 17); before that a

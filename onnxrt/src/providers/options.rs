@@ -1,8 +1,10 @@
 //! String key/value options, the form ORT's V2 provider-options API takes for every provider.
 
 use std::ffi::{c_char, CString};
+use std::sync::Arc;
 
 use crate::api::Api;
+use crate::env::Environment;
 use crate::error::{Error, Result};
 
 /// An ordered set of options; setting a key again replaces its value.
@@ -29,10 +31,13 @@ impl KeyValues {
     }
 
     /// Hands the options to `update` as C arrays (keys, values, count), unless there are none.
-    /// A refusal is reported as the runtime refusing these options, naming them.
+    /// A refusal is reported as the runtime refusing these options, naming them, unless ORT failed
+    /// to load the provider's library on the way (ORT 1.30 loads it at the first options call):
+    /// that is diagnosed as the load failure it is, naming the file.
     pub(crate) fn apply(
         &self,
         api: &Api,
+        env: &Arc<Environment>,
         provider: &str,
         update: impl FnOnce(*const *const c_char, *const *const c_char, usize) -> Result<()>,
     ) -> Result<()> {
@@ -46,9 +51,14 @@ impl KeyValues {
             self.entries.iter().map(|(_, v)| c("provider option value", v)).collect::<Result<_>>()?;
         let key_ptrs: Vec<*const c_char> = keys.iter().map(|k| k.as_ptr()).collect();
         let value_ptrs: Vec<*const c_char> = values.iter().map(|v| v.as_ptr()).collect();
-        update(key_ptrs.as_ptr(), value_ptrs.as_ptr(), key_ptrs.len()).map_err(|e| Error::InvalidArgument {
-            what: format!("{provider} options {:?}", self.entries),
-            why: format!("ONNX Runtime {} refused them: {e}", api.version),
+        update(key_ptrs.as_ptr(), value_ptrs.as_ptr(), key_ptrs.len()).map_err(|e| {
+            if super::diagnose::is_load_failure(&e) {
+                return super::diagnose::provider_load_failure(api, env, provider, e);
+            }
+            Error::InvalidArgument {
+                what: format!("{provider} options {:?}", self.entries),
+                why: format!("ONNX Runtime {} refused them: {e}", api.version),
+            }
         })
     }
 }

@@ -134,7 +134,7 @@ pub(crate) fn append(
     created.map_err(|e| super::diagnose::provider_load_failure(api, env, "TensorRT", e))?;
     // SAFETY: on success we own the options.
     let trt = unsafe { Owned::from_raw(raw) }?;
-    options.options.apply(api, "TensorRT", |keys, values, len| {
+    options.options.apply(api, env, "TensorRT", |keys, values, len| {
         // SAFETY: both arrays hold `len` NUL-terminated strings alive for the call; ORT copies them.
         unsafe { ort!(api, UpdateTensorRTProviderOptions(trt.as_ptr(), keys, values, len)) }
     })?;

@@ -2,7 +2,7 @@
 //! runtime the environment points at, optionally appends a provider, and prints the outcome.
 //!
 //! ```text
-//! onnxrt-probe [--init PATH] [cuda|tensorrt|none|named:NAME] MODEL
+//! onnxrt-probe [--init PATH] [cuda|cuda-options|cuda-strict|tensorrt|none|named:NAME] MODEL
 //! ```
 //! Prints `OK <version> <providers> <library path>` or `ERR <variant>: <Display>`; exit status 0 either way, 2 on
 //! usage errors. Variants are printed from `Debug` up to the first `{` or `(`.
@@ -22,7 +22,7 @@ fn main() {
     let (provider, model) = match args.as_slice() {
         [provider, model] => (provider.clone(), model.clone()),
         _ => {
-            eprintln!("usage: onnxrt-probe [--init PATH] cuda|tensorrt|none|named:NAME MODEL");
+            eprintln!("usage: onnxrt-probe [--init PATH] cuda|cuda-options|cuda-strict|tensorrt|none|named:NAME MODEL");
             std::process::exit(2);
         }
     };
@@ -35,6 +35,10 @@ fn main() {
     #[cfg(feature = "cuda")]
     let builder = match provider.as_str() {
         "cuda" => builder.cuda(onnxrt::providers::cuda::CudaOptions::new()),
+        // With an option set (ORT 1.30 loads the provider library at the options update).
+        "cuda-options" => builder.cuda(onnxrt::providers::cuda::CudaOptions::new().device_id(0)),
+        // Strict: the provider's libraries are checked before anything loads them.
+        "cuda-strict" => builder.cuda(onnxrt::providers::cuda::CudaOptions::new().device_id(0)).strict_gpu(true),
         _ => builder,
     };
     #[cfg(feature = "tensorrt")]
