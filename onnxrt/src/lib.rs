@@ -53,6 +53,8 @@ mod ffi_guard;
 mod float8;
 mod handle;
 mod io_binding;
+#[cfg(test)]
+mod layers;
 mod loader;
 mod memory;
 #[cfg(feature = "cuda")]
@@ -68,13 +70,13 @@ pub use allocator::Allocator;
 pub use api::{runtime_info, RuntimeInfo};
 pub use element::{Element, ElementType};
 pub use env::{Environment, EnvironmentBuilder, GlobalThreadPools, LogHook, LogLevel, LogRecord};
-pub use error::{Error, ErrorCode, LoadAttempt, Names, Result, ShapeText};
+pub use error::{Error, ErrorCode, LoadAttempt, ModelFileProblem, Names, Result, ShapeText};
 pub use float8::{F8E4M3Fn, F8E4M3Fnuz, F8E5M2Fnuz, F8E5M2};
 pub use io_binding::IoBinding;
 pub use memory::{Device, MemoryInfo};
 pub use run_options::{RunOptions, RunTerminator};
 pub use session::{
-    config_keys, AsyncInput, Dim, ExecutionMode, InputName, ModelBytes, ModelFileProblem, ModelMetadata,
+    config_keys, AsyncInput, Dim, ExecutionMode, InputName, ModelBytes, ModelMetadata,
     OptimizationLevel, Outputs, OwnedOutputs, PrepackedWeights, RunFuture, Session, SessionBuilder, SessionInput,
     SharedInitializers, ValueInfo, DEFAULT_MAX_ASYNC_RUNS,
 };

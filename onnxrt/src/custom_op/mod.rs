@@ -95,7 +95,6 @@ mod context;
 mod domain;
 mod info;
 
-pub(crate) use callbacks::recognise;
 pub use context::KernelContext;
 pub use domain::OpDomain;
 pub(crate) use domain::{register, Registered};

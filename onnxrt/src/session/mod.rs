@@ -53,7 +53,6 @@ pub use info::{Dim, ValueInfo};
 pub use input::SessionInput;
 pub use metadata::ModelMetadata;
 pub use model_bytes::ModelBytes;
-pub use model_check::ModelFileProblem;
 pub use owned_outputs::OwnedOutputs;
 pub use run_async::RunFuture;
 pub use shared_weights::{PrepackedWeights, SharedInitializers};

@@ -4,7 +4,9 @@ use std::fmt;
 use std::path::PathBuf;
 
 use crate::element::ElementType;
-use crate::session::ModelFileProblem;
+
+mod model_file;
+pub use model_file::ModelFileProblem;
 
 /// ORT's status codes (`OrtErrorCode`), with room for codes newer runtimes add.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
