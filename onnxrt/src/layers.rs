@@ -86,9 +86,9 @@ fn visit(dir: &Path, src: &Path, roots: &[(String, String)], problems: &mut Vec<
                 target = module.clone();
             }
             match layer(&target) {
-                Some(to) if to > own => problems.push(format!(
-                    "{file}:{line}: upward import {module} (L{own}) -> {target} (L{to})"
-                )),
+                Some(to) if to > own => {
+                    problems.push(format!("{file}:{line}: upward import {module} (L{own}) -> {target} (L{to})"))
+                }
                 Some(_) => {}
                 None => problems.push(format!("{file}:{line}: `crate::{target}` names no layered module")),
             }

@@ -76,9 +76,9 @@ pub use io_binding::IoBinding;
 pub use memory::{Device, MemoryInfo};
 pub use run_options::{RunOptions, RunTerminator};
 pub use session::{
-    config_keys, AsyncInput, Dim, ExecutionMode, InputName, ModelBytes, ModelMetadata,
-    OptimizationLevel, Outputs, OwnedOutputs, PrepackedWeights, RunFuture, Session, SessionBuilder, SessionInput,
-    SharedInitializers, ValueInfo, DEFAULT_MAX_ASYNC_RUNS,
+    config_keys, AsyncInput, Dim, ExecutionMode, InputName, ModelBytes, ModelMetadata, OptimizationLevel, Outputs,
+    OwnedOutputs, PrepackedWeights, RunFuture, Session, SessionBuilder, SessionInput, SharedInitializers, ValueInfo,
+    DEFAULT_MAX_ASYNC_RUNS,
 };
 pub use value::optional::ValueType;
 pub use value::{TensorInfo, Value, ValueKind};

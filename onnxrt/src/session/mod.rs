@@ -489,7 +489,8 @@ impl Session {
             match lent.get_mut(position).and_then(Option::take) {
                 // ORT writes a preallocated output in place: `p` is still our value.
                 Some((slot, tensor)) if status.is_ok() && p == tensor.as_ptr() => {
-                    let (value, ours) = tensor.into_value(slot)?;
+                    let meta = slot.meta().clone();
+                    let (value, ours) = tensor.into_value(slot, meta)?;
                     all_ours &= ours;
                     out.values.push(value.with_name(Arc::clone(label)));
                 }
