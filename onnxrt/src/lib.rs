@@ -78,9 +78,8 @@ pub use run_options::{RunOptions, RunTerminator};
 pub use session::{
     config_keys, AsyncInput, Dim, ExecutionMode, InputName, ModelBytes, ModelMetadata, OptimizationLevel, Outputs,
     OwnedOutputs, PrepackedWeights, RunFuture, Session, SessionBuilder, SessionInput, SharedInitializers, ValueInfo,
-    DEFAULT_MAX_ASYNC_RUNS,
+    ValueType, DEFAULT_MAX_ASYNC_RUNS,
 };
-pub use value::optional::ValueType;
 pub use value::{TensorInfo, Value, ValueKind};
 
 /// The inputs of a run on a model that has none: `session.run(onnxrt::NO_INPUTS)` (an empty

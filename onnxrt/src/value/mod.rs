@@ -256,6 +256,18 @@ impl<'data> Value<'data> {
         }
     }
 
+    /// Records that this value is an absent optional (known from how it was made).
+    pub(crate) fn known_absent(self) -> Self {
+        let _ = self.meta.set(Meta { kind: ValueKind::Optional, tensor: None });
+        self
+    }
+
+    /// The value without its output name (for a value that is nobody's output).
+    pub(crate) fn without_name(mut self) -> Self {
+        self.name = None;
+        self
+    }
+
     /// Whether ORT may write into this value's memory (not for borrowed views).
     pub(crate) fn is_writable(&self) -> bool {
         self.writable
