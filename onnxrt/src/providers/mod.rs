@@ -22,7 +22,6 @@ use onnxrt_sys::OrtSessionOptions;
 use crate::api::{api, Api};
 use crate::env::Environment;
 use crate::error::{Error, Names, Result};
-use crate::session::SessionBuilder;
 use crate::status::ort;
 
 /// Names of the providers compiled into the loaded runtime (what it has, not what can load).
@@ -154,15 +153,6 @@ pub(crate) fn require(api: &Api, name: &'static str, short: &'static str) -> Res
         runtime: format!("{} at {}", api.version, api.library.display()),
         fix: fix.into(),
     })
-}
-
-impl SessionBuilder {
-    /// Fail instead of running any node on the CPU when a GPU provider was requested
-    /// (`session.disable_cpu_ep_fallback=1`), and fail if no GPU provider was requested.
-    pub fn strict_gpu(mut self, strict: bool) -> Self {
-        self.strict_gpu = strict;
-        self
-    }
 }
 
 #[cfg(test)]

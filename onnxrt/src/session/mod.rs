@@ -9,6 +9,7 @@
 
 pub(crate) mod async_input;
 pub(crate) mod builder;
+mod create;
 mod external_data;
 mod gate;
 pub(crate) mod info;
