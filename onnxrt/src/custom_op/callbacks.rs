@@ -12,8 +12,7 @@ use onnxrt_sys::{
     OrtKernelInfo, OrtMemType, OrtStatusPtr,
 };
 
-use super::domain::OpEntry;
-use super::{Arity, IoSpec, Kernel, KernelContext, KernelInfo};
+use super::{Arity, IoSpec, Kernel, KernelContext, KernelInfo, OpEntry};
 use crate::api::api;
 use crate::ffi_guard::{catch, drop_caught, guard, text_of};
 use crate::status::CUSTOM_OP_MARKER as MARKER;
