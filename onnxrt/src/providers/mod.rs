@@ -3,8 +3,8 @@
 //! Asking for a provider is never a silent CPU run: a provider missing from the runtime, or one
 //! whose library fails to load, is a typed error ([`Error::ProviderNotAvailable`],
 //! [`Error::ProviderLoad`]) that says why and what to do. With
-//! [`SessionBuilder::strict_gpu`](crate::SessionBuilder::strict_gpu), nodes the GPU provider cannot run make the
-//! session fail instead of falling back to the CPU.
+//! [`SessionBuilder::strict_gpu`](crate::SessionBuilder::strict_gpu), nodes the GPU provider
+//! cannot run make the session fail instead of falling back to the CPU.
 
 #[cfg(feature = "cuda")]
 pub mod cuda;
@@ -45,7 +45,7 @@ pub fn available() -> Result<Vec<String>> {
     Ok(names)
 }
 
-/// A provider requested on a [`SessionBuilder`].
+/// A provider requested on a [`SessionBuilder`](crate::SessionBuilder).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum ProviderRequest {
@@ -55,7 +55,7 @@ pub enum ProviderRequest {
     /// TensorRT, with its options.
     #[cfg(feature = "tensorrt")]
     TensorRt(tensorrt::TensorRtOptions),
-    /// Any provider by name, with string options ([`SessionBuilder::provider`]).
+    /// Any provider by name, with string options ([`SessionBuilder::provider`](crate::SessionBuilder::provider)).
     Named(named::NamedProvider),
 }
 

@@ -1,4 +1,4 @@
-//! [`SessionBuilder`]: plain settings, applied to ORT once, when the session is made.
+//! [`SessionBuilder`](crate::SessionBuilder): plain settings, applied to ORT once, when the session is made.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -9,7 +9,7 @@ use crate::providers::named::NamedProvider;
 use crate::providers::ProviderRequest;
 use crate::session::shared_weights::{PrepackedWeights, SessionHeld, SharedInitializers};
 
-/// Session configuration keys people need, for [`SessionBuilder::config_entry`] (names as in
+/// Session configuration keys people need, for [`SessionBuilder::config_entry`](crate::SessionBuilder::config_entry) (names as in
 /// ORT's `onnxruntime_session_options_config_keys.h`; values are strings, usually `"0"`/`"1"`).
 pub mod config_keys {
     /// `"1"`: fail instead of running nodes on the CPU when a GPU provider was requested
@@ -64,18 +64,18 @@ pub enum ExecutionMode {
     Parallel,
 }
 
-/// Default of [`SessionBuilder::max_async_runs`]: well under ORT's queue of 1,024 runs per
+/// Default of [`SessionBuilder::max_async_runs`](crate::SessionBuilder::max_async_runs): well under ORT's queue of 1,024 runs per
 /// worker, enough to keep every worker of a large machine busy.
 pub const DEFAULT_MAX_ASYNC_RUNS: usize = 256;
 
-/// The builder settings [`Session::run_async`] needs.
+/// The builder settings [`Session::run_async`](crate::Session::run_async) needs.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct AsyncSettings {
     pub(crate) intra_op_threads: Option<usize>,
     pub(crate) max_async_runs: usize,
 }
 
-/// Settings for a [`Session`]. Nothing reaches ORT until `commit_from_*`, which fails once, with
+/// Settings for a [`Session`](crate::Session). Nothing reaches ORT until `commit_from_*`, which fails once, with
 /// the first invalid setting.
 #[derive(Debug, Clone)]
 pub struct SessionBuilder {
@@ -150,23 +150,23 @@ impl SessionBuilder {
 
     /// Threads used inside one operator (0 or unset: ORT's default, one per physical core).
     ///
-    /// The count includes the thread that calls [`Session::run`], so `n` means `n - 1` pool
-    /// workers. [`Session::run_async`] runs only on those workers: `intra_op_threads(1)` leaves
-    /// it none (it then fails with [`Error::AsyncNeedsThreadPool`]); see
+    /// The count includes the thread that calls [`Session::run`](crate::Session::run), so `n` means `n - 1` pool
+    /// workers. [`Session::run_async`](crate::Session::run_async) runs only on those workers: `intra_op_threads(1)` leaves
+    /// it none (it then fails with [`Error::AsyncNeedsThreadPool`](crate::Error::AsyncNeedsThreadPool)); see
     /// [`async_threads`](SessionBuilder::async_threads).
     pub fn intra_op_threads(mut self, threads: usize) -> Self {
         self.intra_op_threads = Some(threads);
         self
     }
 
-    /// Intra-op threads for a session driven mostly by [`Session::run_async`]: one pool worker
+    /// Intra-op threads for a session driven mostly by [`Session::run_async`](crate::Session::run_async): one pool worker
     /// per logical CPU (`intra_op_threads(cores + 1)`).
     ///
     /// ORT's default (one thread per physical core, the caller being one of them) leaves async
     /// runs one core short, since they run on the workers only: on 2 cores a compute-bound
     /// model got 206 runs/s with `run_async` against 295 with `spawn_blocking(run)`, and 383 with
     /// `intra_op_threads(3)`, what this sets there (BENCHMARKS.md, "Async"). The trade-off: a
-    /// synchronous [`Session::run`] on such a session has one thread more than there are cores,
+    /// synchronous [`Session::run`](crate::Session::run) on such a session has one thread more than there are cores,
     /// so prefer ORT's default for sessions run mostly with `run`.
     ///
     /// ```
@@ -180,7 +180,7 @@ impl SessionBuilder {
         self.intra_op_threads(cores + 1)
     }
 
-    /// Most [`Session::run_async`] runs of the session handed to ORT at once (default 256, at
+    /// Most [`Session::run_async`](crate::Session::run_async) runs of the session handed to ORT at once (default 256, at
     /// least 1); later runs wait inside their futures, in arrival order, for one to end.
     ///
     /// Without a bound, ORT queues up to 1,024 runs per pool worker and past that runs the
@@ -223,7 +223,7 @@ impl SessionBuilder {
     }
 
     /// Writes a profile (Chrome trace JSON) whose path starts with `prefix`; read it back with
-    /// [`Session::end_profiling`].
+    /// [`Session::end_profiling`](crate::Session::end_profiling).
     pub fn profiling(mut self, prefix: impl Into<PathBuf>) -> Self {
         self.profiling_prefix = Some(prefix.into());
         self
@@ -245,7 +245,7 @@ impl SessionBuilder {
     /// values pass ([`crate::allowed_keys::SESSION_CONFIG`]): a key that makes ORT keep pointing
     /// into caller memory (`session.use_ort_model_bytes_directly`; use
     /// [`commit_from_owned_bytes`](SessionBuilder::commit_from_owned_bytes)) or that the list
-    /// does not know fails `commit_from_*` with [`Error::KeyRefused`].
+    /// does not know fails `commit_from_*` with [`Error::KeyRefused`](crate::Error::KeyRefused).
     ///
     /// Corresponds to `OrtApi::AddSessionConfigEntry`.
     #[doc(alias = "AddSessionConfigEntry")]
@@ -305,7 +305,7 @@ impl SessionBuilder {
 
     /// Asks ORT for deterministic kernels (same output bits on every run, at some speed cost).
     /// Needs ONNX Runtime 1.17 or newer: on older runtimes `commit_from_*` returns
-    /// [`Error::Unsupported`] instead of silently ignoring the request.
+    /// [`Error::Unsupported`](crate::Error::Unsupported) instead of silently ignoring the request.
     ///
     /// Corresponds to `OrtApi::SetDeterministicCompute` (C API 17).
     #[doc(alias = "SetDeterministicCompute")]
@@ -374,14 +374,14 @@ impl SessionBuilder {
 /// the appending are in [`crate::providers`].
 impl SessionBuilder {
     /// Runs the model on CUDA (nodes without a CUDA kernel fall back to the CPU unless
-    /// [`SessionBuilder::strict_gpu`] is set).
+    /// [`SessionBuilder::strict_gpu`](crate::SessionBuilder::strict_gpu) is set).
     #[cfg(feature = "cuda")]
     pub fn cuda(mut self, options: crate::providers::cuda::CudaOptions) -> Self {
         self.providers.push(ProviderRequest::Cuda(options));
         self
     }
 
-    /// Runs what TensorRT can on TensorRT. Add [`SessionBuilder::cuda`] after it so the rest runs
+    /// Runs what TensorRT can on TensorRT. Add [`SessionBuilder::cuda`](crate::SessionBuilder::cuda) after it so the rest runs
     /// on CUDA rather than the CPU.
     #[cfg(feature = "tensorrt")]
     pub fn tensorrt(mut self, options: crate::providers::tensorrt::TensorRtOptions) -> Self {
@@ -418,9 +418,9 @@ impl SessionBuilder {
     /// crate does not name takes no keys from safe code.
     ///
     /// # Errors
-    /// [`Error::KeyRefused`] for such a key, naming it, why, and the keys that pass. At `commit_from_*`: [`Error::ProviderNotAvailable`] when the runtime was built without it
-    /// or does not know the name (the message lists what it has), [`Error::ProviderLoad`] when
-    /// its library is missing or cannot load, [`Error::Ort`] for options the provider refuses.
+    /// [`Error::KeyRefused`](crate::Error::KeyRefused) for such a key, naming it, why, and the keys that pass. At `commit_from_*`: [`Error::ProviderNotAvailable`](crate::Error::ProviderNotAvailable) when the runtime was built without it
+    /// or does not know the name (the message lists what it has), [`Error::ProviderLoad`](crate::Error::ProviderLoad) when
+    /// its library is missing or cannot load, [`Error::Ort`](crate::Error::Ort) for options the provider refuses.
     ///
     /// Corresponds to `OrtApi::SessionOptionsAppendExecutionProvider`.
     #[doc(alias = "SessionOptionsAppendExecutionProvider")]
