@@ -520,6 +520,15 @@ impl Error {
         }
     }
 
+    /// ORT reported success for `function` but handed back no `what` (a null out-pointer).
+    pub(crate) fn null_out(function: &'static str, what: &str) -> Error {
+        Error::Ort {
+            function,
+            code: ErrorCode::Fail,
+            message: format!("ONNX Runtime reported success but returned no {what}"),
+        }
+    }
+
     pub(crate) fn nul(what: &'static str, value: &str) -> Error {
         Error::InteriorNul { what, value: value.to_owned() }
     }

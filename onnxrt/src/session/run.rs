@@ -190,11 +190,7 @@ impl Session {
         }
         status?;
         if missing {
-            return Err(Error::Ort {
-                function: "Run",
-                code: crate::error::ErrorCode::Fail,
-                message: "ORT reported success but returned no value for an output".into(),
-            });
+            return Err(Error::null_out("Run", "value for an output"));
         }
         if all_ours {
             return Ok(out);
