@@ -134,8 +134,6 @@ pub(crate) fn tensorrt_runs_need_serializing(api_level: u32) -> bool {
 }
 
 /// Checks that `name` is compiled into the runtime.
-// Used by the provider and IoBinding code, which CPU-only builds leave out.
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) fn require(api: &Api, name: &'static str, short: &'static str) -> Result<()> {
     let have = available()?;
     if have.iter().any(|p| p == name) {

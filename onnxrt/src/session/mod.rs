@@ -356,8 +356,7 @@ impl Session {
         Ok(PathBuf::from(unsafe { take_string(allocator, out) }))
     }
 
-    // Used by the provider and IoBinding code, which CPU-only builds leave out.
-    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    /// The session handle, for ORT calls (IoBinding, providers); it stays owned here.
     pub(crate) fn as_ptr(&self) -> *mut OrtSession {
         self.inner.raw.as_ptr()
     }
