@@ -11,10 +11,10 @@
 //! When: only in sessions that run on the CPU provider alone; only for tensor outputs with a fixed
 //! declared shape, a fixed-size element type and at least one element, that are not also graph
 //! inputs. The first successful run is a probe: an output joins only when what ORT returned
-//! equals its declaration. A run that fails while outputs are preallocated switches
+//! equals its declaration. A run in which ORT refuses a preallocated output's shape switches
 //! preallocation off for the session and is run once more without it, so a model whose outputs
 //! differ from their declarations (ORT only warns about that) keeps its old behaviour; that
-//! repeat happens at most once per session.
+//! repeat happens at most once per session. Any other failure is returned as it is, once.
 //!
 //! Soundness: a pooled buffer is lent only where no other live value can point at it.
 //! - ORT writes a preallocated output in place and never replaces the value passed in (its `Run`
@@ -35,7 +35,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::element::ElementType;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::session::info::{Dim, ValueInfo};
 use crate::value::pooled::{Home, PooledTensor};
 use crate::value::{Shape, TensorMeta, Value, ValueKind};
@@ -47,6 +47,15 @@ const MAX_FREE: usize = 8;
 const PROBING: u8 = 0;
 const ON: u8 = 1;
 const OFF: u8 = 2;
+
+/// Whether a run with preallocated outputs failed because ORT refused one of them: the real
+/// shape differs from the declared one ("OrtValue shape verification failed" in ORT's execution
+/// frame; "shape mismatch" where it would reuse a buffer).
+pub(crate) fn refused_shape(error: &Error) -> bool {
+    let Error::Ort { message, .. } = error else { return false };
+    let message = message.to_ascii_lowercase();
+    message.contains("shape verification failed") || message.contains("shape mismatch")
+}
 
 /// The preallocated outputs of one session, by model output position.
 pub(crate) struct OutputPool {
@@ -178,5 +187,21 @@ impl Slot {
     /// A new tensor of the declared type and shape (`None` if the memory cannot be had).
     fn make(&self) -> Result<Option<PooledTensor>> {
         PooledTensor::zeroed(self.bytes, &self.meta)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorCode;
+
+    #[test]
+    fn only_a_refused_shape_is_retried() {
+        let ort =
+            |message: &str| Error::Ort { function: "Run", code: ErrorCode::RuntimeException, message: message.into() };
+        // ORT 1.16.2's words for a [3] output that came out [4].
+        assert!(refused_shape(&ort("Non-zero status code returned while running Neg node. Name:'' Status Message: /onnxruntime_src/onnxruntime/core/framework/execution_frame.cc:171 onnxruntime::common::Status onnxruntime::IExecutionFrame::GetOrCreateNodeOutputMLValue(int, int, const onnxruntime::TensorShape*, OrtValue*&, const onnxruntime::Node&) shape && tensor.Shape() == *shape was false. OrtValue shape verification failed. Current shape:{3} Requested shape:{4}")));
+        assert!(!refused_shape(&ort("Exiting due to terminate flag being set to true.")));
+        assert!(!refused_shape(&Error::Terminated { message: "shape verification failed".into() }));
     }
 }

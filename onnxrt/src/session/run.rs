@@ -96,9 +96,11 @@ impl Session {
         if pool.is_on() {
             match self.run_once(&call, output_indices.clone(), inputs, true) {
                 Ok(out) => return Ok(out),
-                // Maybe an output whose shape differs from its declaration (ORT then refuses the
-                // preallocated tensor): never preallocate again here, and run once more without.
-                Err(_) => pool.switch_off(),
+                // An output whose shape differs from its declaration (ORT refused the preallocated
+                // tensor): never preallocate again here, and run once more without.
+                Err(error) if output_pool::refused_shape(&error) => pool.switch_off(),
+                // Anything else (terminated, out of memory, a kernel's error) would fail again.
+                Err(error) => return Err(error),
             }
         }
         let out = self.run_once(&call, output_indices, inputs, false)?;
