@@ -1,5 +1,7 @@
 //! The layer rule of DESIGN.md, checked: a module imports only from its own layer or below.
-//! Reads every `crate::` path in `src/` (comments and `#[cfg(test)]` modules left out).
+//! Reads every `crate::` path in `src/` (comments and `#[cfg(test)]` modules left out; a path
+//! through a re-export of `lib.rs` counts as the module it re-exports). Paths that climb out of
+//! a top-level module with `super::super::` are not read: the crate writes `crate::` instead.
 
 use std::path::Path;
 
@@ -37,12 +39,9 @@ fn imports(source: &str) -> Vec<(usize, String)> {
             continue;
         }
         for (at, _) in line.match_indices("crate::") {
-            let rest: String = lines[n..].join(" ")[at + "crate::".len()..].to_string();
-            let heads = match rest.strip_prefix('{') {
-                Some(group) => group.split('}').next().unwrap_or("").split(',').map(str::to_owned).collect(),
-                None => vec![rest],
-            };
-            for head in heads {
+            // A `use` group may span lines: read on from here (a group is never 40 lines long).
+            let rest = lines[n..lines.len().min(n + 40)].join(" ")[at + "crate::".len()..].to_string();
+            for head in group_heads(&rest) {
                 let name: String = head.trim().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
                 if !name.is_empty() {
                     found.push((n + 1, name));
@@ -51,6 +50,28 @@ fn imports(source: &str) -> Vec<(usize, String)> {
         }
     }
     found
+}
+
+/// The paths a `crate::` path starts: itself, or each member of a `{a::b, c::{d, e}}` group.
+fn group_heads(rest: &str) -> Vec<String> {
+    let Some(group) = rest.strip_prefix('{') else { return vec![rest.to_owned()] };
+    let (mut heads, mut depth, mut start) = (Vec::new(), 0, 0);
+    for (i, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                heads.push(group[start..i].to_owned());
+                break;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                heads.push(group[start..i].to_owned());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    heads
 }
 
 /// What `lib.rs` re-exports (`pub use module::{A, B}`), as item name -> module.

@@ -39,6 +39,13 @@
 //! loading it at first use).
 #![deny(unsafe_op_in_unsafe_fn)]
 
+// Layers: a module imports only from its own layer or below (checked by `layers.rs`).
+// L0 runtime boundary: loader, api, status, handle, error, element, float8, cuda_runtime,
+//    ffi_guard, allowed_keys
+// L1 process objects: env, memory, run_options
+// L2 values, providers, custom operators: value/, providers/, custom_op/
+// L3 sessions: session/, io_binding, allocator, profiling
+// L4 serving: batch/, pool (on their way to their own crate)
 mod allocator;
 pub mod allowed_keys;
 mod api;
