@@ -163,7 +163,7 @@ mod sealed {
 
 /// A Rust type whose memory layout is exactly an ONNX tensor element's.
 ///
-/// Implemented for `f32`, `f64`, [`f16`], [`bf16`], the 8-bit floats ([`F8E4M3Fn`],
+/// Implemented for `f32`, `f64`, [`f16`](struct@f16), [`bf16`], the 8-bit floats ([`F8E4M3Fn`],
 /// [`F8E4M3Fnuz`], [`F8E5M2`], [`F8E5M2Fnuz`]), `i8`..`i64`, `u8`..`u64` and `bool` (one byte,
 /// 0 or 1, as ONNX stores it). Strings are handled by [`crate::Value::from_strings`].
 pub trait Element: Copy + Send + Sync + 'static + sealed::Sealed {

@@ -390,11 +390,7 @@ impl EnvironmentBuilder {
             }
         }
         if raw.is_null() {
-            return Err(Error::Ort {
-                function: "CreateEnvWithCustomLogger",
-                code: crate::error::ErrorCode::Fail,
-                message: "ORT reported success but returned no environment".into(),
-            });
+            return Err(Error::null_out("CreateEnvWithCustomLogger", "environment"));
         }
         Ok(raw)
     }

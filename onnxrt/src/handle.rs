@@ -57,11 +57,7 @@ impl<T: Release> Owned<T> {
     /// # Safety
     /// `ptr` is null or a live object that nobody else will release.
     pub(crate) unsafe fn from_raw(ptr: *mut T) -> Result<Owned<T>> {
-        NonNull::new(ptr).map(Owned).ok_or_else(|| Error::Ort {
-            function: T::NAME,
-            code: crate::error::ErrorCode::Fail,
-            message: "ONNX Runtime returned success but no object".into(),
-        })
+        NonNull::new(ptr).map(Owned).ok_or_else(|| Error::null_out(T::NAME, "object"))
     }
 
     /// The raw pointer, for passing to ORT. It stays owned here.

@@ -39,6 +39,13 @@
 //! loading it at first use).
 #![deny(unsafe_op_in_unsafe_fn)]
 
+// Layers: a module imports only from its own layer or below (checked by `layers.rs`).
+// L0 runtime boundary: loader, api, status, handle, error, element, float8, cuda_runtime,
+//    ffi_guard, allowed_keys, gpu_failure, preflight
+// L1 process objects: env, memory, run_options
+// L2 values, providers, custom operators: value/, providers/, custom_op/
+// L3 sessions: session/, io_binding, allocator, profiling
+// L4 serving: batch/, pool (on their way to their own crate)
 mod allocator;
 pub mod allowed_keys;
 mod api;
@@ -54,6 +61,8 @@ mod float8;
 mod gpu_failure;
 mod handle;
 mod io_binding;
+#[cfg(test)]
+mod layers;
 mod loader;
 mod memory;
 #[cfg(feature = "cuda")]
@@ -70,18 +79,17 @@ pub use allocator::Allocator;
 pub use api::{runtime_info, RuntimeInfo};
 pub use element::{Element, ElementType};
 pub use env::{Environment, EnvironmentBuilder, GlobalThreadPools, LogHook, LogLevel, LogRecord};
-pub use error::{Error, ErrorCode, LoadAttempt, Names, Result, ShapeText};
+pub use error::{Error, ErrorCode, LoadAttempt, ModelFileProblem, Names, Result, ShapeText};
 pub use float8::{F8E4M3Fn, F8E4M3Fnuz, F8E5M2Fnuz, F8E5M2};
 pub use gpu_failure::GpuFamily;
 pub use io_binding::IoBinding;
 pub use memory::{Device, MemoryInfo};
 pub use run_options::{RunOptions, RunTerminator};
 pub use session::{
-    config_keys, AsyncInput, Dim, ExecutionMode, InputName, ModelBytes, ModelFileProblem, ModelMetadata,
-    OptimizationLevel, Outputs, OwnedOutputs, PrepackedWeights, RunFuture, Session, SessionBuilder, SessionInput,
-    SharedInitializers, ValueInfo, DEFAULT_MAX_ASYNC_RUNS,
+    config_keys, AsyncInput, Dim, ExecutionMode, InputName, ModelBytes, ModelMetadata, OptimizationLevel, Outputs,
+    OwnedOutputs, PrepackedWeights, RunFuture, Session, SessionBuilder, SessionInput, SharedInitializers, ValueInfo,
+    ValueType, DEFAULT_MAX_ASYNC_RUNS,
 };
-pub use value::optional::ValueType;
 pub use value::{TensorInfo, Value, ValueKind};
 
 /// The inputs of a run on a model that has none: `session.run(onnxrt::NO_INPUTS)` (an empty

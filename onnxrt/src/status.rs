@@ -34,7 +34,7 @@ pub(crate) unsafe fn check(function: &'static str, status: *mut OrtStatus) -> Re
 
 /// Gives the failures people act on their own variant.
 fn classify(function: &'static str, code: ErrorCode, message: String) -> Error {
-    if let Some(error) = crate::custom_op::recognise(function, &message) {
+    if let Some(error) = recognise_custom_op(function, &message) {
         return error;
     }
     let lower = message.to_ascii_lowercase();
@@ -64,6 +64,24 @@ fn classify(function: &'static str, code: ErrorCode, message: String) -> Error {
     Error::Ort { function, code, message }
 }
 
+/// The start of the message of every status a custom operator's callback makes; [`classify`]
+/// looks for it.
+pub(crate) const CUSTOM_OP_MARKER: &str = "onnxrt custom op `";
+
+/// The error a status made by a custom operator's callback (custom_op/callbacks.rs) became, once
+/// ORT passed it on (ORT puts its own words, such as the node's name, before ours).
+fn recognise_custom_op(function: &'static str, message: &str) -> Option<Error> {
+    let start = message.find(CUSTOM_OP_MARKER)? + CUSTOM_OP_MARKER.len();
+    let rest = &message[start..];
+    let (op, rest) = rest.split_once('`')?;
+    let (panicked, message) = if let Some(text) = rest.strip_prefix(" panicked: ") {
+        (true, text)
+    } else {
+        (false, rest.strip_prefix(" failed: ")?)
+    };
+    Some(Error::CustomOp { op: op.to_owned(), panicked, message: message.to_owned(), function })
+}
+
 /// Calls an ORT function that returns a status and converts it. Use inside `unsafe { … }` with a
 /// `// SAFETY:` line for the call's arguments; a function missing from the table is an error.
 macro_rules! ort {
@@ -75,3 +93,19 @@ macro_rules! ort {
     };
 }
 pub(crate) use ort;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failure_message_is_recognised_inside_ort_words() {
+        let ort = format!("Non-zero status code returned while running Scale node. Name:'n' Status Message: {CUSTOM_OP_MARKER}d::Scale` panicked: boom: 3");
+        let error = recognise_custom_op("Run", &ort).expect("recognised");
+        assert!(
+            matches!(&error, Error::CustomOp { op, panicked: true, message, function: "Run" } if op == "d::Scale" && message == "boom: 3"),
+            "{error:?}"
+        );
+        assert!(recognise_custom_op("Run", "some other ORT failure").is_none());
+    }
+}

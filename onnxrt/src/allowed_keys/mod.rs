@@ -6,7 +6,7 @@
 //! function), a shared library to load and call, or a promise that caller memory outlives the
 //! session (`session.use_ort_model_bytes_for_initializers`). So the rule is an allow-list: a key
 //! passes only when its table lists it as [`KeyClass::Plain`]. Every other key, listed with its
-//! class or unknown to the table, is [`Error::KeyRefused`](crate::Error::KeyRefused) naming the
+//! class or unknown to the table, is [`Error::KeyRefused`] naming the
 //! key, why, and the keys that pass; the `unsafe` doors (`SessionBuilder::provider_unchecked`,
 //! `SessionBuilder::config_entry_unchecked`, `RunOptions::config_entry_unchecked`) skip the check.
 //!

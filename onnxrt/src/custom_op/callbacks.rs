@@ -12,13 +12,10 @@ use onnxrt_sys::{
     OrtKernelInfo, OrtMemType, OrtStatusPtr,
 };
 
-use super::domain::OpEntry;
-use super::{Arity, IoSpec, Kernel, KernelContext, KernelInfo};
+use super::{Arity, IoSpec, Kernel, KernelContext, KernelInfo, OpEntry};
 use crate::api::api;
 use crate::ffi_guard::{catch, drop_caught, guard, text_of};
-
-/// The start of the message of every status made here; `status::classify` looks for it.
-pub(crate) const MARKER: &str = "onnxrt custom op `";
+use crate::status::CUSTOM_OP_MARKER as MARKER;
 
 /// The record ORT reads: version 16 (the C API this crate asks for; ORT reads no field added
 /// after it), the V2 kernel functions (which return a status), no provider type (CPU).
@@ -243,35 +240,5 @@ fn status(text: &CStr) -> OrtStatusPtr {
         // ORT is calling us, so its table is loaded and has CreateStatus; returning null would
         // report success with outputs unwritten, so stop instead.
         None => std::process::abort(),
-    }
-}
-
-/// The error a status made by [`failure`] became, once ORT passed it on (ORT puts its own words,
-/// such as the node's name, before ours).
-pub(crate) fn recognise(function: &'static str, message: &str) -> Option<crate::Error> {
-    let start = message.find(MARKER)? + MARKER.len();
-    let rest = &message[start..];
-    let (op, rest) = rest.split_once('`')?;
-    let (panicked, message) = if let Some(text) = rest.strip_prefix(" panicked: ") {
-        (true, text)
-    } else {
-        (false, rest.strip_prefix(" failed: ")?)
-    };
-    Some(crate::Error::CustomOp { op: op.to_owned(), panicked, message: message.to_owned(), function })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_failure_message_is_recognised_inside_ort_words() {
-        let ort = format!("Non-zero status code returned while running Scale node. Name:'n' Status Message: {MARKER}d::Scale` panicked: boom: 3");
-        let error = recognise("Run", &ort).expect("recognised");
-        assert!(
-            matches!(&error, crate::Error::CustomOp { op, panicked: true, message, function: "Run" } if op == "d::Scale" && message == "boom: 3"),
-            "{error:?}"
-        );
-        assert!(recognise("Run", "some other ORT failure").is_none());
     }
 }

@@ -315,7 +315,7 @@ fn tensor_meta(api: &Api, value: *const OrtValue) -> Result<TensorMeta> {
     unsafe { ort!(api, GetTensorTypeAndShape(value, &mut info)) }?;
     // SAFETY: on success we own `info`.
     let info = unsafe { Owned::from_raw(info) }?;
-    crate::session::info::tensor_meta_of(api, info.as_ptr())
+    crate::value::info::tensor_meta_of(api, info.as_ptr())
 }
 
 /// A tensor's data pointer.

@@ -4,37 +4,13 @@
 use std::ffi::CString;
 use std::sync::Arc;
 
-use onnxrt_sys::{OrtCustomOp, OrtCustomOpDomain, OrtSessionOptions};
+use onnxrt_sys::{OrtCustomOpDomain, OrtSessionOptions};
 
-use super::{callbacks, CustomOp, IoSpec, Kernel, KernelInfo, OpResult};
+use super::{callbacks, CustomOp, IoSpec, OpEntry};
 use crate::api::Api;
 use crate::error::{Error, Result};
 use crate::handle::{Owned, Release};
 use crate::status::ort;
-
-/// A [`CustomOp`] with its kernel type erased, so one domain holds operators of several types.
-pub(crate) trait ErasedOp: Send + Sync {
-    fn create(&self, info: &KernelInfo<'_>) -> OpResult<Box<dyn Kernel>>;
-}
-
-impl<T: CustomOp> ErasedOp for T {
-    fn create(&self, info: &KernelInfo<'_>) -> OpResult<Box<dyn Kernel>> {
-        Ok(Box::new(self.create_kernel(info)?))
-    }
-}
-
-/// One operator as ORT sees it. `raw` comes first in a `repr(C)` struct: ORT hands `&raw` back
-/// to every callback, which reads the entry around it (see `callbacks::entry`).
-#[repr(C)]
-pub(crate) struct OpEntry {
-    pub(crate) raw: OrtCustomOp,
-    /// `domain::Name`, for messages.
-    pub(crate) label: Arc<str>,
-    pub(crate) name: CString,
-    pub(crate) inputs: Vec<IoSpec>,
-    pub(crate) outputs: Vec<IoSpec>,
-    pub(crate) op: Box<dyn ErasedOp>,
-}
 
 /// The operators of one ONNX domain (the model's nodes name it in their `domain` field), for
 /// [`SessionBuilder::custom_ops`](crate::SessionBuilder::custom_ops). Cheap to clone; one domain

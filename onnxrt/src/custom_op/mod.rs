@@ -95,11 +95,15 @@ mod context;
 mod domain;
 mod info;
 
-pub(crate) use callbacks::recognise;
 pub use context::KernelContext;
 pub use domain::OpDomain;
 pub(crate) use domain::{register, Registered};
 pub use info::KernelInfo;
+
+use std::ffi::CString;
+use std::sync::Arc;
+
+use onnxrt_sys::OrtCustomOp;
 
 use crate::element::ElementType;
 
@@ -185,4 +189,29 @@ impl IoSpec {
     pub fn variadic(self, min: usize) -> IoSpec {
         IoSpec { arity: Arity::Variadic { min }, ..self }
     }
+}
+
+/// A [`CustomOp`] with its kernel type erased, so one domain holds operators of several types.
+pub(crate) trait ErasedOp: Send + Sync {
+    fn create(&self, info: &KernelInfo<'_>) -> OpResult<Box<dyn Kernel>>;
+}
+
+impl<T: CustomOp> ErasedOp for T {
+    fn create(&self, info: &KernelInfo<'_>) -> OpResult<Box<dyn Kernel>> {
+        Ok(Box::new(self.create_kernel(info)?))
+    }
+}
+
+/// One operator as ORT sees it. `raw` comes first in a `repr(C)` struct: ORT hands `&raw` back
+/// to every callback, which reads the entry around it (see `callbacks::entry`). It lives here,
+/// below `domain` (which makes entries) and `callbacks` (which reads them).
+#[repr(C)]
+pub(crate) struct OpEntry {
+    pub(crate) raw: OrtCustomOp,
+    /// `domain::Name`, for messages.
+    pub(crate) label: Arc<str>,
+    pub(crate) name: CString,
+    pub(crate) inputs: Vec<IoSpec>,
+    pub(crate) outputs: Vec<IoSpec>,
+    pub(crate) op: Box<dyn ErasedOp>,
 }

@@ -20,7 +20,6 @@ use crate::env::Environment;
 use crate::error::{Error, Result};
 use crate::handle::Owned;
 use crate::providers::options::KeyValues;
-use crate::session::SessionBuilder;
 use crate::status::ort;
 
 /// How the CUDA memory arena grows.
@@ -223,15 +222,6 @@ fn check_device(options: &CudaOptions) -> Result<()> {
         }
     }
     Ok(())
-}
-
-impl SessionBuilder {
-    /// Runs the model on CUDA (nodes without a CUDA kernel fall back to the CPU unless
-    /// [`SessionBuilder::strict_gpu`] is set).
-    pub fn cuda(mut self, options: CudaOptions) -> Self {
-        self.providers.push(crate::providers::ProviderRequest::Cuda(options));
-        self
-    }
 }
 
 pub(crate) fn append(

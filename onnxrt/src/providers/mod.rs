@@ -3,8 +3,8 @@
 //! Asking for a provider is never a silent CPU run: a provider missing from the runtime, or one
 //! whose library fails to load, is a typed error ([`Error::ProviderNotAvailable`],
 //! [`Error::ProviderLoad`]) that says why and what to do. With
-//! [`SessionBuilder::strict_gpu`](crate::SessionBuilder::strict_gpu), nodes the GPU provider cannot run make the
-//! session fail instead of falling back to the CPU.
+//! [`SessionBuilder::strict_gpu`](crate::SessionBuilder::strict_gpu), nodes the GPU provider
+//! cannot run make the session fail instead of falling back to the CPU.
 
 #[cfg(feature = "cuda")]
 pub mod cuda;
@@ -22,7 +22,6 @@ use onnxrt_sys::OrtSessionOptions;
 use crate::api::{api, Api};
 use crate::env::Environment;
 use crate::error::{Error, Names, Result};
-use crate::session::SessionBuilder;
 use crate::status::ort;
 
 /// Names of the providers compiled into the loaded runtime (what it has, not what can load).
@@ -46,7 +45,7 @@ pub fn available() -> Result<Vec<String>> {
     Ok(names)
 }
 
-/// A provider requested on a [`SessionBuilder`].
+/// A provider requested on a [`SessionBuilder`](crate::SessionBuilder).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum ProviderRequest {
@@ -56,7 +55,7 @@ pub enum ProviderRequest {
     /// TensorRT, with its options.
     #[cfg(feature = "tensorrt")]
     TensorRt(tensorrt::TensorRtOptions),
-    /// Any provider by name, with string options ([`SessionBuilder::provider`]).
+    /// Any provider by name, with string options ([`SessionBuilder::provider`](crate::SessionBuilder::provider)).
     Named(named::NamedProvider),
 }
 
@@ -173,8 +172,6 @@ pub(crate) fn tensorrt_runs_need_serializing(api_level: u32) -> bool {
 }
 
 /// Checks that `name` is compiled into the runtime.
-// Used by the provider and IoBinding code, which CPU-only builds leave out.
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) fn require(api: &Api, name: &'static str, short: &'static str) -> Result<()> {
     let have = available()?;
     if have.iter().any(|p| p == name) {
@@ -192,15 +189,6 @@ pub(crate) fn require(api: &Api, name: &'static str, short: &'static str) -> Res
         runtime: format!("{} at {}", api.version, api.library.display()),
         fix: fix.into(),
     })
-}
-
-impl SessionBuilder {
-    /// Fail instead of running any node on the CPU when a GPU provider was requested
-    /// (`session.disable_cpu_ep_fallback=1`), and fail if no GPU provider was requested.
-    pub fn strict_gpu(mut self, strict: bool) -> Self {
-        self.strict_gpu = strict;
-        self
-    }
 }
 
 #[cfg(test)]

@@ -17,7 +17,6 @@ use crate::api::Api;
 use crate::env::Environment;
 use crate::error::{Error, Names, Result};
 use crate::handle::Owned;
-use crate::session::SessionBuilder;
 use crate::status::ort;
 
 /// A provider asked for by name, with its options as ORT's strings.
@@ -32,77 +31,11 @@ pub struct NamedProvider {
     unchecked: bool,
 }
 
-impl SessionBuilder {
-    /// Appends an execution provider by name, with string options, in priority order with the
-    /// others asked for (CUDA, TensorRT, more named ones); the CPU provider always comes last.
-    ///
-    /// ```
-    /// # let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/add_f32.onnx");
-    /// // The XNNPACK provider with two threads of its own.
-    /// let built = onnxrt::Session::builder().provider("XNNPACK", [("intra_op_num_threads", "2")]).commit_from_file(model);
-    /// match built {
-    ///     Ok(session) => assert!(session.providers().contains(&"XnnpackExecutionProvider")),
-    ///     // The runtime was built without it: the error names the providers it has.
-    ///     Err(onnxrt::Error::ProviderNotAvailable { provider, available, .. }) => {
-    ///         assert_eq!(provider, "XNNPACK");
-    ///         assert!(available.0.contains(&"CPUExecutionProvider".to_string()));
-    ///     }
-    ///     Err(other) => panic!("{other}"),
-    /// }
-    /// # Ok::<(), onnxrt::Error>(())
-    /// ```
-    ///
-    /// `"CUDA"` and `"TensorRT"` (or their `…ExecutionProvider` names) take the same string
-    /// options as ORT's Python API; `SessionBuilder::cuda` / `tensorrt`
-    /// (cargo features `cuda`, `tensorrt`) are the typed way to the same thing. Only option keys
-    /// the provider's table in [`crate::allowed_keys`] lists as plain values pass (the same check
-    /// as the typed options); keys ORT reads as raw addresses or libraries to load (QNN
-    /// `backend_path`, CUDA `gpu_external_free`, …), and keys the table does not know, are
-    /// refused: see [`provider_unchecked`](SessionBuilder::provider_unchecked). A provider the
-    /// crate does not name takes no keys from safe code.
-    ///
-    /// # Errors
-    /// [`Error::KeyRefused`] for such a key, naming it, why, and the keys that pass. At `commit_from_*`: [`Error::ProviderNotAvailable`] when the runtime was built without it
-    /// or does not know the name (the message lists what it has), [`Error::ProviderLoad`] when
-    /// its library is missing or cannot load, [`Error::Ort`] for options the provider refuses.
-    ///
-    /// Corresponds to `OrtApi::SessionOptionsAppendExecutionProvider`.
-    #[doc(alias = "SessionOptionsAppendExecutionProvider")]
-    pub fn provider<K, V>(mut self, name: impl Into<String>, options: impl IntoIterator<Item = (K, V)>) -> Self
-    where
-        K: Into<String>,
-        V: Into<String>,
-    {
-        let options = options.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
-        self.providers.push(super::ProviderRequest::Named(NamedProvider {
-            name: name.into(),
-            options,
-            unchecked: false,
-        }));
-        self
-    }
-
-    /// [`provider`](SessionBuilder::provider) without its allow-list: every key is passed to ORT.
-    ///
-    /// # Safety
-    /// Every option ORT reads as an address must hold a valid one of the right type, alive for
-    /// as long as every session built with it; every library named must be safe to load.
-    pub unsafe fn provider_unchecked<K, V>(
-        mut self,
-        name: impl Into<String>,
-        options: impl IntoIterator<Item = (K, V)>,
-    ) -> Self
-    where
-        K: Into<String>,
-        V: Into<String>,
-    {
-        let options = options.into_iter().map(|(k, v)| (k.into(), v.into())).collect();
-        self.providers.push(super::ProviderRequest::Named(NamedProvider {
-            name: name.into(),
-            options,
-            unchecked: true,
-        }));
-        self
+impl NamedProvider {
+    /// A request for provider `name`; `unchecked` when the caller vouched for keys off the
+    /// allow-list ([`SessionBuilder::provider_unchecked`](crate::SessionBuilder::provider_unchecked)).
+    pub(crate) fn new(name: String, options: Vec<(String, String)>, unchecked: bool) -> NamedProvider {
+        NamedProvider { name, options, unchecked }
     }
 }
 

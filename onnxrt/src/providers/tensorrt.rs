@@ -13,7 +13,6 @@ use crate::env::Environment;
 use crate::error::Result;
 use crate::handle::Owned;
 use crate::providers::options::KeyValues;
-use crate::session::SessionBuilder;
 use crate::status::ort;
 
 /// Options of the TensorRT provider. Unset options keep ORT's defaults.
@@ -110,15 +109,6 @@ pub const UNSAFE_KEYS: &[&str] = &[
     "trt_engine_decryption_lib_path",
     "trt_engine_decryption_enable",
 ];
-
-impl SessionBuilder {
-    /// Runs what TensorRT can on TensorRT. Add [`SessionBuilder::cuda`] after it so the rest runs
-    /// on CUDA rather than the CPU.
-    pub fn tensorrt(mut self, options: TensorRtOptions) -> Self {
-        self.providers.push(crate::providers::ProviderRequest::TensorRt(options));
-        self
-    }
-}
 
 pub(crate) fn append(
     api: &Api,

@@ -12,7 +12,8 @@ use crate::error::Result;
 use crate::handle::Owned;
 use crate::memory::{default_allocator, take_string};
 use crate::status::ort;
-use crate::value::{Shape, TensorMeta, ValueKind};
+use crate::value::info::read_type_and_dims;
+use crate::value::{Shape, ValueKind};
 
 /// One dimension of a declared shape.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,27 +58,6 @@ impl ValueInfo {
         let dims: Vec<String> = self.shape.iter().map(Dim::to_string).collect();
         format!("[{}]", dims.join(", "))
     }
-}
-
-/// Reads element type and concrete dims from a tensor type-and-shape info (not released here).
-pub(crate) fn tensor_meta_of(api: &Api, info: *const OrtTensorTypeAndShapeInfo) -> Result<TensorMeta> {
-    let (element_type, shape) = read_type_and_dims(api, info)?;
-    Ok(TensorMeta { element_type, shape })
-}
-
-/// Element type and concrete dims (no symbolic names: values have none worth reading); no heap
-/// allocation up to rank 6.
-fn read_type_and_dims(api: &Api, info: *const OrtTensorTypeAndShapeInfo) -> Result<(ElementType, Shape)> {
-    let mut raw_type = 0;
-    // SAFETY: `info` is a live type info for the duration of this function.
-    unsafe { ort!(api, GetTensorElementType(info, &mut raw_type)) }?;
-    let mut rank = 0usize;
-    // SAFETY: as above.
-    unsafe { ort!(api, GetDimensionsCount(info, &mut rank)) }?;
-    let mut dims: Shape = smallvec::smallvec![0i64; rank];
-    // SAFETY: `dims` has room for `rank` values.
-    unsafe { ort!(api, GetDimensions(info, dims.as_mut_ptr(), rank)) }?;
-    Ok((ElementType::from_raw(raw_type), dims))
 }
 
 fn read_tensor_type(api: &Api, info: *const OrtTensorTypeAndShapeInfo) -> Result<(ElementType, Shape, Vec<String>)> {

@@ -11,10 +11,10 @@
 //! When: only in sessions that run on the CPU provider alone; only for tensor outputs with a fixed
 //! declared shape, a fixed-size element type and at least one element, that are not also graph
 //! inputs. The first successful run is a probe: an output joins only when what ORT returned
-//! equals its declaration. A run that fails while outputs are preallocated switches
+//! equals its declaration. A run in which ORT refuses a preallocated output's shape switches
 //! preallocation off for the session and is run once more without it, so a model whose outputs
 //! differ from their declarations (ORT only warns about that) keeps its old behaviour; that
-//! repeat happens at most once per session.
+//! repeat happens at most once per session. Any other failure is returned as it is, once.
 //!
 //! Soundness: a pooled buffer is lent only where no other live value can point at it.
 //! - ORT writes a preallocated output in place and never replaces the value passed in (its `Run`
@@ -31,20 +31,13 @@
 //! - A buffer goes back to the pool only when the value that owned it is dropped, so no two live
 //!   values share one.
 
-use std::alloc::Layout;
-use std::ffi::c_void;
-use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
-use onnxrt_sys::OrtValue;
-
-use crate::api::api;
 use crate::element::ElementType;
-use crate::error::Result;
-use crate::handle::Owned;
+use crate::error::{Error, Result};
 use crate::session::info::{Dim, ValueInfo};
-use crate::status::ort;
+use crate::value::pooled::{Home, PooledTensor};
 use crate::value::{Shape, TensorMeta, Value, ValueKind};
 
 /// Unused tensors kept per output; more than this many live at once are freed when dropped.
@@ -54,6 +47,15 @@ const MAX_FREE: usize = 8;
 const PROBING: u8 = 0;
 const ON: u8 = 1;
 const OFF: u8 = 2;
+
+/// Whether a run with preallocated outputs failed because ORT refused one of them: the real
+/// shape differs from the declared one ("OrtValue shape verification failed" in ORT's execution
+/// frame; "shape mismatch" where it would reuse a buffer).
+pub(crate) fn refused_shape(error: &Error) -> bool {
+    let Error::Ort { message, .. } = error else { return false };
+    let message = message.to_ascii_lowercase();
+    message.contains("shape verification failed") || message.contains("shape mismatch")
+}
 
 /// The preallocated outputs of one session, by model output position.
 pub(crate) struct OutputPool {
@@ -72,65 +74,17 @@ pub(crate) struct Slot {
     free: Mutex<Vec<PooledTensor>>,
 }
 
-/// A tensor over a buffer of ours. Field order: the value is released before its buffer.
-pub(crate) struct PooledTensor {
-    raw: Owned<OrtValue>,
-    buffer: HostBuffer,
-}
-
 /// A pooled tensor lent to ORT for one run, with the slot it came from.
 pub(crate) type Lent = (Arc<Slot>, PooledTensor);
 
-/// What a value made from a pooled tensor needs to give it back when dropped.
-pub(crate) struct Recycle {
-    slot: Arc<Slot>,
-    buffer: HostBuffer,
-}
-
-impl Recycle {
-    /// The start of the buffer ORT wrote the output into.
-    pub(crate) fn data(&self) -> *mut c_void {
-        self.buffer.ptr.as_ptr().cast()
-    }
-
-    /// Puts the tensor back for a later run (or frees it when enough are kept).
-    pub(crate) fn give_back(self, raw: Owned<OrtValue>) {
-        let tensor = PooledTensor { raw, buffer: self.buffer };
-        let mut free = self.slot.free.lock().unwrap_or_else(|e| e.into_inner());
+impl Home for Slot {
+    fn give_back(&self, tensor: PooledTensor) {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
         if free.len() < MAX_FREE {
             free.push(tensor);
         }
     }
 }
-
-/// Zeroed host memory, 64-byte aligned (enough for every element type and for MLAS's vectors).
-struct HostBuffer {
-    ptr: NonNull<u8>,
-    layout: Layout,
-}
-
-impl HostBuffer {
-    fn zeroed(bytes: usize) -> Option<HostBuffer> {
-        let layout = Layout::from_size_align(bytes.max(1), 64).ok()?;
-        // SAFETY: the layout has a non-zero size.
-        let ptr = NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) })?;
-        Some(HostBuffer { ptr, layout })
-    }
-}
-
-impl Drop for HostBuffer {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `zeroed` with this layout, freed once.
-        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
-    }
-}
-
-// SAFETY: the buffer is plain memory owned by this struct; nothing ties it to a thread.
-unsafe impl Send for HostBuffer {}
-// SAFETY: `&HostBuffer` only exposes the address.
-unsafe impl Sync for HostBuffer {}
-// SAFETY: an OrtValue has no thread affinity (see `Value`); its buffer is Send.
-unsafe impl Send for PooledTensor {}
 
 impl OutputPool {
     /// The pool for a session's outputs; `cpu_only` says whether the CPU provider is its only one.
@@ -225,39 +179,29 @@ impl Slot {
         })
     }
 
+    /// The declared type and shape.
+    pub(crate) fn meta(&self) -> &TensorMeta {
+        &self.meta
+    }
+
     /// A new tensor of the declared type and shape (`None` if the memory cannot be had).
     fn make(&self) -> Result<Option<PooledTensor>> {
-        let Some(buffer) = HostBuffer::zeroed(self.bytes) else { return Ok(None) };
-        // SAFETY: the buffer holds `bytes` bytes = the shape's elements of the element type, and
-        // lives in the same `PooledTensor` as the value, which releases the value first.
-        let raw = unsafe {
-            crate::value::tensor_over(buffer.ptr.as_ptr().cast(), self.bytes, &self.meta.shape, self.meta.element_type)
-        }?;
-        Ok(Some(PooledTensor { raw, buffer }))
+        PooledTensor::zeroed(self.bytes, &self.meta)
     }
 }
 
-impl PooledTensor {
-    /// The value to hand ORT as a preallocated output.
-    pub(crate) fn as_ptr(&self) -> *mut OrtValue {
-        self.raw.as_ptr()
-    }
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorCode;
 
-    /// The output value after a run: known type, shape and data when ORT wrote into our buffer,
-    /// otherwise whatever ORT put into the value (read from ORT like any output).
-    pub(crate) fn into_value(self, slot: Arc<Slot>) -> Result<(Value<'static>, bool)> {
-        let api = api()?;
-        let mut data: *mut c_void = std::ptr::null_mut();
-        // SAFETY: `raw` is a live tensor value; the out-pointer is valid.
-        unsafe { ort!(api, GetTensorMutableData(self.raw.as_ptr(), &mut data)) }?;
-        let PooledTensor { raw, buffer } = self;
-        if data == buffer.ptr.as_ptr().cast::<c_void>() {
-            let meta = slot.meta.clone();
-            Ok((Value::pooled(raw, Recycle { slot, buffer }, meta), true))
-        } else {
-            // ORT replaced our tensor by one of its own; keep the buffer alive with the value all
-            // the same (freed after it), in case anything still points there.
-            Ok((Value::with_backing(raw, Box::new(buffer)), false))
-        }
+    #[test]
+    fn only_a_refused_shape_is_retried() {
+        let ort =
+            |message: &str| Error::Ort { function: "Run", code: ErrorCode::RuntimeException, message: message.into() };
+        // ORT 1.16.2's words for a [3] output that came out [4].
+        assert!(refused_shape(&ort("Non-zero status code returned while running Neg node. Name:'' Status Message: /onnxruntime_src/onnxruntime/core/framework/execution_frame.cc:171 onnxruntime::common::Status onnxruntime::IExecutionFrame::GetOrCreateNodeOutputMLValue(int, int, const onnxruntime::TensorShape*, OrtValue*&, const onnxruntime::Node&) shape && tensor.Shape() == *shape was false. OrtValue shape verification failed. Current shape:{3} Requested shape:{4}")));
+        assert!(!refused_shape(&ort("Exiting due to terminate flag being set to true.")));
+        assert!(!refused_shape(&Error::Terminated { message: "shape verification failed".into() }));
     }
 }

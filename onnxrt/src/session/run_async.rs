@@ -400,11 +400,7 @@ unsafe extern "C" fn on_done(
             });
             let result = match checked.and(unaliased) {
                 Ok(()) if values.len() == count => Ok(values),
-                Ok(()) => Err(Error::Ort {
-                    function: "RunAsync",
-                    code: crate::error::ErrorCode::Fail,
-                    message: "missing outputs".into(),
-                }),
+                Ok(()) => Err(Error::null_out("RunAsync", "value for an output")),
                 Err(e) => Err(e),
             };
             let mut done = state.done.lock().unwrap_or_else(|e| e.into_inner());

@@ -96,22 +96,6 @@ impl<'a> Value<'a> {
         }
         Ok(copy)
     }
-
-    /// Sets a freshly allocated host tensor to zero bytes (0, 0.0, false), so it can be read
-    /// before it is written. Device tensors and string tensors (ORT constructs those) are left
-    /// as they are.
-    pub(crate) fn zero_if_host(&mut self) -> Result<()> {
-        let info = self.tensor_meta()?.clone();
-        let bytes = info.len().saturating_mul(info.element_type.size());
-        if bytes == 0 {
-            return Ok(());
-        }
-        let Some(data) = self.host_data_if_host()? else { return Ok(()) };
-        // SAFETY: the tensor owns `bytes` bytes of host memory at `data` (element type and shape
-        // read above), and `&mut self` means no view of them exists.
-        unsafe { std::ptr::write_bytes(data.cast::<u8>(), 0, bytes) };
-        Ok(())
-    }
 }
 
 /// Replaces each output that shares memory with an input (its data starts inside an input's

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 
 use crate::element::ElementType;
 use crate::gpu_failure::GpuFamily;
-use crate::session::ModelFileProblem;
+
+mod model_file;
+pub use model_file::ModelFileProblem;
 
 /// ORT's status codes (`OrtErrorCode`), with room for codes newer runtimes add.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -532,6 +534,15 @@ impl Error {
             feature: function.to_owned(),
             since: "a newer release".into(),
             found: "this runtime".into(),
+        }
+    }
+
+    /// ORT reported success for `function` but handed back no `what` (a null out-pointer).
+    pub(crate) fn null_out(function: &'static str, what: &str) -> Error {
+        Error::Ort {
+            function,
+            code: ErrorCode::Fail,
+            message: format!("ONNX Runtime reported success but returned no {what}"),
         }
     }
 

@@ -1,0 +1,140 @@
+//! The layer rule of DESIGN.md, checked: a module imports only from its own layer or below.
+//! Reads every `crate::` path in `src/` (comments and `#[cfg(test)]` modules left out; a path
+//! through a re-export of `lib.rs` counts as the module it re-exports). Paths that climb out of
+//! a top-level module with `super::super::` are not read: the crate writes `crate::` instead.
+
+use std::path::Path;
+
+/// The layers, bottom up. `lib.rs` (re-exports) and this file stand above them all.
+const LAYERS: [&[&str]; 5] = [
+    &[
+        "loader",
+        "api",
+        "status",
+        "handle",
+        "error",
+        "element",
+        "float8",
+        "cuda_runtime",
+        "ffi_guard",
+        "allowed_keys",
+        "gpu_failure",
+        "preflight",
+    ],
+    &["env", "memory", "run_options"],
+    &["value", "providers", "custom_op"],
+    &["session", "io_binding", "allocator", "profiling"],
+    &["batch", "pool"],
+];
+
+fn layer(module: &str) -> Option<usize> {
+    LAYERS.iter().position(|names| names.contains(&module))
+}
+
+/// The top-level modules a file's code names through `crate::`, with their 1-based line.
+fn imports(source: &str) -> Vec<(usize, String)> {
+    let (mut found, mut skip_depth, mut depth, mut test_next) = (Vec::new(), None, 0i32, false);
+    let lines: Vec<&str> = source.lines().map(|l| l.split("//").next().unwrap_or("")).collect();
+    for (n, line) in lines.iter().enumerate() {
+        if line.trim() == "#[cfg(test)]" {
+            test_next = true;
+            continue;
+        }
+        if test_next && line.trim_start().starts_with("mod ") && line.contains('{') {
+            skip_depth = Some(depth);
+        }
+        test_next = false;
+        depth += line.matches('{').count() as i32 - line.matches('}').count() as i32;
+        if let Some(d) = skip_depth {
+            if depth <= d {
+                skip_depth = None;
+            }
+            continue;
+        }
+        for (at, _) in line.match_indices("crate::") {
+            // A `use` group may span lines: read on from here (a group is never 40 lines long).
+            let rest = lines[n..lines.len().min(n + 40)].join(" ")[at + "crate::".len()..].to_string();
+            for head in group_heads(&rest) {
+                let name: String = head.trim().chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                if !name.is_empty() {
+                    found.push((n + 1, name));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// The paths a `crate::` path starts: itself, or each member of a `{a::b, c::{d, e}}` group.
+fn group_heads(rest: &str) -> Vec<String> {
+    let Some(group) = rest.strip_prefix('{') else { return vec![rest.to_owned()] };
+    let (mut heads, mut depth, mut start) = (Vec::new(), 0, 0);
+    for (i, c) in group.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                heads.push(group[start..i].to_owned());
+                break;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                heads.push(group[start..i].to_owned());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    heads
+}
+
+/// What `lib.rs` re-exports (`pub use module::{A, B}`), as item name -> module.
+fn reexports(lib: &str) -> Vec<(String, String)> {
+    let mut map = Vec::new();
+    for statement in lib.split(';').filter_map(|s| s.find("pub use ").map(|at| &s[at + 8..])) {
+        let module = statement.split("::").next().unwrap_or_default();
+        for name in statement.split(|c: char| !(c.is_alphanumeric() || c == '_')).filter(|n| !n.is_empty()) {
+            map.push((name.to_owned(), module.to_owned()));
+        }
+    }
+    map
+}
+
+fn visit(dir: &Path, src: &Path, roots: &[(String, String)], problems: &mut Vec<String>) {
+    for entry in std::fs::read_dir(dir).expect("src/ is readable") {
+        let path = entry.expect("directory entry").path();
+        if path.is_dir() {
+            visit(&path, src, roots, problems);
+            continue;
+        }
+        let file = path.strip_prefix(src).expect("under src").to_string_lossy().into_owned();
+        if file == "lib.rs" || file == "layers.rs" || !file.ends_with(".rs") {
+            continue;
+        }
+        let module = file.split(['/', '.']).next().unwrap_or_default();
+        let Some(own) = layer(module) else {
+            problems.push(format!("{file}: module `{module}` is in no layer (add it to LAYERS)"));
+            continue;
+        };
+        for (line, mut target) in imports(&std::fs::read_to_string(&path).expect("source is readable")) {
+            if let Some((_, module)) = roots.iter().find(|(name, _)| *name == target) {
+                target = module.clone();
+            }
+            match layer(&target) {
+                Some(to) if to > own => {
+                    problems.push(format!("{file}:{line}: upward import {module} (L{own}) -> {target} (L{to})"))
+                }
+                Some(_) => {}
+                None => problems.push(format!("{file}:{line}: `crate::{target}` names no layered module")),
+            }
+        }
+    }
+}
+
+#[test]
+fn every_import_points_down() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let roots = reexports(&std::fs::read_to_string(src.join("lib.rs")).expect("lib.rs is readable"));
+    let mut problems = Vec::new();
+    visit(&src, &src, &roots, &mut problems);
+    assert!(problems.is_empty(), "imports against the layers of DESIGN.md:\n{}", problems.join("\n"));
+}

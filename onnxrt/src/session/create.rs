@@ -1,0 +1,368 @@
+//! Making the session a [`SessionBuilder`] describes: `commit_from_*`, the session options set
+//! from the settings (`prepare`), and ORT's create call for each source of the model.
+
+use std::ffi::CString;
+use std::path::Path;
+use std::sync::Arc;
+
+use onnxrt_sys::OrtSessionOptions;
+
+use super::builder::{config_keys, ConfigEntry, ExecutionMode, OptimizationLevel};
+use crate::api::api;
+use crate::custom_op;
+use crate::env::Environment;
+use crate::error::{Error, Result};
+use crate::handle::Owned;
+use crate::session::saved_model::SavedModel;
+use crate::session::shared_weights::SessionHeld;
+use crate::session::{model_check, ModelBytes, Session, SessionBuilder};
+use crate::status::ort;
+use crate::value::Value;
+
+impl SessionBuilder {
+    /// Makes a session from a model file.
+    ///
+    /// # Errors
+    /// [`Error::ModelFile`] if the file cannot be read; [`Error::NotOnnxModel`] if it is not an
+    /// ONNX model (says whether it is a Git LFS pointer, an HTML page, text or cut short);
+    /// [`Error::ModelTooNew`]; ORT's errors;
+    /// provider errors (see [`crate::providers`]).
+    ///
+    /// Corresponds to `OrtApi::CreateSession`.
+    #[doc(alias = "CreateSession")]
+    pub fn commit_from_file(self, path: impl AsRef<Path>) -> Result<Session> {
+        let path = path.as_ref();
+        let meta =
+            std::fs::metadata(path).map_err(|e| Error::ModelFile { path: path.to_owned(), message: e.to_string() })?;
+        if !meta.is_file() {
+            return Err(Error::ModelFile { path: path.to_owned(), message: "not a file (a directory?)".into() });
+        }
+        let path_c = CString::new(path.as_os_str().as_encoded_bytes())
+            .map_err(|_| Error::nul("model path", &path.display().to_string()))?;
+        self.commit(Source::File(path, &path_c), &[])
+    }
+
+    /// Makes a session from model bytes (ORT copies them).
+    ///
+    /// # Errors
+    /// [`Error::NotOnnxModel`] if the bytes are not an ONNX model; as
+    /// [`SessionBuilder::commit_from_file`] otherwise.
+    ///
+    /// Corresponds to `OrtApi::CreateSessionFromArray`.
+    #[doc(alias = "CreateSessionFromArray")]
+    pub fn commit_from_memory(self, model: &[u8]) -> Result<Session> {
+        self.commit(Source::Bytes(model), &[])
+    }
+
+    /// Makes a session from model bytes it keeps: an ORT-format model (`.ort`, as
+    /// [`save_optimized_model`](SessionBuilder::save_optimized_model) writes one) is then used in
+    /// place, its initializers pointing into these bytes instead of copies (lower peak and
+    /// steady memory). The session holds the bytes until ORT has released it, so dropping the
+    /// caller's handle (an `Arc<[u8]>` clone) is fine. ONNX-format bytes are parsed and copied
+    /// as by [`commit_from_memory`](SessionBuilder::commit_from_memory).
+    ///
+    /// ```
+    /// # let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/mlp.onnx");
+    /// # let path = std::env::temp_dir().join(format!("mlp-doc-owned-{}.ort", std::process::id()));
+    /// use onnxrt::{OptimizationLevel, Session};
+    /// Session::builder().optimization_level(OptimizationLevel::Extended).save_optimized_model(&path).commit_from_file(model)?;
+    /// let bytes = std::fs::read(&path).unwrap();
+    /// let session = Session::builder().commit_from_owned_bytes(bytes)?;
+    /// # drop(session); std::fs::remove_file(&path).unwrap();
+    /// # Ok::<(), onnxrt::Error>(())
+    /// ```
+    ///
+    /// Sets `session.use_ort_model_bytes_directly` and
+    /// `session.use_ort_model_bytes_for_initializers`, the two keys
+    /// [`config_entry`](SessionBuilder::config_entry) refuses: ORT reads the bytes during the
+    /// create call and, with the second key, for as long as the session lives
+    /// (`InferenceSession::LoadOrtModel`), and only reads them.
+    ///
+    /// # Errors
+    /// As [`SessionBuilder::commit_from_memory`].
+    ///
+    /// Corresponds to `OrtApi::CreateSessionFromArray`.
+    #[doc(alias = "CreateSessionFromArray")]
+    pub fn commit_from_owned_bytes(mut self, model: impl Into<ModelBytes>) -> Result<Session> {
+        let model = Arc::new(model.into());
+        for key in [IN_PLACE_BYTES, IN_PLACE_INITIALIZERS] {
+            self.config.retain(|e| e.key != key);
+            self.config.push(ConfigEntry { key: key.into(), value: "1".into(), checked: false });
+        }
+        self.held.model_bytes = Some(Arc::clone(&model));
+        // The session made below holds `model` (in `held`) until after ORT has released it.
+        self.commit(Source::Bytes(model.as_slice()), &[])
+    }
+
+    /// Makes a session from model bytes whose weights live in external data, with those weights
+    /// given from memory: one tensor per external initializer, by initializer name (a model
+    /// exported with `save_as_external_data`, its `.data` file never touching the disk).
+    ///
+    /// ORT checks each tensor's element type and shape against the model and copies the data,
+    /// so the values may be dropped once this returns.
+    ///
+    /// ```
+    /// # let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models");
+    /// # let model = std::fs::read(format!("{dir}/mlp_external.onnx")).unwrap();
+    /// # let (w1, b1, w2, b2) = (vec![0f32; 16 * 32], vec![0f32; 32], vec![0f32; 32 * 4], vec![0f32; 4]);
+    /// use onnxrt::{Session, Value};
+    /// let weights = [
+    ///     ("w1", Value::from_vec(&[16, 32], w1)?),
+    ///     ("b1", Value::from_vec(&[32], b1)?),
+    ///     ("w2", Value::from_vec(&[32, 4], w2)?),
+    ///     ("b2", Value::from_vec(&[4], b2)?),
+    /// ];
+    /// let named: Vec<(&str, &Value)> = weights.iter().map(|(n, v)| (*n, v)).collect();
+    /// let session = Session::builder().commit_from_memory_with_external_data(&model, &named)?;
+    /// # drop(session);
+    /// # Ok::<(), onnxrt::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a name given twice or a value that is not a CPU tensor;
+    /// ORT's error naming the initializer for a name the model has no external initializer for,
+    /// or a type or shape that differs; ORT's error for external data left without a tensor;
+    /// as [`SessionBuilder::commit_from_memory`] otherwise.
+    ///
+    /// Corresponds to `OrtApi::AddExternalInitializers`.
+    #[doc(alias = "AddExternalInitializers")]
+    pub fn commit_from_memory_with_external_data(
+        self,
+        model: &[u8],
+        initializers: &[(&str, &Value<'_>)],
+    ) -> Result<Session> {
+        self.commit(Source::Bytes(model), initializers)
+    }
+
+    /// Makes the session: options, shared weights, external data, then ORT's create call.
+    fn commit(self, source: Source<'_>, external: &[(&str, &Value<'_>)]) -> Result<Session> {
+        let asyncs = self.async_settings();
+        let held = self.held.clone();
+        let saved = self.optimized_model.as_deref().map(SavedModel::new).transpose()?;
+        let (env, options, prepared, custom_ops) = self.prepare()?;
+        let o = options.as_ptr();
+        let mut raw = std::ptr::null_mut();
+        // Every step that can fail once the options exist ends up in `created`, so the options are
+        // released (below) before anything they point to, whichever step fails.
+        let created = create(source, &env, o, &held, saved.as_ref(), external, &mut raw);
+        // Before `custom_ops`, which the options point to (see custom_op::Registered), on every path.
+        drop(options);
+        match created {
+            Ok(()) => {}
+            Err(Failure::Setup(e)) => return Err(e),
+            Err(Failure::Create(e)) => {
+                let e = super::external_data::explain(prepared.explain(e, &env), external);
+                return Err(match source {
+                    Source::File(path, _) => model_check::explain_file(e, path),
+                    Source::Bytes(model) => model_check::explain_bytes(e, model),
+                });
+            }
+        }
+        // SAFETY: on success we own the session.
+        let session = Session::new(unsafe { Owned::from_raw(raw) }?, env, prepared, asyncs, custom_ops, held)?;
+        if let Some(saved) = saved {
+            saved.keep()?;
+        }
+        Ok(session)
+    }
+
+    /// Creates the ORT session options from the settings, with the custom op domains they point to.
+    fn prepare(
+        self,
+    ) -> Result<(Arc<Environment>, Owned<OrtSessionOptions>, crate::providers::Prepared, custom_op::Registered)> {
+        let env = match &self.env {
+            Some(env) => Arc::clone(env),
+            None => Environment::global()?,
+        };
+        let api = api()?;
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: the out-pointer is valid.
+        unsafe { ort!(api, CreateSessionOptions(&mut raw)) }?;
+        // SAFETY: on success we own the options.
+        let options = unsafe { Owned::from_raw(raw) }?;
+        let o = options.as_ptr();
+        let level = match self.optimization {
+            OptimizationLevel::Disabled => onnxrt_sys::ORT_DISABLE_ALL,
+            OptimizationLevel::Basic => onnxrt_sys::ORT_ENABLE_BASIC,
+            OptimizationLevel::Extended => onnxrt_sys::ORT_ENABLE_EXTENDED,
+            OptimizationLevel::All => onnxrt_sys::ORT_ENABLE_ALL,
+        };
+        // SAFETY: `o` is the live options object created above; strings passed are NUL-terminated
+        // CStrings that outlive each call (ORT copies them). This holds for every call below
+        // marked "see above".
+        unsafe { ort!(api, SetSessionGraphOptimizationLevel(o, level)) }?;
+        if let Some(n) = self.intra_op_threads {
+            let n = i32::try_from(n)
+                .map_err(|_| Error::InvalidArgument { what: "intra_op_threads".into(), why: "too large".into() })?;
+            // SAFETY: see above.
+            unsafe { ort!(api, SetIntraOpNumThreads(o, n)) }?;
+        }
+        if let Some(n) = self.inter_op_threads {
+            let n = i32::try_from(n)
+                .map_err(|_| Error::InvalidArgument { what: "inter_op_threads".into(), why: "too large".into() })?;
+            // SAFETY: see above.
+            unsafe { ort!(api, SetInterOpNumThreads(o, n)) }?;
+        }
+        let mode = match self.execution_mode {
+            ExecutionMode::Sequential => onnxrt_sys::ORT_SEQUENTIAL,
+            ExecutionMode::Parallel => onnxrt_sys::ORT_PARALLEL,
+        };
+        // SAFETY: see above.
+        unsafe { ort!(api, SetSessionExecutionMode(o, mode)) }?;
+        match self.memory_pattern {
+            // SAFETY: see above.
+            Some(true) => unsafe { ort!(api, EnableMemPattern(o)) }?,
+            // SAFETY: see above.
+            Some(false) => unsafe { ort!(api, DisableMemPattern(o)) }?,
+            None => {}
+        }
+        match self.cpu_arena {
+            // SAFETY: see above.
+            Some(true) => unsafe { ort!(api, EnableCpuMemArena(o)) }?,
+            // SAFETY: see above.
+            Some(false) => unsafe { ort!(api, DisableCpuMemArena(o)) }?,
+            None => {}
+        }
+        if let Some(prefix) = &self.profiling_prefix {
+            let prefix_c = CString::new(prefix.as_os_str().as_encoded_bytes())
+                .map_err(|_| Error::nul("profiling prefix", &prefix.display().to_string()))?;
+            // SAFETY: see above.
+            unsafe { ort!(api, EnableProfiling(o, prefix_c.as_ptr())) }?;
+        }
+        if let Some(id) = &self.log_id {
+            let id_c = CString::new(id.as_str()).map_err(|_| Error::nul("log id", id))?;
+            // SAFETY: see above.
+            unsafe { ort!(api, SetSessionLogId(o, id_c.as_ptr())) }?;
+        }
+        if let Some(level) = self.log_level {
+            // SAFETY: see above.
+            unsafe { ort!(api, SetSessionLogSeverityLevel(o, level.to_raw() as i32)) }?;
+        }
+        if self.global_thread_pools {
+            if env.global_thread_pools().is_none() {
+                return Err(Error::InvalidArgument {
+                    what: "use_global_thread_pools".into(),
+                    why: "the environment has no global thread pools; create it with EnvironmentBuilder::global_thread_pools".into(),
+                });
+            }
+            // SAFETY: see above.
+            unsafe { ort!(api, DisablePerSessionThreads(o)) }?;
+        }
+        if self.deterministic {
+            // C API 17: the field exists in the table only on runtimes that serve it.
+            let table = api.since(17, "SessionBuilder::deterministic_compute (SetDeterministicCompute)")?;
+            let set = table.SetDeterministicCompute.ok_or_else(|| Error::missing("SetDeterministicCompute"))?;
+            // SAFETY: see above; the runtime serves C API 17, so the function exists.
+            unsafe { crate::status::check("SetDeterministicCompute", set(o, true)) }?;
+        }
+        let mut config = self.config.clone();
+        if self.strict_gpu && !config.iter().any(|e| e.key == config_keys::DISABLE_CPU_EP_FALLBACK) {
+            config.push(ConfigEntry {
+                key: config_keys::DISABLE_CPU_EP_FALLBACK.into(),
+                value: "1".into(),
+                checked: true,
+            });
+        }
+        for ConfigEntry { key, value, checked } in &config {
+            let key_c = CString::new(key.as_str()).map_err(|_| Error::nul("config key", key))?;
+            let value_c = CString::new(value.as_str()).map_err(|_| Error::nul("config value", value))?;
+            if *checked {
+                crate::allowed_keys::SESSION_CONFIG.check(key)?;
+            }
+            // SAFETY: see above.
+            unsafe { ort!(api, AddSessionConfigEntry(o, key_c.as_ptr(), value_c.as_ptr())) }?;
+        }
+        for (name, size) in &self.free_dimensions {
+            if *size < 0 {
+                return Err(Error::InvalidArgument {
+                    what: format!("free dimension `{name}` = {size}"),
+                    why: "sizes are 0 or more".into(),
+                });
+            }
+            let name_c = CString::new(name.as_str()).map_err(|_| Error::nul("dimension name", name))?;
+            // SAFETY: see above.
+            unsafe { ort!(api, AddFreeDimensionOverrideByName(o, name_c.as_ptr(), *size)) }?;
+        }
+        for library in &self.custom_op_libraries {
+            let lib_c = CString::new(library.as_os_str().as_encoded_bytes())
+                .map_err(|_| Error::nul("custom op library", &library.display().to_string()))?;
+            // SAFETY: see above. ORT loads the library and keeps it for the session's life.
+            unsafe { ort!(api, RegisterCustomOpsLibrary_V2(o, lib_c.as_ptr())) }?;
+        }
+        let prepared = crate::providers::append_all(api, &env, o, &self.providers, self.strict_gpu)?;
+        // Last: nothing fails after it here, and the caller releases `options` before it.
+        let custom_ops = custom_op::register(api, o, &self.op_domains)?;
+        Ok((env, options, prepared, custom_ops))
+    }
+}
+
+/// ORT's keys for using model bytes in place (`onnxruntime_session_options_config_keys.h`).
+const IN_PLACE_BYTES: &str = "session.use_ort_model_bytes_directly";
+const IN_PLACE_INITIALIZERS: &str = "session.use_ort_model_bytes_for_initializers";
+
+/// Where the model comes from.
+#[derive(Clone, Copy)]
+enum Source<'a> {
+    File(&'a Path, &'a CString),
+    Bytes(&'a [u8]),
+}
+
+/// Why `create` failed: before ORT's create call (our checks, setting options) or in it.
+enum Failure {
+    Setup(Error),
+    Create(Error),
+}
+
+/// The steps between the session options and ORT's session: shared weights, the saved-model
+/// path, external data, then the create call that fits `source` and the pre-packed container.
+fn create(
+    source: Source<'_>,
+    env: &Environment,
+    o: *mut OrtSessionOptions,
+    held: &SessionHeld,
+    saved: Option<&SavedModel>,
+    external: &[(&str, &Value<'_>)],
+    raw: &mut *mut onnxrt_sys::OrtSession,
+) -> std::result::Result<(), Failure> {
+    let setup = || -> Result<()> {
+        if let Some(initializers) = &held.initializers {
+            initializers.add_to(o)?;
+        }
+        if let Some(saved) = saved {
+            saved.set_on(o)?;
+        }
+        super::external_data::add(o, external)
+    };
+    setup().map_err(Failure::Setup)?;
+    let api = api().map_err(Failure::Setup)?;
+    let container = held.prepacked.as_ref().map_or(std::ptr::null_mut(), |c| c.as_ptr());
+    let raw: *mut *mut onnxrt_sys::OrtSession = raw;
+    let created = match source {
+        // SAFETY: env and options are live; the path is NUL-terminated and outlives the call;
+        // the container (if any) is live and held by the session made from it.
+        Source::File(_, path_c) if !container.is_null() => unsafe {
+            ort!(api, CreateSessionWithPrepackedWeightsContainer(env.as_ptr(), path_c.as_ptr(), o, container, raw))
+        },
+        // SAFETY: as above.
+        Source::File(_, path_c) => unsafe { ort!(api, CreateSession(env.as_ptr(), path_c.as_ptr(), o, raw)) },
+        // SAFETY: as above; `model` is a live slice for the call (ORT copies it).
+        Source::Bytes(model) if !container.is_null() => unsafe {
+            ort!(
+                api,
+                CreateSessionFromArrayWithPrepackedWeightsContainer(
+                    env.as_ptr(),
+                    model.as_ptr().cast(),
+                    model.len(),
+                    o,
+                    container,
+                    raw
+                )
+            )
+        },
+        // SAFETY: as above.
+        Source::Bytes(model) => unsafe {
+            ort!(api, CreateSessionFromArray(env.as_ptr(), model.as_ptr().cast(), model.len(), o, raw))
+        },
+    };
+    created.map_err(Failure::Create)
+}
