@@ -20,6 +20,7 @@ const LAYERS: [&[&str]; 5] = [
         "allowed_keys",
         "gpu_failure",
         "preflight",
+        "guide",
     ],
     &["env", "memory", "run_options"],
     &["value", "providers", "custom_op"],

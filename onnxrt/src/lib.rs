@@ -3,11 +3,20 @@
 //! ```
 //! use onnxrt::{ndarray::array, Session, Value};
 //!
+//! // A whole ONNX model, 102 bytes: `sum = a + b`, inputs `a` and `b` float [2, 3]. Your own
+//! // model: `Session::builder().commit_from_file("model.onnx")?`.
+//! const ADD: &[u8] = b"\x08\x08\x3a\x5c\x0a\x10\x0a\x01a\x0a\x01b\x12\x03sum\x22\x03Add\x12\x07add_f32\
+//!     \x5a\x13\x0a\x01a\x12\x0e\x0a\x0c\x08\x01\x12\x08\x0a\x02\x08\x02\x0a\x02\x08\x03\x5a\x13\x0a\x01b\x12\x0e\
+//!     \x0a\x0c\x08\x01\x12\x08\x0a\x02\x08\x02\x0a\x02\x08\x03\x62\x15\x0a\x03sum\x12\x0e\x0a\x0c\x08\x01\x12\x08\
+//!     \x0a\x02\x08\x02\x0a\x02\x08\x03\x42\x04\x0a\x00\x10\x11";
+//!
 //! fn main() -> onnxrt::Result<()> {
 //!     // The runtime was downloaded and verified at build time; it is found at run time without
-//!     // LD_LIBRARY_PATH. (`add_f32.onnx`: sum = a + b, both float [2, 3].)
-//!     let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/add_f32.onnx");
-//!     let session = Session::builder().commit_from_file(model)?;
+//!     // LD_LIBRARY_PATH.
+//!     let session = Session::builder().commit_from_memory(ADD)?;
+//!     for input in session.inputs() {
+//!         println!("input {input}"); // "input a: f32 [2, 3]"
+//!     }
 //!     let a = Value::from_array(array![[1.0f32, 2.0, 3.0], [4.0, 5.0, 6.0]])?;
 //!     let b = Value::from_array(array![[0.5f32, 0.5, 0.5], [1.0, 1.0, 1.0]])?;
 //!     let outputs = session.run(&[("a", &a), ("b", &b)])?;
@@ -21,6 +30,13 @@
 //!     Ok(())
 //! }
 //! ```
+//!
+//! **Where to start.** Load: [`Session::builder`] then [`SessionBuilder::commit_from_file`].
+//! Look: [`Session::inputs`] / [`Session::outputs`] ([`ValueInfo`] prints as `name: f32 [batch,
+//! 3, 224, 224]`). Run: [`Value::from_array`], [`Session::run`], [`Value::view`]. On the GPU (cargo
+//! feature `cuda`, on by default): `SessionBuilder::cuda` with `providers::cuda::CudaOptions`,
+//! `SessionBuilder::strict_gpu` to fail instead of falling back to the CPU, and [`IoBinding`] to
+//! keep inputs and outputs on the device. The [`guide`] walks through the first hour.
 //!
 //! [`Session::run`] takes the inputs in whatever shape you hold them: `&[("a", &a)]`, a
 //! `&Vec<(String, Value)>`, a `&HashMap<String, Value>`, any iterator of `(name, &value)` pairs
@@ -38,6 +54,7 @@
 //! what to do. Features: `cuda`, `tensorrt` (implies `cuda`), `link` (link the runtime instead of
 //! loading it at first use).
 #![deny(unsafe_op_in_unsafe_fn)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 // Layers: a module imports only from its own layer or below (checked by `layers.rs`).
 // L0 runtime boundary: loader, api, status, handle, error, element, float8, cuda_runtime,
@@ -59,6 +76,7 @@ mod error;
 mod ffi_guard;
 mod float8;
 mod gpu_failure;
+pub mod guide;
 mod handle;
 mod io_binding;
 #[cfg(test)]
@@ -66,6 +84,7 @@ mod layers;
 mod loader;
 mod memory;
 #[cfg(feature = "cuda")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
 pub mod pool;
 pub mod preflight;
 pub mod profiling;

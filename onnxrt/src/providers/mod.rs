@@ -7,12 +7,14 @@
 //! cannot run make the session fail instead of falling back to the CPU.
 
 #[cfg(feature = "cuda")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
 pub mod cuda;
 pub mod diagnose;
 pub mod named;
 #[cfg(feature = "cuda")]
 mod options;
 #[cfg(feature = "tensorrt")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tensorrt")))]
 pub mod tensorrt;
 
 use std::sync::Arc;

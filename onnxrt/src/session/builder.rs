@@ -376,6 +376,7 @@ impl SessionBuilder {
     /// Runs the model on CUDA (nodes without a CUDA kernel fall back to the CPU unless
     /// [`SessionBuilder::strict_gpu`](crate::SessionBuilder::strict_gpu) is set).
     #[cfg(feature = "cuda")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
     pub fn cuda(mut self, options: crate::providers::cuda::CudaOptions) -> Self {
         self.providers.push(ProviderRequest::Cuda(options));
         self
@@ -384,6 +385,7 @@ impl SessionBuilder {
     /// Runs what TensorRT can on TensorRT. Add [`SessionBuilder::cuda`](crate::SessionBuilder::cuda) after it so the rest runs
     /// on CUDA rather than the CPU.
     #[cfg(feature = "tensorrt")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "tensorrt")))]
     pub fn tensorrt(mut self, options: crate::providers::tensorrt::TensorRtOptions) -> Self {
         self.providers.push(ProviderRequest::TensorRt(options));
         self

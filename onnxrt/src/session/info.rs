@@ -60,6 +60,26 @@ impl ValueInfo {
     }
 }
 
+/// `name: f32 [batch, 3, 224, 224]`; other kinds as `name: sequence<f32>`, `name: optional<f32
+/// [?, 4]>`, `name: map`. What a person reads first about a model's input or output.
+impl fmt::Display for ValueInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let element = self.element_type.map_or_else(|| "?".to_owned(), |e| e.to_string());
+        let tensor = format!("{element} {}", self.shape_text());
+        match (self.kind, self.contains) {
+            (ValueKind::Tensor, _) => write!(f, "{}: {tensor}", self.name),
+            (ValueKind::Optional, Some(ValueKind::Tensor)) => write!(f, "{}: optional<{tensor}>", self.name),
+            (ValueKind::Optional, Some(ValueKind::Sequence)) => {
+                write!(f, "{}: optional<sequence<{element}>>", self.name)
+            }
+            (ValueKind::Sequence, _) => write!(f, "{}: sequence<{element}>", self.name),
+            (ValueKind::Map, _) => write!(f, "{}: map", self.name),
+            (ValueKind::SparseTensor, _) => write!(f, "{}: sparse {tensor}", self.name),
+            (kind, _) => write!(f, "{}: {kind:?}", self.name),
+        }
+    }
+}
+
 fn read_tensor_type(api: &Api, info: *const OrtTensorTypeAndShapeInfo) -> Result<(ElementType, Shape, Vec<String>)> {
     let (element_type, dims) = read_type_and_dims(api, info)?;
     let rank = dims.len();
@@ -174,4 +194,25 @@ pub(crate) fn describe(session: *mut OrtSession, side: Side) -> Result<Vec<Value
         out.push(read_type(api, type_info.as_ptr(), name)?);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(kind: ValueKind, contains: Option<ValueKind>, element: Option<ElementType>, shape: Vec<Dim>) -> ValueInfo {
+        ValueInfo { name: "x".into(), kind, contains, element_type: element, shape }
+    }
+
+    #[test]
+    fn value_info_reads_as_name_type_and_shape() {
+        let nchw = vec![Dim::Symbolic("batch".into()), Dim::Fixed(3), Dim::Fixed(224), Dim::Unknown];
+        let f32 = Some(ElementType::F32);
+        assert_eq!(info(ValueKind::Tensor, None, f32, nchw.clone()).to_string(), "x: f32 [batch, 3, 224, ?]");
+        assert_eq!(info(ValueKind::Tensor, None, Some(ElementType::I64), vec![]).to_string(), "x: i64 []");
+        let optional = info(ValueKind::Optional, Some(ValueKind::Tensor), f32, vec![Dim::Fixed(2)]);
+        assert_eq!(optional.to_string(), "x: optional<f32 [2]>");
+        assert_eq!(info(ValueKind::Sequence, Some(ValueKind::Tensor), f32, vec![]).to_string(), "x: sequence<f32>");
+        assert_eq!(info(ValueKind::Map, None, None, vec![]).to_string(), "x: map");
+    }
 }
