@@ -42,7 +42,6 @@
 mod allocator;
 pub mod allowed_keys;
 mod api;
-pub mod batch;
 #[cfg(feature = "cuda")]
 mod cuda_runtime;
 pub mod custom_op;
@@ -55,8 +54,6 @@ mod handle;
 mod io_binding;
 mod loader;
 mod memory;
-#[cfg(feature = "cuda")]
-pub mod pool;
 pub mod profiling;
 pub mod providers;
 mod run_options;
@@ -74,7 +71,7 @@ pub use io_binding::IoBinding;
 pub use memory::{Device, MemoryInfo};
 pub use run_options::{RunOptions, RunTerminator};
 pub use session::{
-    config_keys, AsyncInput, Dim, ExecutionMode, InputName, ModelBytes, ModelFileProblem, ModelMetadata,
+    config_keys, AsyncInput, Dim, ExecutionMode, HeldValue, InputName, ModelBytes, ModelFileProblem, ModelMetadata,
     OptimizationLevel, Outputs, OwnedOutputs, PrepackedWeights, RunFuture, Session, SessionBuilder, SessionInput,
     SharedInitializers, ValueInfo, DEFAULT_MAX_ASYNC_RUNS,
 };

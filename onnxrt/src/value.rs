@@ -75,6 +75,13 @@ impl ValueKind {
     }
 }
 
+/// The kind as errors name it: `tensor`, `sequence`, `map`, `optional`, `sparse tensor`.
+impl std::fmt::Display for ValueKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
 /// Element type and shape of a tensor value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TensorInfo {

@@ -23,6 +23,8 @@ use crate::providers::options::KeyValues;
 use crate::session::SessionBuilder;
 use crate::status::ort;
 
+pub use crate::cuda_runtime::device_count;
+
 /// How the CUDA memory arena grows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ArenaExtendStrategy {
