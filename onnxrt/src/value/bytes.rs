@@ -24,6 +24,10 @@ impl Value<'_> {
     /// device memory.
     pub fn host_bytes(&self) -> Result<&[u8]> {
         let (data, bytes) = self.numeric_host_data()?;
+        // An empty tensor may have no buffer at all (a null pointer, which no slice may hold).
+        if bytes == 0 || data.is_null() {
+            return Ok(&[]);
+        }
         // SAFETY: ORT guarantees the buffer holds `bytes` bytes (element count × element size of a
         // fixed-size type) for as long as the value lives, which `&self` borrows.
         Ok(unsafe { std::slice::from_raw_parts(data.cast_const(), bytes) })
@@ -40,7 +44,7 @@ impl Value<'_> {
     ///
     /// ```
     /// # use onnxrt::{ElementType, Value};
-    /// let mut value = Value::zeros(&[2], ElementType::Uint16)?;
+    /// let mut value = Value::zeros(&[2], ElementType::U16)?;
     /// value.host_bytes_mut()?.copy_from_slice(&[1, 0, 2, 0]);
     /// assert_eq!(value.view::<u16>()?.as_slice(), Some(&[1u16, 2][..]));
     /// # Ok::<(), onnxrt::Error>(())
@@ -57,6 +61,9 @@ impl Value<'_> {
             });
         }
         let (data, bytes) = self.numeric_host_data()?;
+        if bytes == 0 || data.is_null() {
+            return Ok(&mut []);
+        }
         // SAFETY: as in `host_bytes`; `&mut self` makes this the only reference into the data
         // through this value. A writable value owns its memory or borrows it mutably from the
         // one value it was cut from (`first_rows_mut`, which holds `&mut` of it); shared and
@@ -87,7 +94,7 @@ impl Value<'static> {
     ///
     /// ```
     /// # use onnxrt::{ElementType, Value};
-    /// let value = Value::zeros(&[2, 3], ElementType::Float)?;
+    /// let value = Value::zeros(&[2, 3], ElementType::F32)?;
     /// assert_eq!(value.view::<f32>()?.sum(), 0.0);
     /// # Ok::<(), onnxrt::Error>(())
     /// ```
@@ -161,7 +168,7 @@ impl<'a> Value<'a> {
     ///
     /// ```
     /// # use onnxrt::{ElementType, Value};
-    /// let mut buffer = Value::zeros(&[4, 2], ElementType::Float)?;
+    /// let mut buffer = Value::zeros(&[4, 2], ElementType::F32)?;
     /// let mut first = buffer.first_rows_mut(3)?;
     /// first.host_bytes_mut()?[..4].copy_from_slice(&1.0f32.to_le_bytes());
     /// assert_eq!(first.tensor_info()?.shape, [3, 2]);
