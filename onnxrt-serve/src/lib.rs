@@ -1,9 +1,9 @@
-//! Serving with [onnxrt](onnxrt): what a service that answers many callers builds on top of a
+//! Serving with [`onnxrt`]: what a service that answers many callers builds on top of a
 //! [`Session`](onnxrt::Session), kept out of the binding and written against its public API only.
 //!
 //! - [`batch`]: [`Batcher`](batch::Batcher), dynamic batching for services that receive one
 //!   sample per request (a bounded queue, deadlines, cancellation, shutdown, counters).
-//! - [`pool`] (feature `cuda`): [`GpuPool`](pool::GpuPool), one session per GPU, each request
+//! - `pool` (feature `cuda`): `GpuPool`, one session per GPU, each request
 //!   run on the least busy one.
 //! - The programs `serve` (an HTTP inference server on axum) and `loadgen` (its load generator),
 //!   and the modules they share (feature `server`, on by default; turn it off with
