@@ -560,7 +560,10 @@ fn a_failed_batch_gives_every_request_its_error_and_the_batcher_goes_on() {
     // The worker survives a failed batch: the next batch is answered (with its own failure).
     for future in three(9) {
         let err = rt.block_on(future).expect_err("fails alike");
-        assert!(matches!(err, Error::Onnxrt(OrtError::Ort { .. })) && err.to_string().contains("Requested shape:{6,2}"), "{err}");
+        assert!(
+            matches!(err, Error::Onnxrt(OrtError::Ort { .. })) && err.to_string().contains("Requested shape:{6,2}"),
+            "{err}"
+        );
     }
     batcher.shutdown(Shutdown::Drain);
     let stats = batcher.stats();

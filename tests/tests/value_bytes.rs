@@ -158,9 +158,8 @@ fn held_inputs_keep_or_share_the_value() {
 
 #[test]
 fn owned_outputs_collected_by_hand_are_named() {
-    let outputs: OwnedOutputs = [("a", Value::scalar(1f32).expect("a")), ("b", Value::scalar(2i64).expect("b"))]
-        .into_iter()
-        .collect();
+    let outputs: OwnedOutputs =
+        [("a", Value::scalar(1f32).expect("a")), ("b", Value::scalar(2i64).expect("b"))].into_iter().collect();
     assert_eq!(outputs.names().collect::<Vec<_>>(), ["a", "b"]);
     assert_eq!(outputs.get("b").expect("b").name(), Some("b"));
     assert_eq!(outputs[0].name(), Some("a"));

@@ -24,8 +24,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use onnxrt_serve::batch::Batcher;
 use onnxrt::{Dim, Session, Value};
+use onnxrt_serve::batch::Batcher;
 
 struct Args {
     model: String,

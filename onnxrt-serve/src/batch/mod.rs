@@ -83,8 +83,8 @@ use std::time::{Duration, Instant};
 use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
-use onnxrt::{AsyncInput, HeldValue, OwnedOutputs, Session, Value};
 use future::Phase;
+use onnxrt::{AsyncInput, HeldValue, OwnedOutputs, Session, Value};
 use plan::Plan;
 use queue::Queue;
 use request::{Reply, Request, Slot};
@@ -268,7 +268,10 @@ impl BatcherBuilder {
     /// batcher.warm_up()?; // 8 sessions, each tuned for its batch size
     /// # Ok(()) }
     /// ```
-    pub fn session_per_batch_size(mut self, factory: impl Fn() -> onnxrt::Result<Session> + Send + Sync + 'static) -> Self {
+    pub fn session_per_batch_size(
+        mut self,
+        factory: impl Fn() -> onnxrt::Result<Session> + Send + Sync + 'static,
+    ) -> Self {
         self.session_factory = Some(Arc::new(factory));
         self
     }
@@ -548,11 +551,12 @@ impl Batcher {
                     onnxrt::Dim::Fixed(n) => Some(*n),
                     _ => None,
                 };
-                let sample: Shape =
-                    input.sample.iter().map(fixed).collect::<Option<_>>().ok_or_else(|| onnxrt::Error::InvalidArgument {
+                let sample: Shape = input.sample.iter().map(fixed).collect::<Option<_>>().ok_or_else(|| {
+                    onnxrt::Error::InvalidArgument {
                         what: format!("warming up a batcher for input `{}`", input.name),
                         why: "its sample shape has a free axis, so there is no shape to warm up with".into(),
-                    })?;
+                    }
+                })?;
                 let value = Value::zeros(&worker::batch_shape(rows, &sample), input.element_type)?;
                 values.push((input.name.as_str(), value));
             }
@@ -611,8 +615,7 @@ impl Batcher {
         I: IntoIterator,
         I::Item: AsyncInput,
     {
-        let mut slots: SmallVec<[Option<(HeldValue, Shape)>; 4]> =
-            (0..self.plan.inputs.len()).map(|_| None).collect();
+        let mut slots: SmallVec<[Option<(HeldValue, Shape)>; 4]> = (0..self.plan.inputs.len()).map(|_| None).collect();
         for input in inputs {
             let index = self.plan.input_index(input.name())?;
             if slots[index].is_some() {

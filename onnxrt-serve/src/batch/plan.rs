@@ -93,8 +93,12 @@ impl Plan {
         let input = &self.inputs[index];
         let kind = value.kind()?;
         if kind != ValueKind::Tensor {
-            return Err(onnxrt::Error::ValueKind { name: input.name.clone(), expected: "tensor", got: kind.to_string() }
-                .into());
+            return Err(onnxrt::Error::ValueKind {
+                name: input.name.clone(),
+                expected: "tensor",
+                got: kind.to_string(),
+            }
+            .into());
         }
         let tensor = value.tensor_info()?;
         if tensor.element_type != input.element_type {

@@ -251,8 +251,9 @@ impl Worker {
                     dst.copy_from_slice(request.values[index].value().host_bytes()?);
                 }
             } else {
-                let sources =
-                    padded.map(|request| request.values[index].value().host_bytes()).collect::<onnxrt::Result<Vec<_>>>()?;
+                let sources = padded
+                    .map(|request| request.values[index].value().host_bytes())
+                    .collect::<onnxrt::Result<Vec<_>>>()?;
                 copy_rows_on_threads(&sources, rows.chunks_exact_mut(row.max(1)).collect(), threads);
             }
         }
@@ -318,7 +319,9 @@ impl InputBuffers {
             .inputs
             .iter()
             .enumerate()
-            .map(|(index, input)| host_buffer(&batch_shape(max_batch, like.sample_shape(index)), input.element_type, pin))
+            .map(|(index, input)| {
+                host_buffer(&batch_shape(max_batch, like.sample_shape(index)), input.element_type, pin)
+            })
             .collect::<Result<Vec<_>>>()?;
         Ok(InputBuffers { backings })
     }

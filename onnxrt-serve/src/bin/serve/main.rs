@@ -247,5 +247,6 @@ fn with_cuda(
 
 #[cfg(not(feature = "cuda"))]
 fn with_cuda(_: onnxrt::SessionBuilder, _: i32) -> Result<onnxrt::SessionBuilder, Box<dyn std::error::Error>> {
-    Err("--provider cuda needs the `cuda` feature: cargo build --release -p onnxrt-serve --features cuda --bin serve".into())
+    Err("--provider cuda needs the `cuda` feature: cargo build --release -p onnxrt-serve --features cuda --bin serve"
+        .into())
 }
