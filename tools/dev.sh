@@ -99,7 +99,7 @@ case "${1:-}" in
     rustup component add rustfmt clippy >/dev/null 2>&1 || true
     cargo fmt --all -- --check
     cargo clippy --workspace --all-targets -- -D warnings
-    cargo clippy --workspace --all-targets --features onnxrt/cuda,onnxrt/tensorrt -- -D warnings
+    cargo clippy --workspace --all-targets --features onnxrt/cuda,onnxrt/tensorrt,onnxrt-serve/cuda -- -D warnings
     say "lint: rustfmt and clippy clean (default and cuda+tensorrt features)"
     ;;
   *)

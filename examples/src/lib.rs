@@ -1,7 +1,4 @@
-//! Code shared by the example programs: `resnet_cuda.rs` (the GPU template), `serve/` (the HTTP
-//! inference server) and `loadgen.rs` (its load generator).
+//! Code shared by the example programs: `resnet_cuda.rs` (the GPU template) takes the embedded
+//! default model and the ImageNet preprocessing from onnxrt-serve, whose HTTP server uses them too.
 
-pub mod embedded;
-pub mod http_client;
-pub mod imagenet;
-pub mod tensor_body;
+pub use onnxrt_serve::{embedded, imagenet};

@@ -77,8 +77,16 @@ fn check(function: &'static str, code: c_int) -> Result<()> {
     }
 }
 
-/// Number of CUDA devices visible to this process.
-pub(crate) fn device_count() -> Result<i32> {
+/// Number of CUDA devices visible to this process (0 on a machine without one), as the CUDA
+/// runtime counts them (`CUDA_VISIBLE_DEVICES` applies): the ids `0..count` are valid
+/// [`CudaOptions::device_id`](crate::providers::cuda::CudaOptions::device_id)s.
+///
+/// Corresponds to `cudaGetDeviceCount`.
+///
+/// # Errors
+/// [`Error::ProviderLoad`] when libcudart cannot be loaded; [`Error::Ort`] for another CUDA error.
+#[doc(alias = "cudaGetDeviceCount")]
+pub fn device_count() -> Result<i32> {
     let runtime = runtime()?;
     let mut count = 0;
     // SAFETY: the out-pointer is valid.
@@ -133,3 +141,5 @@ impl Drop for PinnedHostMemory {
 
 // SAFETY: the guard holds only an address; CUDA's registration is process-wide.
 unsafe impl Send for PinnedHostMemory {}
+// SAFETY: as for Send; `&PinnedHostMemory` gives access to nothing (the address is private).
+unsafe impl Sync for PinnedHostMemory {}

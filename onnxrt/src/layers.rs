@@ -6,7 +6,7 @@
 use std::path::Path;
 
 /// The layers, bottom up. `lib.rs` (re-exports) and this file stand above them all.
-const LAYERS: [&[&str]; 5] = [
+const LAYERS: [&[&str]; 4] = [
     &[
         "loader",
         "api",
@@ -25,7 +25,6 @@ const LAYERS: [&[&str]; 5] = [
     &["env", "memory", "run_options"],
     &["value", "providers", "custom_op"],
     &["session", "io_binding", "allocator", "profiling"],
-    &["batch", "pool"],
 ];
 
 fn layer(module: &str) -> Option<usize> {

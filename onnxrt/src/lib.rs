@@ -62,11 +62,10 @@
 // L1 process objects: env, memory, run_options
 // L2 values, providers, custom operators: value/, providers/, custom_op/
 // L3 sessions: session/, io_binding, allocator, profiling
-// L4 serving: batch/, pool (on their way to their own crate)
+// L4 serving: the onnxrt-serve crate (batcher, GPU pool, HTTP server), on the public API only
 mod allocator;
 pub mod allowed_keys;
 mod api;
-pub mod batch;
 #[cfg(feature = "cuda")]
 mod cuda_runtime;
 pub mod custom_op;
@@ -83,9 +82,6 @@ mod io_binding;
 mod layers;
 mod loader;
 mod memory;
-#[cfg(feature = "cuda")]
-#[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
-pub mod pool;
 pub mod preflight;
 pub mod profiling;
 pub mod providers;
@@ -105,9 +101,9 @@ pub use io_binding::IoBinding;
 pub use memory::{Device, MemoryInfo};
 pub use run_options::{RunOptions, RunTerminator};
 pub use session::{
-    config_keys, AsyncInput, Dim, ExecutionMode, InputName, ModelBytes, ModelMetadata, OptimizationLevel, Outputs,
-    OwnedOutputs, PrepackedWeights, RunFuture, Session, SessionBuilder, SessionInput, SharedInitializers, ValueInfo,
-    ValueType, DEFAULT_MAX_ASYNC_RUNS,
+    config_keys, AsyncInput, Dim, ExecutionMode, HeldValue, InputName, ModelBytes, ModelMetadata, OptimizationLevel,
+    Outputs, OwnedOutputs, PrepackedWeights, RunFuture, Session, SessionBuilder, SessionInput, SharedInitializers,
+    ValueInfo, ValueType, DEFAULT_MAX_ASYNC_RUNS,
 };
 pub use value::{TensorInfo, Value, ValueKind};
 

@@ -262,7 +262,7 @@ fn cuda_pinned_host_memory_is_readable_on_the_host() {
 
 #[test]
 fn pool_spreads_requests_over_every_gpu_and_matches_the_cpu() {
-    use onnxrt::pool::GpuPool;
+    use onnxrt_serve::pool::GpuPool;
     let pool = GpuPool::all_devices(model("mlp.onnx"), |b, _| b, |_| CudaOptions::new()).expect("pool");
     println!("pool devices: {:?}", pool.devices());
     let cpu = Session::builder().commit_from_file(model("mlp.onnx")).expect("cpu");
@@ -290,15 +290,15 @@ fn pool_spreads_requests_over_every_gpu_and_matches_the_cpu() {
 
 #[test]
 fn pool_with_a_device_that_does_not_exist_is_refused() {
-    use onnxrt::pool::GpuPool;
+    use onnxrt_serve::pool::GpuPool;
     let err = GpuPool::new(model("mlp.onnx"), &[0, 9], |b, _| b, |_| CudaOptions::new()).expect_err("no device 9");
     println!("pool over [0, 9]: {err}");
-    assert!(matches!(err, Error::InvalidArgument { .. }), "{err:?}");
+    assert!(matches!(err, onnxrt_serve::Error::Onnxrt(Error::InvalidArgument { .. })), "{err:?}");
 }
 
 #[test]
 fn pool_throughput_against_one_gpu() {
-    use onnxrt::pool::GpuPool;
+    use onnxrt_serve::pool::GpuPool;
     let Some(resnet) = std::env::var_os("ONNXRT_GPU_RESNET") else {
         println!("skipped: set ONNXRT_GPU_RESNET to a ResNet-50");
         return;

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Issue 14 on the GPU machine, in one call: the HTTP server (examples/serve) with and without the
-# dynamic batcher, driven by the load generator (examples/loadgen.rs) with preprocessed batch-1
+# Issue 14 on the GPU machine, in one call: the HTTP server (onnxrt-serve/src/bin/serve) with and without the
+# dynamic batcher, driven by the load generator (onnxrt-serve/src/bin/loadgen.rs) with preprocessed batch-1
 # tensors at 1, 8, 64 and 256 concurrent clients, next to the offline batch-128 IoBinding
 # throughput of the same ResNet-50 fp32 export (examples/gpu_bench.rs), in one table.
 #
 # Prerequisites (tools/gpu/README.md): the last bundle part unpacked (/tmp/ort-gpu) and, in
 # .gpu-run/, these release binaries built here with ONNXRT_DIST=gpu-cuda13-1.30.0-wheel:
-#   cargo build --release -p onnxrt-examples --features cuda --bin serve --bin loadgen --example gpu_bench
+#   cargo build --release -p onnxrt-serve --features cuda --bin serve --bin loadgen
+#   cargo build --release -p onnxrt-examples --features cuda --example gpu_bench
 #
 #   bash tools/gpu/serve14.sh        # results in $OUT (default /tmp/out); SECONDS_PER_RUN=8
 #

@@ -24,8 +24,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use onnxrt::batch::Batcher;
 use onnxrt::{Dim, Session, Value};
+use onnxrt_serve::batch::Batcher;
 
 struct Args {
     model: String,
@@ -237,7 +237,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         let after = batcher.stats();
         let batches = after.batches - before.batches;
-        let mean_ms = |a: &onnxrt::batch::HistogramSnapshot, b: &onnxrt::batch::HistogramSnapshot| {
+        let mean_ms = |a: &onnxrt_serve::batch::HistogramSnapshot, b: &onnxrt_serve::batch::HistogramSnapshot| {
             (a.sum - b.sum).as_secs_f64() * 1e3 / (a.count - b.count).max(1) as f64
         };
         println!(

@@ -450,35 +450,6 @@ pub enum Error {
         /// The ORT call that failed (`CreateSession`, `Run`...).
         function: &'static str,
     },
-
-    /// A [`Batcher`](crate::batch::Batcher) cannot batch this model: `name` does not have a free
-    /// first (batch) axis, or is not a numeric tensor.
-    #[error("cannot batch this model: `{name}` {why}\nFix: export the model with a dynamic first axis (e.g. `dynamic_axes={{\"{name}\": {{0: \"batch\"}}}}`), or run it with Session::run")]
-    NotBatchable {
-        /// The input or output.
-        name: String,
-        /// What is wrong with it.
-        why: String,
-    },
-
-    /// The batcher's queue holds `capacity` requests already (the request was not queued).
-    #[error("the batcher's queue is full ({capacity} requests waiting); retry later, shed load, or submit with WhenFull::Wait")]
-    QueueFull {
-        /// The queue's capacity.
-        capacity: usize,
-    },
-
-    /// The request's deadline passed before its result was ready (it was not run, or its result
-    /// was discarded).
-    #[error("the request's deadline passed after {waited:?} in the batcher; it was not answered in time")]
-    DeadlineExpired {
-        /// Time from submission until the batcher gave up on it.
-        waited: std::time::Duration,
-    },
-
-    /// The batcher was shut down before (or without) running the request.
-    #[error("the batcher is shut down; the request was not run")]
-    BatcherShutDown,
 }
 
 impl fmt::Debug for Error {
@@ -522,10 +493,6 @@ impl Error {
             Error::InvalidArgument { .. } => "InvalidArgument",
             Error::KeyRefused { .. } => "KeyRefused",
             Error::CustomOp { .. } => "CustomOp",
-            Error::NotBatchable { .. } => "NotBatchable",
-            Error::QueueFull { .. } => "QueueFull",
-            Error::DeadlineExpired { .. } => "DeadlineExpired",
-            Error::BatcherShutDown => "BatcherShutDown",
         }
     }
 

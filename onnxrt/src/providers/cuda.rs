@@ -22,6 +22,8 @@ use crate::handle::Owned;
 use crate::providers::options::KeyValues;
 use crate::status::ort;
 
+pub use crate::cuda_runtime::device_count;
+
 /// How the CUDA memory arena grows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ArenaExtendStrategy {

@@ -31,13 +31,22 @@ pub trait AsyncInput {
     fn name(&self) -> &str;
     /// The input's value.
     fn value(&self) -> &Value<'static>;
-    #[doc(hidden)]
+    /// The value, owned (moved in) or shared (the `Arc`), without copying: for code that keeps
+    /// inputs past the call that received them (a run in flight, a queue of requests).
     fn into_held(self) -> HeldValue;
 }
 
-/// An input value on its way into a run (opaque).
+/// An input value kept by whoever runs it: moved in, or an `Arc` shared with the caller. See
+/// [`AsyncInput::into_held`].
 #[derive(Debug)]
 pub struct HeldValue(pub(crate) Held);
+
+impl HeldValue {
+    /// The value.
+    pub fn value(&self) -> &Value<'static> {
+        self.0.value()
+    }
+}
 
 /// Names an input can have.
 pub trait InputName {

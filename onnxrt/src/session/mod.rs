@@ -50,7 +50,7 @@ type Indices = SmallVec<[usize; 8]>;
 /// Output values of one run (on the stack for up to 4 outputs, so a run allocates nothing).
 type OutputValues = SmallVec<[Value<'static>; 4]>;
 
-pub use async_input::{AsyncInput, InputName};
+pub use async_input::{AsyncInput, HeldValue, InputName};
 pub use builder::{config_keys, ExecutionMode, OptimizationLevel, SessionBuilder, DEFAULT_MAX_ASYNC_RUNS};
 pub use info::{Dim, ValueInfo};
 pub use input::SessionInput;

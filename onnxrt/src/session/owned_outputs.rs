@@ -77,6 +77,29 @@ impl OwnedOutputs {
     }
 }
 
+/// Outputs put together by hand (e.g. one request's rows of a batched run), in the pairs' order.
+/// Each value is named by its pair's name, which [`Value::name`] then returns as well. With two
+/// pairs of one name, [`get`](OwnedOutputs::get) finds the first.
+///
+/// ```
+/// # use onnxrt::{OwnedOutputs, Value};
+/// let outputs: OwnedOutputs = [("logits", Value::scalar(1.5f32)?)].into_iter().collect();
+/// assert_eq!(outputs.get("logits")?.name(), Some("logits"));
+/// # Ok::<(), onnxrt::Error>(())
+/// ```
+impl<N: Into<Arc<str>>> FromIterator<(N, Value<'static>)> for OwnedOutputs {
+    fn from_iter<I: IntoIterator<Item = (N, Value<'static>)>>(pairs: I) -> OwnedOutputs {
+        let (names, values) = pairs
+            .into_iter()
+            .map(|(name, value)| {
+                let name: Arc<str> = name.into();
+                (Arc::clone(&name), value.with_name(name))
+            })
+            .unzip();
+        OwnedOutputs { names, values }
+    }
+}
+
 impl std::ops::Index<usize> for OwnedOutputs {
     type Output = Value<'static>;
     fn index(&self, index: usize) -> &Value<'static> {

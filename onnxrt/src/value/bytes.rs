@@ -1,28 +1,60 @@
 //! Raw bytes of numeric host tensors, for code that moves rows between tensors without knowing
-//! their element type (the batcher gathers requests into a batch and hands rows back), and
-//! zeroing a freshly allocated host tensor.
-
-use std::sync::Arc;
+//! their element type (a dynamic batcher gathers requests into a batch and hands rows back), and
+//! zero-filled tensors of an element type known only at run time (and zeroing a freshly
+//! allocated host tensor).
 
 use crate::element::ElementType;
 use crate::error::{Error, Result};
 use crate::value::{element_count, tensor_over, Shape, TensorMeta, Value};
 
 impl Value<'_> {
-    /// The data of a numeric tensor the CPU can read, as bytes.
+    /// The data of a numeric tensor the CPU can read (host or CUDA-pinned memory), as bytes in
+    /// the tensor's row-major order: `len × element size` bytes, little-endian on x86-64. For
+    /// code that copies rows without knowing the element type; [`Value::view`] reads typed
+    /// elements.
+    ///
+    /// ```
+    /// # use onnxrt::Value;
+    /// let value = Value::from_vec(&[2], vec![1u16, 2])?;
+    /// assert_eq!(value.host_bytes()?, &[1, 0, 2, 0]);
+    /// # Ok::<(), onnxrt::Error>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::ValueKind`] for non-tensors, [`Error::InvalidArgument`] for string tensors and
     /// device memory.
-    pub(crate) fn host_bytes(&self) -> Result<&[u8]> {
+    pub fn host_bytes(&self) -> Result<&[u8]> {
         let (data, bytes) = self.numeric_host_data()?;
+        // An empty tensor may have no buffer at all (a null pointer, which no slice may hold).
+        if bytes == 0 || data.is_null() {
+            return Ok(&[]);
+        }
         // SAFETY: ORT guarantees the buffer holds `bytes` bytes (element count × element size of a
         // fixed-size type) for as long as the value lives, which `&self` borrows.
         Ok(unsafe { std::slice::from_raw_parts(data.cast_const(), bytes) })
     }
 
-    /// As [`host_bytes`](Value::host_bytes), writable; refused for values over borrowed memory.
-    pub(crate) fn host_bytes_mut(&mut self) -> Result<&mut [u8]> {
+    /// As [`host_bytes`](Value::host_bytes), writable: fills a tensor this value owns from raw
+    /// bytes (e.g. rows gathered from several requests). A `bool` tensor written with bytes other
+    /// than 0 and 1 is refused by later reads ([`Value::view`]), never misread.
+    ///
+    /// Refused for values that do not own their memory for writing: a tensor over borrowed
+    /// memory ([`Value::from_view`]) and the outputs of an [`IoBinding`](crate::IoBinding) (they
+    /// share the binding's tensors). A run's output that would share memory with an input was
+    /// already replaced by a copy, so writing it never changes the input.
+    ///
+    /// ```
+    /// # use onnxrt::{ElementType, Value};
+    /// let mut value = Value::zeros(&[2], ElementType::U16)?;
+    /// value.host_bytes_mut()?.copy_from_slice(&[1, 0, 2, 0]);
+    /// assert_eq!(value.view::<u16>()?.as_slice(), Some(&[1u16, 2][..]));
+    /// # Ok::<(), onnxrt::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a value that is not writable (above), a string tensor or
+    /// device memory; [`Error::ValueKind`] for non-tensors.
+    pub fn host_bytes_mut(&mut self) -> Result<&mut [u8]> {
         if !self.writable {
             return Err(Error::InvalidArgument {
                 what: "writing a tensor over borrowed memory".into(),
@@ -30,8 +62,13 @@ impl Value<'_> {
             });
         }
         let (data, bytes) = self.numeric_host_data()?;
+        if bytes == 0 || data.is_null() {
+            return Ok(&mut []);
+        }
         // SAFETY: as in `host_bytes`; `&mut self` makes this the only reference into the data
-        // through this value, and the value owns (or shares, see `over_prefix`) writable memory.
+        // through this value. A writable value owns its memory or borrows it mutably from the
+        // one value it was cut from (`first_rows_mut`, which holds `&mut` of it); shared and
+        // borrowed-for-reading values are not writable.
         Ok(unsafe { std::slice::from_raw_parts_mut(data, bytes) })
     }
 
@@ -51,36 +88,133 @@ impl Value<'_> {
 }
 
 impl Value<'static> {
-    /// A new, uninitialised-to-the-caller host tensor (ORT's default allocator), its metadata
-    /// known without an FFI call.
+    /// A host tensor of `shape` and `element_type` (a type known only at run time), every byte
+    /// zero (0, 0.0, `false`; empty strings for a string tensor), in memory the value owns (ORT's
+    /// default allocator). [`Value::from_vec`] is the typed way; this one suits code that gets
+    /// the element type from a model ([`ValueInfo::element_type`](crate::ValueInfo)).
+    ///
+    /// ```
+    /// # use onnxrt::{ElementType, Value};
+    /// let value = Value::zeros(&[2, 3], ElementType::F32)?;
+    /// assert_eq!(value.view::<f32>()?.sum(), 0.0);
+    /// # Ok::<(), onnxrt::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::BadShape`] for a negative dimension or a size that overflows; ORT's error for
+    /// an element type it cannot allocate.
+    pub fn zeros(shape: &[i64], element_type: ElementType) -> Result<Value<'static>> {
+        element_count(shape)?;
+        let mut value = Value::allocated(shape, element_type)?;
+        value.zero_if_host()?;
+        Ok(value)
+    }
+
+    /// A new host tensor (ORT's default allocator) that nothing has written yet, its metadata
+    /// known without an FFI call. Callers fill it before anyone can read it.
     pub(crate) fn allocated(shape: &[i64], element_type: ElementType) -> Result<Value<'static>> {
         let raw = crate::value::allocated_tensor(shape, element_type)?;
         Ok(Value::new(raw, None, Some(TensorMeta { element_type, shape: Shape::from_slice(shape) })))
     }
 
-    /// A tensor of `shape` over the first bytes of `backing` (a host tensor of the same element
-    /// type), which it keeps alive: tensors of every batch size can share one allocation.
+    /// As [`Value::zeros`], in page-locked host memory (`cudaHostRegister`): ORT's copies
+    /// between it and a CUDA device then run at full speed, without a staging copy. For input
+    /// buffers reused across many GPU runs; page-locking costs more than a plain allocation.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] if `shape` needs more bytes than `backing` holds.
-    pub(crate) fn over_prefix(backing: &Arc<Value<'static>>, shape: &[i64]) -> Result<Value<'static>> {
-        let element_type = backing.tensor_meta()?.element_type;
-        let (data, capacity) = backing.numeric_host_data()?;
-        let bytes = element_count(shape)? * element_type.size();
-        if bytes > capacity {
+    /// [`Error::ProviderLoad`] when libcudart cannot be loaded; [`Error::Ort`] when CUDA refuses
+    /// to page-lock the memory; [`Error::BadShape`] as [`Value::zeros`]; [`Error::InvalidArgument`]
+    /// for a string tensor (ORT owns string storage).
+    #[cfg(feature = "cuda")]
+    pub fn zeros_pinned(shape: &[i64], element_type: ElementType) -> Result<Value<'static>> {
+        let count = element_count(shape)?;
+        if element_type.size() == 0 {
             return Err(Error::InvalidArgument {
-                what: format!("a tensor of shape {shape:?} over a buffer of {capacity} bytes"),
-                why: format!("it needs {bytes} bytes"),
+                what: format!("a page-locked {element_type} tensor"),
+                why: "only fixed-size (numeric) elements can live in memory the crate allocates".into(),
             });
         }
-        // SAFETY: `data` points to `capacity >= bytes` bytes owned by `backing`, which the new
-        // value keeps alive (its backing field) and which never moves (ORT's allocation).
-        let raw = unsafe { tensor_over(data.cast(), bytes, shape, element_type) }?;
-        Ok(Value::new(
-            raw,
-            Some(Box::new(Arc::clone(backing))),
-            Some(TensorMeta { element_type, shape: Shape::from_slice(shape) }),
-        ))
+        let bytes = count
+            .checked_mul(element_type.size())
+            .ok_or_else(|| Error::BadShape { shape: shape.to_vec(), why: "byte size overflows" })?;
+        // u64 words: aligned for every element type (none needs more than 8 bytes).
+        let mut words = vec![0u64; bytes.div_ceil(8).max(1)];
+        let data = words.as_mut_ptr().cast::<std::ffi::c_void>();
+        // SAFETY: `data` is host memory of at least `bytes` bytes, owned by `words`, which moves
+        // into the same `PinnedBuffer` as the guard and is freed only after the guard unpins it.
+        let pinned = unsafe { crate::cuda_runtime::PinnedHostMemory::register(data, bytes) }?;
+        // SAFETY: `data` holds `bytes` zeroed bytes laid out as `shape` elements of
+        // `element_type`; the heap block of `words` does not move when the Vec moves into the
+        // backing, which the value frees only after releasing the tensor.
+        let raw = unsafe { tensor_over(data, bytes, shape, element_type) }?;
+        let backing = PinnedBuffer { _pinned: pinned, _words: words };
+        Ok(Value::new(raw, Some(Box::new(backing)), Some(TensorMeta { element_type, shape: Shape::from_slice(shape) })))
+    }
+}
+
+/// Page-locked memory of a [`Value::zeros_pinned`] tensor. Fields drop in order: unpinned, then
+/// freed.
+#[cfg(feature = "cuda")]
+struct PinnedBuffer {
+    _pinned: crate::cuda_runtime::PinnedHostMemory,
+    _words: Vec<u64>,
+}
+
+impl<'a> Value<'a> {
+    /// A writable tensor over the first `rows` entries of this host tensor's first axis (shape
+    /// `[rows, rest...]`), sharing its memory and borrowing it mutably, so neither can be used
+    /// through the other while it lives. For buffers allocated once at their largest size and
+    /// run at smaller ones (a batch of `rows` samples in a buffer of `max_batch`): no copy and
+    /// no new allocation of data.
+    ///
+    /// ```
+    /// # use onnxrt::{ElementType, Value};
+    /// let mut buffer = Value::zeros(&[4, 2], ElementType::F32)?;
+    /// let mut first = buffer.first_rows_mut(3)?;
+    /// first.host_bytes_mut()?[..4].copy_from_slice(&1.0f32.to_le_bytes());
+    /// assert_eq!(first.tensor_info()?.shape, [3, 2]);
+    /// drop(first);
+    /// assert_eq!(buffer.view::<f32>()?[[0, 0]], 1.0);
+    /// # Ok::<(), onnxrt::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a value that is not writable (see
+    /// [`host_bytes_mut`](Value::host_bytes_mut)), a scalar (no first axis), `rows` more than the
+    /// tensor has, a string tensor or device memory; [`Error::ValueKind`] for non-tensors.
+    pub fn first_rows_mut(&mut self, rows: usize) -> Result<Value<'_>> {
+        if !self.writable {
+            return Err(Error::InvalidArgument {
+                what: "a writable tensor over a read-only value".into(),
+                why: "the value borrows its data for reading or shares it with an IoBinding; cut rows from a \
+                      tensor made by Value::zeros / from_vec / from_array"
+                    .into(),
+            });
+        }
+        let meta = self.tensor_meta()?.clone();
+        let Some(&have) = meta.shape.first() else {
+            return Err(Error::InvalidArgument {
+                what: "rows of a scalar tensor".into(),
+                why: "a scalar has no first axis".into(),
+            });
+        };
+        if !i64::try_from(rows).is_ok_and(|rows| rows <= have) {
+            return Err(Error::InvalidArgument {
+                what: format!("the first {rows} rows of a tensor of shape {:?}", meta.shape.as_slice()),
+                why: format!("it has {have} rows"),
+            });
+        }
+        let mut shape = meta.shape.clone();
+        shape[0] = rows as i64;
+        let element_type = meta.element_type;
+        let (data, capacity) = self.numeric_host_data()?;
+        let bytes = element_count(&shape)? * element_type.size();
+        debug_assert!(bytes <= capacity);
+        // SAFETY: `data` points to `capacity >= bytes` bytes (fewer rows of the same row size)
+        // that `self` owns or borrows mutably; the new value borrows `self` mutably for its whole
+        // life ('_), so the memory outlives it and no other access to it exists meanwhile.
+        let raw = unsafe { tensor_over(data.cast(), bytes, &shape, element_type) }?;
+        Ok(Value::new(raw, None, Some(TensorMeta { element_type, shape })))
     }
 }
 

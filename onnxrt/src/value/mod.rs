@@ -79,6 +79,13 @@ impl ValueKind {
     }
 }
 
+/// The kind as errors name it: `tensor`, `sequence`, `map`, `optional`, `sparse tensor`.
+impl std::fmt::Display for ValueKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
 /// An ONNX value owned by ORT. `'data` is the lifetime of Rust memory it borrows (`'static` when
 /// it borrows nothing).
 pub struct Value<'data> {

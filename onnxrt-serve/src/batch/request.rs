@@ -11,15 +11,15 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::task::{Poll, Waker};
 use std::time::Instant;
 
+use onnxrt::{HeldValue, OwnedOutputs};
+
 use crate::batch::stats::{Counters, Outcome};
+use crate::batch::Shape;
 use crate::error::{Error, Result};
-use crate::session::async_input::Held;
-use crate::session::OwnedOutputs;
-use crate::value::Shape;
 
 /// A checked request: one sample per model input, in model order.
 pub(crate) struct Request {
-    pub(crate) values: Vec<Held>,
+    pub(crate) values: Vec<HeldValue>,
     /// The samples' shapes, one after the other (rank, then dims, per input): requests batch
     /// together only when these are equal (always, for models with fixed sample shapes).
     pub(crate) key: Shape,

@@ -16,8 +16,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hyper::body::Bytes;
-use onnxrt_examples::http_client::Connection;
-use onnxrt_examples::tensor_body;
+use onnxrt_serve::http_client::Connection;
+use onnxrt_serve::tensor_body;
 
 /// Drive a serve instance with N concurrent clients.
 #[derive(Debug, clap::Parser)]

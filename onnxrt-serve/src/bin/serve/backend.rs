@@ -5,8 +5,9 @@ use std::fmt::Write;
 use std::sync::Arc;
 use std::time::Duration;
 
-use onnxrt::batch::{Batcher, HistogramSnapshot, RequestOptions, Shutdown};
-use onnxrt::{Dim, ElementType, Error, Session, Value};
+use onnxrt::{Dim, ElementType, Session, Value};
+use onnxrt_serve::batch::{Batcher, HistogramSnapshot, RequestOptions, Shutdown};
+use onnxrt_serve::Error;
 
 /// The model's contract as the server checks it before anything reaches ORT.
 #[derive(Debug, Clone)]
@@ -76,7 +77,8 @@ pub enum Backend {
     Batched { batcher: Batcher, timeout: Duration },
 }
 
-fn failed(error: Error) -> InferError {
+fn failed(error: impl Into<Error>) -> InferError {
+    let error = error.into();
     match error {
         Error::QueueFull { .. } => InferError::Overloaded(format!("{error}; retry later")),
         Error::DeadlineExpired { .. } => InferError::Timeout(error.to_string()),

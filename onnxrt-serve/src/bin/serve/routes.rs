@@ -13,8 +13,8 @@ use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use onnxrt_examples::imagenet::{self, DecodeLimits};
-use onnxrt_examples::tensor_body;
+use onnxrt_serve::imagenet::{self, DecodeLimits};
+use onnxrt_serve::tensor_body;
 use serde_json::json;
 use tokio::sync::Semaphore;
 

@@ -1,4 +1,4 @@
-//! The dynamic batcher (`onnxrt::batch`, issue 14) on real models and the real runtime: every
+//! The dynamic batcher (`onnxrt_serve::batch`, issue 14) on real models and the real runtime: every
 //! caller gets exactly what a run of its sample alone returns (bitwise), bad requests fail alone,
 //! and every accepted request is answered once (full queue, deadlines, cancellation, shutdown),
 //! with counters that add up.
@@ -10,14 +10,15 @@ use std::sync::{Arc, Barrier};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use onnxrt::batch::{BatchFuture, Batcher, BatcherStats, RequestOptions, Shutdown, WhenFull};
-use onnxrt::{Error, Session, Value};
+use onnxrt::{Error as OrtError, Session, Value};
+use onnxrt_serve::batch::{BatchFuture, Batcher, BatcherStats, RequestOptions, Shutdown, WhenFull};
+use onnxrt_serve::Error;
 use onnxrt_tests::{builder, model};
 
 /// The example's embedded default model: a 1×1 Conv, GlobalAveragePool and Gemm over
 /// `image: [batch, 3, 224, 224]`.
 fn colors_model() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../examples/data/colors.onnx")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("data/colors.onnx")
 }
 
 /// Deterministic pseudo-random floats in [-1, 1) (a different stream per seed).
@@ -83,7 +84,7 @@ fn bitwise_through(
     input: &str,
     shape: &[i64],
     callers: usize,
-    settings: impl FnOnce(onnxrt::batch::BatcherBuilder) -> onnxrt::batch::BatcherBuilder,
+    settings: impl FnOnce(onnxrt_serve::batch::BatcherBuilder) -> onnxrt_serve::batch::BatcherBuilder,
 ) -> BatcherStats {
     let session = builder().commit_from_file(&path).expect("model loads");
     let batcher = Arc::new(
@@ -181,7 +182,7 @@ fn models_without_a_free_batch_axis_are_refused_at_construction() {
     }
     let session = builder().commit_from_file(model("mlp.onnx")).expect("mlp");
     let err = Batcher::builder(session).max_batch(0).build().expect_err("max_batch 0");
-    assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
+    assert!(matches!(err, Error::Onnxrt(OrtError::InvalidArgument { .. })), "{err}");
 }
 
 #[test]
@@ -215,6 +216,7 @@ fn bad_requests_fail_alone_and_good_ones_in_the_same_batch_succeed() {
         let expected =
             ["UnknownInput", "ElementTypeMismatch", "ShapeMismatch", "ShapeMismatch", "MissingInput", "DuplicateInput"]
                 [i % 6];
+        let Error::Onnxrt(err) = err else { panic!("an input error is onnxrt's: {err}") };
         assert_eq!(err.variant(), expected, "{err}");
     }
     assert!(refused[2].to_string().contains("expects shape [16]"), "{}", refused[2]);
@@ -558,7 +560,10 @@ fn a_failed_batch_gives_every_request_its_error_and_the_batcher_goes_on() {
     // The worker survives a failed batch: the next batch is answered (with its own failure).
     for future in three(9) {
         let err = rt.block_on(future).expect_err("fails alike");
-        assert!(matches!(err, Error::Ort { .. }) && err.to_string().contains("Requested shape:{6,2}"), "{err}");
+        assert!(
+            matches!(err, Error::Onnxrt(OrtError::Ort { .. })) && err.to_string().contains("Requested shape:{6,2}"),
+            "{err}"
+        );
     }
     batcher.shutdown(Shutdown::Drain);
     let stats = batcher.stats();
@@ -612,7 +617,7 @@ fn a_session_factory_for_another_model_is_refused() {
         .build()
         .expect("batchable");
     match batcher.warm_up() {
-        Err(Error::InvalidArgument { why, .. }) => assert!(why.contains("same model"), "{why}"),
+        Err(Error::Onnxrt(OrtError::InvalidArgument { why, .. })) => assert!(why.contains("same model"), "{why}"),
         other => panic!("expected InvalidArgument, got {other:?}"),
     }
 }
@@ -623,7 +628,7 @@ fn warm_up_of_a_model_with_free_sample_axes_is_a_typed_error() {
     let session = builder().commit_from_file(model("identity_f32.onnx")).expect("model loads");
     let batcher = Batcher::builder(session).max_batch(4).build().expect("batchable");
     match batcher.warm_up() {
-        Err(Error::InvalidArgument { why, .. }) => assert!(why.contains("free axis"), "{why}"),
+        Err(Error::Onnxrt(OrtError::InvalidArgument { why, .. })) => assert!(why.contains("free axis"), "{why}"),
         other => panic!("expected InvalidArgument, got {other:?}"),
     }
 }
@@ -646,7 +651,7 @@ fn batches_pad_to_the_listed_sizes() {
     callers_get_their_single_run_rows(&batcher, &session, "image", &[3, 32, 32], 13, 200);
     assert_consistent(&batcher.stats());
     let zero = Batcher::builder(session).pad_to_sizes(&[0, 4]).build();
-    assert!(matches!(zero, Err(Error::InvalidArgument { .. })), "{zero:?}");
+    assert!(matches!(zero, Err(Error::Onnxrt(OrtError::InvalidArgument { .. }))), "{zero:?}");
 }
 
 /// Several gather threads (16 samples of 600 KB = 9.6 MB: two threads' worth) copy every

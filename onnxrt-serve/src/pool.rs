@@ -7,9 +7,10 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::error::{Error, Result};
-use crate::providers::cuda::CudaOptions;
-use crate::session::{Outputs, Session, SessionBuilder, SessionInput};
+use onnxrt::providers::cuda::CudaOptions;
+use onnxrt::{Outputs, Session, SessionBuilder, SessionInput};
+
+use crate::error::Result;
 
 /// One session per CUDA device, sharing the work.
 #[derive(Debug)]
@@ -38,14 +39,15 @@ impl GpuPool {
     /// Loads `model` once per device in `devices`. `configure` adjusts each device's builder (the
     /// CUDA provider for that device is added after it, so its options come first in priority).
     ///
-    /// **Shared weights.** Give every member the same [`SharedInitializers`](crate::SharedInitializers)
-    /// (and [`PrepackedWeights`](crate::PrepackedWeights)) in `configure`: the host keeps one
+    /// **Shared weights.** Give every member the same [`SharedInitializers`](onnxrt::SharedInitializers)
+    /// (and [`PrepackedWeights`](onnxrt::PrepackedWeights)) in `configure`: the host keeps one
     /// copy of the weights for all devices instead of one per session (each GPU still holds its
     /// own device copy).
     ///
     /// ```no_run
     /// use std::sync::Arc;
-    /// use onnxrt::{pool::GpuPool, providers::cuda::CudaOptions, SharedInitializers, Value};
+    /// use onnxrt::{providers::cuda::CudaOptions, SharedInitializers, Value};
+    /// use onnxrt_serve::pool::GpuPool;
     /// let mut weights = SharedInitializers::new();
     /// weights.add("fc.weight", Value::from_vec(&[1000, 2048], vec![0f32; 1000 * 2048])?)?;
     /// let weights = Arc::new(weights);
@@ -55,11 +57,11 @@ impl GpuPool {
     ///     |_device| CudaOptions::new(),
     /// )?;
     /// # drop(pool);
-    /// # Ok::<(), onnxrt::Error>(())
+    /// # Ok::<(), onnxrt_serve::Error>(())
     /// ```
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for an empty device list, a repeated device or a device that
+    /// [`Error::InvalidArgument`](onnxrt::Error::InvalidArgument) for an empty device list, a repeated device or a device that
     /// does not exist; any session-creation error, naming nothing half-built (all or nothing).
     pub fn new(
         model: impl AsRef<Path>,
@@ -68,17 +70,19 @@ impl GpuPool {
         cuda: impl Fn(i32) -> CudaOptions,
     ) -> Result<GpuPool> {
         if devices.is_empty() {
-            return Err(Error::InvalidArgument {
+            return Err(onnxrt::Error::InvalidArgument {
                 what: "GpuPool devices".into(),
                 why: "give at least one device id".into(),
-            });
+            }
+            .into());
         }
         for (i, device) in devices.iter().enumerate() {
             if devices[..i].contains(device) {
-                return Err(Error::InvalidArgument {
+                return Err(onnxrt::Error::InvalidArgument {
                     what: format!("GpuPool device {device}"),
                     why: "listed twice; one session per device".into(),
-                });
+                }
+                .into());
             }
         }
         let members = devices
@@ -97,7 +101,7 @@ impl GpuPool {
         configure: impl Fn(SessionBuilder, i32) -> SessionBuilder,
         cuda: impl Fn(i32) -> CudaOptions,
     ) -> Result<GpuPool> {
-        let count = crate::cuda_runtime::device_count()?;
+        let count = onnxrt::providers::cuda::device_count()?;
         let devices: Vec<i32> = (0..count).collect();
         GpuPool::new(model, &devices, configure, cuda)
     }

@@ -1,15 +1,15 @@
 //! An HTTP inference server: the production template (axum on tokio).
 //!
 //! ```text
-//! cargo run --release -p onnxrt-examples --bin serve                       # embedded model, CPU
-//! cargo run --release -p onnxrt-examples --features cuda --bin serve -- \
+//! cargo run --release -p onnxrt-serve --bin serve                          # embedded model, CPU
+//! cargo run --release -p onnxrt-serve --features cuda --bin serve -- \
 //!     --model resnet50.onnx --labels synset.txt --provider cuda --port 8080
 //! curl -s --data-binary @cat.jpg -H 'content-type: image/jpeg' localhost:8080/v1/models/resnet50/infer
 //! ```
 //! Requests: `POST /v1/models/{name}/infer` with a JPEG or PNG (decoded within size limits,
 //! resized and cropped to the model's 224×224, ImageNet mean/std) or a raw tensor
 //! (`application/octet-stream`, shape in `X-Tensor-Shape`, little-endian f32; see
-//! `onnxrt_examples::tensor_body`); answers top-k JSON (`?top_k=N`, `?logits=true` adds the raw
+//! `onnxrt_serve::tensor_body`); answers top-k JSON (`?top_k=N`, `?logits=true` adds the raw
 //! logits). `GET /health`, `GET /metrics` (Prometheus text). SIGTERM or Ctrl-C: stop accepting,
 //! finish the requests in flight, exit 0.
 //!
@@ -26,10 +26,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use onnxrt::batch::Batcher;
 use onnxrt::Session;
-use onnxrt_examples::embedded;
-use onnxrt_examples::imagenet::DecodeLimits;
+use onnxrt_serve::batch::Batcher;
+use onnxrt_serve::embedded;
+use onnxrt_serve::imagenet::DecodeLimits;
 use tokio::sync::Semaphore;
 
 use backend::{Backend, ModelContract};
@@ -247,5 +247,6 @@ fn with_cuda(
 
 #[cfg(not(feature = "cuda"))]
 fn with_cuda(_: onnxrt::SessionBuilder, _: i32) -> Result<onnxrt::SessionBuilder, Box<dyn std::error::Error>> {
-    Err("--provider cuda needs the `cuda` feature: cargo build --release -p onnxrt-examples --features cuda --bin serve".into())
+    Err("--provider cuda needs the `cuda` feature: cargo build --release -p onnxrt-serve --features cuda --bin serve"
+        .into())
 }

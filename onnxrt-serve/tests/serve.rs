@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use hyper::body::Bytes;
 use onnxrt::{Session, Value};
-use onnxrt_examples::http_client::{Connection, Reply};
-use onnxrt_examples::{embedded, imagenet, tensor_body};
+use onnxrt_serve::http_client::{Connection, Reply};
+use onnxrt_serve::{embedded, imagenet, tensor_body};
 
 const INFER: &str = "/v1/models/colors/infer";
 /// A small model of the test suite (f32 [batch, 16] -> [batch, 4]), for the long tests.

@@ -46,8 +46,8 @@ pub struct BatcherStats {
 /// Requests that ended in an error, by kind.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ErrorCounts {
-    /// Refused before queueing: wrong name, element type, shape ([`Error::UnknownInput`],
-    /// [`Error::ShapeMismatch`]...). Not counted in `submitted`.
+    /// Refused before queueing: wrong name, element type, shape ([`Error::UnknownInput`](onnxrt::Error::UnknownInput),
+    /// [`Error::ShapeMismatch`](onnxrt::Error::ShapeMismatch)...). Not counted in `submitted`.
     pub invalid: u64,
     /// Refused because the queue was full ([`Error::QueueFull`]). Not counted in `submitted`.
     pub queue_full: u64,
@@ -138,7 +138,7 @@ pub(crate) enum Outcome {
 }
 
 impl Outcome {
-    pub(crate) fn of(result: &Result<crate::OwnedOutputs, Error>) -> Outcome {
+    pub(crate) fn of(result: &Result<onnxrt::OwnedOutputs, Error>) -> Outcome {
         match result {
             Ok(_) => Outcome::Completed,
             Err(Error::DeadlineExpired { .. }) => Outcome::Deadline,

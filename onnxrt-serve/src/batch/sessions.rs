@@ -11,11 +11,11 @@
 use std::sync::{Arc, Mutex};
 
 use crate::batch::plan::Plan;
-use crate::error::{Error, Result};
-use crate::session::Session;
+use crate::error::Result;
+use onnxrt::Session;
 
 /// Makes a new session of the batcher's model (same inputs and outputs).
-pub(crate) type SessionFactory = Arc<dyn Fn() -> Result<Session> + Send + Sync>;
+pub(crate) type SessionFactory = Arc<dyn Fn() -> onnxrt::Result<Session> + Send + Sync>;
 
 /// The sessions batches run on.
 pub(crate) struct Sessions {
@@ -76,9 +76,10 @@ fn check_same_model(plan: &Plan, session: &Session) -> Result<()> {
     if same {
         Ok(())
     } else {
-        Err(Error::InvalidArgument {
+        Err(onnxrt::Error::InvalidArgument {
             what: "a session from the batcher's session_per_batch_size factory".into(),
             why: "its inputs or outputs differ from the batcher's session; the factory must load the same model".into(),
-        })
+        }
+        .into())
     }
 }

@@ -1,4 +1,4 @@
-"""Builds the example's embedded default model and image (run: python3 examples/data/make_default.py).
+"""Builds the example's embedded default model and image (run: python3 onnxrt-serve/data/make_default.py).
 
 colors.onnx is a tiny classifier with the input/output contract of an ImageNet model
 (float32 [batch, 3, 224, 224], ImageNet-normalized NCHW -> [batch, classes] logits), whose weights

@@ -11,7 +11,7 @@ use crate::batch::queue::{Offer, Queue};
 use crate::batch::request::{Request, Slot};
 use crate::batch::stats::Outcome;
 use crate::error::{Error, Result};
-use crate::session::OwnedOutputs;
+use onnxrt::OwnedOutputs;
 
 pub(crate) enum Phase {
     // `WhenFull::Wait` and the queue was full: offered again when polled.
@@ -97,10 +97,11 @@ impl Future for BatchFuture {
                 }
                 Poll::Pending => Poll::Pending,
             },
-            _ => Poll::Ready(Err(Error::InvalidArgument {
+            _ => Poll::Ready(Err(onnxrt::Error::InvalidArgument {
                 what: "BatchFuture".into(),
                 why: "polled again after it completed".into(),
-            })),
+            }
+            .into())),
         }
     }
 }

@@ -6,8 +6,8 @@
 //! gathers the next batch while the other runs, and runs never wait on each other.
 //!
 //! Each worker keeps its own buffers: per input one host tensor of `max_batch` samples, and per
-//! batch size a tensor header over its first rows (no allocation per batch); the same for every
-//! output whose sample shape is fixed. Inputs and outputs are bound with an [`IoBinding`], so on
+//! batch a tensor over its first rows (`Value::first_rows_mut`: no copy, no data allocation); the
+//! same for every output whose sample shape is fixed. Inputs and outputs are bound with an [`IoBinding`], so on
 //! a CUDA session ORT copies the batch to the device once and the outputs back into these buffers.
 
 use std::collections::hash_map::{Entry, HashMap};
@@ -15,15 +15,14 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use onnxrt::{MemoryInfo, OwnedOutputs, Value};
+
 use crate::batch::plan::Plan;
 use crate::batch::queue::{Msg, Queue};
 use crate::batch::request::Request;
 use crate::batch::sessions::Sessions;
-use crate::batch::Shutdown;
+use crate::batch::{Shape, Shutdown};
 use crate::error::{Error, Result};
-use crate::memory::MemoryInfo;
-use crate::session::OwnedOutputs;
-use crate::value::{Shape, Value};
 
 /// Sample-shape keys whose buffers a worker keeps (models with dynamic sample shapes).
 const MAX_SHAPE_KEYS: usize = 8;
@@ -47,19 +46,15 @@ pub(crate) struct Worker {
     outputs: Vec<Option<OutputBuffers>>,
 }
 
-/// Per input: the `max_batch`-sample allocation and, per batch size, a tensor over its prefix.
-/// Fields drop in order: the allocations are unpinned before they are freed.
+/// Per input, the `max_batch`-sample allocation (page-locked for CUDA sessions when it can be);
+/// a batch of `n` runs on its first `n` rows.
 struct InputBuffers {
-    #[cfg(feature = "cuda")]
-    _pinned: Vec<crate::cuda_runtime::PinnedHostMemory>,
-    by_size: Vec<Option<Vec<Value<'static>>>>,
-    backings: Vec<Arc<Value<'static>>>,
+    backings: Vec<Value<'static>>,
 }
 
-/// One fixed-shape output: the allocation and, per batch size, a tensor over its prefix.
+/// One fixed-shape output: the `max_batch`-sample allocation, written by ORT in its first rows.
 struct OutputBuffers {
-    by_size: Vec<Option<Value<'static>>>,
-    backing: Arc<Value<'static>>,
+    backing: Value<'static>,
 }
 
 /// What the worker took from the queue.
@@ -218,7 +213,7 @@ impl Worker {
                     let answer = if request.expired(now) {
                         Err(request.deadline_error(now))
                     } else {
-                        Ok(OwnedOutputs::new(labels.clone(), row))
+                        Ok(labels.iter().cloned().zip(row).collect::<OwnedOutputs>())
                     };
                     request.reply.send(answer);
                 }
@@ -244,7 +239,7 @@ impl Worker {
             Entry::Occupied(entry) => entry.into_mut(),
             Entry::Vacant(entry) => entry.insert(InputBuffers::new(&self.plan, &batch[0], self.max_batch, self.pin)?),
         };
-        let values = inputs.of_size(&batch[0], m)?;
+        let mut values = inputs.of_size(m)?;
         let gather_started = Instant::now();
         for (index, value) in values.iter_mut().enumerate() {
             let rows = value.host_bytes_mut()?;
@@ -256,8 +251,9 @@ impl Worker {
                     dst.copy_from_slice(request.values[index].value().host_bytes()?);
                 }
             } else {
-                let sources =
-                    padded.map(|request| request.values[index].value().host_bytes()).collect::<Result<Vec<_>>>()?;
+                let sources = padded
+                    .map(|request| request.values[index].value().host_bytes())
+                    .collect::<onnxrt::Result<Vec<_>>>()?;
                 copy_rows_on_threads(&sources, rows.chunks_exact_mut(row.max(1)).collect(), threads);
             }
         }
@@ -267,12 +263,10 @@ impl Worker {
                 self.outputs[index] = Some(OutputBuffers::new(output.element_type, sample, self.max_batch)?);
             }
         }
-        let mut fixed: Vec<Option<&mut Value<'static>>> = Vec::with_capacity(self.outputs.len());
-        for (index, buffers) in self.outputs.iter_mut().enumerate() {
+        let mut fixed: Vec<Option<Value<'_>>> = Vec::with_capacity(self.outputs.len());
+        for buffers in self.outputs.iter_mut() {
             fixed.push(match buffers {
-                Some(buffers) => {
-                    Some(buffers.of_size(self.plan.outputs[index].fixed_sample.as_deref().unwrap_or(&[]), m)?)
-                }
+                Some(buffers) => Some(buffers.of_size(m)?),
                 None => None,
             });
         }
@@ -283,7 +277,7 @@ impl Worker {
             binding.bind_input(&plan.name, value)?;
         }
         let host = MemoryInfo::cpu()?;
-        for (plan, value) in self.plan.outputs.iter().zip(fixed) {
+        for (plan, value) in self.plan.outputs.iter().zip(fixed.iter_mut()) {
             match value {
                 Some(value) => binding.bind_output(&plan.label, value)?,
                 None => binding.bind_output_to_device(&plan.label, &host)?,
@@ -294,24 +288,25 @@ impl Worker {
         self.queue.counters.model_time.observe(model_started.elapsed());
         let mut rows: Vec<Vec<Value<'static>>> = (0..n).map(|_| Vec::with_capacity(outputs.len())).collect();
         for (plan, output) in self.plan.outputs.iter().zip(&outputs) {
-            let shape = output.tensor_meta()?.shape.clone();
+            let shape = output.tensor_info()?.shape;
             if shape.first() != Some(&(m as i64)) {
-                return Err(Error::InvalidArgument {
+                return Err(onnxrt::Error::InvalidArgument {
                     what: format!("output `{}` of a batch of {m}", plan.label),
                     why: format!(
                         "its shape is {:?}: its first axis does not follow the batch axis, so the batcher cannot split it",
                         shape.as_slice()
                     ),
-                });
+                }
+                .into());
             }
             let bytes = output.host_bytes()?;
             let row = bytes.len() / m;
             let mut row_shape = shape;
             row_shape[0] = 1;
             for (i, caller) in rows.iter_mut().enumerate() {
-                let mut value = Value::allocated(&row_shape, plan.element_type)?;
+                let mut value = Value::zeros(&row_shape, plan.element_type)?;
                 value.host_bytes_mut()?.copy_from_slice(&bytes[i * row..(i + 1) * row]);
-                caller.push(value.with_name(Arc::clone(&plan.label)));
+                caller.push(value);
             }
         }
         Ok(rows)
@@ -320,56 +315,32 @@ impl Worker {
 
 impl InputBuffers {
     fn new(plan: &Plan, like: &Request, max_batch: usize, pin: bool) -> Result<InputBuffers> {
-        let backings: Vec<Arc<Value<'static>>> = plan
+        let backings = plan
             .inputs
             .iter()
             .enumerate()
             .map(|(index, input)| {
-                let shape = batch_shape(max_batch, like.sample_shape(index));
-                Ok(Arc::new(Value::allocated(&shape, input.element_type)?))
+                host_buffer(&batch_shape(max_batch, like.sample_shape(index)), input.element_type, pin)
             })
             .collect::<Result<Vec<_>>>()?;
-        #[cfg(feature = "cuda")]
-        let _pinned = if pin { pin_all(&backings) } else { Vec::new() };
-        #[cfg(not(feature = "cuda"))]
-        let _ = pin;
-        Ok(InputBuffers {
-            #[cfg(feature = "cuda")]
-            _pinned,
-            by_size: (0..=max_batch).map(|_| None).collect(),
-            backings,
-        })
+        Ok(InputBuffers { backings })
     }
 
-    /// Tensors of `n` samples over the allocation, made on first use.
-    fn of_size(&mut self, like: &Request, n: usize) -> Result<&mut Vec<Value<'static>>> {
-        let slot = &mut self.by_size[n];
-        let values = match slot.take() {
-            Some(values) => values,
-            None => self
-                .backings
-                .iter()
-                .enumerate()
-                .map(|(index, backing)| Value::over_prefix(backing, &batch_shape(n, like.sample_shape(index))))
-                .collect::<Result<Vec<_>>>()?,
-        };
-        Ok(slot.insert(values))
+    /// Tensors of `n` samples over the allocations.
+    fn of_size(&mut self, n: usize) -> Result<Vec<Value<'_>>> {
+        Ok(self.backings.iter_mut().map(|backing| backing.first_rows_mut(n)).collect::<onnxrt::Result<Vec<_>>>()?)
     }
 }
 
 impl OutputBuffers {
-    fn new(element_type: crate::ElementType, sample: &[i64], max_batch: usize) -> Result<OutputBuffers> {
-        let backing = Arc::new(Value::allocated(&batch_shape(max_batch, sample), element_type)?);
-        Ok(OutputBuffers { by_size: (0..=max_batch).map(|_| None).collect(), backing })
+    fn new(element_type: onnxrt::ElementType, sample: &[i64], max_batch: usize) -> Result<OutputBuffers> {
+        let backing = Value::zeros(&batch_shape(max_batch, sample), element_type)?;
+        Ok(OutputBuffers { backing })
     }
 
-    fn of_size(&mut self, sample: &[i64], n: usize) -> Result<&mut Value<'static>> {
-        let slot = &mut self.by_size[n];
-        let value = match slot.take() {
-            Some(value) => value,
-            None => Value::over_prefix(&self.backing, &batch_shape(n, sample))?,
-        };
-        Ok(slot.insert(value))
+    /// A tensor of `n` samples over the allocation.
+    fn of_size(&mut self, n: usize) -> Result<Value<'_>> {
+        Ok(self.backing.first_rows_mut(n)?)
     }
 }
 
@@ -394,19 +365,18 @@ fn copy_rows_on_threads(sources: &[&[u8]], mut destinations: Vec<&mut [u8]>, thr
     });
 }
 
-/// Page-locks each allocation; one that cannot be pinned stays pageable (slower copies, same
-/// results).
-#[cfg(feature = "cuda")]
-fn pin_all(backings: &[Arc<Value<'static>>]) -> Vec<crate::cuda_runtime::PinnedHostMemory> {
-    backings
-        .iter()
-        .filter_map(|backing| {
-            let (data, bytes) = backing.numeric_host_data().ok()?;
-            // SAFETY: `data` is the host allocation of `bytes` bytes that `backing` owns; the
-            // guard is stored before the backing in `InputBuffers`, so it unpins first.
-            unsafe { crate::cuda_runtime::PinnedHostMemory::register(data.cast(), bytes) }.ok()
-        })
-        .collect()
+/// A zeroed host allocation, page-locked when `pin` (a CUDA session) and CUDA allows it; one
+/// that cannot be pinned stays pageable (slower copies, same results).
+fn host_buffer(shape: &[i64], element_type: onnxrt::ElementType, pin: bool) -> Result<Value<'static>> {
+    #[cfg(feature = "cuda")]
+    if pin {
+        if let Ok(value) = Value::zeros_pinned(shape, element_type) {
+            return Ok(value);
+        }
+    }
+    #[cfg(not(feature = "cuda"))]
+    let _ = pin;
+    Ok(Value::zeros(shape, element_type)?)
 }
 
 pub(crate) fn batch_shape(n: usize, sample: &[i64]) -> Shape {

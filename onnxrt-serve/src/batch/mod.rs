@@ -14,7 +14,7 @@
 //! - **Checked alone.** Names, element types and the sample shape (the declared shape without
 //!   its batch axis; a leading axis of 1 is accepted too) are checked on the caller's thread
 //!   before the request is queued: a bad request gets its own typed error
-//!   ([`Error::UnknownInput`], [`Error::ShapeMismatch`]...) and never reaches a batch.
+//!   ([`Error::UnknownInput`](onnxrt::Error::UnknownInput), [`Error::ShapeMismatch`](onnxrt::Error::ShapeMismatch)...) and never reaches a batch.
 //! - **Backpressure.** The queue holds `queue_capacity` requests; past that a request is refused
 //!   with [`Error::QueueFull`] or waits for room, as [`RequestOptions::when_full`] says.
 //! - **Deadlines and cancellation.** A request past its [`RequestOptions::deadline`] is not run
@@ -41,7 +41,7 @@
 //! # let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/mlp.onnx");
 //! use std::sync::Arc;
 //! use std::time::Duration;
-//! use onnxrt::batch::Batcher;
+//! use onnxrt_serve::batch::Batcher;
 //! use onnxrt::{Session, Value};
 //!
 //! let session = Session::builder().commit_from_file(model)?;
@@ -49,7 +49,7 @@
 //! let callers: Vec<_> = (0..8)
 //!     .map(|i| {
 //!         let batcher = Arc::clone(&batcher);
-//!         std::thread::spawn(move || -> onnxrt::Result<f32> {
+//!         std::thread::spawn(move || -> onnxrt_serve::Result<f32> {
 //!             // One sample of `x: [batch, 16]`, without the batch axis.
 //!             let x = Value::from_vec(&[16], vec![i as f32 / 8.0; 16])?;
 //!             let outputs = batcher.run([("x", x)])?;
@@ -63,7 +63,7 @@
 //! }
 //! let stats = batcher.stats();
 //! assert_eq!(stats.completed, 8);
-//! # Ok::<(), onnxrt::Error>(())
+//! # Ok::<(), onnxrt_serve::Error>(())
 //! ```
 
 mod future;
@@ -83,9 +83,8 @@ use std::time::{Duration, Instant};
 use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
-use crate::session::{AsyncInput, OwnedOutputs, Session};
-use crate::value::{Shape, Value};
 use future::Phase;
+use onnxrt::{AsyncInput, HeldValue, OwnedOutputs, Session, Value};
 use plan::Plan;
 use queue::Queue;
 use request::{Reply, Request, Slot};
@@ -95,6 +94,9 @@ use stats::{Counters, Outcome};
 pub use future::BatchFuture;
 
 pub use stats::{BatcherStats, ErrorCounts, HistogramSnapshot};
+
+/// A shape on the stack (rank up to 6 without allocating).
+pub(crate) type Shape = SmallVec<[i64; 6]>;
 
 /// What a request does when the queue is full.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -248,11 +250,11 @@ impl BatcherBuilder {
     /// sessions, not `max_batch`), and call [`Batcher::warm_up`] before taking traffic so every
     /// session is made and tuned. Each session holds its own copy of the weights on the device
     /// (ResNet-50 fp32: about 100 MB each). The factory must load the same model; a session with
-    /// other inputs or outputs fails that batch with [`Error::InvalidArgument`].
+    /// other inputs or outputs fails that batch with [`Error::InvalidArgument`](onnxrt::Error::InvalidArgument).
     ///
     /// ```no_run
-    /// # fn main() -> onnxrt::Result<()> {
-    /// use onnxrt::batch::Batcher;
+    /// # fn main() -> onnxrt_serve::Result<()> {
+    /// use onnxrt_serve::batch::Batcher;
     /// use onnxrt::Session;
     ///
     /// // On a GPU: Session::builder().cuda(CudaOptions::new()) (feature `cuda`).
@@ -266,7 +268,10 @@ impl BatcherBuilder {
     /// batcher.warm_up()?; // 8 sessions, each tuned for its batch size
     /// # Ok(()) }
     /// ```
-    pub fn session_per_batch_size(mut self, factory: impl Fn() -> Result<Session> + Send + Sync + 'static) -> Self {
+    pub fn session_per_batch_size(
+        mut self,
+        factory: impl Fn() -> onnxrt::Result<Session> + Send + Sync + 'static,
+    ) -> Self {
         self.session_factory = Some(Arc::new(factory));
         self
     }
@@ -275,24 +280,26 @@ impl BatcherBuilder {
     ///
     /// # Errors
     /// [`Error::NotBatchable`] when an input or output has no free first axis or is not a
-    /// numeric tensor; [`Error::InvalidArgument`] for a zero `max_batch`, `queue_capacity` or
+    /// numeric tensor; [`Error::InvalidArgument`](onnxrt::Error::InvalidArgument) for a zero `max_batch`, `queue_capacity` or
     /// `workers`, or when a thread cannot be started.
     pub fn build(self) -> Result<Batcher> {
         for (what, value) in
             [("max_batch", self.max_batch), ("queue_capacity", self.queue_capacity), ("workers", self.workers)]
         {
             if value == 0 {
-                return Err(Error::InvalidArgument {
+                return Err(onnxrt::Error::InvalidArgument {
                     what: format!("Batcher {what} 0"),
                     why: "it must be at least 1".into(),
-                });
+                }
+                .into());
             }
         }
         if self.pad_to_sizes.as_ref().is_some_and(|sizes| sizes.contains(&0)) {
-            return Err(Error::InvalidArgument {
+            return Err(onnxrt::Error::InvalidArgument {
                 what: "Batcher pad_to_sizes with a size of 0".into(),
                 why: "every run size must be at least 1".into(),
-            });
+            }
+            .into());
         }
         let plan = Arc::new(Plan::new(&self.session)?);
         let counters = Arc::new(Counters::new(self.max_batch));
@@ -329,10 +336,11 @@ impl BatcherBuilder {
                         workers: Mutex::new(handles),
                     };
                     started.shutdown(Shutdown::Cancel);
-                    return Err(Error::InvalidArgument {
+                    return Err(onnxrt::Error::InvalidArgument {
                         what: "starting a batcher worker thread".into(),
                         why: e.to_string(),
-                    });
+                    }
+                    .into());
                 }
             }
         }
@@ -471,7 +479,7 @@ impl Batcher {
     /// # let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/mlp.onnx");
     /// # tokio::runtime::Runtime::new().unwrap().block_on(async {
     /// use std::time::Duration;
-    /// use onnxrt::batch::{Batcher, RequestOptions, WhenFull};
+    /// use onnxrt_serve::batch::{Batcher, RequestOptions, WhenFull};
     /// use onnxrt::{Session, Value};
     ///
     /// let batcher = Batcher::builder(Session::builder().commit_from_file(model)?).build()?;
@@ -479,7 +487,7 @@ impl Batcher {
     /// let x = Value::from_vec(&[16], vec![0.5f32; 16])?;
     /// let outputs = batcher.run_async_with([("x", x)], options)?.await?;
     /// assert_eq!(outputs.get("logits")?.tensor_info()?.shape, [1, 4]);
-    /// # Ok::<(), onnxrt::Error>(())
+    /// # Ok::<(), onnxrt_serve::Error>(())
     /// # }).unwrap();
     /// ```
     ///
@@ -531,7 +539,7 @@ impl Batcher {
     /// requests arrive (Triton's model warm-up). Runs on the caller's thread; returns the sizes run.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] when an input's sample shape is not fixed (there is no shape to
+    /// [`Error::InvalidArgument`](onnxrt::Error::InvalidArgument) when an input's sample shape is not fixed (there is no shape to
     /// warm up with); the run's error otherwise.
     pub fn warm_up(&self) -> Result<Vec<usize>> {
         let sizes = self.settings.run_sizes();
@@ -539,17 +547,17 @@ impl Batcher {
             let session = self.sessions.for_rows(rows, &self.plan)?;
             let mut values = Vec::with_capacity(self.plan.inputs.len());
             for input in &self.plan.inputs {
-                let fixed = |dim: &crate::Dim| match dim {
-                    crate::Dim::Fixed(n) => Some(*n),
+                let fixed = |dim: &onnxrt::Dim| match dim {
+                    onnxrt::Dim::Fixed(n) => Some(*n),
                     _ => None,
                 };
-                let sample: Shape =
-                    input.sample.iter().map(fixed).collect::<Option<_>>().ok_or_else(|| Error::InvalidArgument {
+                let sample: Shape = input.sample.iter().map(fixed).collect::<Option<_>>().ok_or_else(|| {
+                    onnxrt::Error::InvalidArgument {
                         what: format!("warming up a batcher for input `{}`", input.name),
                         why: "its sample shape has a free axis, so there is no shape to warm up with".into(),
-                    })?;
-                let mut value = Value::allocated(&worker::batch_shape(rows, &sample), input.element_type)?;
-                value.zero_if_host()?;
+                    }
+                })?;
+                let value = Value::zeros(&worker::batch_shape(rows, &sample), input.element_type)?;
                 values.push((input.name.as_str(), value));
             }
             drop(session.run(values.iter().map(|(name, value)| (*name, value)))?);
@@ -602,20 +610,19 @@ impl Batcher {
     }
 
     /// The inputs in model order with their sample shapes.
-    fn check<I>(&self, inputs: I) -> Result<Vec<(crate::session::async_input::Held, Shape)>>
+    fn check<I>(&self, inputs: I) -> Result<Vec<(HeldValue, Shape)>>
     where
         I: IntoIterator,
         I::Item: AsyncInput,
     {
-        let mut slots: SmallVec<[Option<(crate::session::async_input::Held, Shape)>; 4]> =
-            (0..self.plan.inputs.len()).map(|_| None).collect();
+        let mut slots: SmallVec<[Option<(HeldValue, Shape)>; 4]> = (0..self.plan.inputs.len()).map(|_| None).collect();
         for input in inputs {
             let index = self.plan.input_index(input.name())?;
             if slots[index].is_some() {
-                return Err(Error::DuplicateInput { name: input.name().to_owned() });
+                return Err(onnxrt::Error::DuplicateInput { name: input.name().to_owned() }.into());
             }
             let sample = self.plan.check_value(index, input.value())?;
-            slots[index] = Some((input.into_held().0, sample));
+            slots[index] = Some((input.into_held(), sample));
         }
         slots.into_iter().enumerate().map(|(index, slot)| slot.ok_or_else(|| self.plan.missing(index))).collect()
     }

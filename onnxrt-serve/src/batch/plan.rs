@@ -4,10 +4,10 @@
 
 use std::sync::Arc;
 
-use crate::element::ElementType;
-use crate::error::{Error, Names, Result, ShapeText};
-use crate::session::{Dim, Session, ValueInfo};
-use crate::value::{Shape, Value, ValueKind};
+use onnxrt::{Dim, ElementType, Names, Session, ShapeText, Value, ValueInfo, ValueKind};
+
+use crate::batch::Shape;
+use crate::error::{Error, Result};
 
 /// One model input, as a request gives it.
 #[derive(Debug)]
@@ -91,17 +91,24 @@ impl Plan {
     /// Checks one named value against input `index`; returns its sample shape.
     pub(crate) fn check_value(&self, index: usize, value: &Value<'static>) -> Result<Shape> {
         let input = &self.inputs[index];
-        let meta = value.meta()?;
-        let Some(tensor) = meta.tensor.as_ref().filter(|_| meta.kind == ValueKind::Tensor) else {
-            return Err(Error::ValueKind { name: input.name.clone(), expected: "tensor", got: meta.kind.name() });
-        };
+        let kind = value.kind()?;
+        if kind != ValueKind::Tensor {
+            return Err(onnxrt::Error::ValueKind {
+                name: input.name.clone(),
+                expected: "tensor",
+                got: kind.to_string(),
+            }
+            .into());
+        }
+        let tensor = value.tensor_info()?;
         if tensor.element_type != input.element_type {
-            return Err(Error::ElementTypeMismatch {
+            return Err(onnxrt::Error::ElementTypeMismatch {
                 name: input.name.clone(),
                 expected: input.element_type,
                 got: tensor.element_type,
                 hint: format!("; convert the data to {}", input.element_type),
-            });
+            }
+            .into());
         }
         let shape = &tensor.shape[..];
         // One sample: the sample shape itself, or with a leading axis of 1.
@@ -111,27 +118,32 @@ impl Plan {
             && input.sample.iter().zip(sample).all(|(dim, &got)| !matches!(dim, Dim::Fixed(n) if *n != got));
         if !fits {
             let dims: Vec<String> = input.sample.iter().map(Dim::to_string).collect();
-            return Err(Error::ShapeMismatch {
+            return Err(onnxrt::Error::ShapeMismatch {
                 name: input.name.clone(),
                 expected: ShapeText(format!("[{}]", dims.join(", "))),
                 got: shape.to_vec(),
                 hint: "; the batcher takes one sample without the batch axis (a leading axis of 1 is accepted)".into(),
-            });
+            }
+            .into());
         }
         if value.host_bytes().is_err() {
-            return Err(Error::InvalidArgument {
+            return Err(onnxrt::Error::InvalidArgument {
                 what: format!("input `{}` in device memory", input.name),
                 why: "the batcher gathers requests on the host; pass a host tensor (Value::from_vec)".into(),
-            });
+            }
+            .into());
         }
         Ok(Shape::from_slice(sample))
     }
 
     /// The model input called `name`.
     pub(crate) fn input_index(&self, name: &str) -> Result<usize> {
-        self.inputs.iter().position(|i| i.name == name).ok_or_else(|| Error::UnknownInput {
-            name: name.to_owned(),
-            valid: Names(self.inputs.iter().map(|i| i.name.clone()).collect()),
+        self.inputs.iter().position(|i| i.name == name).ok_or_else(|| {
+            onnxrt::Error::UnknownInput {
+                name: name.to_owned(),
+                valid: Names(self.inputs.iter().map(|i| i.name.clone()).collect()),
+            }
+            .into()
         })
     }
 
@@ -139,11 +151,12 @@ impl Plan {
     pub(crate) fn missing(&self, index: usize) -> Error {
         let input = &self.inputs[index];
         let dims: Vec<String> = input.sample.iter().map(Dim::to_string).collect();
-        Error::MissingInput {
+        onnxrt::Error::MissingInput {
             name: input.name.clone(),
             element_type: input.element_type,
             shape: ShapeText(format!("[{}]", dims.join(", "))),
             required: Names(self.inputs.iter().map(|i| i.name.clone()).collect()),
         }
+        .into()
     }
 }

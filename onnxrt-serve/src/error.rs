@@ -1,0 +1,43 @@
+//! [`Error`]: what the serving layer adds to [`onnxrt::Error`].
+
+/// A serving error: one of the batcher's own, or an onnxrt error (bad input, a failed run...).
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A [`Batcher`](crate::batch::Batcher) cannot batch this model: `name` does not have a free
+    /// first (batch) axis, or is not a numeric tensor.
+    #[error("cannot batch this model: `{name}` {why}\nFix: export the model with a dynamic first axis (e.g. `dynamic_axes={{\"{name}\": {{0: \"batch\"}}}}`), or run it with Session::run")]
+    NotBatchable {
+        /// The input or output.
+        name: String,
+        /// What is wrong with it.
+        why: String,
+    },
+
+    /// The batcher's queue holds `capacity` requests already (the request was not queued).
+    #[error("the batcher's queue is full ({capacity} requests waiting); retry later, shed load, or submit with WhenFull::Wait")]
+    QueueFull {
+        /// The queue's capacity.
+        capacity: usize,
+    },
+
+    /// The request's deadline passed before its result was ready (it was not run, or its result
+    /// was discarded).
+    #[error("the request's deadline passed after {waited:?} in the batcher; it was not answered in time")]
+    DeadlineExpired {
+        /// Time from submission until the batcher gave up on it.
+        waited: std::time::Duration,
+    },
+
+    /// The batcher was shut down before (or without) running the request.
+    #[error("the batcher is shut down; the request was not run")]
+    BatcherShutDown,
+
+    /// An error of onnxrt: the request's inputs (checked as [`Session::run`](onnxrt::Session::run)
+    /// checks them), the batch's run, a session that could not be made. Shown as onnxrt shows it.
+    #[error(transparent)]
+    Onnxrt(#[from] onnxrt::Error),
+}
+
+/// `Result<T, onnxrt_serve::Error>`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,33 @@
+//! Serving with [`onnxrt`]: what a service that answers many callers builds on top of a
+//! [`Session`](onnxrt::Session), kept out of the binding and written against its public API only.
+//!
+//! - [`batch`]: [`Batcher`](batch::Batcher), dynamic batching for services that receive one
+//!   sample per request (a bounded queue, deadlines, cancellation, shutdown, counters).
+//! - `pool` (feature `cuda`): `GpuPool`, one session per GPU, each request
+//!   run on the least busy one.
+//! - The programs `serve` (an HTTP inference server on axum) and `loadgen` (its load generator),
+//!   and the modules they share (feature `server`, on by default; turn it off with
+//!   `default-features = false` to depend on the batcher alone).
+//!
+//! Errors are [`Error`]: the batcher's own refusals ([`Error::NotBatchable`],
+//! [`Error::QueueFull`], [`Error::DeadlineExpired`], [`Error::BatcherShutDown`]) and every
+//! onnxrt error, wrapped ([`Error::Onnxrt`]).
+//!
+//! Features: `server` (default), `cuda` (the GPU pool; page-locked batch buffers for CUDA
+//! sessions), `tensorrt` (implies `cuda`).
+
+pub mod batch;
+mod error;
+#[cfg(feature = "cuda")]
+pub mod pool;
+
+#[cfg(feature = "server")]
+pub mod embedded;
+#[cfg(feature = "server")]
+pub mod http_client;
+#[cfg(feature = "server")]
+pub mod imagenet;
+#[cfg(feature = "server")]
+pub mod tensor_body;
+
+pub use error::{Error, Result};
