@@ -264,18 +264,18 @@ pub fn create(request: &BundleRequest) -> Result<()> {
     fs::write(&manifest_path, text + "\n").map_err(CliError::io("cannot write", &manifest_path))?;
 
     publish(work, out, parent, name)?;
-    println!("bundled {binary_name} with ONNX Runtime {} from {}", runtime.version, runtime.from);
-    print!("{}", table.render());
+    output::outln(&format!("bundled {binary_name} with ONNX Runtime {} from {}", runtime.version, runtime.from))?;
+    output::out(&table.render())?;
     if let Some(note) = link_note {
         eprintln!("onnxrt: warning: {note}");
     }
-    println!(
+    output::outln(&format!(
         "\n{} is ready: run {}/{binary_name} (it loads {}/{LIB_DIR}/{real}); check it with `onnxrt bundle --check {}`",
         out.display(),
         out.display(),
         out.display(),
         out.display()
-    );
+    ))?;
     Ok(())
 }
 
@@ -359,9 +359,14 @@ pub fn check(dir: &Path) -> Result<()> {
         }
         table.row([status.to_owned(), rel.to_owned(), detail]);
     }
-    print!("{}", table.render());
+    output::out(&table.render())?;
     if problems.is_empty() {
-        println!("\n{}: all {} files and {} links match {MANIFEST}", dir.display(), files.len(), links.len());
+        output::outln(&format!(
+            "\n{}: all {} files and {} links match {MANIFEST}",
+            dir.display(),
+            files.len(),
+            links.len()
+        ))?;
         Ok(())
     } else {
         Err(CliError::Failed(format!(

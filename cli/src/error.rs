@@ -21,7 +21,7 @@ pub enum CliError {
 
     /// A provisioning error (its message carries the fix).
     #[error(transparent)]
-    Build(#[from] build_support::Error),
+    Build(build_support::Error),
 
     /// A file operation failed.
     #[error("{context}: {source}")]
@@ -32,6 +32,10 @@ pub enum CliError {
         #[source]
         source: std::io::Error,
     },
+
+    /// Whoever read stdout closed it (`onnxrt … | head`): the command ends quietly, status 0.
+    #[error("stdout was closed by its reader")]
+    ClosedPipe,
 
     /// The command ran and found a problem (a failed check, a bad input file); the message says
     /// what and what to do.
@@ -44,6 +48,7 @@ impl CliError {
     pub fn exit_code(&self) -> u8 {
         match self {
             CliError::Usage(_) => EXIT_USAGE,
+            CliError::ClosedPipe => 0,
             _ => EXIT_FAILED,
         }
     }
@@ -52,6 +57,19 @@ impl CliError {
     pub fn io(what: &str, path: &Path) -> impl FnOnce(std::io::Error) -> CliError {
         let context = format!("{what} {}", path.display());
         move |source| CliError::Io { context, source }
+    }
+}
+
+impl From<build_support::Error> for CliError {
+    /// An unknown distribution name is worded for the command: build-support's message tells a
+    /// cargo build to set ONNXRT_DIST, which means nothing to `onnxrt doctor --dist NAME`.
+    fn from(error: build_support::Error) -> CliError {
+        match error {
+            build_support::Error::UnknownDist { name, known } => {
+                CliError::Failed(crate::dist_names::unknown(&name, &known))
+            }
+            other => CliError::Build(other),
+        }
     }
 }
 

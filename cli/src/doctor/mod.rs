@@ -236,9 +236,9 @@ pub fn render(rows: &[Row]) -> String {
 pub fn run(options: &Options) -> Result<()> {
     let rows = checks(options)?;
     if options.json {
-        output::print_json(&serde_json::Value::Array(rows.iter().map(Row::to_json).collect()));
+        output::print_json(&serde_json::Value::Array(rows.iter().map(Row::to_json).collect()))?;
     } else {
-        print!("{}", render(&rows));
+        output::out(&render(&rows))?;
     }
     let failed: Vec<&str> = rows.iter().filter(|r| r.status == Status::Fail).map(|r| r.check.as_str()).collect();
     if failed.is_empty() {

@@ -159,8 +159,30 @@ pub fn select_dist(
         Status::Ok,
         format!("comparing with `{}` ({why}): ONNX Runtime {}, {needs}", dist.name, dist.ort_version),
     );
-    if let Ok(info) = &facts.info {
-        if own_provider_dir && info.version != dist.ort_version {
+    if let (Ok(info), true) = (&facts.info, own_provider_dir) {
+        let gpu_dist = dist.requires.is_some();
+        let kind = |gpu: bool| if gpu { "a GPU (CUDA) build" } else { "a CPU-only build" };
+        if explicit.is_some() && (info.version != dist.ort_version || gpu_dist != facts.has_cuda()) {
+            // Asked to check this machine for `--dist X`: a runtime that is not X is a failure.
+            row = Row::new(
+                "manifest",
+                Status::Fail,
+                format!(
+                    "--dist `{}` is ONNX Runtime {}, {}, but the loaded runtime is ONNX Runtime {}, {} ({}; providers {:?})",
+                    dist.name,
+                    dist.ort_version,
+                    kind(gpu_dist),
+                    info.version,
+                    kind(facts.has_cuda()),
+                    info.library.display(),
+                    facts.providers
+                ),
+            )
+            .fix(format!(
+                "point ONNXRT_DYLIB_PATH at the `{}` runtime (`onnxrt fetch {}` prints its folder) and run the doctor again, or pass the --dist of the runtime you deploy",
+                dist.name, dist.name
+            ));
+        } else if info.version != dist.ort_version {
             row = Row::new(
                 "manifest",
                 Status::Warn,
