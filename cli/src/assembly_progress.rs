@@ -30,11 +30,18 @@ struct Step {
     /// Size seen at the last look, and since when it has not changed.
     seen: Option<(u64, Instant)>,
     printed: bool,
+    /// The file was there before the assembly started (fetched by an earlier one).
+    there_before: bool,
 }
 
 impl Step {
     fn line(&self, size: u64, started: Instant) -> String {
-        format!("{}: {} in {:.1} s", self.line_prefix, output::bytes(size), started.elapsed().as_secs_f64())
+        let when = if self.there_before {
+            "already downloaded, checked".to_owned()
+        } else {
+            format!("fetched after {:.1} s", started.elapsed().as_secs_f64())
+        };
+        format!("{}: {}, {when}", self.line_prefix, output::bytes(size))
     }
 }
 
@@ -65,6 +72,7 @@ pub fn start(dist: &Dist, downloads: &Path) -> Watcher {
             path: downloads.join(&part.file),
             seen: None,
             printed: false,
+            there_before: downloads.join(&part.file).is_file(),
         })
         .collect();
     let done = Arc::new(AtomicBool::new(false));

@@ -235,14 +235,15 @@ pub fn render(rows: &[Row]) -> String {
 /// Runs `doctor`.
 pub fn run(options: &Options) -> Result<()> {
     let rows = checks(options)?;
-    if options.json {
-        output::print_json(&serde_json::Value::Array(rows.iter().map(Row::to_json).collect()))?;
+    let printed = if options.json {
+        output::print_json(&serde_json::Value::Array(rows.iter().map(Row::to_json).collect()))
     } else {
-        output::out(&render(&rows))?;
-    }
+        output::out(&render(&rows))
+    };
+    // A reader that went away loses the rows, not the verdict: failed checks still exit 1.
     let failed: Vec<&str> = rows.iter().filter(|r| r.status == Status::Fail).map(|r| r.check.as_str()).collect();
     if failed.is_empty() {
-        Ok(())
+        printed
     } else {
         Err(CliError::Failed(format!(
             "doctor: {} check(s) failed ({}); each FAIL row says what to do",

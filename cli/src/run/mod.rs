@@ -201,7 +201,8 @@ pub fn run(request: &RunRequest) -> Result<()> {
         text.push_str(&format!("\nCOMPARE (atol {}, rtol {})\n", tol.atol, tol.rtol));
         text.push_str(&table.render());
     }
-    output::out(&text)?;
+    // A reader that went away loses the text, not the verdict: a mismatch still exits 1.
+    let printed = output::out(&text);
     let failed: Vec<String> =
         compared.iter().filter(|c| !c.ok()).map(|c| format!("`{}`: {}", c.output, c.verdict)).collect();
     if !failed.is_empty() {
@@ -218,7 +219,7 @@ pub fn run(request: &RunRequest) -> Result<()> {
             not_saved.join(", ")
         )));
     }
-    Ok(())
+    printed
 }
 
 fn latency_line(timed: &latency::Latency) -> String {
