@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::dist_names::DistName;
+use crate::dists::DistName;
 use crate::run::Fill;
 
 const EXIT_STATUS: &str = "\

@@ -20,6 +20,7 @@ pub enum CliError {
     Onnxrt(#[from] onnxrt::Error),
 
     /// A provisioning error (its message carries the fix).
+    #[cfg(feature = "fetch")]
     #[error(transparent)]
     Build(build_support::Error),
 
@@ -60,17 +61,25 @@ impl CliError {
     }
 }
 
+#[cfg(feature = "fetch")]
 impl From<build_support::Error> for CliError {
     /// An unknown distribution name is worded for the command: build-support's message tells a
     /// cargo build to set ONNXRT_DIST, which means nothing to `onnxrt doctor --dist NAME`.
     fn from(error: build_support::Error) -> CliError {
         match error {
-            build_support::Error::UnknownDist { name, known } => {
-                CliError::Failed(crate::dist_names::unknown(&name, &known))
-            }
+            build_support::Error::UnknownDist { name, known } => CliError::Failed(crate::dists::unknown(&name, &known)),
             other => CliError::Build(other),
         }
     }
+}
+
+/// The error of a command (or option) that needs the `fetch` feature this build lacks.
+#[cfg(not(feature = "fetch"))]
+pub fn without_fetch(what: &str) -> CliError {
+    CliError::Failed(format!(
+        "`{what}` provisions ONNX Runtime, which this onnxrt command was built without (the `fetch` feature, \
+         off by default); reinstall it with `cargo install onnxrt-cli --features fetch`"
+    ))
 }
 
 /// Shorthand for the CLI's results.

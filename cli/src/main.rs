@@ -3,12 +3,14 @@
 //! `cli/README.md`.
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "fetch")]
 mod assembly_progress;
 mod bundle;
 mod cli;
-mod dist_names;
+mod dists;
 mod doctor;
 mod error;
+#[cfg(feature = "fetch")]
 mod fetch;
 mod inspect;
 mod model_summary;
@@ -46,7 +48,16 @@ fn dispatch(command: Command) -> Result<()> {
         Command::Doctor(a) => {
             doctor::run(&doctor::Options { json: a.json, dist: a.dist, provider_dir: a.provider_dir })
         }
+        #[cfg(feature = "fetch")]
         Command::Fetch(a) => fetch::run(a.dist.as_deref().or(a.positional.as_deref()), a.offline),
+        #[cfg(not(feature = "fetch"))]
+        Command::Fetch(a) => {
+            // The name is still checked, so a typo is not hidden behind the missing feature.
+            if let Some(name) = a.dist.as_deref().or(a.positional.as_deref()) {
+                dists::Manifest::builtin().dist(name)?;
+            }
+            Err(error::without_fetch("onnxrt fetch"))
+        }
         Command::Bundle(a) => match (a.check, a.binary, a.out_dir) {
             (Some(dir), None, None) => bundle::check(&dir),
             (None, Some(binary), Some(out_dir)) => bundle::create(&bundle::BundleRequest {

@@ -133,6 +133,7 @@ pub fn millis(d: Duration) -> String {
 }
 
 /// Seconds for an ETA: `41 s`, `3 min 20 s`.
+#[cfg_attr(not(feature = "fetch"), allow(dead_code))] // fetch's progress lines
 pub fn eta(seconds: u64) -> String {
     if seconds < 60 {
         format!("{seconds} s")

@@ -1,5 +1,7 @@
 //! `onnxrt fetch`: provisioning through build-support from a local HTTP server, with the progress
-//! line, and `--offline` with an empty cache.
+//! line, and `--offline` with an empty cache. Needs the `fetch` feature
+//! (`cargo test -p onnxrt-cli --features fetch`); without it, `fetch_feature.rs` runs instead.
+#![cfg(feature = "fetch")]
 
 mod common;
 

@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use build_support::manifest::{Dist, Manifest};
+use crate::dists::{Dist, Manifest};
 
 use super::{Row, Status};
 
@@ -103,7 +103,7 @@ fn dist_for_cap<'m>(manifest: Option<&'m Manifest>, cap: &str) -> Option<&'m Dis
 /// The GPU and driver rows.
 pub fn rows(query: &Query, dist: Option<&Dist>, manifest: Option<&Manifest>) -> Vec<Row> {
     let requires = dist.and_then(|d| d.requires.as_ref());
-    let name = dist.map(|d| d.name.as_str()).unwrap_or("the runtime");
+    let name = dist.map(|d| d.name).unwrap_or("the runtime");
     match query {
         Query::NotFound(why) | Query::Failed(why) => {
             let detail = format!("no NVIDIA GPU/driver found: {why}");
@@ -192,7 +192,7 @@ mod tests {
 
     #[test]
     fn a_gpu_newer_than_the_cuda_build_and_an_old_driver_fail() {
-        let manifest = Manifest::builtin().expect("manifest");
+        let manifest = Manifest::builtin();
         let dist = manifest.dist("gpu-1.16.2").expect("dist");
         let q =
             Query::Gpus(vec![Gpu { name: "B200".into(), driver: "515.0".into(), compute_cap: Some("10.0".into()) }]);

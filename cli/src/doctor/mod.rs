@@ -148,7 +148,7 @@ fn arch_row() -> Row {
 /// # Errors
 /// A `--dist` the manifest does not have, or an unreadable built-in manifest.
 pub fn checks(options: &Options) -> Result<Vec<Row>> {
-    let manifest = build_support::Manifest::builtin()?;
+    let manifest = crate::dists::Manifest::builtin();
     let facts = runtime::Facts::load();
     let own_dir = options.provider_dir.is_none();
     let (dist, manifest_row) = runtime::select_dist(&manifest, options.dist.as_deref(), &facts, own_dir)?;

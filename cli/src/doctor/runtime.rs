@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use build_support::manifest::{Dist, Manifest};
+use crate::dists::{Dist, Manifest};
 use onnxrt::RuntimeInfo;
 
 use super::{split_fix, Row, Status};
@@ -126,7 +126,7 @@ pub fn select_dist(
     explicit: Option<&str>,
     facts: &Facts,
     own_provider_dir: bool,
-) -> Result<(Option<Dist>, Row), build_support::Error> {
+) -> crate::error::Result<(Option<Dist>, Row)> {
     let from_env = std::env::var("ONNXRT_DIST").ok().filter(|d| manifest.dist(d).is_ok());
     let (dist, why) = if let Some(name) = explicit {
         (Some(manifest.dist(name)?.clone()), "--dist".to_owned())
