@@ -129,7 +129,7 @@ pub fn select_dist(
 ) -> crate::error::Result<(Option<Dist>, Row)> {
     let from_env = std::env::var("ONNXRT_DIST").ok().filter(|d| manifest.dist(d).is_ok());
     let (dist, why) = if let Some(name) = explicit {
-        (Some(manifest.dist(name)?.clone()), "--dist".to_owned())
+        (Some(*manifest.dist(name)?), "--dist".to_owned())
     } else if let Some(name) = from_env {
         (manifest.dist(&name).ok().cloned(), "ONNXRT_DIST".to_owned())
     } else {

@@ -85,9 +85,12 @@ fn builder(request: &RunRequest) -> onnxrt::SessionBuilder {
     }
 }
 
+/// Named input values.
+type Inputs = Vec<(String, Value<'static>)>;
+
 /// The inputs: `--input` files, and a generated tensor for every other input of the model.
 /// Returns them with one line per generated input.
-fn gather_inputs(request: &RunRequest, session: &Session) -> Result<(Vec<(String, Value<'static>)>, Vec<String>)> {
+fn gather_inputs(request: &RunRequest, session: &Session) -> Result<(Inputs, Vec<String>)> {
     let declared = session.inputs();
     for (name, _) in &request.shapes {
         if !declared.iter().any(|i| &i.name == name) {
