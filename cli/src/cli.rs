@@ -52,13 +52,14 @@ tiny embedded model on the CPU, and on CUDA with strict GPU placement when the r
         after_help = "Exit status 1 if any row is FAIL."
     )]
     Doctor(Doctor),
-    /// Provision a runtime distribution like the build does, with progress
+    /// Provision a runtime distribution like the build does, with progress (feature `fetch`)
     #[command(long_about = "\
 Provisions a runtime distribution (default: ONNXRT_DIST, else the manifest's default) exactly as the
 build does: ONNXRT_LIB_DIR, ONNXRT_ARCHIVE, the cache (ONNXRT_CACHE_DIR), or a verified download
 (ONNXRT_MIRROR), with progress on stderr (bytes, rate, ETA). Registry-assembled distributions
 (cpu-1.16.2-registry) are assembled from npm / PyPI / Debian. Prints the library folder on stdout.
-A later `cargo build` with the same ONNXRT_DIST finds it in the cache.")]
+A later `cargo build` with the same ONNXRT_DIST finds it in the cache. Needs the `fetch` feature
+(`cargo install onnxrt-cli --features fetch`).")]
     Fetch(Fetch),
     /// Copy a program and its runtime into a deployable folder, or check one (--check DIR)
     #[command(long_about = "\
