@@ -68,6 +68,8 @@ case "${1:-}" in
     # The checked-in bindings must equal a fresh bindgen run (unless libclang is hidden on purpose).
     if [ -z "${LIBCLANG_PATH:-}" ]; then export ONNXRT_REQUIRE_BINDGEN=1; fi
     ONNXRT_REQUIRE_CONFORMANCE=1 ONNXRT_REQUIRE_ONNX_PROTO=1 cargo test --workspace --no-fail-fast
+    # The CLI's provisioning commands (`onnxrt fetch`, `bundle --dist`) are behind its `fetch` feature.
+    cargo test -p onnxrt-cli --features fetch --test fetch --test fetch_feature
     # Soundness regressions (RELIABILITY.md, soundness): the mistakes the compiler must refuse,
     # and the runtime ones under valgrind (invalid reads, uninitialised memory, freed loggers).
     bash tools/reliability/compile_fail.sh

@@ -95,14 +95,14 @@ in_app DOCS_RS=1 ONNXRT_OFFLINE=1 ONNXRT_CACHE_DIR="$app/empty-cache" cargo doc 
   || fail "DOCS_RS build: no documentation, or it touched the cache"
 say "docs.rs-style build: documented offline, with an empty cache and without libclang"
 
-# 5. The CLI installed from its packaged crate (`cargo install onnxrt-cli`) and used in the app,
+# 5. The CLI installed from its packaged crate (`cargo install onnxrt-cli --features fetch`) and used in the app,
 # which holds no checkout of this repository: its help, a fetch of the distribution the app uses,
 # and every other distribution of the built-in manifest known to it (offline here: each is either
 # in the cache or refused as offline, never as unknown).
 started=$SECONDS
 # (`cargo install` reads no project configuration: the source replacement is given here, and the
 # distribution its own build links against is chosen in the environment, as a user would.)
-in_app env ONNXRT_DIST="$dist" cargo install -q --debug --offline --root "$app/tools" onnxrt-cli \
+in_app env ONNXRT_DIST="$dist" cargo install -q --debug --offline --root "$app/tools" onnxrt-cli --features fetch \
   --config 'source.crates-io.replace-with="packaged"' --config "source.packaged.directory=\"$registry\""
 cli=$app/tools/bin/onnxrt
 (cd "$app/hello" && "$cli" --help) | grep -q "EXIT STATUS" || fail "the installed onnxrt has no help with the exit codes"

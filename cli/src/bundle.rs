@@ -100,12 +100,18 @@ fn find_runtime(request: &BundleRequest) -> Result<Runtime> {
     if let Some(dir) = &request.lib_dir {
         return runtime_in(dir, format!("--lib-dir {}", dir.display()), None);
     }
+    #[cfg(feature = "fetch")]
     if let Some(dist) = &request.dist {
         let mut config = build_support::Config::from_env()?;
         config.manifest.dist(dist)?;
         dist.clone_into(&mut config.dist);
         let p = build_support::provision(&config)?;
         return runtime_in(&p.lib_dir, format!("`{}` ({})", p.dist, p.source), Some(p.ort_version));
+    }
+    #[cfg(not(feature = "fetch"))]
+    if let Some(dist) = &request.dist {
+        crate::dists::Manifest::builtin().dist(dist)?;
+        return Err(crate::error::without_fetch("onnxrt bundle --dist"));
     }
     let info = onnxrt::runtime_info()?;
     let dir = info.library.parent().map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
@@ -242,7 +248,7 @@ pub fn create(request: &BundleRequest) -> Result<()> {
     for file in &files {
         let path = work.path().join(file);
         let size = fs::metadata(&path).map_err(CliError::io("cannot read", &path))?.len();
-        let sha256 = build_support::verify::sha256_file(&path)?;
+        let sha256 = sha256_file(&path)?;
         table.row([file.clone(), output::bytes(size), sha256[..16].to_owned() + "…"]);
         listed.push(json!({ "path": file, "sha256": sha256, "size": size }));
     }
@@ -264,18 +270,18 @@ pub fn create(request: &BundleRequest) -> Result<()> {
     fs::write(&manifest_path, text + "\n").map_err(CliError::io("cannot write", &manifest_path))?;
 
     publish(work, out, parent, name)?;
-    println!("bundled {binary_name} with ONNX Runtime {} from {}", runtime.version, runtime.from);
-    print!("{}", table.render());
+    output::outln(&format!("bundled {binary_name} with ONNX Runtime {} from {}", runtime.version, runtime.from))?;
+    output::out(&table.render())?;
     if let Some(note) = link_note {
         eprintln!("onnxrt: warning: {note}");
     }
-    println!(
+    output::outln(&format!(
         "\n{} is ready: run {}/{binary_name} (it loads {}/{LIB_DIR}/{real}); check it with `onnxrt bundle --check {}`",
         out.display(),
         out.display(),
         out.display(),
         out.display()
-    );
+    ))?;
     Ok(())
 }
 
@@ -331,7 +337,7 @@ pub fn check(dir: &Path) -> Result<()> {
             Err(_) => ("MISSING", "not in the bundle".to_owned()),
             Ok(meta) if !meta.is_file() => ("CHANGED", "is no longer a regular file".to_owned()),
             Ok(meta) if meta.len() != size => ("CHANGED", format!("size {} instead of {size}", meta.len())),
-            Ok(_) => match build_support::verify::sha256_file(&path) {
+            Ok(_) => match sha256_file(&path) {
                 Ok(actual) if actual == sha => ("OK", format!("{} sha256 ok", output::bytes(size))),
                 Ok(actual) => ("CHANGED", format!("sha256 {actual} instead of {sha}")),
                 Err(e) => ("UNREADABLE", e.to_string()),
@@ -359,9 +365,14 @@ pub fn check(dir: &Path) -> Result<()> {
         }
         table.row([status.to_owned(), rel.to_owned(), detail]);
     }
-    print!("{}", table.render());
+    output::out(&table.render())?;
     if problems.is_empty() {
-        println!("\n{}: all {} files and {} links match {MANIFEST}", dir.display(), files.len(), links.len());
+        output::outln(&format!(
+            "\n{}: all {} files and {} links match {MANIFEST}",
+            dir.display(),
+            files.len(),
+            links.len()
+        ))?;
         Ok(())
     } else {
         Err(CliError::Failed(format!(
@@ -370,6 +381,15 @@ pub fn check(dir: &Path) -> Result<()> {
             problems.join(", ")
         )))
     }
+}
+
+/// The sha256 of a file's bytes, in lowercase hex (as `sha256sum` prints it).
+fn sha256_file(path: &Path) -> Result<String> {
+    use sha2::{Digest, Sha256};
+    let mut file = fs::File::open(path).map_err(CliError::io("cannot open", path))?;
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut file, &mut hasher).map_err(CliError::io("cannot read", path))?;
+    Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
 }
 
 #[cfg(test)]

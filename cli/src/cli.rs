@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::run::Provider;
+use crate::dists::DistName;
+use crate::run::Fill;
 
 const EXIT_STATUS: &str = "\
 EXIT STATUS
@@ -51,13 +52,14 @@ tiny embedded model on the CPU, and on CUDA with strict GPU placement when the r
         after_help = "Exit status 1 if any row is FAIL."
     )]
     Doctor(Doctor),
-    /// Provision a runtime distribution like the build does, with progress
+    /// Provision a runtime distribution like the build does, with progress (feature `fetch`)
     #[command(long_about = "\
 Provisions a runtime distribution (default: ONNXRT_DIST, else the manifest's default) exactly as the
 build does: ONNXRT_LIB_DIR, ONNXRT_ARCHIVE, the cache (ONNXRT_CACHE_DIR), or a verified download
 (ONNXRT_MIRROR), with progress on stderr (bytes, rate, ETA). Registry-assembled distributions
 (cpu-1.16.2-registry) are assembled from npm / PyPI / Debian. Prints the library folder on stdout.
-A later `cargo build` with the same ONNXRT_DIST finds it in the cache.")]
+A later `cargo build` with the same ONNXRT_DIST finds it in the cache. Needs the `fetch` feature
+(`cargo install onnxrt-cli --features fetch`).")]
     Fetch(Fetch),
     /// Copy a program and its runtime into a deployable folder, or check one (--check DIR)
     #[command(long_about = "\
@@ -97,6 +99,9 @@ pub struct Inspect {
     /// Print the same as one JSON object
     #[arg(long)]
     pub json: bool,
+    /// Also list every node of the main graph: name, operator type, inputs and outputs
+    #[arg(long)]
+    pub nodes: bool,
 }
 
 /// `onnxrt run`.
@@ -104,39 +109,94 @@ pub struct Inspect {
 pub struct Run {
     /// The .onnx file
     pub model: PathBuf,
-    /// An input: its name and a .npy file (repeat for each input)
+    /// An input: its name and a .npy file (repeat for each input; inputs not given are generated)
     #[arg(long = "input", value_name = "NAME=FILE.npy", value_parser = parse_input)]
     pub inputs: Vec<(String, PathBuf)>,
+    /// The shape of a generated input, e.g. images=1x3x224x224 (free axes not given are 1)
+    #[arg(long = "shape", value_name = "NAME=DIMS", value_parser = parse_shape)]
+    pub shapes: Vec<(String, Vec<i64>)>,
+    /// How generated inputs are filled
+    #[arg(long, value_enum, default_value_t = FillArg::Random)]
+    pub fill: FillArg,
+    /// The seed of random inputs (the same seed gives the same inputs)
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub seed: u64,
     /// Also write each output as DIR/<name>.npy
     #[arg(long, value_name = "DIR")]
     pub output_dir: Option<PathBuf>,
-    /// Where to run (with cuda, nodes CUDA cannot run go to the CPU unless --strict)
-    #[arg(long, value_enum, default_value_t = ProviderArg::Cpu)]
-    pub provider: ProviderArg,
-    /// Fail instead of running any node on the CPU (needs --provider cuda)
+    /// Compare the outputs with reference .npy files: DIR/<name>.npy, or FILE for a model with one
+    /// output; exit status 1 naming the worst element if any differs
+    #[arg(long, value_name = "DIR|FILE")]
+    pub compare: Option<PathBuf>,
+    /// Absolute tolerance of --compare: |got - expected| <= atol + rtol * |expected|
+    #[arg(long, value_name = "X", default_value_t = 1e-5, requires = "compare")]
+    pub atol: f64,
+    /// Relative tolerance of --compare
+    #[arg(long, value_name = "X", default_value_t = 1e-5, requires = "compare")]
+    pub rtol: f64,
+    /// Where to run: cpu, cuda, tensorrt, or any provider name ONNX Runtime knows (XNNPACK,
+    /// OpenVINO, …); nodes the provider cannot run go to the CPU unless --strict
+    #[arg(long, value_name = "NAME", default_value = "cpu", value_parser = ProviderName)]
+    pub provider: String,
+    /// Fail instead of running any node on the CPU (needs a --provider other than cpu)
     #[arg(long)]
     pub strict: bool,
+    /// Threads of each run's operators (ONNX Runtime's intra-op threads; default: its own choice)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub threads: Option<u16>,
     /// Timed runs after the first (0 for none)
     #[arg(long, value_name = "N", default_value_t = 5)]
     pub repeat: usize,
+    /// Threads sharing the timed runs, each calling the same session
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    pub concurrency: u16,
+    /// Show which provider ran each node (one more run, profiled)
+    #[arg(long)]
+    pub placement: bool,
 }
 
-/// `--provider`'s values.
+/// `--fill`'s values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ProviderArg {
-    /// ONNX Runtime's CPU provider only
-    Cpu,
-    /// CUDA first, the CPU for the rest
-    Cuda,
+pub enum FillArg {
+    /// Seeded pseudo-random: floats in [0, 1), uint8 0..=255, other integers 0..=9
+    Random,
+    /// All zeros
+    Zeros,
 }
 
-impl From<ProviderArg> for Provider {
-    fn from(p: ProviderArg) -> Provider {
-        match p {
-            ProviderArg::Cpu => Provider::Cpu,
-            ProviderArg::Cuda => Provider::Cuda,
+impl From<FillArg> for Fill {
+    fn from(f: FillArg) -> Fill {
+        match f {
+            FillArg::Random => Fill::Random,
+            FillArg::Zeros => Fill::Zeros,
         }
     }
+}
+
+/// Any provider name, with the ones every build can name offered to completion and `--help`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProviderName;
+
+impl clap::builder::TypedValueParser for ProviderName {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::NonEmptyStringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        let names = ["cpu", "cuda", "tensorrt", "XNNPACK", "OpenVINO", "QNN", "SNPE", "AZURE"];
+        Some(Box::new(names.into_iter().map(clap::builder::PossibleValue::new)))
+    }
+}
+
+fn parse_shape(text: &str) -> Result<(String, Vec<i64>), String> {
+    crate::run::parse_shape(text).map_err(|e| e.to_string())
 }
 
 fn parse_input(text: &str) -> Result<(String, PathBuf), String> {
@@ -150,8 +210,8 @@ pub struct Doctor {
     #[arg(long)]
     pub json: bool,
     /// Compare with this vendor-manifest.toml entry (default: ONNXRT_DIST, else the entry
-    /// matching the loaded runtime)
-    #[arg(long, value_name = "NAME")]
+    /// matching the loaded runtime); a FAIL row when the loaded runtime is not this one
+    #[arg(long, value_name = "NAME", value_parser = DistName)]
     pub dist: Option<String>,
     /// Check the provider libraries in DIR instead of the runtime's folder
     #[arg(long, value_name = "DIR")]
@@ -162,10 +222,10 @@ pub struct Doctor {
 #[derive(Debug, Args)]
 pub struct Fetch {
     /// The distribution (a vendor-manifest.toml entry)
-    #[arg(value_name = "DIST")]
+    #[arg(value_name = "DIST", value_parser = DistName)]
     pub positional: Option<String>,
     /// The distribution (same as the positional DIST)
-    #[arg(long, value_name = "DIST")]
+    #[arg(long, value_name = "DIST", value_parser = DistName)]
     pub dist: Option<String>,
     /// Never download (like ONNXRT_OFFLINE=1)
     #[arg(long)]
@@ -185,7 +245,7 @@ pub struct Bundle {
     #[arg(long, value_name = "DIR", conflicts_with = "dist")]
     pub lib_dir: Option<PathBuf>,
     /// Take the runtime from this distribution (provisioned like the build)
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", value_parser = DistName)]
     pub dist: Option<String>,
     /// Replace OUT_DIR if it exists
     #[arg(long)]
@@ -214,7 +274,7 @@ mod tests {
         let names: Vec<&str> = run.inputs.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["a", "b"]);
         assert!(run.strict);
-        assert_eq!((run.repeat, run.provider), (5, ProviderArg::Cpu));
+        assert_eq!((run.repeat, run.provider.as_str(), run.concurrency), (5, "cpu", 1));
     }
 
     #[test]
@@ -226,7 +286,10 @@ mod tests {
             &["run", "a", "b"],
             &["run", "m", "--strict=1"],
             &["run", "m", "--repeat", "x"],
-            &["run", "m", "--provider", "tpu"],
+            &["run", "m", "--provider", ""],
+            &["run", "m", "--concurrency", "0"],
+            &["run", "m", "--shape", "x=1xq"],
+            &["run", "m", "--atol", "0.1"],
             &["bundle", "app"],
             &["bundle", "app", "out", "--check", "dir"],
         ] {

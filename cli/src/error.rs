@@ -20,8 +20,9 @@ pub enum CliError {
     Onnxrt(#[from] onnxrt::Error),
 
     /// A provisioning error (its message carries the fix).
+    #[cfg(feature = "fetch")]
     #[error(transparent)]
-    Build(#[from] build_support::Error),
+    Build(build_support::Error),
 
     /// A file operation failed.
     #[error("{context}: {source}")]
@@ -32,6 +33,10 @@ pub enum CliError {
         #[source]
         source: std::io::Error,
     },
+
+    /// Whoever read stdout closed it (`onnxrt … | head`): the command ends quietly, status 0.
+    #[error("stdout was closed by its reader")]
+    ClosedPipe,
 
     /// The command ran and found a problem (a failed check, a bad input file); the message says
     /// what and what to do.
@@ -44,6 +49,7 @@ impl CliError {
     pub fn exit_code(&self) -> u8 {
         match self {
             CliError::Usage(_) => EXIT_USAGE,
+            CliError::ClosedPipe => 0,
             _ => EXIT_FAILED,
         }
     }
@@ -53,6 +59,27 @@ impl CliError {
         let context = format!("{what} {}", path.display());
         move |source| CliError::Io { context, source }
     }
+}
+
+#[cfg(feature = "fetch")]
+impl From<build_support::Error> for CliError {
+    /// An unknown distribution name is worded for the command: build-support's message tells a
+    /// cargo build to set ONNXRT_DIST, which means nothing to `onnxrt doctor --dist NAME`.
+    fn from(error: build_support::Error) -> CliError {
+        match error {
+            build_support::Error::UnknownDist { name, known } => CliError::Failed(crate::dists::unknown(&name, &known)),
+            other => CliError::Build(other),
+        }
+    }
+}
+
+/// The error of a command (or option) that needs the `fetch` feature this build lacks.
+#[cfg(not(feature = "fetch"))]
+pub fn without_fetch(what: &str) -> CliError {
+    CliError::Failed(format!(
+        "`{what}` provisions ONNX Runtime, which this onnxrt command was built without (the `fetch` feature, \
+         off by default); reinstall it with `cargo install onnxrt-cli --features fetch`"
+    ))
 }
 
 /// Shorthand for the CLI's results.

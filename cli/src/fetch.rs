@@ -12,15 +12,17 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use build_support::download::Event;
-use build_support::{advice, provision, Config, Reporter};
+use build_support::{advice, provision, Config, DistKind, Reporter};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::assembly_progress;
 use crate::error::{CliError, Result};
 use crate::output;
 
 /// Runs `fetch`.
 pub fn run(dist: Option<&str>, offline: bool) -> Result<()> {
     let mut config = Config::from_env()?;
+    let named = dist.is_some();
     if let Some(dist) = dist {
         config.manifest.dist(dist)?;
         dist.clone_into(&mut config.dist);
@@ -37,18 +39,61 @@ pub fn run(dist: Option<&str>, offline: bool) -> Result<()> {
     }));
     let sink = Arc::clone(&shown);
     config.progress = Some(Reporter::new(move |event| lock(&sink).on(event)));
+    // A registry distribution that `provision` is about to assemble gets a line per file.
+    let assembles = dist.kind == DistKind::Registry
+        && config.lib_dir.is_none()
+        && config.archive.is_none()
+        && config.offline.is_none()
+        && !advice::cached(&config).contains(&dist.name);
+    let watcher =
+        assembles.then(|| assembly_progress::start(&dist, &config.cache_dir.join(build_support::assemble::DOWNLOADS)));
     let result = provision(&config);
+    if let Some(watcher) = watcher {
+        watcher.finish();
+    }
     lock(&shown).finish(result.is_ok());
     let provisioned = match result {
         Ok(provisioned) => provisioned,
         Err(error) if advice::applies(&error) => {
-            return Err(CliError::Failed(format!("{error}\n{}", advice::choosing(&config))))
+            return Err(CliError::Failed(format!("{error}\n{}", choosing(&config, named))))
         }
         Err(error) => return Err(error.into()),
     };
     eprintln!("onnxrt: ONNX Runtime {} (`{}`) from {}", provisioned.ort_version, provisioned.dist, provisioned.source);
-    println!("{}", provisioned.lib_dir.display());
+    output::outln(&provisioned.lib_dir.display().to_string())?;
     Ok(())
+}
+
+/// What to do after a distribution could not be provisioned, worded for this command (build-support's
+/// own paragraph is written for a cargo build). `named`: the distribution was given on the
+/// command line, so it is not "the default".
+fn choosing(config: &Config, named: bool) -> String {
+    let known: Vec<&str> = config.manifest.dists.iter().map(|d| d.name.as_str()).collect();
+    let cached = advice::cached(config);
+    let held = if cached.is_empty() { "none of them".to_owned() } else { cached.join(", ") };
+    let why = match (named, config.dist == config.manifest.default) {
+        (true, _) => "",
+        (false, true) => " (the default: neither a DIST argument nor ONNXRT_DIST was given)",
+        (false, false) => " (from ONNXRT_DIST)",
+    };
+    let fallback = "cpu-1.16.2-registry";
+    let registry = if config.dist == fallback {
+        String::new()
+    } else {
+        format!(
+            "\nWhere the release assets are unreachable but package registries are not, `onnxrt fetch {fallback}` \
+             assembles ONNX Runtime 1.16.2 (CPU) from npm and Debian packages (it needs npm and apt-get)."
+        )
+    };
+    format!(
+        "`{}`{why} could not be provisioned. Fetch another one with `onnxrt fetch DIST` (known: {}).\n\
+         The cache {} already holds: {held}.{registry}\n\
+         A program built with the onnxrt crate takes the distribution named by ONNXRT_DIST at build time \
+         (to keep it for a project: `[env] ONNXRT_DIST = \"NAME\"` in its .cargo/config.toml).",
+        config.dist,
+        known.join(", "),
+        config.cache_dir.display()
+    )
 }
 
 fn lock(shown: &Mutex<Shown>) -> std::sync::MutexGuard<'_, Shown> {

@@ -33,7 +33,7 @@ fn load(model: &Path) -> onnxrt::Result<Loaded> {
 }
 
 /// Runs `inspect`.
-pub fn run(model: &Path, as_json: bool) -> Result<()> {
+pub fn run(model: &Path, as_json: bool, nodes: bool) -> Result<()> {
     let bytes = std::fs::read(model).map_err(CliError::io("cannot read model", model))?;
     let file_bytes = bytes.len() as u64;
     let proto = model_summary::decode(bytes.into()).map_err(|e| {
@@ -44,9 +44,17 @@ pub fn run(model: &Path, as_json: bool) -> Result<()> {
     })?;
     let inspection = Inspection { file_bytes, proto, runtime: load(model) };
     if as_json {
-        output::print_json(&to_json(model, &inspection));
+        let mut json = to_json(model, &inspection);
+        if nodes {
+            json["nodes"]["list"] = nodes_json(&inspection.proto.graph.node_list);
+        }
+        output::print_json(&json)?;
     } else {
-        print!("{}", to_text(model, &inspection));
+        let mut text = to_text(model, &inspection);
+        if nodes {
+            text.push_str(&nodes_text(&inspection.proto.graph.node_list));
+        }
+        output::out(&text)?;
     }
     match inspection.runtime {
         Ok(_) => Ok(()),
@@ -146,8 +154,54 @@ fn to_json(model: &Path, i: &Inspection) -> Json {
             "bytes": g.initializer_bytes,
             "external": g.external_initializers,
             "sparse": g.sparse_initializers,
+            "constant_nodes": g.constants,
+            "constant_bytes": g.constant_bytes,
         },
     })
+}
+
+fn nodes_json(nodes: &[model_summary::Node]) -> Json {
+    nodes
+        .iter()
+        .map(|n| json!({ "name": n.name, "op_type": n.op_type, "inputs": n.inputs, "outputs": n.outputs }))
+        .collect()
+}
+
+/// `--nodes`: the main graph's nodes in file order (subgraphs are counted above, not listed).
+fn nodes_text(nodes: &[model_summary::Node]) -> String {
+    let mut table = Table::new(&["#", "NAME", "OP", "INPUTS", "OUTPUTS"]);
+    for (i, n) in nodes.iter().enumerate() {
+        let name = if n.name.is_empty() { "(unnamed)".to_owned() } else { n.name.clone() };
+        // An optional input left out is an empty name; shown as `-` so positions stay readable.
+        let inputs: Vec<&str> = n.inputs.iter().map(|s| if s.is_empty() { "-" } else { s.as_str() }).collect();
+        table.row([i.to_string(), name, n.op_type.clone(), inputs.join(", "), n.outputs.join(", ")]);
+    }
+    format!("\nNODE LIST ({})\n{}", nodes.len(), table.render())
+}
+
+/// The initializers line: count and size, and where else weights are (external files, sparse,
+/// `Constant` nodes).
+fn initializers_text(g: &model_summary::GraphSummary) -> String {
+    let mut text = if g.initializers == 0 {
+        "none".to_owned()
+    } else {
+        format!("{} ({} bytes, {})", g.initializers, g.initializer_bytes, output::bytes(g.initializer_bytes))
+    };
+    if g.external_initializers > 0 {
+        text.push_str(&format!(", {} with external data", g.external_initializers));
+    }
+    if g.sparse_initializers > 0 {
+        text.push_str(&format!(", {} sparse", g.sparse_initializers));
+    }
+    if g.constants > 0 {
+        text.push_str(&format!(
+            "; {} Constant node(s) hold {} more ({} bytes)",
+            g.constants,
+            output::bytes(g.constant_bytes),
+            g.constant_bytes
+        ));
+    }
+    text
 }
 
 fn to_text(model: &Path, i: &Inspection) -> String {
@@ -207,19 +261,6 @@ fn to_text(model: &Path, i: &Inspection) -> String {
         ops.row([op.clone(), n.to_string()]);
     }
     out.push_str(&ops.render());
-    let mut init = format!(
-        "\nINITIALIZERS  {} ({}, {} bytes)",
-        g.initializers,
-        output::bytes(g.initializer_bytes),
-        g.initializer_bytes
-    );
-    if g.external_initializers > 0 {
-        init.push_str(&format!(", {} with external data", g.external_initializers));
-    }
-    if g.sparse_initializers > 0 {
-        init.push_str(&format!(", {} sparse", g.sparse_initializers));
-    }
-    out.push_str(&init);
-    out.push('\n');
+    out.push_str(&format!("\nINITIALIZERS  {}\n", initializers_text(g)));
     out
 }

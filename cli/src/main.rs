@@ -3,10 +3,14 @@
 //! `cli/README.md`.
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "fetch")]
+mod assembly_progress;
 mod bundle;
 mod cli;
+mod dists;
 mod doctor;
 mod error;
+#[cfg(feature = "fetch")]
 mod fetch;
 mod inspect;
 mod model_summary;
@@ -24,19 +28,36 @@ use error::{CliError, Result};
 
 fn dispatch(command: Command) -> Result<()> {
     match command {
-        Command::Inspect(a) => inspect::run(&a.model, a.json),
+        Command::Inspect(a) => inspect::run(&a.model, a.json, a.nodes),
         Command::Run(a) => run::run(&run::RunRequest {
             model: a.model,
             inputs: a.inputs,
+            shapes: a.shapes,
+            fill: a.fill.into(),
+            seed: a.seed,
             output_dir: a.output_dir,
-            provider: a.provider.into(),
+            compare: a.compare,
+            tolerance: run::Tolerance { atol: a.atol, rtol: a.rtol },
+            provider: a.provider,
             strict: a.strict,
+            threads: a.threads.map(usize::from),
             repeat: a.repeat,
+            concurrency: usize::from(a.concurrency),
+            placement: a.placement,
         }),
         Command::Doctor(a) => {
             doctor::run(&doctor::Options { json: a.json, dist: a.dist, provider_dir: a.provider_dir })
         }
+        #[cfg(feature = "fetch")]
         Command::Fetch(a) => fetch::run(a.dist.as_deref().or(a.positional.as_deref()), a.offline),
+        #[cfg(not(feature = "fetch"))]
+        Command::Fetch(a) => {
+            // The name is still checked, so a typo is not hidden behind the missing feature.
+            if let Some(name) = a.dist.as_deref().or(a.positional.as_deref()) {
+                dists::Manifest::builtin().dist(name)?;
+            }
+            Err(error::without_fetch("onnxrt fetch"))
+        }
         Command::Bundle(a) => match (a.check, a.binary, a.out_dir) {
             (Some(dir), None, None) => bundle::check(&dir),
             (None, Some(binary), Some(out_dir)) => bundle::create(&bundle::BundleRequest {
@@ -52,8 +73,10 @@ fn dispatch(command: Command) -> Result<()> {
         },
         Command::Version(a) => version::run(a.json),
         Command::Completions { shell } => {
-            clap_complete::generate(shell, &mut Cli::command(), "onnxrt", &mut std::io::stdout());
-            Ok(())
+            // Into a buffer: clap_complete panics on a write error such as a closed pipe.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "onnxrt", &mut script);
+            output::out(&String::from_utf8_lossy(&script))
         }
     }
 }
@@ -94,7 +117,7 @@ fn main() -> ExitCode {
         Err(code) => return code,
     };
     match dispatch(cli.command) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(()) | Err(CliError::ClosedPipe) => ExitCode::SUCCESS,
         Err(error) => {
             let kind = if matches!(error, CliError::Usage(_)) { "usage" } else { "error" };
             eprintln!("onnxrt: {kind}: {error}");

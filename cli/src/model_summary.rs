@@ -43,6 +43,26 @@ pub struct GraphSummary {
     pub external_initializers: usize,
     /// Sparse initializers of the main graph.
     pub sparse_initializers: usize,
+    /// `Constant` nodes of the main graph holding a tensor (some exporters keep weights there
+    /// rather than in initializers).
+    pub constants: usize,
+    /// Their tensors' size in memory.
+    pub constant_bytes: u64,
+    /// The main graph's nodes, in file order.
+    pub node_list: Vec<Node>,
+}
+
+/// One node of the main graph, for `inspect --nodes`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Node {
+    /// Its name (often empty in exported models).
+    pub name: String,
+    /// Operator type, `domain.Op` outside the default domain.
+    pub op_type: String,
+    /// Input names; `""` for an optional input left out.
+    pub inputs: Vec<String>,
+    /// Output names.
+    pub outputs: Vec<String>,
 }
 
 /// Why the bytes are not a `ModelProto`.
@@ -102,6 +122,20 @@ fn count_nodes(graph: &GraphProto, summary: &mut GraphSummary, depth: usize) -> 
         let (op_type, domain) = (node.op_type(), node.domain());
         let key =
             if domain.is_empty() || domain == "ai.onnx" { op_type.to_owned() } else { format!("{domain}.{op_type}") };
+        if depth == 0 {
+            if key == "Constant" {
+                if let Some(tensor) = node.attribute.iter().find_map(|a| a.t.as_ref()) {
+                    summary.constants += 1;
+                    summary.constant_bytes += tensor_size(tensor);
+                }
+            }
+            summary.node_list.push(Node {
+                name: node.name().to_owned(),
+                op_type: key.clone(),
+                inputs: node.input.clone(),
+                outputs: node.output.clone(),
+            });
+        }
         *summary.op_types.entry(key).or_default() += 1;
         for attribute in &node.attribute {
             for subgraph in attribute.g.iter().chain(&attribute.graphs) {

@@ -3,6 +3,8 @@
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use crate::error::{CliError, Result};
+
 /// A table of text cells with a header row, printed with aligned columns.
 #[derive(Debug, Clone)]
 pub struct Table {
@@ -77,13 +79,30 @@ pub fn key_values(pairs: &[(&str, String)]) -> String {
     out
 }
 
+/// Writes `text` to stdout. A reader that went away (`onnxrt … | head`) is
+/// [`CliError::ClosedPipe`], which ends the command quietly with status 0, as cargo and ripgrep do.
+///
+/// # Errors
+/// [`CliError::ClosedPipe`] for a closed pipe, [`CliError::Io`] for any other write error.
+pub fn out(text: &str) -> Result<()> {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()).map_err(|e| match e.kind() {
+        std::io::ErrorKind::BrokenPipe => CliError::ClosedPipe,
+        _ => CliError::Io { context: "cannot write to stdout".into(), source: e },
+    })
+}
+
+/// [`out`] with a newline.
+pub fn outln(text: &str) -> Result<()> {
+    out(&format!("{text}\n"))
+}
+
 /// Prints a JSON value, pretty, to stdout.
-pub fn print_json(value: &serde_json::Value) {
-    match serde_json::to_string_pretty(value) {
-        Ok(text) => println!("{text}"),
-        // A serde_json::Value always serializes; keep a fallback rather than a panic.
-        Err(_) => println!("{value}"),
-    }
+pub fn print_json(value: &serde_json::Value) -> Result<()> {
+    // A serde_json::Value always serializes; keep a fallback rather than a panic.
+    let text = serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string());
+    outln(&text)
 }
 
 /// A byte count for people: `2704 B`, `1.5 KiB`, `12.3 MiB`.
@@ -114,6 +133,7 @@ pub fn millis(d: Duration) -> String {
 }
 
 /// Seconds for an ETA: `41 s`, `3 min 20 s`.
+#[cfg_attr(not(feature = "fetch"), allow(dead_code))] // fetch's progress lines
 pub fn eta(seconds: u64) -> String {
     if seconds < 60 {
         format!("{seconds} s")

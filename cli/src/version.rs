@@ -53,9 +53,9 @@ pub fn run(as_json: bool) -> Result<()> {
             }
             Err(e) => json!({ "error": e.to_string() }),
         };
-        output::print_json(&json!({ "onnxrt_cli": cli, "features": features(), "runtime": runtime }));
+        output::print_json(&json!({ "onnxrt_cli": cli, "features": features(), "runtime": runtime }))?;
     } else {
-        println!("onnxrt {cli} (features: {})", features());
+        output::outln(&format!("onnxrt {cli} (features: {})", features()))?;
     }
     let info = info?;
     if !as_json {
@@ -63,15 +63,12 @@ pub fn run(as_json: bool) -> Result<()> {
             Some((origin, place)) => format!("{origin} ({})", place.display()),
             None => "unknown (not one of the search paths)".into(),
         };
-        print!(
-            "{}",
-            output::key_values(&[
-                ("runtime", format!("ONNX Runtime {} (C API {})", info.version, info.api_level)),
-                ("library", info.library.display().to_string()),
-                ("found via", via),
-                ("built with", format!("ONNX Runtime {} from {}", info.build_version, info.build_source)),
-            ])
-        );
+        output::out(&output::key_values(&[
+            ("runtime", format!("ONNX Runtime {} (C API {})", info.version, info.api_level)),
+            ("library", info.library.display().to_string()),
+            ("found via", via),
+            ("built with", format!("ONNX Runtime {} from {}", info.build_version, info.build_source)),
+        ]))?;
     }
     Ok(())
 }

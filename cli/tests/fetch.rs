@@ -1,5 +1,7 @@
 //! `onnxrt fetch`: provisioning through build-support from a local HTTP server, with the progress
-//! line, and `--offline` with an empty cache.
+//! line, and `--offline` with an empty cache. Needs the `fetch` feature
+//! (`cargo test -p onnxrt-cli --features fetch`); without it, `fetch_feature.rs` runs instead.
+#![cfg(feature = "fetch")]
 
 mod common;
 
@@ -137,9 +139,15 @@ fn offline_with_an_empty_cache_says_what_to_do() {
     let ran = run(fetch_command(cache.path()).args(["fetch", "cpu-1.16.2", "--offline"]));
     assert_eq!(ran.code, Some(1), "{}", ran.both());
     assert!(ran.stderr.contains("offline") && ran.stderr.contains("ONNXRT_ARCHIVE"), "{}", ran.both());
-    // How to choose another distribution and make the choice stick, for a user outside this repo.
+    // How to choose another distribution, worded for this command: the name was given, so it is
+    // not "the default"; the registry fallback is an `onnxrt fetch` line.
+    assert!(ran.stderr.contains("`cpu-1.16.2` could not be provisioned"), "{}", ran.both());
     assert!(ran.stderr.contains("already holds: none of them"), "{}", ran.both());
-    assert!(ran.stderr.contains("[env]\n    ONNXRT_DIST = \"cpu-1.16.2-registry\""), "{}", ran.both());
+    assert!(ran.stderr.contains("`onnxrt fetch cpu-1.16.2-registry` assembles"), "{}", ran.both());
+    assert!(!ran.stderr.contains("the default"), "{}", ran.both());
+    let ran = run(fetch_command(cache.path()).args(["fetch", "gpu-1.16.2", "--offline"]));
+    assert_eq!(ran.code, Some(1), "{}", ran.both());
+    assert!(!ran.stderr.contains("the default, used while ONNXRT_DIST is unset"), "{}", ran.both());
     let ran = run(fetch_command(cache.path()).args(["fetch", "--dist", "cpu-1.16.2-registry", "--offline"]));
     assert_eq!(ran.code, Some(1), "{}", ran.both());
     assert!(ran.stderr.contains("downloads are off (--offline)"), "{}", ran.both());
@@ -148,4 +156,57 @@ fn offline_with_an_empty_cache_says_what_to_do() {
     let ran = run(fetch_command(cache.path()).args(["fetch", "no-such-dist"]));
     assert_eq!(ran.code, Some(1), "{}", ran.both());
     assert!(ran.stderr.contains("cpu-1.16.2-registry"), "{}", ran.both());
+    assert!(ran.stderr.contains("no distribution named `no-such-dist`"), "{}", ran.both());
+    assert!(!ran.stderr.contains("config.toml"), "{}", ran.both());
+}
+
+/// The cache the user's builds use, where `cpu-1.16.2-registry`'s registry files may already be.
+fn user_cache() -> std::path::PathBuf {
+    match std::env::var_os("ONNXRT_CACHE_DIR") {
+        Some(dir) => dir.into(),
+        None => std::path::Path::new(&std::env::var_os("HOME").unwrap_or_default()).join(".cache/onnxrt"),
+    }
+}
+
+#[test]
+fn assembling_a_registry_distribution_shows_a_line_per_file() {
+    // The registry files, copied from the user's cache into a fresh one: assembly then runs
+    // without a network (each file matches its pin), and the cache has no entry yet.
+    let files = ["onnxruntime-node-1.16.2.tgz", "libonnxruntime-dev_1.21.0+dfsg-1_amd64.deb"];
+    let source = user_cache().join("registry-files");
+    if let Some(missing) = files.iter().find(|f| !source.join(f).is_file()) {
+        println!("skipped: {} is not in {} (run `onnxrt fetch cpu-1.16.2-registry` once)", missing, source.display());
+        return;
+    }
+    let cache = tempfile::tempdir().expect("tempdir");
+    let downloads = cache.path().join("registry-files");
+    std::fs::create_dir(&downloads).expect("mkdir");
+    for file in files {
+        std::fs::copy(source.join(file), downloads.join(file)).expect("copy");
+    }
+    let ran = run(fetch_command(cache.path()).args(["fetch", "cpu-1.16.2-registry"]));
+    assert_eq!(ran.code, Some(0), "{}", ran.both());
+    assert!(ran.stderr.contains("onnxrt: assembling `cpu-1.16.2-registry` from 2 registry file(s)"), "{}", ran.both());
+    let size = |file: &str| std::fs::metadata(downloads.join(file)).expect("file").len() as f64 / 1024.0;
+    let lines = [
+        format!(
+            "onnxrt: [1/2] {} (npm package onnxruntime-node 1.16.2): {:.1} MiB, already downloaded, checked",
+            files[0],
+            size(files[0]) / 1024.0
+        ),
+        format!(
+            "onnxrt: [2/2] {} (debian package libonnxruntime-dev 1.21.0+dfsg-1): {:.1} KiB, already downloaded, checked",
+            files[1],
+            size(files[1])
+        ),
+    ];
+    for line in &lines {
+        assert!(ran.stderr.contains(line.as_str()), "missing {line:?}: {}", ran.both());
+    }
+    let lib_dir = std::path::PathBuf::from(ran.stdout.trim());
+    assert!(lib_dir.starts_with(cache.path()) && lib_dir.join("libonnxruntime.so.1.16.2").is_file(), "{}", ran.both());
+    // Once in the cache, nothing is assembled and no step is shown.
+    let ran = run(fetch_command(cache.path()).args(["fetch", "cpu-1.16.2-registry"]));
+    assert_eq!(ran.code, Some(0), "{}", ran.both());
+    assert!(!ran.stderr.contains("assembling"), "{}", ran.both());
 }

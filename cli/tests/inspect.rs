@@ -102,3 +102,117 @@ fn a_model_the_runtime_refuses_still_shows_its_ir_version_and_opsets() {
     assert_eq!(v["ir_version"], 10);
     assert!(v["inputs"].is_null() && v["runtime_error"].as_str().is_some_and(|e| e.contains("IR version")), "{v}");
 }
+
+#[test]
+fn nodes_are_listed_with_op_inputs_and_outputs() {
+    let path = model("mlp.onnx");
+    let ran = onnxrt_with(&["inspect", path.to_str().expect("utf-8"), "--nodes"]);
+    assert_eq!(ran.code, Some(0), "{}", ran.both());
+    let list = ran.stdout.split("NODE LIST (3)\n").nth(1).unwrap_or_else(|| panic!("no node list: {}", ran.both()));
+    let rows: Vec<Vec<&str>> = list.lines().skip(1).map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(rows[0], ["0", "(unnamed)", "Gemm", "x,", "w1,", "b1", "h"], "{list}");
+    assert_eq!(rows[1], ["1", "(unnamed)", "Relu", "h", "h_relu"], "{list}");
+    assert_eq!(rows[2], ["2", "(unnamed)", "Gemm", "h_relu,", "w2,", "b2", "logits"], "{list}");
+    // Without --nodes, no list.
+    let ran = onnxrt_with(&["inspect", path.to_str().expect("utf-8")]);
+    assert!(!ran.stdout.contains("NODE LIST"), "{}", ran.both());
+    let ran = onnxrt_with(&["inspect", path.to_str().expect("utf-8"), "--json", "--nodes"]);
+    let v = json(&ran);
+    assert_eq!(
+        v["nodes"]["list"][1],
+        serde_json::json!({"name": "", "op_type": "Relu", "inputs": ["h"], "outputs": ["h_relu"]})
+    );
+    assert_eq!(v["nodes"]["list"].as_array().map(Vec::len), Some(3));
+}
+
+/// `y = x + c` with `c` a `Constant` node's [2, 3] float tensor: weights outside the initializers.
+fn constant_model() -> Vec<u8> {
+    use onnxrt_onnx_proto::tensor_proto::DataType;
+    use onnxrt_onnx_proto::type_proto::{Tensor, Value as TypeValue};
+    use onnxrt_onnx_proto::{
+        tensor_shape_proto::{dimension::Value as DimValue, Dimension},
+        AttributeProto, GraphProto, Message, ModelProto, NodeProto, OperatorSetIdProto, TensorProto, TensorShapeProto,
+        TypeProto, ValueInfoProto,
+    };
+    let info = |name: &str| ValueInfoProto {
+        name: Some(name.into()),
+        r#type: Some(TypeProto {
+            value: Some(TypeValue::TensorType(Tensor {
+                elem_type: Some(DataType::Float as i32),
+                shape: Some(TensorShapeProto {
+                    dim: [2, 3]
+                        .iter()
+                        .map(|&d| Dimension { value: Some(DimValue::DimValue(d)), ..Default::default() })
+                        .collect(),
+                }),
+            })),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let tensor = TensorProto {
+        dims: vec![2, 3],
+        data_type: Some(DataType::Float as i32),
+        float_data: vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0],
+        ..Default::default()
+    };
+    let constant = NodeProto {
+        name: Some("weights".into()),
+        op_type: Some("Constant".into()),
+        output: vec!["c".into()],
+        attribute: vec![AttributeProto {
+            name: Some("value".into()),
+            r#type: Some(onnxrt_onnx_proto::attribute_proto::AttributeType::Tensor as i32),
+            t: Some(tensor),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    let add = NodeProto {
+        name: Some("add".into()),
+        op_type: Some("Add".into()),
+        input: vec!["x".into(), "c".into()],
+        output: vec!["y".into()],
+        ..Default::default()
+    };
+    let graph = GraphProto {
+        name: Some("constant_weights".into()),
+        node: vec![constant, add],
+        input: vec![info("x")],
+        output: vec![info("y")],
+        ..Default::default()
+    };
+    ModelProto {
+        ir_version: Some(8),
+        opset_import: vec![OperatorSetIdProto { domain: None, version: Some(17) }],
+        graph: Some(graph),
+        ..Default::default()
+    }
+    .encode_to_vec()
+}
+
+#[test]
+fn weights_in_constant_nodes_are_counted_and_none_is_said_plainly() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("constant.onnx");
+    std::fs::write(&path, constant_model()).expect("write");
+    let path = path.to_str().expect("utf-8");
+    let ran = onnxrt_with(&["inspect", path, "--nodes"]);
+    assert_eq!(ran.code, Some(0), "{}", ran.both());
+    assert!(ran.stdout.contains("INITIALIZERS  none; 1 Constant node(s) hold 24 B more (24 bytes)"), "{}", ran.both());
+    assert!(!ran.stdout.contains("0 (0 B, 0 bytes)"), "{}", ran.both());
+    assert!(
+        ran.stdout.contains("weights  Constant") && ran.stdout.contains("add      Add       x, c"),
+        "{}",
+        ran.both()
+    );
+    let v = json(&onnxrt_with(&["inspect", path, "--json"]));
+    assert_eq!(
+        (v["initializers"]["count"].as_u64(), v["initializers"]["constant_bytes"].as_u64()),
+        (Some(0), Some(24))
+    );
+    // The model runs: a generated zero input plus the constant is the constant.
+    let ran = onnxrt_with(&["run", path, "--fill", "zeros", "--repeat", "0"]);
+    assert_eq!(ran.code, Some(0), "{}", ran.both());
+    assert!(ran.stdout.contains("[1, 2, 3, 4, 5, 6]"), "{}", ran.both());
+}

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use build_support::manifest::Dist;
+use crate::dists::Dist;
 
 use super::{Row, Status};
 
@@ -55,8 +55,8 @@ pub fn row(ld_library_path: &[PathBuf], dist: Option<&Dist>) -> Row {
             }
         }
     }
-    let wanted = dist.and_then(|d| d.requires.as_ref()).map(|r| r.cuda.clone());
-    let wanted_major: Option<u32> = wanted.as_deref().and_then(|c| c.split('.').next()?.parse().ok());
+    let wanted = dist.and_then(|d| d.requires.as_ref()).map(|r| r.cuda);
+    let wanted_major: Option<u32> = wanted.and_then(|c| c.split('.').next()?.parse().ok());
     let listing =
         by_major.iter().map(|(m, dirs)| format!("CUDA {m} ({})", dirs.join(", "))).collect::<Vec<_>>().join("; ");
     let keep = match &wanted {

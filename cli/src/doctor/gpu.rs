@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use build_support::manifest::{Dist, Manifest};
+use crate::dists::{Dist, Manifest};
 
 use super::{Row, Status};
 
@@ -97,13 +97,13 @@ pub fn version_less(a: &str, b: &str) -> bool {
 
 /// A manifest distribution whose CUDA knows compute capability `cap`, to suggest.
 fn dist_for_cap<'m>(manifest: Option<&'m Manifest>, cap: &str) -> Option<&'m Dist> {
-    manifest?.dists.iter().find(|d| d.requires.as_ref().is_some_and(|r| !version_less(&r.max_compute_capability, cap)))
+    manifest?.dists.iter().find(|d| d.requires.as_ref().is_some_and(|r| !version_less(r.max_compute_capability, cap)))
 }
 
 /// The GPU and driver rows.
 pub fn rows(query: &Query, dist: Option<&Dist>, manifest: Option<&Manifest>) -> Vec<Row> {
     let requires = dist.and_then(|d| d.requires.as_ref());
-    let name = dist.map(|d| d.name.as_str()).unwrap_or("the runtime");
+    let name = dist.map(|d| d.name).unwrap_or("the runtime");
     match query {
         Query::NotFound(why) | Query::Failed(why) => {
             let detail = format!("no NVIDIA GPU/driver found: {why}");
@@ -127,7 +127,7 @@ pub fn rows(query: &Query, dist: Option<&Dist>, manifest: Option<&Manifest>) -> 
                     format!("{}, compute capability {}", gpu.name, cap.unwrap_or("unknown (driver too old to say)")),
                 );
                 if let (Some(r), Some(cap)) = (requires, cap) {
-                    if version_less(&r.max_compute_capability, cap) {
+                    if version_less(r.max_compute_capability, cap) {
                         let better = dist_for_cap(manifest, cap)
                             .map(|d| format!("use a runtime built for a newer CUDA (ONNXRT_DIST={})", d.name))
                             .unwrap_or_else(|| "use an ONNX Runtime built with a CUDA that supports this GPU".into());
@@ -149,7 +149,7 @@ pub fn rows(query: &Query, dist: Option<&Dist>, manifest: Option<&Manifest>) -> 
             // One driver for all GPUs.
             let driver = &gpus[0].driver;
             rows.push(match requires {
-                Some(r) if version_less(driver, &r.driver_min) => Row::new(
+                Some(r) if version_less(driver, r.driver_min) => Row::new(
                     "driver",
                     Status::Fail,
                     format!(
@@ -192,7 +192,7 @@ mod tests {
 
     #[test]
     fn a_gpu_newer_than_the_cuda_build_and_an_old_driver_fail() {
-        let manifest = Manifest::builtin().expect("manifest");
+        let manifest = Manifest::builtin();
         let dist = manifest.dist("gpu-1.16.2").expect("dist");
         let q =
             Query::Gpus(vec![Gpu { name: "B200".into(), driver: "515.0".into(), compute_cap: Some("10.0".into()) }]);

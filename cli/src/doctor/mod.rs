@@ -148,7 +148,7 @@ fn arch_row() -> Row {
 /// # Errors
 /// A `--dist` the manifest does not have, or an unreadable built-in manifest.
 pub fn checks(options: &Options) -> Result<Vec<Row>> {
-    let manifest = build_support::Manifest::builtin()?;
+    let manifest = crate::dists::Manifest::builtin();
     let facts = runtime::Facts::load();
     let own_dir = options.provider_dir.is_none();
     let (dist, manifest_row) = runtime::select_dist(&manifest, options.dist.as_deref(), &facts, own_dir)?;
@@ -235,14 +235,15 @@ pub fn render(rows: &[Row]) -> String {
 /// Runs `doctor`.
 pub fn run(options: &Options) -> Result<()> {
     let rows = checks(options)?;
-    if options.json {
-        output::print_json(&serde_json::Value::Array(rows.iter().map(Row::to_json).collect()));
+    let printed = if options.json {
+        output::print_json(&serde_json::Value::Array(rows.iter().map(Row::to_json).collect()))
     } else {
-        print!("{}", render(&rows));
-    }
+        output::out(&render(&rows))
+    };
+    // A reader that went away loses the rows, not the verdict: failed checks still exit 1.
     let failed: Vec<&str> = rows.iter().filter(|r| r.status == Status::Fail).map(|r| r.check.as_str()).collect();
     if failed.is_empty() {
-        Ok(())
+        printed
     } else {
         Err(CliError::Failed(format!(
             "doctor: {} check(s) failed ({}); each FAIL row says what to do",

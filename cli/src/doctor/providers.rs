@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use build_support::manifest::Dist;
+use crate::dists::Dist;
 use onnxrt::providers::diagnose::{fix_for, provider_library_name};
 
 use super::elf::{self, ElfError, MACHINE_X86_64};
@@ -203,14 +203,14 @@ fn library_rows(inputs: &Inputs<'_>, short: &str, provider: &str) -> Vec<Row> {
         .collect();
     rows.extend(deeper_rows(inputs, short, &found_gpu, &dynamic.needed, missing_status));
     // What the manifest says this provider needs, against what the library asks for.
-    let expected: &[String] = match (short, requires) {
-        ("cuda", Some(r)) => &r.needed,
-        ("tensorrt", Some(r)) => &r.needed_tensorrt,
+    let expected: &[&str] = match (short, requires) {
+        ("cuda", Some(r)) => r.needed,
+        ("tensorrt", Some(r)) => r.needed_tensorrt,
         _ => &[],
     };
-    let dist_name = inputs.dist.map(|d| d.name.as_str()).unwrap_or_default();
-    for want in expected {
-        if dynamic.needed.contains(want) {
+    let dist_name = inputs.dist.map(|d| d.name).unwrap_or_default();
+    for &want in expected {
+        if dynamic.needed.iter().any(|n| n == want) {
             continue;
         }
         if let Some(other) = dynamic.needed.iter().find(|n| stem(n) == stem(want)) {

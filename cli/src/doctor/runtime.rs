@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use build_support::manifest::{Dist, Manifest};
+use crate::dists::{Dist, Manifest};
 use onnxrt::RuntimeInfo;
 
 use super::{split_fix, Row, Status};
@@ -126,10 +126,10 @@ pub fn select_dist(
     explicit: Option<&str>,
     facts: &Facts,
     own_provider_dir: bool,
-) -> Result<(Option<Dist>, Row), build_support::Error> {
+) -> crate::error::Result<(Option<Dist>, Row)> {
     let from_env = std::env::var("ONNXRT_DIST").ok().filter(|d| manifest.dist(d).is_ok());
     let (dist, why) = if let Some(name) = explicit {
-        (Some(manifest.dist(name)?.clone()), "--dist".to_owned())
+        (Some(*manifest.dist(name)?), "--dist".to_owned())
     } else if let Some(name) = from_env {
         (manifest.dist(&name).ok().cloned(), "ONNXRT_DIST".to_owned())
     } else {
@@ -159,8 +159,30 @@ pub fn select_dist(
         Status::Ok,
         format!("comparing with `{}` ({why}): ONNX Runtime {}, {needs}", dist.name, dist.ort_version),
     );
-    if let Ok(info) = &facts.info {
-        if own_provider_dir && info.version != dist.ort_version {
+    if let (Ok(info), true) = (&facts.info, own_provider_dir) {
+        let gpu_dist = dist.requires.is_some();
+        let kind = |gpu: bool| if gpu { "a GPU (CUDA) build" } else { "a CPU-only build" };
+        if explicit.is_some() && (info.version != dist.ort_version || gpu_dist != facts.has_cuda()) {
+            // Asked to check this machine for `--dist X`: a runtime that is not X is a failure.
+            row = Row::new(
+                "manifest",
+                Status::Fail,
+                format!(
+                    "--dist `{}` is ONNX Runtime {}, {}, but the loaded runtime is ONNX Runtime {}, {} ({}; providers {:?})",
+                    dist.name,
+                    dist.ort_version,
+                    kind(gpu_dist),
+                    info.version,
+                    kind(facts.has_cuda()),
+                    info.library.display(),
+                    facts.providers
+                ),
+            )
+            .fix(format!(
+                "point ONNXRT_DYLIB_PATH at the `{}` runtime (`onnxrt fetch {}` prints its folder) and run the doctor again, or pass the --dist of the runtime you deploy",
+                dist.name, dist.name
+            ));
+        } else if info.version != dist.ort_version {
             row = Row::new(
                 "manifest",
                 Status::Warn,

@@ -112,7 +112,8 @@ pub fn gpu_row(facts: &Facts, gpu_found: bool) -> Row {
 /// The child process: builds a strict CUDA session and prints its row as JSON.
 pub fn child() {
     let row = cuda_row();
-    println!("{}", row.to_json());
+    // The parent reads this; if it went away there is nobody to tell.
+    let _ = crate::output::outln(&row.to_json().to_string());
 }
 
 /// ORT's message without the C++ function signatures its CUDA checks print

@@ -119,3 +119,27 @@ pub fn row<'r>(
 ) -> &'r (String, String, String, Option<String>) {
     rows.iter().find(|r| r.0 == check).unwrap_or_else(|| panic!("no `{check}` row in {rows:#?}"))
 }
+
+/// Runs `command` with stdout a pipe whose read end is already closed, as when the reader
+/// (`head`, `true`) exited: every write to stdout fails with EPIPE. Stdout is empty in the result.
+pub fn run_into_closed_pipe(command: &mut Command) -> Ran {
+    loop {
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        drop(reader);
+        let spawned = command.stdout(writer).stderr(std::process::Stdio::piped()).spawn();
+        match spawned {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            Err(e) => panic!("the command does not start: {e}"),
+            Ok(child) => {
+                let Output { status, stderr, .. } = child.wait_with_output().expect("the command ends");
+                return Ran {
+                    code: status.code(),
+                    stdout: String::new(),
+                    stderr: String::from_utf8_lossy(&stderr).into_owned(),
+                };
+            }
+        }
+    }
+}
