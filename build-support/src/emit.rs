@@ -1,4 +1,5 @@
 //! The only code that prints `cargo:` lines. build.rs calls these; nothing else writes to stdout.
+//! A failure is printed once, on stderr ([`failure`]): cargo shows that under its error.
 
 use std::path::Path;
 
@@ -90,16 +91,17 @@ fn rpath(dir: &Path) {
     println!("cargo:rustc-link-arg=-Wl,-rpath,{}", dir.display());
 }
 
-/// Prints a provisioning failure so cargo shows it, then the caller exits non-zero. With the
+/// Prints a provisioning failure once, on stderr, then the caller exits non-zero. With the
 /// configuration, a failure to get the distribution also says how to choose another one.
+///
+/// Stderr only: cargo prints a failing build script's stdout and stderr under its "failed to run
+/// custom build command" error, and shows `cargo:warning` lines as well, so the same text on
+/// stdout (a dump of `cargo:` lines) or as warnings would appear two or three times.
 pub fn failure(error: &crate::Error, config: Option<&Config>) {
     let advice = config.filter(|_| crate::advice::applies(error)).map(crate::advice::choosing);
     let text = match advice {
         Some(advice) => format!("{error}\n{advice}"),
         None => error.to_string(),
     };
-    for line in text.lines() {
-        println!("cargo:warning=onnxrt-sys: {line}");
-    }
     eprintln!("error: onnxrt-sys could not provide ONNX Runtime:\n{text}");
 }

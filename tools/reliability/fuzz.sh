@@ -6,8 +6,9 @@
 #   tools/reliability/fuzz.sh [model_bytes|tensor_build|archive_extract|api_sequence ...]   # default: all four
 #
 # Settings (environment): RUNS (executions for tensor_build and archive_extract, default 100000),
-# API_RUNS (executions for api_sequence, default 20000: about 10^6 public API calls; each input is
-# a sequence of up to 48 operations, see fuzz/api_sequence/mod.rs),
+# API_RUNS (executions per api_sequence job, default 20000: each input is a sequence of up to 48
+# operations, ~35 public API calls on average, see fuzz/api_sequence/mod.rs), API_JOBS (parallel
+# api_sequence jobs, default 1; the reported run used API_JOBS=14 API_RUNS=4000 on 16 cores),
 # MODEL_SECONDS (model_bytes runs time-bounded, default 240: ~1.7 million executions here),
 # FUZZ_WORK (grown corpora and crash artifacts, default $CARGO_TARGET_DIR/fuzz-work; never the
 # committed fuzz/corpus, which libFuzzer only reads).
@@ -22,6 +23,7 @@ out=${CARGO_TARGET_DIR:-$repo/target}
 work=${FUZZ_WORK:-$out/fuzz-work}
 runs=${RUNS:-100000}
 api_runs=${API_RUNS:-20000}
+api_jobs=${API_JOBS:-1}
 model_seconds=${MODEL_SECONDS:-240}
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] || targets=(model_bytes tensor_build archive_extract api_sequence)
@@ -60,11 +62,26 @@ for t in "${targets[@]}"; do
         # Count-bounded like the others; the target prints its inputs and API calls at exit.
         # Leaks are checked afterwards, over the grown corpus: LSan needs full stacks to match
         # fuzz/lsan.supp (ORT 1.16.2 leaks the status a failing custom op returns), and full
-        # unwinding on every malloc is ~20x slower than fuzzing itself.
-        "$bin/$t" "-runs=$api_runs" -detect_leaks=0 "${common[@]}" "$work/$t/corpus" corpus/$t >"$log" 2>&1 || true
-        grep -a '^api_sequence:' "$log" | tail -1 | sed 's/^/   /' || true
-        ASAN_OPTIONS=fast_unwind_on_malloc=0 LSAN_OPTIONS="suppressions=$repo/fuzz/lsan.supp" \
-            "$bin/$t" -runs=1 "$work/$t/corpus" corpus/$t >"$work/$t.leaks.log" 2>&1 &&
+        # unwinding on every malloc is ~20x slower than fuzzing itself. ASAN_OPTIONS=detect_leaks=0
+        # as well as -detect_leaks=0: the flag only stops libFuzzer's per-input checks, and LSan's
+        # check at process exit would otherwise report ORT's leaks with 2-frame stacks that match
+        # no suppression and make libFuzzer write an empty crash-da39a3ee... (no input was running).
+        jobs=()
+        rm -f "$work"/fuzz-[0-9]*.log
+        if [[ $api_jobs -gt 1 ]]; then
+            jobs=("-jobs=$api_jobs" "-workers=$api_jobs")
+        fi
+        (cd "$work" && ASAN_OPTIONS=detect_leaks=0 "$bin/$t" "${jobs[@]}" "-runs=$api_runs" -detect_leaks=0 \
+            "${common[@]}" "$work/$t/corpus" "$repo/fuzz/corpus/$t" >"$log" 2>&1) || true
+        # With -jobs each job logs to $work/fuzz-N.log: add up their last counts.
+        logs=("$log")
+        [[ $api_jobs -le 1 ]] || logs=("$work"/fuzz-[0-9]*.log)
+        grep -ah '^api_sequence:' "${logs[@]}" | awk '{i+=$2; c+=$4} END {printf "   %d inputs, %d public API calls\n", i, c}'
+        [[ $api_jobs -le 1 ]] || cat "$work"/fuzz-[0-9]*.log >>"$log"
+        # The replay runs every input (no per-input leak check, which would stop at the first
+        # leak); LSan reports what is left at exit, with suppressions (needs llvm-symbolizer).
+        ASAN_OPTIONS=fast_unwind_on_malloc=0:detect_leaks=1 LSAN_OPTIONS="suppressions=$repo/fuzz/lsan.supp:print_suppressions=1" \
+            "$bin/$t" -runs=1 -detect_leaks=0 "$work/$t/corpus" corpus/$t >"$work/$t.leaks.log" 2>&1 &&
             echo "   leak replay of the corpus: clean" || echo "   leak replay of the corpus: see $work/$t.leaks.log"
         ;;
     *)
