@@ -70,9 +70,8 @@ case "${1:-}" in
     ONNXRT_REQUIRE_CONFORMANCE=1 ONNXRT_REQUIRE_ONNX_PROTO=1 cargo test --workspace --no-fail-fast
     # The CLI's provisioning commands (`onnxrt fetch`, `bundle --dist`) are behind its `fetch` feature.
     cargo test -p onnxrt-cli --features fetch --test fetch --test fetch_feature
-    # Soundness regressions (RELIABILITY.md, soundness): the mistakes the compiler must refuse,
-    # and the runtime ones under valgrind (invalid reads, uninitialised memory, freed loggers).
-    bash tools/reliability/compile_fail.sh
+    # Soundness regressions (RELIABILITY.md, soundness): the mistakes the compiler must refuse run
+    # in `cargo test` above (tests/tests/compile_fail.rs); the runtime ones run under valgrind (invalid reads, uninitialised memory, freed loggers).
     command -v valgrind >/dev/null || { say "installing valgrind"; apt_install valgrind; }
     # (env_race: two threads, 20 environments between them; bounded by that count, not by time:
     # under valgrind a session takes about a second to load, far longer on a loaded machine.)

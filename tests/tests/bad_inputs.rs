@@ -7,7 +7,7 @@
 //! Mistakes the type system already refuses (a value dropped while bound, a borrowed view outliving
 //! its array, a non-`Element` element type, a binding shared between threads) cannot be written as
 //! runtime cases; they are listed in [`PREVENTED_BY_TYPES`] and checked to fail to compile by
-//! `tools/reliability/compile_fail.sh`.
+//! `tests/tests/compile_fail.rs` (in `cargo test`).
 //!
 //! Some cases need models no file holds (non-UTF-8 strings, bool bytes other than 0/1, unknown
 //! operators, opset 99); [`proto`] writes those as protobuf bytes in the test.
@@ -78,8 +78,8 @@ fn variant(error: &Error) -> String {
     }
 }
 
-/// Mistakes that do not compile. Each is a file under `tools/reliability/compile_fail/`, checked
-/// by `tools/reliability/compile_fail.sh` to fail with the error code given here.
+/// Mistakes that do not compile. Each is a file under `tests/compile_fail/`, checked
+/// by `tests/tests/compile_fail.rs` (in `cargo test`) to fail with the error code given here.
 const PREVENTED_BY_TYPES: &[(&str, &str)] = &[
     ("drop (or move) a value while an IoBinding holds it", "E0505"),
     ("mutate a value bound as an IoBinding input", "E0502"),

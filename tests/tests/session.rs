@@ -384,7 +384,7 @@ fn every_named_config_key_is_accepted() {
 
 /// `run` takes the inputs in whatever shape the caller holds them, and each gives the same sum.
 /// Values are always borrowed (moving them in does not compile:
-/// `tools/reliability/compile_fail/owned_inputs_moved_into_run.rs`).
+/// `tests/compile_fail/owned_inputs_moved_into_run.rs`).
 #[test]
 fn run_takes_inputs_in_any_shape() {
     use std::collections::{BTreeMap, HashMap};

@@ -1,5 +1,5 @@
 //! Regression tests for the soundness holes of issue 20 whose fix is a runtime behaviour (the
-//! ones the compiler now refuses are in tools/reliability/compile_fail/). Each test is the
+//! ones the compiler now refuses are in tests/compile_fail/). Each test is the
 //! program that showed the hole, rewritten to assert the fixed behaviour; they run in the
 //! normal suite and under valgrind (tools/reliability/memcheck.sh runs this binary in CI), where
 //! the old behaviour was an invalid read or a use of uninitialised memory.
