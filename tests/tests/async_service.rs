@@ -247,7 +247,7 @@ fn names_survive_async_outputs() {
     let shared = session.clone();
     let owned = rt
         .block_on(async move {
-            tokio::task::spawn_blocking(move || shared.run(&[("x", &x())]).map(|o| o.into_owned())).await
+            tokio::task::spawn_blocking(move || shared.run(&[("x", &x())])).await
         })
         .expect("task")
         .expect("run");

@@ -83,7 +83,7 @@ use std::time::{Duration, Instant};
 use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
-use crate::session::{AsyncInput, OwnedOutputs, Session};
+use crate::session::{AsyncInput, Outputs, Session};
 use crate::value::{Shape, Value};
 use future::Phase;
 use plan::Plan;
@@ -415,7 +415,7 @@ impl Batcher {
     ///
     /// # Errors
     /// See [`run_with`](Batcher::run_with).
-    pub fn run<I>(&self, inputs: I) -> Result<OwnedOutputs>
+    pub fn run<I>(&self, inputs: I) -> Result<Outputs>
     where
         I: IntoIterator,
         I::Item: AsyncInput,
@@ -433,7 +433,7 @@ impl Batcher {
     /// Before queueing: the input errors of [`Session::run`] (checked against the sample shape),
     /// [`Error::QueueFull`], [`Error::BatcherShutDown`]. After: [`Error::DeadlineExpired`],
     /// [`Error::BatcherShutDown`] (a [`Shutdown::Cancel`]), or the batch's run error.
-    pub fn run_with<I>(&self, inputs: I, options: RequestOptions) -> Result<OwnedOutputs>
+    pub fn run_with<I>(&self, inputs: I, options: RequestOptions) -> Result<Outputs>
     where
         I: IntoIterator,
         I::Item: AsyncInput,

@@ -138,7 +138,7 @@ pub(crate) enum Outcome {
 }
 
 impl Outcome {
-    pub(crate) fn of(result: &Result<crate::OwnedOutputs, Error>) -> Outcome {
+    pub(crate) fn of(result: &Result<crate::Outputs, Error>) -> Outcome {
         match result {
             Ok(_) => Outcome::Completed,
             Err(Error::DeadlineExpired { .. }) => Outcome::Deadline,

@@ -22,7 +22,7 @@ use crate::batch::sessions::Sessions;
 use crate::batch::Shutdown;
 use crate::error::{Error, Result};
 use crate::memory::MemoryInfo;
-use crate::session::OwnedOutputs;
+use crate::session::Outputs;
 use crate::value::{Shape, Value};
 
 /// Sample-shape keys whose buffers a worker keeps (models with dynamic sample shapes).
@@ -218,7 +218,7 @@ impl Worker {
                     let answer = if request.expired(now) {
                         Err(request.deadline_error(now))
                     } else {
-                        Ok(OwnedOutputs::new(labels.clone(), row))
+                        Ok(Outputs::new(labels.clone(), row))
                     };
                     request.reply.send(answer);
                 }
