@@ -11,16 +11,8 @@
 //! never change, and a few warm-up runs (cuDNN's exhaustive search and the graph capture happen
 //! in the first runs).
 
-use std::sync::Arc;
-
-use onnxrt_sys::OrtSessionOptions;
-
-use crate::api::Api;
-use crate::env::Environment;
-use crate::error::{Error, Result};
-use crate::handle::Owned;
+use crate::providers::append::Request;
 use crate::providers::options::KeyValues;
-use crate::status::ort;
 
 /// How the CUDA memory arena grows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,12 +36,8 @@ pub enum ConvAlgoSearch {
 
 /// CUDA provider options that ORT 1.16 does not know, with the first minor version (1.x) that
 /// reads them. Setting one on an older runtime fails at session build with [`Error::Unsupported`].
-pub const OPTION_SINCE: &[(&str, u32)] = &[
-    // cuda_execution_provider_info.cc: both keys arrived with the NHWC kernels and the EP-level stream.
-    ("prefer_nhwc", 17),
-    ("use_ep_level_unified_stream", 17),
-    ("use_tf32", 18),
-];
+/// The same gates apply to `SessionBuilder::provider("CUDA", ..)`.
+pub const OPTION_SINCE: &[(&str, u32)] = super::append::CUDA_OPTION_SINCE;
 
 /// Options of the CUDA provider. Unset options keep ORT's defaults.
 #[derive(Debug, Clone, Default)]
@@ -190,77 +178,11 @@ pub const ADDRESS_KEYS: &[&str] = &[
     "gpu_external_empty_cache",
 ];
 
-/// Refuses options the loaded runtime is too old to know ([`OPTION_SINCE`]), naming the first.
-fn check_versions(api: &Api, options: &CudaOptions) -> Result<()> {
-    for (key, _) in &options.options.entries {
-        if let Some(&(_, level)) = OPTION_SINCE.iter().find(|(k, _)| k == key) {
-            if api.api_level < level {
-                return Err(Error::Unsupported {
-                    feature: format!("CUDA provider option `{key}`"),
-                    since: format!("1.{level}"),
-                    found: api.version.clone(),
-                });
-            }
-        }
+impl CudaOptions {
+    /// The options as the append path reads them.
+    pub(crate) fn request(&self) -> Request<'_> {
+        Request { name: "CUDA", options: self.options.pairs(), checked: true, user_stream: self.user_stream }
     }
-    Ok(())
-}
-
-/// A device id that does not exist is an error here, not a crash or a silent device 0 later.
-fn check_device(options: &CudaOptions) -> Result<()> {
-    let Some(id) = options.options.get("device_id") else { return Ok(()) };
-    let id: i32 = id
-        .parse()
-        .map_err(|_| Error::InvalidArgument { what: format!("CUDA device_id {id}"), why: "not a number".into() })?;
-    // Without libcudart ORT's own load will fail with a better diagnosis; do not hide it.
-    if let Ok(count) = crate::cuda_runtime::device_count() {
-        if id < 0 || id >= count {
-            return Err(Error::InvalidArgument {
-                what: format!("CUDA device_id {id}"),
-                why: format!("this machine has {count} CUDA device(s) (ids 0..{count}); check CUDA_VISIBLE_DEVICES and nvidia-smi"),
-            });
-        }
-    }
-    Ok(())
-}
-
-pub(crate) fn append(
-    api: &Api,
-    env: &Arc<Environment>,
-    session_options: *mut OrtSessionOptions,
-    options: &CudaOptions,
-) -> Result<()> {
-    options.options.check(&crate::allowed_keys::CUDA)?;
-    check_versions(api, options)?;
-    super::require(api, "CUDAExecutionProvider", "CUDA")?;
-    check_device(options)?;
-    let mut raw = std::ptr::null_mut();
-    // SAFETY: the out-pointer is valid.
-    let created = unsafe { ort!(api, CreateCUDAProviderOptions(&mut raw)) };
-    created.map_err(|e| super::diagnose::provider_load_failure(api, env, "CUDA", e))?;
-    // SAFETY: on success we own the options.
-    let cuda = unsafe { Owned::from_raw(raw) }?;
-    options.options.apply(api, env, "CUDA", |keys, values, len| {
-        // SAFETY: both arrays hold `len` NUL-terminated strings alive for the call; ORT copies them.
-        unsafe { ort!(api, UpdateCUDAProviderOptions(cuda.as_ptr(), keys, values, len)) }
-    })?;
-    if let Some(stream) = options.user_stream {
-        let ort_api = api.since(16, "UpdateCUDAProviderOptionsWithValue")?;
-        let update = ort_api
-            .UpdateCUDAProviderOptionsWithValue
-            .ok_or_else(|| Error::missing("UpdateCUDAProviderOptionsWithValue"))?;
-        let key = c"user_compute_stream";
-        // SAFETY: the caller of `user_compute_stream` promised a valid stream; ORT stores the pointer.
-        unsafe {
-            crate::status::check(
-                "UpdateCUDAProviderOptionsWithValue",
-                update(cuda.as_ptr(), key.as_ptr(), stream as *mut std::ffi::c_void),
-            )
-        }?;
-    }
-    // SAFETY: both option objects are live; ORT copies the CUDA options.
-    let appended = unsafe { ort!(api, SessionOptionsAppendExecutionProvider_CUDA_V2(session_options, cuda.as_ptr())) };
-    appended.map_err(|e| super::diagnose::provider_load_failure(api, env, "CUDA", e))
 }
 
 #[cfg(test)]
