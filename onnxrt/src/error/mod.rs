@@ -437,6 +437,19 @@ pub enum Error {
         allowed: Names,
     },
 
+    /// [`EnvironmentBuilder::commit`](crate::EnvironmentBuilder::commit) asked for settings other
+    /// than those of the process's environment, which exists already (ORT's environment lives
+    /// until the process ends).
+    #[error("the process's ONNX Runtime environment `{name}` exists already ({in_force}); this commit asked for {asked}\nFix: build the environment once at start-up, or take it with Environment::global() and change its log hook and level with Environment::set_log_hook / set_log_level (its name and global thread pools stay until the process ends)")]
+    EnvironmentExists {
+        /// The name of the environment in force.
+        name: String,
+        /// Its settings (log level, hook, global thread pools).
+        in_force: String,
+        /// The settings this commit asked for.
+        asked: String,
+    },
+
     /// A Rust custom operator ([`crate::custom_op`]) returned an error or panicked, while its
     /// kernel was made (session creation) or while it computed (a run).
     #[error("custom operator `{op}` {}: {message} (in ONNX Runtime {function})", if *panicked { "panicked" } else { "failed" })]
@@ -521,6 +534,7 @@ impl Error {
             Error::AsyncNeedsThreadPool { .. } => "AsyncNeedsThreadPool",
             Error::InvalidArgument { .. } => "InvalidArgument",
             Error::KeyRefused { .. } => "KeyRefused",
+            Error::EnvironmentExists { .. } => "EnvironmentExists",
             Error::CustomOp { .. } => "CustomOp",
             Error::NotBatchable { .. } => "NotBatchable",
             Error::QueueFull { .. } => "QueueFull",
