@@ -308,7 +308,7 @@ impl EnvironmentBuilder {
     /// # Errors
     /// [`Error::EnvironmentExists`] if the process's environment exists with other settings, or
     /// this commit sets a log hook (change that one with [`Environment::set_log_hook`]);
-    /// [`Error::InvalidArgument`] for global thread pools other than those ORT's env was made
+    /// [`Error::BadSetting`] for global thread pools other than those ORT's env was made
     /// with (by a value the crate made before, e.g. `Value::none`); ORT's errors.
     ///
     /// Corresponds to `OrtApi::CreateEnvWithCustomLogger` (or `...AndGlobalThreadPools`).
@@ -359,9 +359,13 @@ impl EnvironmentBuilder {
     fn ort_env(&self, ort_env: &mut Option<OrtEnvSlot>) -> Result<(*mut OrtEnv, Option<GlobalThreadPools>)> {
         if let Some(ort) = ort_env.as_ref() {
             if self.thread_pools.is_some() && self.thread_pools != ort.pools {
-                return Err(Error::InvalidArgument {
-                    what: format!("environment `{}` with global thread pools {:?}", self.name, self.thread_pools),
-                    why: format!("ONNX Runtime keeps the thread pools of its first environment ({:?}) until the process ends", ort.pools),
+                return Err(Error::BadSetting {
+                    setting: format!("global thread pools of environment `{}`", self.name),
+                    value: format!("{:?}", self.thread_pools),
+                    allowed: format!(
+                        "ONNX Runtime keeps the thread pools of its first environment ({:?}) until the process ends",
+                        ort.pools
+                    ),
                 });
             }
             return Ok((ort.raw, ort.pools));
@@ -398,8 +402,10 @@ impl EnvironmentBuilder {
                 unsafe { ort!(api, CreateThreadingOptions(&mut options)) }?;
                 // SAFETY: on success we own the threading options.
                 let options = unsafe { Owned::from_raw(options) }?;
-                let intra = i32::try_from(pools.intra_op_threads).map_err(|_| too_many("intra_op_threads"))?;
-                let inter = i32::try_from(pools.inter_op_threads).map_err(|_| too_many("inter_op_threads"))?;
+                let intra = i32::try_from(pools.intra_op_threads)
+                    .map_err(|_| too_many("intra_op_threads", pools.intra_op_threads))?;
+                let inter = i32::try_from(pools.inter_op_threads)
+                    .map_err(|_| too_many("inter_op_threads", pools.inter_op_threads))?;
                 // SAFETY: `options` is live; plain integers.
                 unsafe { ort!(api, SetGlobalIntraOpNumThreads(options.as_ptr(), intra)) }?;
                 // SAFETY: as above.
@@ -427,8 +433,12 @@ impl EnvironmentBuilder {
     }
 }
 
-fn too_many(what: &str) -> Error {
-    Error::InvalidArgument { what: what.into(), why: "more threads than an i32 holds".into() }
+fn too_many(what: &str, threads: usize) -> Error {
+    Error::BadSetting {
+        setting: what.into(),
+        value: threads.to_string(),
+        allowed: "a thread count that fits an i32".into(),
+    }
 }
 
 fn text(ptr: *const c_char) -> String {

@@ -87,8 +87,8 @@ pub use memory::{Device, MemoryInfo};
 pub use run_options::{RunOptions, RunTerminator};
 pub use session::{
     config_keys, AsyncInput, Dim, ExecutionMode, InputName, ModelBytes, ModelMetadata, OptimizationLevel, Outputs,
-    PrepackedWeights, RunFuture, Session, SessionBuilder, SessionInput, SharedInitializers, ValueInfo,
-    ValueType, DEFAULT_MAX_ASYNC_RUNS,
+    PrepackedWeights, RunFuture, Session, SessionBuilder, SessionInput, SharedInitializers, ValueInfo, ValueType,
+    DEFAULT_MAX_ASYNC_RUNS,
 };
 pub use value::{TensorInfo, Value, ValueKind};
 

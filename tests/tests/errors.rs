@@ -307,10 +307,10 @@ fn strict_gpu_without_a_gpu_provider() {
         .commit_from_file(model("add_f32.onnx"))
         .expect_err("strict_gpu needs a GPU provider");
     match &error {
-        Error::InvalidArgument { what, .. } => assert_eq!(what, "strict_gpu"),
-        other => panic!("expected InvalidArgument, got {other:?}"),
+        Error::StrictGpuWithoutProvider => {}
+        other => panic!("expected StrictGpuWithoutProvider, got {other:?}"),
     }
-    assert_mentions(&error, &["no GPU provider", "cuda"]);
+    assert_mentions(&error, &["no execution provider", "SessionBuilder::cuda"]);
 }
 
 #[test]

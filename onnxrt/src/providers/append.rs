@@ -103,18 +103,16 @@ fn check_versions(api: &Api, short: &str, request: &Request<'_>) -> Result<()> {
 /// A device id that does not exist is an error here, not a crash or a silent device 0 later.
 fn check_device(short: &str, request: &Request<'_>) -> Result<()> {
     let Some(text) = request.get("device_id") else { return Ok(()) };
-    let id: i32 = text.trim().parse().map_err(|_| Error::InvalidArgument {
-        what: format!("{short} device_id {text}"),
-        why: "not a number".into(),
+    let id: i32 = text.trim().parse().map_err(|_| Error::BadSetting {
+        setting: format!("{short} device_id"),
+        value: text.to_owned(),
+        allowed: "a device number (0, 1, ...)".into(),
     })?;
     // Without libcudart ORT's own load will fail with a better diagnosis; do not hide it.
     #[cfg(feature = "cuda")]
     if let Ok(count) = crate::cuda_runtime::device_count() {
         if id < 0 || id >= count {
-            return Err(Error::InvalidArgument {
-                what: format!("{short} device_id {id}"),
-                why: format!("this machine has {count} CUDA device(s) (ids 0..{count}); check CUDA_VISIBLE_DEVICES and nvidia-smi"),
-            });
+            return Err(Error::NoSuchDevice { device: short.to_owned(), id, count: Some(count) });
         }
     }
     // Without the cuda feature there is no CUDA runtime binding to count devices with.
@@ -195,8 +193,9 @@ fn append_by_name(
     options::with_c_arrays(&request.options, |keys, values, len| {
         // SAFETY: `session_options` is the live session options being built; the name and both
         // arrays of `len` NUL-terminated strings outlive the call (ORT copies them).
-        let appended =
-            unsafe { ort!(api, SessionOptionsAppendExecutionProvider(session_options, name.as_ptr(), keys, values, len)) };
+        let appended = unsafe {
+            ort!(api, SessionOptionsAppendExecutionProvider(session_options, name.as_ptr(), keys, values, len))
+        };
         appended.map_err(|e| named::refusal(api, env, request.name, e))
     })
 }

@@ -113,10 +113,7 @@ pub(crate) fn append_all(
         serialize_runs |= name == "TensorrtExecutionProvider" && tensorrt_runs_need_serializing(api.api_level);
     }
     if strict && registered.is_empty() {
-        return Err(Error::InvalidArgument {
-            what: "strict_gpu".into(),
-            why: "no GPU provider was requested; add one with SessionBuilder::cuda or ::tensorrt".into(),
-        });
+        return Err(Error::StrictGpuWithoutProvider);
     }
     registered.push("CPUExecutionProvider");
     Ok(Prepared { registered, serialize_runs, strict })

@@ -67,9 +67,10 @@ pub(crate) fn apply(
         if super::diagnose::is_load_failure(&e) {
             return super::diagnose::provider_load_failure(api, env, provider, e);
         }
-        Error::InvalidArgument {
-            what: format!("{provider} options {options:?}"),
-            why: format!("ONNX Runtime {} refused them: {e}", api.version),
+        Error::BadSetting {
+            setting: format!("{provider} provider options"),
+            value: format!("{options:?}"),
+            allowed: format!("ONNX Runtime {} refused them: {e}", api.version),
         }
     })
 }

@@ -423,7 +423,7 @@ impl SessionBuilder {
     /// [`Error::KeyRefused`](crate::Error::KeyRefused) for such a key, naming it, why, and the keys that pass. At `commit_from_*`: [`Error::ProviderNotAvailable`](crate::Error::ProviderNotAvailable) when the runtime was built without it
     /// or does not know the name (the message lists what it has), [`Error::ProviderLoad`](crate::Error::ProviderLoad) when
     /// its library is missing or cannot load, [`Error::Unsupported`](crate::Error::Unsupported) for a CUDA option newer than the runtime,
-    /// [`Error::Ort`](crate::Error::Ort) (or, for CUDA and TensorRT, [`Error::InvalidArgument`](crate::Error::InvalidArgument)) for options the provider refuses.
+    /// [`Error::Ort`](crate::Error::Ort) (or, for CUDA and TensorRT, [`Error::BadSetting`](crate::Error::BadSetting)), [`Error::NoSuchDevice`](crate::Error::NoSuchDevice) for a `device_id` this machine does not have, for options the provider refuses.
     ///
     /// Corresponds to `OrtApi::SessionOptionsAppendExecutionProvider`.
     #[doc(alias = "SessionOptionsAppendExecutionProvider")]
@@ -457,7 +457,9 @@ impl SessionBuilder {
     }
 
     /// Fail instead of running any node on the CPU when a GPU provider was requested
-    /// (`session.disable_cpu_ep_fallback=1`), and fail if no GPU provider was requested.
+    /// (`session.disable_cpu_ep_fallback=1`), and fail with
+    /// [`Error::StrictGpuWithoutProvider`](crate::Error::StrictGpuWithoutProvider) if no provider
+    /// was requested.
     pub fn strict_gpu(mut self, strict: bool) -> Self {
         self.strict_gpu = strict;
         self

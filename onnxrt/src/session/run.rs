@@ -1,8 +1,8 @@
 //! The synchronous run: checking the inputs, lending preallocated outputs, ORT's `Run`, and
 //! taking ownership of what it returned.
 
-use std::ffi::c_char;
 use smallvec::{smallvec, SmallVec};
+use std::ffi::c_char;
 
 use onnxrt_sys::OrtValue;
 
@@ -53,12 +53,7 @@ impl Session {
     ///
     /// Corresponds to `OrtApi::Run`.
     #[doc(alias = "Run")]
-    pub fn run_with<'v, 'd: 'v, I>(
-        &self,
-        inputs: I,
-        outputs: &[&str],
-        options: Option<&RunOptions>,
-    ) -> Result<Outputs>
+    pub fn run_with<'v, 'd: 'v, I>(&self, inputs: I, outputs: &[&str], options: Option<&RunOptions>) -> Result<Outputs>
     where
         I: IntoIterator,
         I::Item: SessionInput<'v, 'd>,
@@ -128,8 +123,8 @@ impl Session {
                 // An output named twice in one run: ORT writes only one of the tensors handed to
                 // it and returns the others unwritten, so such outputs are never preallocated
                 // (ORT's one value is then copied per position, see `unalias`).
-                let repeated = output_indices
-                    .is_some_and(|indices| indices.iter().filter(|&&i| i == indices[p]).nth(1).is_some());
+                let repeated =
+                    output_indices.is_some_and(|indices| indices.iter().filter(|&&i| i == indices[p]).nth(1).is_some());
                 let tensor = if repeated { None } else { self.inner.output_pool.take(model_index(p))? };
                 if let Some((_, tensor)) = &tensor {
                     *slot = tensor.as_ptr();

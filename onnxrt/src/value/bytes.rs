@@ -12,8 +12,8 @@ impl Value<'_> {
     /// The data of a numeric tensor the CPU can read, as bytes.
     ///
     /// # Errors
-    /// [`Error::ValueKind`] for non-tensors, [`Error::InvalidArgument`] for string tensors and
-    /// device memory.
+    /// [`Error::ValueKind`] for non-tensors, [`Error::InvalidArgument`] for string tensors,
+    /// [`Error::NotHostMemory`] for device memory.
     pub(crate) fn host_bytes(&self) -> Result<&[u8]> {
         let (data, bytes) = self.numeric_host_data()?;
         // SAFETY: ORT guarantees the buffer holds `bytes` bytes (element count × element size of a
@@ -24,10 +24,7 @@ impl Value<'_> {
     /// As [`host_bytes`](Value::host_bytes), writable; refused for values over borrowed memory.
     pub(crate) fn host_bytes_mut(&mut self) -> Result<&mut [u8]> {
         if !self.writable {
-            return Err(Error::InvalidArgument {
-                what: "writing a tensor over borrowed memory".into(),
-                why: "the value only borrows its data for reading".into(),
-            });
+            return Err(Error::ReadOnlyValue { operation: "writing the tensor's bytes".into() });
         }
         let (data, bytes) = self.numeric_host_data()?;
         // SAFETY: as in `host_bytes`; `&mut self` makes this the only reference into the data
