@@ -357,7 +357,7 @@ impl State {
 
     fn keep(&mut self, kept: run::Kept, after: &After) {
         match (kept, after) {
-            (run::Kept::Outputs(o), After::Keep(s)) => *slot(&mut self.outputs, *s) = Some(o),
+            (run::Kept::Outputs(o), After::Keep(s)) => *slot(&mut self.outputs, *s) = Some(*o),
             (run::Kept::Value(v), After::Take { slot: s, .. } | After::First(s)) => {
                 *slot(&mut self.values, *s) = Some(v)
             }

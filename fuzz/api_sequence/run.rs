@@ -72,7 +72,7 @@ pub enum After {
 }
 
 pub enum Kept {
-    Outputs(Outputs),
+    Outputs(Box<Outputs>),
     Value(Value<'static>),
 }
 
@@ -161,7 +161,7 @@ fn run_pairs(
         }
         After::Keep(_) => {
             count(1);
-            Some(Kept::Outputs(out))
+            Some(Kept::Outputs(Box::new(out)))
         }
         After::Take { name, .. } => {
             let name = name.resolve(t.session);

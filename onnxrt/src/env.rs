@@ -81,12 +81,15 @@ pub type LogHook = Box<dyn Fn(&LogRecord) + Send + Sync>;
 /// How many recent records are kept for diagnostics.
 const KEPT_RECORDS: usize = 256;
 
+/// The installed log hook, shared with the calls that run it.
+type SharedHook = Arc<dyn Fn(&LogRecord) + Send + Sync>;
+
 /// The log hook, the level and the latest warnings: one set for the process, reached by ORT's
 /// logging callback directly (it takes no `param`).
 struct Logger {
     // An `Arc` clone is taken per record, so a hook replaced while it runs stays valid until it
     // returns, and the lock is not held while it runs.
-    hook: Mutex<Option<Arc<dyn Fn(&LogRecord) + Send + Sync>>>,
+    hook: Mutex<Option<SharedHook>>,
     level: Mutex<LogLevel>,
     recent: Mutex<VecDeque<LogRecord>>,
 }

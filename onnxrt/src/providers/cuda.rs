@@ -3,7 +3,7 @@
 //!
 //! Options that appeared after ORT 1.16 ([`OPTION_SINCE`]) are checked against the loaded
 //! runtime's version before anything else, so asking for one on an older runtime is
-//! [`Error::Unsupported`] naming the option and the first version that has it.
+//! [`Error::Unsupported`](crate::Error::Unsupported) naming the option and the first version that has it.
 //!
 //! The fastest ResNet-style configuration on a recent runtime (see `examples/gpu_bench.rs`,
 //! mode `fast`): an fp16 model with fp16 inputs and outputs, [`CudaOptions::prefer_nhwc`],
@@ -35,7 +35,7 @@ pub enum ConvAlgoSearch {
 }
 
 /// CUDA provider options that ORT 1.16 does not know, with the first minor version (1.x) that
-/// reads them. Setting one on an older runtime fails at session build with [`Error::Unsupported`].
+/// reads them. Setting one on an older runtime fails at session build with [`Error::Unsupported`](crate::Error::Unsupported).
 /// The same gates apply to `SessionBuilder::provider("CUDA", ..)`.
 pub const OPTION_SINCE: &[(&str, u32)] = super::append::CUDA_OPTION_SINCE;
 
@@ -63,7 +63,7 @@ impl CudaOptions {
         self.set("device_id", id)
     }
 
-    /// Cap on the CUDA arena in bytes; exceeding it gives [`Error::OutOfMemory`].
+    /// Cap on the CUDA arena in bytes; exceeding it gives [`Error::OutOfMemory`](crate::Error::OutOfMemory).
     pub fn gpu_mem_limit(self, bytes: usize) -> Self {
         self.set("gpu_mem_limit", bytes)
     }
@@ -108,7 +108,7 @@ impl CudaOptions {
     }
 
     /// TF32 tensor cores for fp32 matmuls/convolutions (ORT's default: on). ORT 1.18 and later;
-    /// on older runtimes building the session fails with [`Error::Unsupported`].
+    /// on older runtimes building the session fails with [`Error::Unsupported`](crate::Error::Unsupported).
     pub fn use_tf32(self, yes: bool) -> Self {
         self.set("use_tf32", u8::from(yes))
     }
@@ -118,14 +118,14 @@ impl CudaOptions {
     /// cuDNN use tensor cores without transposes, mostly a gain for fp16 models.
     ///
     /// ORT 1.17 and later; on older runtimes building the session fails with
-    /// [`Error::Unsupported`]. ORT builds made without NHWC CUDA kernels (the build option is on
+    /// [`Error::Unsupported`](crate::Error::Unsupported). ORT builds made without NHWC CUDA kernels (the build option is on
     /// in the official packages from 1.20) accept the key and keep NCHW.
     pub fn prefer_nhwc(self, yes: bool) -> Self {
         self.set("prefer_nhwc", u8::from(yes))
     }
 
     /// Run every CUDA kernel of the session on one stream owned by the provider (ORT 1.17 and
-    /// later; older runtimes give [`Error::Unsupported`]).
+    /// later; older runtimes give [`Error::Unsupported`](crate::Error::Unsupported)).
     pub fn use_ep_level_unified_stream(self, yes: bool) -> Self {
         self.set("use_ep_level_unified_stream", u8::from(yes))
     }
@@ -145,7 +145,7 @@ impl CudaOptions {
     /// Only keys [`allowed_keys::CUDA`](crate::allowed_keys::CUDA) lists as plain values pass;
     /// any other (the address keys of [`ADDRESS_KEYS`]: the compute stream, external allocator
     /// functions; or a key the list does not know) is refused when the session is built, with
-    /// [`Error::KeyRefused`]: pass a stream with the `unsafe` [`CudaOptions::user_compute_stream`].
+    /// [`Error::KeyRefused`](crate::Error::KeyRefused): pass a stream with the `unsafe` [`CudaOptions::user_compute_stream`].
     pub fn raw(self, key: &'static str, value: impl ToString) -> Self {
         self.set(key, value)
     }
