@@ -12,90 +12,20 @@
 //! ([`Environment::set_log_hook`], [`Environment::set_log_level`]); the name (ORT's log id) and
 //! the global thread pools cannot.
 
-use std::collections::VecDeque;
-use std::ffi::{c_char, c_void, CStr, CString};
+mod logging;
+
+use std::ffi::{c_void, CString};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use onnxrt_sys::OrtEnv;
+
+use logging::{log_callback, LOGGER};
+pub use logging::{LogHook, LogLevel, LogRecord};
 
 use crate::api::api;
 use crate::error::{Error, Result};
 use crate::handle::Owned;
 use crate::status::ort;
-
-/// ORT's log severities.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum LogLevel {
-    /// Everything, including which provider each node was placed on.
-    Verbose,
-    /// Informational.
-    Info,
-    /// Warnings (default).
-    Warning,
-    /// Errors.
-    Error,
-    /// Fatal errors only.
-    Fatal,
-}
-
-impl LogLevel {
-    pub(crate) fn to_raw(self) -> onnxrt_sys::OrtLoggingLevel {
-        match self {
-            LogLevel::Verbose => onnxrt_sys::ORT_LOGGING_LEVEL_VERBOSE,
-            LogLevel::Info => onnxrt_sys::ORT_LOGGING_LEVEL_INFO,
-            LogLevel::Warning => onnxrt_sys::ORT_LOGGING_LEVEL_WARNING,
-            LogLevel::Error => onnxrt_sys::ORT_LOGGING_LEVEL_ERROR,
-            LogLevel::Fatal => onnxrt_sys::ORT_LOGGING_LEVEL_FATAL,
-        }
-    }
-
-    fn from_raw(raw: onnxrt_sys::OrtLoggingLevel) -> LogLevel {
-        match raw {
-            0 => LogLevel::Verbose,
-            1 => LogLevel::Info,
-            2 => LogLevel::Warning,
-            3 => LogLevel::Error,
-            _ => LogLevel::Fatal,
-        }
-    }
-}
-
-/// One message from ORT's logger.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LogRecord {
-    /// Severity.
-    pub level: LogLevel,
-    /// ORT's category (e.g. `onnxruntime`).
-    pub category: String,
-    /// The log id (the environment's name or a session's log id).
-    pub log_id: String,
-    /// Source location inside ORT.
-    pub code_location: String,
-    /// The message.
-    pub message: String,
-}
-
-/// A function that sees every ORT log record (in addition to the `log` crate).
-pub type LogHook = Box<dyn Fn(&LogRecord) + Send + Sync>;
-
-/// How many recent records are kept for diagnostics.
-const KEPT_RECORDS: usize = 256;
-
-/// The installed log hook, shared with the calls that run it.
-type SharedHook = Arc<dyn Fn(&LogRecord) + Send + Sync>;
-
-/// The log hook, the level and the latest warnings: one set for the process, reached by ORT's
-/// logging callback directly (it takes no `param`).
-struct Logger {
-    // An `Arc` clone is taken per record, so a hook replaced while it runs stays valid until it
-    // returns, and the lock is not held while it runs.
-    hook: Mutex<Option<SharedHook>>,
-    level: Mutex<LogLevel>,
-    recent: Mutex<VecDeque<LogRecord>>,
-}
-
-static LOGGER: Logger =
-    Logger { hook: Mutex::new(None), level: Mutex::new(LogLevel::Warning), recent: Mutex::new(VecDeque::new()) };
 
 /// The process's environment, once made ([`Environment::global`], [`EnvironmentBuilder::commit`]).
 static PROCESS: OnceLock<Arc<Environment>> = OnceLock::new();
@@ -280,7 +210,9 @@ pub struct EnvironmentBuilder {
 }
 
 impl EnvironmentBuilder {
-    /// ORT's log id for this environment.
+    /// ORT's log id for this environment. (If the crate made ORT's env before, for
+    /// `Value::none` or `Value::empty_sequence`, ORT keeps the log id `onnxrt`; this name is then
+    /// the environment's own.)
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
         self
@@ -442,60 +374,4 @@ fn too_many(what: &str, threads: usize) -> Error {
         value: threads.to_string(),
         allowed: "a thread count that fits an i32".into(),
     }
-}
-
-fn text(ptr: *const c_char) -> String {
-    if ptr.is_null() {
-        return String::new();
-    }
-    // SAFETY: ORT passes NUL-terminated strings valid for the duration of the callback.
-    unsafe { CStr::from_ptr(ptr) }.to_string_lossy().into_owned()
-}
-
-/// ORT's logging callback. Its whole body runs inside `ffi_guard::guard`, and the user's code in
-/// it (the `log` crate's logger, the hook) under `ffi_guard::catch`, which also disposes of a
-/// panic's payload: nothing unwinds into C, and a panicking logger does not silence the hook.
-unsafe extern "C" fn log_callback(
-    _param: *mut c_void,
-    severity: onnxrt_sys::OrtLoggingLevel,
-    category: *const c_char,
-    log_id: *const c_char,
-    code_location: *const c_char,
-    message: *const c_char,
-) {
-    crate::ffi_guard::guard(
-        || (),
-        || {
-            let record = LogRecord {
-                level: LogLevel::from_raw(severity),
-                category: text(category),
-                log_id: text(log_id),
-                code_location: text(code_location),
-                message: text(message),
-            };
-            let level = match record.level {
-                LogLevel::Verbose => log::Level::Trace,
-                LogLevel::Info => log::Level::Debug,
-                LogLevel::Warning => log::Level::Warn,
-                LogLevel::Error | LogLevel::Fatal => log::Level::Error,
-            };
-            let _ = crate::ffi_guard::catch(
-                || log::log!(target: "onnxrt::ort", level, "[{}] {}: {}", record.log_id, record.code_location, record.message),
-            );
-            if record.level >= LogLevel::Warning {
-                if let Ok(mut recent) = LOGGER.recent.lock() {
-                    if recent.len() == KEPT_RECORDS {
-                        recent.pop_front();
-                    }
-                    recent.push_back(record.clone());
-                }
-            }
-            // A clone, so the lock is not held while the hook runs and the hook outlives this
-            // call even if another thread replaces it meanwhile.
-            let hook = LOGGER.hook.lock().ok().and_then(|hook| hook.clone());
-            if let Some(hook) = hook {
-                let _ = crate::ffi_guard::catch(|| hook(&record));
-            }
-        },
-    )
 }
