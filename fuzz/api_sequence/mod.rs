@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Once, OnceLock};
 
 use arbitrary::{Arbitrary, Unstructured};
-use onnxrt::{Environment, OwnedOutputs, RunFuture, RunOptions, Session, Value};
+use onnxrt::{Environment, RunFuture, RunOptions, Session, Value};
 
 use build::Options;
 use kernel::Mode;
@@ -174,7 +174,7 @@ pub struct State {
     /// bit-exact.
     sessions: [Option<(Session, usize, bool)>; 3],
     values: [Option<Value<'static>>; 6],
-    outputs: [Option<OwnedOutputs>; 3],
+    outputs: [Option<onnxrt::Outputs>; 3],
     futures: [Option<RunFuture>; 3],
     options: [Option<RunOptions>; 2],
     mode: Mode,
@@ -357,7 +357,7 @@ impl State {
 
     fn keep(&mut self, kept: run::Kept, after: &After) {
         match (kept, after) {
-            (run::Kept::Outputs(o), After::Keep(s)) => *slot(&mut self.outputs, *s) = Some(o),
+            (run::Kept::Outputs(o), After::Keep(s)) => *slot(&mut self.outputs, *s) = Some(*o),
             (run::Kept::Value(v), After::Take { slot: s, .. } | After::First(s)) => {
                 *slot(&mut self.values, *s) = Some(v)
             }

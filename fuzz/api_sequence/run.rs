@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 
 use arbitrary::Arbitrary;
-use onnxrt::{MemoryInfo, Outputs, OwnedOutputs, RunFuture, RunOptions, Session, Value};
+use onnxrt::{MemoryInfo, Outputs, RunFuture, RunOptions, Session, Value};
 
 use crate::api_sequence::kernel::{Compute, Mode};
 use crate::api_sequence::models::MODELS;
@@ -60,7 +60,7 @@ pub enum Inputs {
 pub enum After {
     Drop,
     Read,
-    /// `into_owned` into an outputs slot.
+    /// kept in an outputs slot.
     Keep(u8),
     /// `take` of one output into a value slot.
     Take {
@@ -72,7 +72,7 @@ pub enum After {
 }
 
 pub enum Kept {
-    Outputs(OwnedOutputs),
+    Outputs(Box<Outputs>),
     Value(Value<'static>),
 }
 
@@ -161,7 +161,7 @@ fn run_pairs(
         }
         After::Keep(_) => {
             count(1);
-            Some(Kept::Outputs(out.into_owned()))
+            Some(Kept::Outputs(Box::new(out)))
         }
         After::Take { name, .. } => {
             let name = name.resolve(t.session);
@@ -210,7 +210,7 @@ fn expected(model: &str, mode: Compute, pairs: &[(String, &Value<'_>)]) -> Vec<(
 
 /// Checks a successful run's outputs where the right answer is known; a wrong one panics, but
 /// for the holes of issue 25 that are known, which are counted.
-fn check(t: &Target<'_>, mode: Compute, pairs: &[(String, &Value<'_>)], asked: &[&str], out: &Outputs<'_>) {
+fn check(t: &Target<'_>, mode: Compute, pairs: &[(String, &Value<'_>)], asked: &[&str], out: &Outputs) {
     let model = MODELS[t.model].0;
     if model == "custom_scale.onnx" && matches!(mode, Compute::WrongTypeFirst | Compute::NoOutput) {
         KNOWN_ITEM_1.fetch_add(1, std::sync::atomic::Ordering::Relaxed); // succeeded with `y` unwritten
@@ -382,7 +382,7 @@ pub fn start(
 }
 
 /// Polls once with a waker that does nothing; `Some` when the run is done.
-pub fn poll_once(future: &mut RunFuture) -> Option<onnxrt::Result<OwnedOutputs>> {
+pub fn poll_once(future: &mut RunFuture) -> Option<onnxrt::Result<Outputs>> {
     count(1);
     let mut cx = Context::from_waker(Waker::noop());
     match Pin::new(future).poll(&mut cx) {
@@ -401,7 +401,7 @@ impl Wake for Unpark {
 }
 
 /// Polls until the run is done, parking the thread in between (an executor of one future).
-pub fn block_on(mut future: RunFuture) -> onnxrt::Result<OwnedOutputs> {
+pub fn block_on(mut future: RunFuture) -> onnxrt::Result<Outputs> {
     let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
     let mut cx = Context::from_waker(&waker);
     loop {

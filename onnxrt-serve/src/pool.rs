@@ -118,7 +118,7 @@ impl GpuPool {
 
     /// Runs on the least busy device (ties rotate) and returns which device ran it. Takes inputs
     /// in any form [`Session::run`] does.
-    pub fn run<'v, 'd: 'v, I>(&self, inputs: I) -> Result<(i32, Outputs<'_>)>
+    pub fn run<'v, 'd: 'v, I>(&self, inputs: I) -> Result<(i32, Outputs)>
     where
         I: IntoIterator,
         I::Item: SessionInput<'v, 'd>,

@@ -101,12 +101,8 @@ impl<'s, 'v> IoBinding<'s, 'v> {
     #[doc(alias = "BindOutput")]
     pub fn bind_output(&mut self, name: &str, value: &'v mut Value<'_>) -> Result<()> {
         if !value.is_writable() {
-            return Err(Error::InvalidArgument {
-                what: format!("binding a borrowed view to output `{name}`"),
-                why: "ORT would write into memory that is only borrowed for reading; bind a tensor made by \
-                      Value::from_vec / from_array or an Allocator"
-                    .into(),
-            });
+            // ORT would write into memory that is only borrowed for reading.
+            return Err(Error::ReadOnlyValue { operation: format!("binding it to output `{name}`") });
         }
         crate::session::validate::output_partial(self.session, name, value)?;
         let name = self.name(name, false)?;

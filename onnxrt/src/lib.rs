@@ -102,10 +102,14 @@ pub use memory::{Device, MemoryInfo};
 pub use run_options::{RunOptions, RunTerminator};
 pub use session::{
     config_keys, AsyncInput, Dim, ExecutionMode, HeldValue, InputName, ModelBytes, ModelMetadata, OptimizationLevel,
-    Outputs, OwnedOutputs, PrepackedWeights, RunFuture, Session, SessionBuilder, SessionInput, SharedInitializers,
-    ValueInfo, ValueType, DEFAULT_MAX_ASYNC_RUNS,
+    Outputs, PrepackedWeights, RunFuture, Session, SessionBuilder, SessionInput, SharedInitializers, ValueInfo,
+    ValueType, DEFAULT_MAX_ASYNC_RUNS,
 };
 pub use value::{TensorInfo, Value, ValueKind};
+
+/// The outputs of a run, tied to no session: [`Outputs`] is that type now.
+#[deprecated(note = "use `Outputs`: it no longer borrows the session")]
+pub type OwnedOutputs = Outputs;
 
 /// The inputs of a run on a model that has none: `session.run(onnxrt::NO_INPUTS)` (an empty
 /// `&[]` leaves the pair type to infer).

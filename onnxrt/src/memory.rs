@@ -68,10 +68,7 @@ impl MemoryInfo {
 
     fn named(name: &str, id: i32, mem_type: onnxrt_sys::OrtMemType, device: Device) -> Result<MemoryInfo> {
         if id < 0 {
-            return Err(Error::InvalidArgument {
-                what: format!("device id {id}"),
-                why: "device ids start at 0".into(),
-            });
+            return Err(Error::NoSuchDevice { device: format!("{name} memory"), id, count: None });
         }
         let api = api()?;
         let name = CString::new(name).map_err(|_| Error::nul("memory name", name))?;

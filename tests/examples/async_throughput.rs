@@ -28,7 +28,7 @@ fn measure(name: &str, builder: SessionBuilder, asynchronous: bool, steps: i64, 
                         session.run_async([("iters", iters)], &[]).expect("starts").await.expect("runs");
                     } else {
                         let s = session.clone();
-                        tokio::task::spawn_blocking(move || s.run(&[("iters", &iters)]).map(|o| o.into_owned()))
+                        tokio::task::spawn_blocking(move || s.run(&[("iters", &iters)]))
                             .await
                             .expect("task")
                             .expect("runs");

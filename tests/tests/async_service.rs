@@ -246,9 +246,7 @@ fn names_survive_async_outputs() {
     // Sync outputs leave spawn_blocking with their names too.
     let shared = session.clone();
     let owned = rt
-        .block_on(async move {
-            tokio::task::spawn_blocking(move || shared.run(&[("x", &x())]).map(|o| o.into_owned())).await
-        })
+        .block_on(async move { tokio::task::spawn_blocking(move || shared.run(&[("x", &x())])).await })
         .expect("task")
         .expect("run");
     assert_eq!(owned.names().collect::<Vec<_>>(), ["doubled", "squared", "negated"]);

@@ -31,10 +31,8 @@ fn outcome(compiled: bool, output: &str) -> String {
     if compiled {
         return "ok".into();
     }
-    let mut codes: Vec<&str> = output
-        .match_indices("error[E")
-        .filter_map(|(i, _)| output[i + 6..].split(']').next())
-        .collect();
+    let mut codes: Vec<&str> =
+        output.match_indices("error[E").filter_map(|(i, _)| output[i + 6..].split(']').next()).collect();
     codes.sort_unstable();
     codes.dedup();
     if codes.is_empty() {

@@ -39,9 +39,11 @@ fn newer_options_on_an_older_runtime_name_the_option_and_the_version() {
             println!("skipped `{key}`: this runtime (1.{found}) has it");
             continue;
         }
-        // The same key through `raw` is gated too.
-        for options in [options, CudaOptions::new().raw(key, 1)] {
-            match build(options) {
+        // The same key through `raw`, and through `provider("CUDA", ..)`, is gated too: all three
+        // go through one append path.
+        let by_name = || Session::builder().provider("CUDA", [(key, "1")]).commit_from_file(model());
+        for built in [build(options), build(CudaOptions::new().raw(key, 1)), by_name()] {
+            match built {
                 Err(Error::Unsupported { feature, since: needed, found: loaded }) => {
                     assert!(feature.contains(key), "{feature}");
                     assert_eq!(needed, format!("1.{since}"));
@@ -55,7 +57,7 @@ fn newer_options_on_an_older_runtime_name_the_option_and_the_version() {
         }
     }
     if found < 17 {
-        assert_eq!(checked, 6, "every option newer than the runtime was checked");
+        assert_eq!(checked, 9, "every option newer than the runtime was checked, three ways");
     }
 }
 

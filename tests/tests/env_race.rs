@@ -1,107 +1,90 @@
-//! Hole 3 of issue 20, in its own test binary (it creates and drops the process's environment
-//! over and over): an environment created while another is being dropped used to get ORT's old
-//! env, whose logger pointed at the dropped environment's freed `LoggerState`.
+//! Hole 3 of issue 20, in its own test binary, for the process-wide environment of issue 28: a
+//! log hook replaced on one thread while ORT logs through it on another must never run on freed
+//! state (before issue 20's fix, an environment made while another was dropped logged into the
+//! dropped one's freed logger).
 //!
-//! Threads (8 by default, `ONNXRT_ENV_RACE_THREADS`) loop
-//! `Environment::builder().log_level(Verbose).log_hook(..).commit()`, make a session in it, and
-//! drop both. A record reaching a hook after its environment was dropped is a stale logger, and
-//! so is a new environment whose verbose session never reached its own hook (before the fix:
-//! those, or a SIGSEGV inside the hook). The threads stop once `ONNXRT_ENV_RACE_ENVS`
-//! environments (default 3,000) have been made between them: the run is bounded by that count,
-//! never by the clock, so a slow or loaded machine (valgrind makes about one a second) takes
-//! longer but exercises the same number of hand-overs. The long run on two threads:
-//! `ONNXRT_ENV_RACE_ENVS=50000 ONNXRT_ENV_RACE_THREADS=2 cargo test -p onnxrt-tests --test env_race -- --nocapture`.
+//! Threads (8 by default, `ONNXRT_ENV_RACE_THREADS`) race to commit the same environment (all
+//! get the one the first made), then loop: install a hook of their own whose state is a
+//! heap canary, make a session at verbose level (ORT logs through whichever hook is current), and
+//! drop both the session and, by replacing it, the hook. A hook that runs on dropped state sees a
+//! poisoned canary (or valgrind an invalid read). The threads stop once `ONNXRT_ENV_RACE_ENVS`
+//! hooks (default 3,000) have been installed between them: the run is bounded by that count,
+//! never by the clock. Under valgrind (CI): `ONNXRT_ENV_RACE_ENVS=20 ONNXRT_ENV_RACE_THREADS=2
+//! bash tools/reliability/memcheck.sh env_race`.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use onnxrt::{Environment, LogLevel, Session};
 use onnxrt_tests::model;
 
-static STALE: AtomicUsize = AtomicUsize::new(0);
-static RECORDS: AtomicUsize = AtomicUsize::new(0);
-static SILENT: AtomicUsize = AtomicUsize::new(0);
-/// Environments made by all threads; each thread stops when this reaches the target.
-static MADE: AtomicUsize = AtomicUsize::new(0);
+const ALIVE: u64 = 0x0A11_7E57_CA4A_121E;
 
-/// One thread's loop until `target` environments exist in all; returns (environments this
-/// thread made, its commits refused because another thread's environment was alive).
-fn churn(target: usize) -> (usize, usize) {
-    let (mut made, mut refused) = (0, 0);
+static POISONED: AtomicUsize = AtomicUsize::new(0);
+static RECORDS: AtomicUsize = AtomicUsize::new(0);
+/// Hooks installed by all threads; each thread stops when this reaches the target.
+static INSTALLED: AtomicUsize = AtomicUsize::new(0);
+
+/// Heap state of one hook: `ALIVE` until dropped, then poisoned before it is freed.
+struct Canary(Box<u64>);
+
+impl Drop for Canary {
+    fn drop(&mut self) {
+        *self.0 = 0;
+    }
+}
+
+fn commit() -> Arc<Environment> {
+    Environment::builder().name("race").log_level(LogLevel::Verbose).commit().expect("the same settings every time")
+}
+
+/// One thread's loop until `target` hooks exist in all; returns how many this thread installed.
+fn churn(target: usize) -> usize {
+    let env = commit();
     let path = model("add_f32.onnx");
-    while MADE.load(Ordering::SeqCst) < target {
-        let alive = Arc::new(AtomicBool::new(true));
-        let seen_by_hook = Arc::clone(&alive);
-        let own = Arc::new(AtomicUsize::new(0));
-        let own_by_hook = Arc::clone(&own);
-        let committed = Environment::builder()
-            .name("race")
-            .log_level(LogLevel::Verbose)
-            .log_hook(move |_| {
-                RECORDS.fetch_add(1, Ordering::Relaxed);
-                own_by_hook.fetch_add(1, Ordering::SeqCst);
-                if !seen_by_hook.load(Ordering::SeqCst) {
-                    STALE.fetch_add(1, Ordering::SeqCst);
-                }
-            })
-            .commit();
-        let env = match committed {
-            Ok(env) => env,
-            // The other thread's environment is alive: ORT allows one. Try again.
-            Err(onnxrt::Error::InvalidArgument { .. }) => {
-                refused += 1;
-                std::thread::yield_now();
-                continue;
+    let mut installed = 0;
+    while INSTALLED.fetch_add(1, Ordering::SeqCst) < target {
+        let canary = Canary(Box::new(ALIVE));
+        env.set_log_hook(move |_| {
+            RECORDS.fetch_add(1, Ordering::Relaxed);
+            if *canary.0 != ALIVE {
+                POISONED.fetch_add(1, Ordering::SeqCst);
             }
-            Err(other) => panic!("creating the environment failed: {other}"),
-        };
-        made += 1;
-        MADE.fetch_add(1, Ordering::SeqCst);
+        });
+        installed += 1;
         let session = Session::builder()
             .environment(Arc::clone(&env))
             .intra_op_threads(1)
             .commit_from_file(&path)
-            .expect("session in the new environment");
-        // A verbose session logs while it loads; those records must reach this environment's
-        // hook (an env handed over from the dropped one would send them to the old logger).
-        if own.load(Ordering::SeqCst) == 0 {
-            SILENT.fetch_add(1, Ordering::SeqCst);
-        }
+            .expect("session in the process's environment");
         drop(session);
-        drop(env);
-        // Our Arc was the last (sessions hold one; commit never hands out another): the
-        // environment and its logger are released now, so its hook must not run again.
-        alive.store(false, Ordering::SeqCst);
     }
-    (made, refused)
+    installed
 }
 
 #[test]
-fn environments_created_while_others_drop_never_log_into_a_dropped_logger() {
-    // The old default ran 5 s: about 3,000 environments on 8 threads here (RELIABILITY.md: 37,878
-    // in 60 s), the span in which the unfixed code failed.
+fn log_hooks_replaced_while_others_log_never_run_on_freed_state() {
     let target: usize = std::env::var("ONNXRT_ENV_RACE_ENVS").ok().and_then(|s| s.parse().ok()).unwrap_or(3_000).max(2);
-    // Two threads are the reported case, but the window (from the last `Arc` going to ORT's
-    // release) is a few hundred nanoseconds: with two threads the old code survived 40 s here,
-    // with eight (more than the cores, so one is preempted inside the drop now and then) it
-    // failed within 5 s (about 3,000 environments). So 8 by default; ONNXRT_ENV_RACE_THREADS
-    // changes it.
     let count: usize = std::env::var("ONNXRT_ENV_RACE_THREADS").ok().and_then(|s| s.parse().ok()).unwrap_or(8);
     let threads: Vec<_> = (0..count.max(2)).map(|_| std::thread::spawn(move || churn(target))).collect();
-    let mut made = 0;
-    let mut refused = 0;
+    let mut installed = 0;
     for thread in threads {
-        let (m, r) = thread.join().expect("a churn thread panicked");
-        made += m;
-        refused += r;
+        installed += thread.join().expect("a churn thread panicked");
     }
     let records = RECORDS.load(Ordering::SeqCst);
-    println!(
-        "{made} environments made (target {target}), {refused} commits refused while one was alive, {records} log records"
-    );
-    // Each thread checks the count before it commits, so two may pass the check together.
-    assert!(made >= target, "the threads made {made} environments, fewer than the {target} asked for");
-    assert!(records > 0, "verbose logging produced no records; the hook was never exercised");
-    assert_eq!(STALE.load(Ordering::SeqCst), 0, "a hook saw a record after its environment was dropped");
-    assert_eq!(SILENT.load(Ordering::SeqCst), 0, "a new environment's session logged through another logger");
+    println!("{installed} hooks installed (target {target}), {records} log records");
+    assert_eq!(installed, target, "the threads installed {installed} hooks, not the {target} asked for");
+    assert!(records > 0, "verbose logging produced no records; the hooks were never exercised");
+    assert_eq!(POISONED.load(Ordering::SeqCst), 0, "a hook ran after it was replaced and dropped");
+
+    // Every thread committed the same settings and got the one environment.
+    let env = commit();
+    assert!(Arc::ptr_eq(&env, &Environment::global().expect("global")));
+    // The last hook installed is the one that logs: a session made now reaches it.
+    let ids = Arc::new(Mutex::new(Vec::new()));
+    let seen = Arc::clone(&ids);
+    env.set_log_hook(move |record| seen.lock().expect("ids").push(record.log_id.clone()));
+    let session = Session::builder().log_id("after-the-race").commit_from_file(model("add_f32.onnx")).expect("loads");
+    drop(session);
+    assert!(ids.lock().expect("ids").iter().any(|id| id == "after-the-race"), "the last hook saw nothing");
 }

@@ -283,15 +283,19 @@ fn too_new_model() {
 #[test]
 fn second_environment_is_refused() {
     let live = env();
-    let error = Environment::builder().name("second").commit().expect_err("an environment is alive");
+    let error = Environment::builder().name("second").commit().expect_err("the process has its environment");
     match &error {
-        Error::InvalidArgument { what, why } => {
-            assert!(what.contains("second"), "{what}");
-            assert!(why.contains(live.name()), "{why}");
+        Error::EnvironmentExists { name, in_force, asked } => {
+            assert_eq!(name, live.name());
+            assert!(in_force.contains("log level Warning"), "{in_force}");
+            assert!(asked.contains("second"), "{asked}");
         }
-        other => panic!("expected InvalidArgument, got {other:?}"),
+        other => panic!("expected EnvironmentExists, got {other:?}"),
     }
-    assert_mentions(&error, &["one per process", "Environment::global()"]);
+    assert_mentions(&error, &["exists already", "Environment::global()", "set_log_hook"]);
+    // The same settings (the defaults the live one was made with) give the live one back.
+    let same = Environment::builder().commit().expect("the same settings");
+    assert!(std::sync::Arc::ptr_eq(&live, &same));
     // The live one is unaffected.
     assert!(std::sync::Arc::ptr_eq(&live, &Environment::global().expect("global")));
 }
@@ -303,10 +307,10 @@ fn strict_gpu_without_a_gpu_provider() {
         .commit_from_file(model("add_f32.onnx"))
         .expect_err("strict_gpu needs a GPU provider");
     match &error {
-        Error::InvalidArgument { what, .. } => assert_eq!(what, "strict_gpu"),
-        other => panic!("expected InvalidArgument, got {other:?}"),
+        Error::StrictGpuWithoutProvider => {}
+        other => panic!("expected StrictGpuWithoutProvider, got {other:?}"),
     }
-    assert_mentions(&error, &["no GPU provider", "cuda"]);
+    assert_mentions(&error, &["no execution provider", "SessionBuilder::cuda"]);
 }
 
 #[test]

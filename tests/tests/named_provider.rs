@@ -57,6 +57,24 @@ fn cuda_by_name_on_the_cpu_build_is_not_available() {
     }
 }
 
+#[test]
+fn cuda_and_tensorrt_by_name_get_the_typed_options_checks() {
+    // One append path: a device id that is not a number is refused as for the typed options,
+    // before the runtime is asked for the provider.
+    for name in ["CUDA", "TensorrtExecutionProvider"] {
+        let err = onnxrt::Session::builder()
+            .provider(name, [("device_id", "first")])
+            .commit_from_file(model("mlp.onnx"))
+            .expect_err("not a device id");
+        match &err {
+            onnxrt::Error::BadSetting { setting, value, .. } => {
+                assert!(setting.ends_with("device_id") && value == "first", "{name}: {err}");
+            }
+            other => panic!("{name}: expected BadSetting, got {other:?}"),
+        }
+    }
+}
+
 /// Issue 25 item 6: option keys pass only from each provider's allow-list
 /// (`onnxrt::allowed_keys`), refused before ORT sees them, naming provider, key and what passes.
 /// The old substring deny-list let the second group through (none contains stream, alloc,

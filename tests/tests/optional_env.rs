@@ -20,13 +20,16 @@ fn empty_values_leave_the_environment_to_the_caller() {
     let empty_again = Value::empty_sequence(ElementType::F32).expect("empty in the configured env");
     assert_eq!(Environment::global().expect("global").name(), "configured-after-none");
     drop(configured);
-    let second = commit("second");
+    // The process keeps its environment: a commit with other settings is refused, naming it.
+    let refused = Environment::builder().name("second").commit().expect_err("the environment exists");
+    assert!(matches!(&refused, onnxrt::Error::EnvironmentExists { name, .. } if name == "configured-after-none"));
+    let second = Environment::global().expect("global");
     // The values own their contents: they outlive the environments they were made in.
     assert!(none.is_none().expect("is_none"));
     assert!(none_again.is_none().expect("is_none"));
     assert!(empty.sequence_items().expect("items").is_empty());
     assert!(empty_again.sequence_items().expect("items").is_empty());
-    // And they still feed a model: `SequenceLength` of the empty sequence in the second env.
+    // And they still feed a model: `SequenceLength` of the empty sequence in that environment.
     let model = onnxrt_tests::model("sequence_len.onnx");
     let session = Session::builder().environment(second).commit_from_file(&model).expect("session");
     let input = session.inputs()[0].name.clone();

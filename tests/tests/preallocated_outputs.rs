@@ -14,17 +14,17 @@ use onnxrt_onnx_proto::tensor_shape_proto::{dimension, Dimension};
 use onnxrt_onnx_proto::{type_proto, TensorShapeProto, TypeProto, ValueInfoProto};
 use onnxrt_tests::{builder, proto, session};
 
-fn add(session: &onnxrt::Session, a: f32, b: f32) -> onnxrt::Outputs<'_> {
+fn add(session: &onnxrt::Session, a: f32, b: f32) -> onnxrt::Outputs {
     let a = Value::from_array(Array2::from_elem((2, 3), a)).expect("a");
     let b = Value::from_array(Array2::from_elem((2, 3), b)).expect("b");
     session.run([("a", &a), ("b", &b)]).expect("run")
 }
 
-fn sum_of(outputs: &onnxrt::Outputs<'_>) -> Vec<f32> {
+fn sum_of(outputs: &onnxrt::Outputs) -> Vec<f32> {
     outputs.get("sum").expect("sum").view::<f32>().expect("view").iter().copied().collect()
 }
 
-fn data_address(outputs: &onnxrt::Outputs<'_>) -> usize {
+fn data_address(outputs: &onnxrt::Outputs) -> usize {
     outputs.get("sum").expect("sum").view::<f32>().expect("view").as_ptr() as usize
 }
 
@@ -53,7 +53,7 @@ fn held_outputs_keep_their_values_and_dropped_ones_are_reused() {
 fn outputs_outlive_their_session() {
     let session = session("add_f32.onnx");
     let _probe = add(&session, 0.0, 0.0);
-    let kept = add(&session, 4.0, 5.0).into_owned();
+    let kept = add(&session, 4.0, 5.0);
     drop(session);
     assert_eq!(
         kept.get("sum").expect("sum").view::<f32>().expect("view").iter().copied().collect::<Vec<_>>(),
@@ -98,7 +98,7 @@ fn threads_get_their_own_buffers() {
                 let mut held = Vec::new();
                 for i in 0..500 {
                     let (a, b) = (t as f32, i as f32);
-                    let outputs = add(&session, a, b).into_owned();
+                    let outputs = add(&session, a, b);
                     assert_eq!(outputs.get("sum").expect("sum").view::<f32>().expect("view")[[0, 0]], a + b);
                     // Keep a few alive so buffers are held, recycled and made new in turn.
                     held.push((a + b, outputs));

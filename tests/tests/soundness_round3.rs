@@ -17,7 +17,7 @@ fn elements(value: &Value<'_>) -> Vec<f32> {
 }
 
 /// `add_f32.onnx` asked for `names`, with every element of `a` and `b` equal to the two numbers.
-fn add<'s>(session: &'s Session, a: f32, b: f32, names: &[&str]) -> onnxrt::Outputs<'s> {
+fn add(session: &Session, a: f32, b: f32, names: &[&str]) -> onnxrt::Outputs {
     let (a, b) = (filled(a), filled(b));
     session.run_with([("a", &a), ("b", &b)], names, None).expect("run")
 }
@@ -99,7 +99,7 @@ fn repeated_names_among_other_outputs_and_a_constant_output() {
         for (p, (&name, &want)) in names.iter().zip(&expected).enumerate() {
             assert_eq!(elements(&outputs[p]), [want; 6], "run {i}, position {p} (`{name}`)");
         }
-        held.push((expected, outputs.into_owned()));
+        held.push((expected, outputs));
     }
     // Held outputs keep their values while later runs recycle other buffers.
     for (expected, outputs) in &held {
@@ -107,6 +107,34 @@ fn repeated_names_among_other_outputs_and_a_constant_output() {
             assert_eq!(elements(outputs.iter().nth(p).expect("position").1), [*want; 6]);
         }
     }
+}
+
+#[test]
+fn outputs_outlive_their_session_and_stay_valid() {
+    // `Outputs` shares the session's output names (`Arc<str>`) and owns its values, so it may
+    // outlive the session: the values of the first run (ORT's own tensors, the output pool
+    // probing) and of later runs (buffers of the session's output pool) keep their data, and the
+    // pooled buffers go back to a pool whose session is gone when they are dropped.
+    let session = session("add_f32.onnx");
+    let first = add(&session, 1.0, 2.0, &[]);
+    let pooled: Vec<onnxrt::Outputs> = (0..3).map(|i| add(&session, i as f32, 10.0, &[])).collect();
+    let chosen = add(&session, 5.0, 5.0, &["sum", "sum"]);
+    drop(session);
+    assert_eq!(first.names().collect::<Vec<_>>(), ["sum"]);
+    assert_eq!(elements(first.get("sum").expect("sum")), [3.0; 6]);
+    for (i, outputs) in pooled.iter().enumerate() {
+        assert_eq!(elements(&outputs[0]), [i as f32 + 10.0; 6], "run {i}");
+    }
+    let mut chosen = chosen;
+    let taken = chosen.take("sum").expect("the first `sum`");
+    assert_eq!(elements(&taken), [10.0; 6]);
+    assert_eq!(chosen.names().collect::<Vec<_>>(), ["sum"]);
+    let err = first.get("product").expect_err("no such output");
+    assert!(matches!(&err, onnxrt::Error::UnknownOutput { name, .. } if name == "product"), "{err}");
+    drop(pooled);
+    // Sent to another thread after its session is gone: `Outputs` is `Send` and `'static`.
+    let sums = std::thread::spawn(move || elements(&first[0])).join().expect("thread");
+    assert_eq!(sums, [3.0; 6]);
 }
 
 #[test]

@@ -1,12 +1,12 @@
 //! The public byte-level API of `Value` that onnxrt-serve's batcher is built on (issue 28):
 //! `Value::zeros`, `host_bytes`, `host_bytes_mut`, `first_rows_mut`, `AsyncInput::into_held`,
-//! collecting `OwnedOutputs`. Mostly adversarial: writing through a value that only borrows its
+//! collecting `Outputs`. Mostly adversarial: writing through a value that only borrows its
 //! memory, shares it with an `IoBinding` or with a run's input must be refused or must not reach
 //! the other memory.
 
 use std::sync::Arc;
 
-use onnxrt::{AsyncInput, ElementType, Error, MemoryInfo, OwnedOutputs, Value, ValueKind};
+use onnxrt::{AsyncInput, ElementType, Error, MemoryInfo, Outputs, Value, ValueKind};
 use onnxrt_tests::session;
 
 #[test]
@@ -47,9 +47,9 @@ fn a_borrowed_view_cannot_be_written() {
     let data = onnxrt::ndarray::arr1(&[1f32, 2.0, 3.0]);
     let mut value = Value::from_view(data.view()).expect("view");
     let err = value.host_bytes_mut().expect_err("borrowed for reading");
-    assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
+    assert!(matches!(err, Error::ReadOnlyValue { .. }), "{err}");
     let err = value.first_rows_mut(1).expect_err("borrowed for reading");
-    assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
+    assert!(matches!(err, Error::ReadOnlyValue { .. }), "{err}");
     assert_eq!(data.as_slice(), Some(&[1f32, 2.0, 3.0][..]), "the borrowed array is untouched");
 }
 
@@ -67,7 +67,7 @@ fn writing_a_run_output_never_reaches_its_input() {
     // replaces by a copy before the caller sees it.
     let s = session("identity_f32.onnx");
     let input = Value::from_vec(&[2, 3], vec![1f32; 6]).expect("input");
-    let mut outputs = s.run(&[("x", &input)]).expect("run").into_owned();
+    let mut outputs = s.run(&[("x", &input)]).expect("run");
     let mut output = outputs.take("y").expect("y");
     output.host_bytes_mut().expect("a run's output is the caller's").fill(0);
     assert!(output.view::<f32>().expect("out").iter().all(|&x| x == 0.0));
@@ -84,9 +84,9 @@ fn binding_outputs_cannot_be_written() {
     binding.run(None).expect("run");
     let mut outputs = binding.outputs().expect("outputs");
     let err = outputs[0].host_bytes_mut().expect_err("shares the binding's tensor");
-    assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
+    assert!(matches!(err, Error::ReadOnlyValue { .. }), "{err}");
     let err = outputs[0].first_rows_mut(1).expect_err("shares the binding's tensor");
-    assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
+    assert!(matches!(err, Error::ReadOnlyValue { .. }), "{err}");
     assert!(outputs[0].view::<f32>().expect("read").iter().all(|&x| x == 1.0));
 }
 
@@ -158,7 +158,7 @@ fn held_inputs_keep_or_share_the_value() {
 
 #[test]
 fn owned_outputs_collected_by_hand_are_named() {
-    let outputs: OwnedOutputs =
+    let outputs: Outputs =
         [("a", Value::scalar(1f32).expect("a")), ("b", Value::scalar(2i64).expect("b"))].into_iter().collect();
     assert_eq!(outputs.names().collect::<Vec<_>>(), ["a", "b"]);
     assert_eq!(outputs.get("b").expect("b").name(), Some("b"));

@@ -11,7 +11,7 @@ use crate::batch::queue::{Offer, Queue};
 use crate::batch::request::{Request, Slot};
 use crate::batch::stats::Outcome;
 use crate::error::{Error, Result};
-use onnxrt::OwnedOutputs;
+use onnxrt::Outputs;
 
 pub(crate) enum Phase {
     // `WhenFull::Wait` and the queue was full: offered again when polled.
@@ -20,7 +20,7 @@ pub(crate) enum Phase {
     Finished,
 }
 
-/// One request in the batcher: resolves to its [`OwnedOutputs`]. See [`Batcher::run_async`](crate::batch::Batcher::run_async).
+/// One request in the batcher: resolves to its [`Outputs`]. See [`Batcher::run_async`](crate::batch::Batcher::run_async).
 ///
 /// Dropping it cancels the request: it is not run if its batch has not formed, and its row is
 /// dropped if it has; other requests are not affected.
@@ -47,7 +47,7 @@ impl std::fmt::Debug for BatchFuture {
 }
 
 impl Future for BatchFuture {
-    type Output = Result<OwnedOutputs>;
+    type Output = Result<Outputs>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = &mut *self;

@@ -84,7 +84,7 @@ use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
 use future::Phase;
-use onnxrt::{AsyncInput, HeldValue, OwnedOutputs, Session, Value};
+use onnxrt::{AsyncInput, HeldValue, Outputs, Session, Value};
 use plan::Plan;
 use queue::Queue;
 use request::{Reply, Request, Slot};
@@ -423,7 +423,7 @@ impl Batcher {
     ///
     /// # Errors
     /// See [`run_with`](Batcher::run_with).
-    pub fn run<I>(&self, inputs: I) -> Result<OwnedOutputs>
+    pub fn run<I>(&self, inputs: I) -> Result<Outputs>
     where
         I: IntoIterator,
         I::Item: AsyncInput,
@@ -441,7 +441,7 @@ impl Batcher {
     /// Before queueing: the input errors of [`Session::run`] (checked against the sample shape),
     /// [`Error::QueueFull`], [`Error::BatcherShutDown`]. After: [`Error::DeadlineExpired`],
     /// [`Error::BatcherShutDown`] (a [`Shutdown::Cancel`]), or the batch's run error.
-    pub fn run_with<I>(&self, inputs: I, options: RequestOptions) -> Result<OwnedOutputs>
+    pub fn run_with<I>(&self, inputs: I, options: RequestOptions) -> Result<Outputs>
     where
         I: IntoIterator,
         I::Item: AsyncInput,

@@ -11,7 +11,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::task::{Poll, Waker};
 use std::time::Instant;
 
-use onnxrt::{HeldValue, OwnedOutputs};
+use onnxrt::{HeldValue, Outputs};
 
 use crate::batch::stats::{Counters, Outcome};
 use crate::batch::Shape;
@@ -59,7 +59,7 @@ pub(crate) struct Slot {
 
 #[derive(Default)]
 struct SlotState {
-    result: Option<Result<OwnedOutputs>>,
+    result: Option<Result<Outputs>>,
     waker: Option<Waker>,
     // Set when the caller gave up; the answer is then counted as this and dropped.
     abandoned: Option<Outcome>,
@@ -71,7 +71,7 @@ impl Slot {
     }
 
     /// Waits for the answer until `deadline` (`None`: no limit); `None` when the deadline passed.
-    pub(crate) fn wait(&self, deadline: Option<Instant>) -> Option<Result<OwnedOutputs>> {
+    pub(crate) fn wait(&self, deadline: Option<Instant>) -> Option<Result<Outputs>> {
         let mut state = self.lock();
         loop {
             if let Some(result) = state.result.take() {
@@ -88,7 +88,7 @@ impl Slot {
     }
 
     /// The answer if it is there; otherwise `waker` is woken when it arrives.
-    pub(crate) fn poll(&self, waker: &Waker) -> Poll<Result<OwnedOutputs>> {
+    pub(crate) fn poll(&self, waker: &Waker) -> Poll<Result<Outputs>> {
         let mut state = self.lock();
         match state.result.take() {
             Some(result) => Poll::Ready(result),
@@ -103,7 +103,7 @@ impl Slot {
 
     /// The caller gives up (`why`: cancelled or deadline). Returns the answer if it already
     /// arrived (it was counted then), so the caller can still use it.
-    pub(crate) fn abandon(&self, why: Outcome) -> Option<Result<OwnedOutputs>> {
+    pub(crate) fn abandon(&self, why: Outcome) -> Option<Result<Outputs>> {
         let mut state = self.lock();
         let arrived = state.result.take();
         if arrived.is_none() {
@@ -137,7 +137,7 @@ impl Reply {
     }
 
     /// Answers (or, if the caller gave up, counts why and drops the result).
-    pub(crate) fn send(mut self, result: Result<OwnedOutputs>) {
+    pub(crate) fn send(mut self, result: Result<Outputs>) {
         self.answered = true;
         self.deliver(result);
     }
@@ -153,7 +153,7 @@ impl Reply {
         self.counters.count(Outcome::Cancelled);
     }
 
-    fn deliver(&self, result: Result<OwnedOutputs>) {
+    fn deliver(&self, result: Result<Outputs>) {
         let mut state = self.slot.lock();
         if let Some(why) = state.abandoned {
             self.counters.count(why);

@@ -138,7 +138,7 @@ pub(crate) enum Outcome {
 }
 
 impl Outcome {
-    pub(crate) fn of(result: &Result<onnxrt::OwnedOutputs, Error>) -> Outcome {
+    pub(crate) fn of(result: &Result<onnxrt::Outputs, Error>) -> Outcome {
         match result {
             Ok(_) => Outcome::Completed,
             Err(Error::DeadlineExpired { .. }) => Outcome::Deadline,

@@ -15,7 +15,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use onnxrt::{MemoryInfo, OwnedOutputs, Value};
+use onnxrt::{MemoryInfo, Outputs, Value};
 
 use crate::batch::plan::Plan;
 use crate::batch::queue::{Msg, Queue};
@@ -213,7 +213,7 @@ impl Worker {
                     let answer = if request.expired(now) {
                         Err(request.deadline_error(now))
                     } else {
-                        Ok(labels.iter().cloned().zip(row).collect::<OwnedOutputs>())
+                        Ok(labels.iter().cloned().zip(row).collect::<Outputs>())
                     };
                     request.reply.send(answer);
                 }

@@ -373,7 +373,7 @@ pub struct Callback {
 /// Every `extern "C"` function of the crate that ORT calls (class: code ORT runs; each body must
 /// stay inside one `catch_unwind`, DESIGN.md).
 pub const CALLBACKS: &[Callback] = &[
-    Callback { function: "env::log_callback", when: "every ORT log line (OrtLoggingFunction)" },
+    Callback { function: "env::logging::log_callback", when: "every ORT log line (OrtLoggingFunction)" },
     Callback { function: "session::run_async::on_done", when: "completion of RunAsync (RunAsyncCallbackFn)" },
     Callback { function: "custom_op::callbacks::create_kernel", when: "session creation (OrtCustomOp::CreateKernel)" },
     Callback { function: "custom_op::callbacks::compute", when: "each run (OrtCustomOp::KernelCompute)" },

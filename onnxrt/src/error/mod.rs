@@ -410,7 +410,52 @@ pub enum Error {
         threads: usize,
     },
 
-    /// A configuration value was refused before reaching ORT.
+    /// A setting's value is outside what the setting takes (a thread count that does not fit, a
+    /// negative size, a device id that is not a number, provider options the runtime refused, a
+    /// setting that needs another one).
+    #[error("{setting} = {value} is refused: {allowed}")]
+    BadSetting {
+        /// The setting (`"intra_op_threads"`, `"CUDA device_id"`, `"free dimension `N`"`, ...).
+        setting: String,
+        /// The value given.
+        value: String,
+        /// What the setting takes, and how to fix it.
+        allowed: String,
+    },
+
+    /// A device id that does not exist on this machine.
+    #[error("{device} device id {id} does not exist: {}", devices_fix(.count))]
+    NoSuchDevice {
+        /// The kind of device or memory (`"CUDA"`, `"TensorRT"`, `"Cuda"` memory, ...).
+        device: String,
+        /// The id given.
+        id: i32,
+        /// How many devices the CUDA runtime reports, when it could be asked.
+        count: Option<i32>,
+    },
+
+    /// [`SessionBuilder::strict_gpu`](crate::SessionBuilder::strict_gpu) without a GPU provider:
+    /// there is nothing to be strict about.
+    #[error("strict_gpu is set but no execution provider was requested\nFix: add one with SessionBuilder::cuda or ::tensorrt (or ::provider), or leave strict_gpu off")]
+    StrictGpuWithoutProvider,
+
+    /// A write into a value that is read-only: one over memory it only borrows for reading
+    /// ([`Value::from_view`](crate::Value::from_view)) or one that shares its tensor (an
+    /// `IoBinding` output).
+    #[error("{operation}: the value is read-only (it borrows memory for reading, from Value::from_view, or shares its tensor with an IoBinding)\nFix: write into a value made by Value::from_vec / from_array or by an Allocator")]
+    ReadOnlyValue {
+        /// What was attempted (`"copy_from_host"`, `"binding it to output `y`"`, ...).
+        operation: String,
+    },
+
+    /// The CPU was asked to read a tensor that lives in device memory.
+    #[error("reading a tensor that lives in `{memory}` memory: the CPU cannot read device memory\nFix: bind the output to MemoryInfo::cpu() or MemoryInfo::cuda_pinned(), or copy it with Value::copy_to_host (feature `cuda`)")]
+    NotHostMemory {
+        /// The memory's name (`Cuda`, ...).
+        memory: String,
+    },
+
+    /// A value or call refused before reaching ORT, of a kind that has no variant of its own.
     #[error("{what}: {why}")]
     InvalidArgument {
         /// What was given.
@@ -435,6 +480,19 @@ pub enum Error {
         why: String,
         /// The keys this place lets through.
         allowed: Names,
+    },
+
+    /// [`EnvironmentBuilder::commit`](crate::EnvironmentBuilder::commit) asked for settings other
+    /// than those of the process's environment, which exists already (ORT's environment lives
+    /// until the process ends).
+    #[error("the process's ONNX Runtime environment `{name}` exists already ({in_force}); this commit asked for {asked}\nFix: build the environment once at start-up, or take it with Environment::global() and change its log hook and level with Environment::set_log_hook / set_log_level (its name and global thread pools stay until the process ends)")]
+    EnvironmentExists {
+        /// The name of the environment in force.
+        name: String,
+        /// Its settings (log level, hook, global thread pools).
+        in_force: String,
+        /// The settings this commit asked for.
+        asked: String,
     },
 
     /// A Rust custom operator ([`crate::custom_op`]) returned an error or panicked, while its
@@ -490,8 +548,14 @@ impl Error {
             Error::OutOfMemory { .. } => "OutOfMemory",
             Error::Terminated { .. } => "Terminated",
             Error::AsyncNeedsThreadPool { .. } => "AsyncNeedsThreadPool",
+            Error::BadSetting { .. } => "BadSetting",
+            Error::NoSuchDevice { .. } => "NoSuchDevice",
+            Error::StrictGpuWithoutProvider => "StrictGpuWithoutProvider",
+            Error::ReadOnlyValue { .. } => "ReadOnlyValue",
+            Error::NotHostMemory { .. } => "NotHostMemory",
             Error::InvalidArgument { .. } => "InvalidArgument",
             Error::KeyRefused { .. } => "KeyRefused",
+            Error::EnvironmentExists { .. } => "EnvironmentExists",
             Error::CustomOp { .. } => "CustomOp",
         }
     }
@@ -515,6 +579,16 @@ impl Error {
 
     pub(crate) fn nul(what: &'static str, value: &str) -> Error {
         Error::InteriorNul { what, value: value.to_owned() }
+    }
+}
+
+/// What [`Error::NoSuchDevice`] says to do.
+fn devices_fix(count: &Option<i32>) -> String {
+    match count {
+        Some(count) => format!(
+            "this machine has {count} CUDA device(s) (ids 0..{count}); check CUDA_VISIBLE_DEVICES and nvidia-smi"
+        ),
+        None => "device ids start at 0".to_owned(),
     }
 }
 

@@ -3,7 +3,7 @@
 //!
 //! Options that appeared after ORT 1.16 ([`OPTION_SINCE`]) are checked against the loaded
 //! runtime's version before anything else, so asking for one on an older runtime is
-//! [`Error::Unsupported`] naming the option and the first version that has it.
+//! [`Error::Unsupported`](crate::Error::Unsupported) naming the option and the first version that has it.
 //!
 //! The fastest ResNet-style configuration on a recent runtime (see `examples/gpu_bench.rs`,
 //! mode `fast`): an fp16 model with fp16 inputs and outputs, [`CudaOptions::prefer_nhwc`],
@@ -11,16 +11,8 @@
 //! never change, and a few warm-up runs (cuDNN's exhaustive search and the graph capture happen
 //! in the first runs).
 
-use std::sync::Arc;
-
-use onnxrt_sys::OrtSessionOptions;
-
-use crate::api::Api;
-use crate::env::Environment;
-use crate::error::{Error, Result};
-use crate::handle::Owned;
+use crate::providers::append::Request;
 use crate::providers::options::KeyValues;
-use crate::status::ort;
 
 pub use crate::cuda_runtime::device_count;
 
@@ -45,13 +37,9 @@ pub enum ConvAlgoSearch {
 }
 
 /// CUDA provider options that ORT 1.16 does not know, with the first minor version (1.x) that
-/// reads them. Setting one on an older runtime fails at session build with [`Error::Unsupported`].
-pub const OPTION_SINCE: &[(&str, u32)] = &[
-    // cuda_execution_provider_info.cc: both keys arrived with the NHWC kernels and the EP-level stream.
-    ("prefer_nhwc", 17),
-    ("use_ep_level_unified_stream", 17),
-    ("use_tf32", 18),
-];
+/// reads them. Setting one on an older runtime fails at session build with [`Error::Unsupported`](crate::Error::Unsupported).
+/// The same gates apply to `SessionBuilder::provider("CUDA", ..)`.
+pub const OPTION_SINCE: &[(&str, u32)] = super::append::CUDA_OPTION_SINCE;
 
 /// Options of the CUDA provider. Unset options keep ORT's defaults.
 #[derive(Debug, Clone, Default)]
@@ -77,7 +65,7 @@ impl CudaOptions {
         self.set("device_id", id)
     }
 
-    /// Cap on the CUDA arena in bytes; exceeding it gives [`Error::OutOfMemory`].
+    /// Cap on the CUDA arena in bytes; exceeding it gives [`Error::OutOfMemory`](crate::Error::OutOfMemory).
     pub fn gpu_mem_limit(self, bytes: usize) -> Self {
         self.set("gpu_mem_limit", bytes)
     }
@@ -122,7 +110,7 @@ impl CudaOptions {
     }
 
     /// TF32 tensor cores for fp32 matmuls/convolutions (ORT's default: on). ORT 1.18 and later;
-    /// on older runtimes building the session fails with [`Error::Unsupported`].
+    /// on older runtimes building the session fails with [`Error::Unsupported`](crate::Error::Unsupported).
     pub fn use_tf32(self, yes: bool) -> Self {
         self.set("use_tf32", u8::from(yes))
     }
@@ -132,14 +120,14 @@ impl CudaOptions {
     /// cuDNN use tensor cores without transposes, mostly a gain for fp16 models.
     ///
     /// ORT 1.17 and later; on older runtimes building the session fails with
-    /// [`Error::Unsupported`]. ORT builds made without NHWC CUDA kernels (the build option is on
+    /// [`Error::Unsupported`](crate::Error::Unsupported). ORT builds made without NHWC CUDA kernels (the build option is on
     /// in the official packages from 1.20) accept the key and keep NCHW.
     pub fn prefer_nhwc(self, yes: bool) -> Self {
         self.set("prefer_nhwc", u8::from(yes))
     }
 
     /// Run every CUDA kernel of the session on one stream owned by the provider (ORT 1.17 and
-    /// later; older runtimes give [`Error::Unsupported`]).
+    /// later; older runtimes give [`Error::Unsupported`](crate::Error::Unsupported)).
     pub fn use_ep_level_unified_stream(self, yes: bool) -> Self {
         self.set("use_ep_level_unified_stream", u8::from(yes))
     }
@@ -159,7 +147,7 @@ impl CudaOptions {
     /// Only keys [`allowed_keys::CUDA`](crate::allowed_keys::CUDA) lists as plain values pass;
     /// any other (the address keys of [`ADDRESS_KEYS`]: the compute stream, external allocator
     /// functions; or a key the list does not know) is refused when the session is built, with
-    /// [`Error::KeyRefused`]: pass a stream with the `unsafe` [`CudaOptions::user_compute_stream`].
+    /// [`Error::KeyRefused`](crate::Error::KeyRefused): pass a stream with the `unsafe` [`CudaOptions::user_compute_stream`].
     pub fn raw(self, key: &'static str, value: impl ToString) -> Self {
         self.set(key, value)
     }
@@ -192,77 +180,11 @@ pub const ADDRESS_KEYS: &[&str] = &[
     "gpu_external_empty_cache",
 ];
 
-/// Refuses options the loaded runtime is too old to know ([`OPTION_SINCE`]), naming the first.
-fn check_versions(api: &Api, options: &CudaOptions) -> Result<()> {
-    for (key, _) in &options.options.entries {
-        if let Some(&(_, level)) = OPTION_SINCE.iter().find(|(k, _)| k == key) {
-            if api.api_level < level {
-                return Err(Error::Unsupported {
-                    feature: format!("CUDA provider option `{key}`"),
-                    since: format!("1.{level}"),
-                    found: api.version.clone(),
-                });
-            }
-        }
+impl CudaOptions {
+    /// The options as the append path reads them.
+    pub(crate) fn request(&self) -> Request<'_> {
+        Request { name: "CUDA", options: self.options.pairs(), checked: true, user_stream: self.user_stream }
     }
-    Ok(())
-}
-
-/// A device id that does not exist is an error here, not a crash or a silent device 0 later.
-fn check_device(options: &CudaOptions) -> Result<()> {
-    let Some(id) = options.options.get("device_id") else { return Ok(()) };
-    let id: i32 = id
-        .parse()
-        .map_err(|_| Error::InvalidArgument { what: format!("CUDA device_id {id}"), why: "not a number".into() })?;
-    // Without libcudart ORT's own load will fail with a better diagnosis; do not hide it.
-    if let Ok(count) = crate::cuda_runtime::device_count() {
-        if id < 0 || id >= count {
-            return Err(Error::InvalidArgument {
-                what: format!("CUDA device_id {id}"),
-                why: format!("this machine has {count} CUDA device(s) (ids 0..{count}); check CUDA_VISIBLE_DEVICES and nvidia-smi"),
-            });
-        }
-    }
-    Ok(())
-}
-
-pub(crate) fn append(
-    api: &Api,
-    env: &Arc<Environment>,
-    session_options: *mut OrtSessionOptions,
-    options: &CudaOptions,
-) -> Result<()> {
-    options.options.check(&crate::allowed_keys::CUDA)?;
-    check_versions(api, options)?;
-    super::require(api, "CUDAExecutionProvider", "CUDA")?;
-    check_device(options)?;
-    let mut raw = std::ptr::null_mut();
-    // SAFETY: the out-pointer is valid.
-    let created = unsafe { ort!(api, CreateCUDAProviderOptions(&mut raw)) };
-    created.map_err(|e| super::diagnose::provider_load_failure(api, env, "CUDA", e))?;
-    // SAFETY: on success we own the options.
-    let cuda = unsafe { Owned::from_raw(raw) }?;
-    options.options.apply(api, env, "CUDA", |keys, values, len| {
-        // SAFETY: both arrays hold `len` NUL-terminated strings alive for the call; ORT copies them.
-        unsafe { ort!(api, UpdateCUDAProviderOptions(cuda.as_ptr(), keys, values, len)) }
-    })?;
-    if let Some(stream) = options.user_stream {
-        let ort_api = api.since(16, "UpdateCUDAProviderOptionsWithValue")?;
-        let update = ort_api
-            .UpdateCUDAProviderOptionsWithValue
-            .ok_or_else(|| Error::missing("UpdateCUDAProviderOptionsWithValue"))?;
-        let key = c"user_compute_stream";
-        // SAFETY: the caller of `user_compute_stream` promised a valid stream; ORT stores the pointer.
-        unsafe {
-            crate::status::check(
-                "UpdateCUDAProviderOptionsWithValue",
-                update(cuda.as_ptr(), key.as_ptr(), stream as *mut std::ffi::c_void),
-            )
-        }?;
-    }
-    // SAFETY: both option objects are live; ORT copies the CUDA options.
-    let appended = unsafe { ort!(api, SessionOptionsAppendExecutionProvider_CUDA_V2(session_options, cuda.as_ptr())) };
-    appended.map_err(|e| super::diagnose::provider_load_failure(api, env, "CUDA", e))
 }
 
 #[cfg(test)]

@@ -6,12 +6,12 @@
 //! [`SessionBuilder::strict_gpu`](crate::SessionBuilder::strict_gpu), nodes the GPU provider
 //! cannot run make the session fail instead of falling back to the CPU.
 
+mod append;
 #[cfg(feature = "cuda")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cuda")))]
 pub mod cuda;
 pub mod diagnose;
 pub mod named;
-#[cfg(feature = "cuda")]
 mod options;
 #[cfg(feature = "tensorrt")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tensorrt")))]
@@ -88,8 +88,8 @@ impl Prepared {
     }
 }
 
-/// Appends every requested provider, in order, to the session options.
-#[allow(unused_variables, unused_mut)]
+/// Appends every requested provider, in order, to the session options: typed or by name, each
+/// goes through the one append path ([`append::append`]).
 pub(crate) fn append_all(
     api: &Api,
     env: &Arc<Environment>,
@@ -97,55 +97,47 @@ pub(crate) fn append_all(
     requests: &[ProviderRequest],
     strict: bool,
 ) -> Result<Prepared> {
-    let mut registered = Vec::new();
-    let mut serialize_runs = false;
+    let requests: Vec<append::Request<'_>> = requests.iter().map(ProviderRequest::request).collect();
+    let registered_of = |request: &append::Request<'_>| named::registered_name(request.name);
     if strict {
-        for request in requests {
-            if let Some((short, provider)) = gpu_library_of(request) {
+        for request in &requests {
+            if let Some((short, provider)) = gpu_library_of(registered_of(request)) {
                 preflight(api, short, provider)?;
             }
         }
     }
-    for request in requests {
-        match request {
-            #[cfg(feature = "cuda")]
-            ProviderRequest::Cuda(cuda) => {
-                cuda::append(api, env, options, cuda)?;
-                registered.push("CUDAExecutionProvider");
-            }
-            #[cfg(feature = "tensorrt")]
-            ProviderRequest::TensorRt(trt) => {
-                tensorrt::append(api, env, options, trt)?;
-                registered.push("TensorrtExecutionProvider");
-                serialize_runs |= tensorrt_runs_need_serializing(api.api_level);
-            }
-            ProviderRequest::Named(named) => {
-                named::append(api, env, options, named)?;
-                registered.push(named::registered_name(&named.name));
-            }
-        }
+    let mut registered = Vec::new();
+    let mut serialize_runs = false;
+    for request in &requests {
+        append::append(api, env, options, request)?;
+        let name = registered_of(request);
+        registered.push(name);
+        serialize_runs |= name == "TensorrtExecutionProvider" && tensorrt_runs_need_serializing(api.api_level);
     }
     if strict && registered.is_empty() {
-        return Err(Error::InvalidArgument {
-            what: "strict_gpu".into(),
-            why: "no GPU provider was requested; add one with SessionBuilder::cuda or ::tensorrt".into(),
-        });
+        return Err(Error::StrictGpuWithoutProvider);
     }
     registered.push("CPUExecutionProvider");
     Ok(Prepared { registered, serialize_runs, strict })
 }
 
+impl ProviderRequest {
+    /// The request as the append path reads it.
+    fn request(&self) -> append::Request<'_> {
+        match self {
+            #[cfg(feature = "cuda")]
+            ProviderRequest::Cuda(cuda) => cuda.request(),
+            #[cfg(feature = "tensorrt")]
+            ProviderRequest::TensorRt(trt) => trt.request(),
+            ProviderRequest::Named(named) => named.request(),
+        }
+    }
+}
+
 /// The provider library's short name and the provider's name, for the GPU providers whose
-/// libraries a strict session checks before loading.
-fn gpu_library_of(request: &ProviderRequest) -> Option<(&'static str, &'static str)> {
-    let full = match request {
-        #[cfg(feature = "cuda")]
-        ProviderRequest::Cuda(_) => "CUDAExecutionProvider",
-        #[cfg(feature = "tensorrt")]
-        ProviderRequest::TensorRt(_) => "TensorrtExecutionProvider",
-        ProviderRequest::Named(named) => named::registered_name(&named.name),
-    };
-    match full {
+/// libraries a strict session checks before loading (`registered`: the name the session reports).
+fn gpu_library_of(registered: &str) -> Option<(&'static str, &'static str)> {
+    match registered {
         "CUDAExecutionProvider" => Some(("cuda", "CUDA")),
         "TensorrtExecutionProvider" => Some(("tensorrt", "TensorRT")),
         _ => None,
@@ -168,7 +160,6 @@ fn preflight(api: &Api, short: &str, provider: &str) -> Result<()> {
 
 /// ORT made concurrent `Run` safe with the TensorRT provider in 1.17 (C API 17); before that a
 /// session using it must not run on two threads at once.
-#[cfg_attr(not(feature = "tensorrt"), allow(dead_code))]
 pub(crate) fn tensorrt_runs_need_serializing(api_level: u32) -> bool {
     api_level < 17
 }

@@ -4,16 +4,9 @@
 //! a runtime serializes its own runs ([`crate::Session::serializes_runs`]).
 
 use std::path::Path;
-use std::sync::Arc;
 
-use onnxrt_sys::OrtSessionOptions;
-
-use crate::api::Api;
-use crate::env::Environment;
-use crate::error::Result;
-use crate::handle::Owned;
+use crate::providers::append::Request;
 use crate::providers::options::KeyValues;
-use crate::status::ort;
 
 /// Options of the TensorRT provider. Unset options keep ORT's defaults.
 #[derive(Debug, Clone, Default)]
@@ -110,28 +103,11 @@ pub const UNSAFE_KEYS: &[&str] = &[
     "trt_engine_decryption_enable",
 ];
 
-pub(crate) fn append(
-    api: &Api,
-    env: &Arc<Environment>,
-    session_options: *mut OrtSessionOptions,
-    options: &TensorRtOptions,
-) -> Result<()> {
-    options.options.check(&crate::allowed_keys::TENSORRT)?;
-    super::require(api, "TensorrtExecutionProvider", "TensorRT")?;
-    let mut raw = std::ptr::null_mut();
-    // SAFETY: the out-pointer is valid.
-    let created = unsafe { ort!(api, CreateTensorRTProviderOptions(&mut raw)) };
-    created.map_err(|e| super::diagnose::provider_load_failure(api, env, "TensorRT", e))?;
-    // SAFETY: on success we own the options.
-    let trt = unsafe { Owned::from_raw(raw) }?;
-    options.options.apply(api, env, "TensorRT", |keys, values, len| {
-        // SAFETY: both arrays hold `len` NUL-terminated strings alive for the call; ORT copies them.
-        unsafe { ort!(api, UpdateTensorRTProviderOptions(trt.as_ptr(), keys, values, len)) }
-    })?;
-    // SAFETY: both option objects are live; ORT copies the TensorRT options.
-    let appended =
-        unsafe { ort!(api, SessionOptionsAppendExecutionProvider_TensorRT_V2(session_options, trt.as_ptr())) };
-    appended.map_err(|e| super::diagnose::provider_load_failure(api, env, "TensorRT", e))
+impl TensorRtOptions {
+    /// The options as the append path reads them.
+    pub(crate) fn request(&self) -> Request<'_> {
+        Request { name: "TensorRT", options: self.options.pairs(), checked: true, user_stream: None }
+    }
 }
 
 #[cfg(test)]

@@ -412,7 +412,9 @@ impl SessionBuilder {
     ///
     /// `"CUDA"` and `"TensorRT"` (or their `…ExecutionProvider` names) take the same string
     /// options as ORT's Python API; `SessionBuilder::cuda` / `tensorrt`
-    /// (cargo features `cuda`, `tensorrt`) are the typed way to the same thing. Only option keys
+    /// (cargo features `cuda`, `tensorrt`) are the typed way to the same thing, and both ways go
+    /// through one append path: the same key policy, version gates, `device_id` check and
+    /// load-failure diagnosis (and TensorRT on ORT < 1.17 serializes runs). Only option keys
     /// the provider's table in [`crate::allowed_keys`] lists as plain values pass (the same check
     /// as the typed options); keys ORT reads as raw addresses or libraries to load (QNN
     /// `backend_path`, CUDA `gpu_external_free`, …), and keys the table does not know, are
@@ -422,7 +424,8 @@ impl SessionBuilder {
     /// # Errors
     /// [`Error::KeyRefused`](crate::Error::KeyRefused) for such a key, naming it, why, and the keys that pass. At `commit_from_*`: [`Error::ProviderNotAvailable`](crate::Error::ProviderNotAvailable) when the runtime was built without it
     /// or does not know the name (the message lists what it has), [`Error::ProviderLoad`](crate::Error::ProviderLoad) when
-    /// its library is missing or cannot load, [`Error::Ort`](crate::Error::Ort) for options the provider refuses.
+    /// its library is missing or cannot load, [`Error::Unsupported`](crate::Error::Unsupported) for a CUDA option newer than the runtime,
+    /// [`Error::Ort`](crate::Error::Ort) (or, for CUDA and TensorRT, [`Error::BadSetting`](crate::Error::BadSetting)), [`Error::NoSuchDevice`](crate::Error::NoSuchDevice) for a `device_id` this machine does not have, for options the provider refuses.
     ///
     /// Corresponds to `OrtApi::SessionOptionsAppendExecutionProvider`.
     #[doc(alias = "SessionOptionsAppendExecutionProvider")]
@@ -456,7 +459,9 @@ impl SessionBuilder {
     }
 
     /// Fail instead of running any node on the CPU when a GPU provider was requested
-    /// (`session.disable_cpu_ep_fallback=1`), and fail if no GPU provider was requested.
+    /// (`session.disable_cpu_ep_fallback=1`), and fail with
+    /// [`Error::StrictGpuWithoutProvider`](crate::Error::StrictGpuWithoutProvider) if no provider
+    /// was requested.
     pub fn strict_gpu(mut self, strict: bool) -> Self {
         self.strict_gpu = strict;
         self

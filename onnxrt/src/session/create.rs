@@ -192,14 +192,12 @@ impl SessionBuilder {
         // marked "see above".
         unsafe { ort!(api, SetSessionGraphOptimizationLevel(o, level)) }?;
         if let Some(n) = self.intra_op_threads {
-            let n = i32::try_from(n)
-                .map_err(|_| Error::InvalidArgument { what: "intra_op_threads".into(), why: "too large".into() })?;
+            let n = i32::try_from(n).map_err(|_| too_many_threads("intra_op_threads", n))?;
             // SAFETY: see above.
             unsafe { ort!(api, SetIntraOpNumThreads(o, n)) }?;
         }
         if let Some(n) = self.inter_op_threads {
-            let n = i32::try_from(n)
-                .map_err(|_| Error::InvalidArgument { what: "inter_op_threads".into(), why: "too large".into() })?;
+            let n = i32::try_from(n).map_err(|_| too_many_threads("inter_op_threads", n))?;
             // SAFETY: see above.
             unsafe { ort!(api, SetInterOpNumThreads(o, n)) }?;
         }
@@ -240,9 +238,10 @@ impl SessionBuilder {
         }
         if self.global_thread_pools {
             if env.global_thread_pools().is_none() {
-                return Err(Error::InvalidArgument {
-                    what: "use_global_thread_pools".into(),
-                    why: "the environment has no global thread pools; create it with EnvironmentBuilder::global_thread_pools".into(),
+                return Err(Error::BadSetting {
+                    setting: "use_global_thread_pools".into(),
+                    value: "on".into(),
+                    allowed: "only in an environment with global thread pools; create it with EnvironmentBuilder::global_thread_pools".into(),
                 });
             }
             // SAFETY: see above.
@@ -274,9 +273,10 @@ impl SessionBuilder {
         }
         for (name, size) in &self.free_dimensions {
             if *size < 0 {
-                return Err(Error::InvalidArgument {
-                    what: format!("free dimension `{name}` = {size}"),
-                    why: "sizes are 0 or more".into(),
+                return Err(Error::BadSetting {
+                    setting: format!("free dimension `{name}`"),
+                    value: size.to_string(),
+                    allowed: "sizes are 0 or more".into(),
                 });
             }
             let name_c = CString::new(name.as_str()).map_err(|_| Error::nul("dimension name", name))?;
@@ -365,4 +365,13 @@ fn create(
         },
     };
     created.map_err(Failure::Create)
+}
+
+/// A thread count ORT cannot take (it takes an `i32`).
+fn too_many_threads(setting: &str, threads: usize) -> Error {
+    Error::BadSetting {
+        setting: setting.into(),
+        value: threads.to_string(),
+        allowed: "a thread count that fits an i32".into(),
+    }
 }

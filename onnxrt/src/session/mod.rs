@@ -20,7 +20,6 @@ pub(crate) mod model_check;
 mod optional;
 pub(crate) mod output_pool;
 mod outputs;
-mod owned_outputs;
 mod run;
 mod run_async;
 mod saved_model;
@@ -58,7 +57,6 @@ pub use metadata::ModelMetadata;
 pub use model_bytes::ModelBytes;
 pub use optional::ValueType;
 pub use outputs::Outputs;
-pub use owned_outputs::OwnedOutputs;
 pub use run_async::RunFuture;
 pub use shared_weights::{PrepackedWeights, SharedInitializers};
 

@@ -81,10 +81,10 @@ enum Maker {
     EmptySequence(ElementType),
 }
 
-/// Makes the value with a one-node session built for this call and dropped after it. Not cached:
-/// a session holds its environment, and a cached one kept the process's environment alive for
-/// good, so `EnvironmentBuilder::commit` failed ever after. The session joins the live
-/// environment (or a default one that goes with it).
+/// Makes the value with a one-node session built for this call and dropped after it. The session
+/// joins the process's environment, or, before there is one, a provisional one that leaves the
+/// settings to the caller's first `EnvironmentBuilder::commit` (issue 25 item 8: made here,
+/// a default environment fixed the settings for good).
 fn made_by(maker: Maker) -> Result<Value<'static>> {
     let element_type = match maker {
         Maker::None(of) => of.element_type(),
@@ -97,6 +97,7 @@ fn made_by(maker: Maker) -> Result<Value<'static>> {
         });
     }
     let session = Session::builder()
+        .environment(crate::env::Environment::provisional()?)
         .intra_op_threads(1)
         .commit_from_memory(&model(maker))
         .map_err(|e| refused(element_type, e))?;

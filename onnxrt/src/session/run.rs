@@ -1,14 +1,12 @@
 //! The synchronous run: checking the inputs, lending preallocated outputs, ORT's `Run`, and
 //! taking ownership of what it returned.
 
-use std::ffi::c_char;
-use std::sync::Arc;
-
 use smallvec::{smallvec, SmallVec};
+use std::ffi::c_char;
 
 use onnxrt_sys::OrtValue;
 
-use super::{output_pool, validate, Indices, OutputValues, Outputs, Session, SessionInput};
+use super::{output_pool, validate, Indices, Outputs, Session, SessionInput};
 use crate::api::api;
 use crate::error::{Error, Result};
 use crate::handle::Owned;
@@ -32,7 +30,7 @@ impl Session {
     ///
     /// Corresponds to `OrtApi::Run`.
     #[doc(alias = "Run")]
-    pub fn run<'v, 'd: 'v, I>(&self, inputs: I) -> Result<Outputs<'_>>
+    pub fn run<'v, 'd: 'v, I>(&self, inputs: I) -> Result<Outputs>
     where
         I: IntoIterator,
         I::Item: SessionInput<'v, 'd>,
@@ -55,12 +53,7 @@ impl Session {
     ///
     /// Corresponds to `OrtApi::Run`.
     #[doc(alias = "Run")]
-    pub fn run_with<'v, 'd: 'v, I>(
-        &self,
-        inputs: I,
-        outputs: &[&str],
-        options: Option<&RunOptions>,
-    ) -> Result<Outputs<'_>>
+    pub fn run_with<'v, 'd: 'v, I>(&self, inputs: I, outputs: &[&str], options: Option<&RunOptions>) -> Result<Outputs>
     where
         I: IntoIterator,
         I::Item: SessionInput<'v, 'd>,
@@ -94,7 +87,7 @@ impl Session {
         let call = RunCall { input_names: &input_names, input_values: &input_values, output_names, run_options };
         let pool = &self.inner.output_pool;
         if pool.is_on() {
-            match self.run_once(&call, output_indices.clone(), inputs, true) {
+            match self.run_once(&call, output_indices.as_deref(), inputs, true) {
                 Ok(out) => return Ok(out),
                 // An output whose shape differs from its declaration (ORT refused the preallocated
                 // tensor): never preallocate again here, and run once more without.
@@ -103,9 +96,9 @@ impl Session {
                 Err(error) => return Err(error),
             }
         }
-        let out = self.run_once(&call, output_indices, inputs, false)?;
+        let mut out = self.run_once(&call, output_indices.as_deref(), inputs, false)?;
         if pool.is_probing() {
-            pool.observe(&out.values, |p| out.model_index(p));
+            pool.observe(out.values_mut(), |p| output_indices.as_ref().map_or(p, |indices| indices[p]));
         }
         Ok(out)
     }
@@ -115,13 +108,13 @@ impl Session {
     fn run_once<'v, 'd: 'v>(
         &self,
         call: &RunCall<'_>,
-        output_indices: Option<Indices>,
+        output_indices: Option<&[usize]>,
         inputs: &[(&str, &'v Value<'d>)],
         preallocate: bool,
-    ) -> Result<Outputs<'_>> {
+    ) -> Result<Outputs> {
         let api = api()?;
         let output_count = call.output_names.len();
-        let model_index = |p: usize| output_indices.as_ref().map_or(p, |indices| indices[p]);
+        let model_index = |p: usize| output_indices.map_or(p, |indices| indices[p]);
         let mut output_values: SmallVec<[*mut OrtValue; 8]> = smallvec![std::ptr::null_mut(); output_count];
         // Our tensors handed to ORT, by output position (none unless preallocating).
         let mut lent: SmallVec<[Option<output_pool::Lent>; 8]> = SmallVec::new();
@@ -130,9 +123,8 @@ impl Session {
                 // An output named twice in one run: ORT writes only one of the tensors handed to
                 // it and returns the others unwritten, so such outputs are never preallocated
                 // (ORT's one value is then copied per position, see `unalias`).
-                let repeated = output_indices
-                    .as_ref()
-                    .is_some_and(|indices| indices.iter().filter(|&&i| i == indices[p]).nth(1).is_some());
+                let repeated =
+                    output_indices.is_some_and(|indices| indices.iter().filter(|&&i| i == indices[p]).nth(1).is_some());
                 let tensor = if repeated { None } else { self.inner.output_pool.take(model_index(p))? };
                 if let Some((_, tensor)) = &tensor {
                     *slot = tensor.as_ptr();
@@ -162,19 +154,19 @@ impl Session {
         };
         // Take ownership of whatever ORT produced before looking at the status, so nothing leaks.
         // The values go straight into the `Outputs` returned (it is large: moving it costs copies).
-        let mut out = Outputs { session: self, indices: output_indices, values: OutputValues::new() };
+        let mut out = Outputs::default();
         let mut missing = false;
         // Whether every output is one of our buffers, which no input and no other output can share.
         let mut all_ours = !lent.is_empty();
         for (position, p) in output_values.into_iter().enumerate() {
-            let label = &self.inner.output_labels[out.model_index(position)];
+            let label = &self.inner.output_labels[model_index(position)];
             match lent.get_mut(position).and_then(Option::take) {
                 // ORT writes a preallocated output in place: `p` is still our value.
                 Some((slot, tensor)) if status.is_ok() && p == tensor.as_ptr() => {
                     let meta = slot.meta().clone();
                     let (value, ours) = tensor.into_value(slot, meta)?;
                     all_ours &= ours;
-                    out.values.push(value.with_name(Arc::clone(label)));
+                    out.push(label, value);
                 }
                 // A failed run: our tensor is released with its buffer, not reused.
                 Some(_) if status.is_err() => {}
@@ -184,7 +176,7 @@ impl Session {
                     all_ours = false;
                     // SAFETY: each non-null pointer left here is a new value ORT handed to us.
                     match unsafe { Owned::from_raw(p) } {
-                        Ok(owned) => out.values.push(Value::from_owned(owned).with_name(Arc::clone(label))),
+                        Ok(owned) => out.push(label, Value::from_owned(owned)),
                         Err(_) => missing = true,
                     }
                 }
@@ -199,9 +191,7 @@ impl Session {
         }
         // An output that is an input's buffer (graph output == graph input) would outlive the
         // caller's memory as a `Value<'static>`: copy it.
-        let Outputs { indices, values, .. } = &mut out;
-        let model_index = |p: usize| indices.as_ref().map_or(p, |indices| indices[p]);
-        crate::value::alias::unalias(values, inputs.iter().map(|(_, v)| *v), |p| {
+        crate::value::alias::unalias(out.values_mut(), inputs.iter().map(|(_, v)| *v), |p| {
             self.inner.passthrough[model_index(p)]
         })?;
         Ok(out)

@@ -24,7 +24,7 @@ use crate::handle::Owned;
 use crate::run_options::RunOptions;
 use crate::session::async_input::{AsyncInput, Held};
 use crate::session::gate::{Gate, Ticket};
-use crate::session::owned_outputs::OwnedOutputs;
+use crate::session::outputs::Outputs;
 use crate::session::{validate, Session};
 use crate::status::ort;
 use crate::value::Value;
@@ -113,7 +113,7 @@ enum Phase {
     Finished,
 }
 
-/// A run in progress: resolves to its [`OwnedOutputs`] (in model order, or the order requested).
+/// A run in progress: resolves to its [`Outputs`] (in model order, or the order requested).
 ///
 /// Returned by [`Session::run_async`] and [`Session::run_async_with`]. It is `Send` and
 /// `'static`: spawn it, race it, time it out. The run's inputs and options live in it until ORT
@@ -163,7 +163,7 @@ impl std::fmt::Debug for RunFuture {
 }
 
 impl Future for RunFuture {
-    type Output = Result<OwnedOutputs>;
+    type Output = Result<Outputs>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         if let Phase::Queued(_, ticket) = &self.phase {
@@ -191,7 +191,7 @@ impl Future for RunFuture {
                 drop(done);
                 self.phase = Phase::Finished;
                 let labels = self.state.labels.clone();
-                Poll::Ready(result.map(|values| OwnedOutputs::new(labels, values)))
+                Poll::Ready(result.map(|values| Outputs::new(labels, values)))
             }
             None => {
                 if !done.waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {

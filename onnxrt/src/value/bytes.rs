@@ -21,8 +21,8 @@ impl Value<'_> {
     /// ```
     ///
     /// # Errors
-    /// [`Error::ValueKind`] for non-tensors, [`Error::InvalidArgument`] for string tensors and
-    /// device memory.
+    /// [`Error::ValueKind`] for non-tensors, [`Error::InvalidArgument`] for string tensors,
+    /// [`Error::NotHostMemory`] for device memory.
     pub fn host_bytes(&self) -> Result<&[u8]> {
         let (data, bytes) = self.numeric_host_data()?;
         // An empty tensor may have no buffer at all (a null pointer, which no slice may hold).
@@ -52,14 +52,12 @@ impl Value<'_> {
     /// ```
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a value that is not writable (above), a string tensor or
-    /// device memory; [`Error::ValueKind`] for non-tensors.
+    /// [`Error::ReadOnlyValue`] for a value that is not writable (above);
+    /// [`Error::InvalidArgument`] for a string tensor; [`Error::NotHostMemory`] for device memory;
+    /// [`Error::ValueKind`] for non-tensors.
     pub fn host_bytes_mut(&mut self) -> Result<&mut [u8]> {
         if !self.writable {
-            return Err(Error::InvalidArgument {
-                what: "writing a tensor over borrowed memory".into(),
-                why: "the value only borrows its data for reading".into(),
-            });
+            return Err(Error::ReadOnlyValue { operation: "writing the tensor's bytes".into() });
         }
         let (data, bytes) = self.numeric_host_data()?;
         if bytes == 0 || data.is_null() {
@@ -179,17 +177,13 @@ impl<'a> Value<'a> {
     /// ```
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a value that is not writable (see
-    /// [`host_bytes_mut`](Value::host_bytes_mut)), a scalar (no first axis), `rows` more than the
-    /// tensor has, a string tensor or device memory; [`Error::ValueKind`] for non-tensors.
+    /// [`Error::ReadOnlyValue`] for a value that is not writable (see
+    /// [`host_bytes_mut`](Value::host_bytes_mut)); [`Error::InvalidArgument`] for a scalar (no
+    /// first axis), `rows` more than the tensor has, a string tensor or device memory;
+    /// [`Error::ValueKind`] for non-tensors.
     pub fn first_rows_mut(&mut self, rows: usize) -> Result<Value<'_>> {
         if !self.writable {
-            return Err(Error::InvalidArgument {
-                what: "a writable tensor over a read-only value".into(),
-                why: "the value borrows its data for reading or shares it with an IoBinding; cut rows from a \
-                      tensor made by Value::zeros / from_vec / from_array"
-                    .into(),
-            });
+            return Err(Error::ReadOnlyValue { operation: "cutting writable rows from the tensor".into() });
         }
         let meta = self.tensor_meta()?.clone();
         let Some(&have) = meta.shape.first() else {

@@ -24,16 +24,11 @@ impl Value<'_> {
     /// Fills a tensor (host or CUDA memory) from host data of the same element type and length.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for a value that is not writable: one over borrowed memory
+    /// [`Error::ReadOnlyValue`] for a value that is not writable: one over borrowed memory
     /// ([`Value::from_view`]) or one that shares its tensor (an `IoBinding` output).
     pub fn copy_from_host<T: Element>(&mut self, data: &[T]) -> Result<()> {
         if !self.is_writable() {
-            return Err(Error::InvalidArgument {
-                what: "copy_from_host into a read-only value".into(),
-                why: "the value borrows memory for reading (from_view) or shares its tensor with an IoBinding; \
-                      write into a value made by Value::from_vec / from_array or an Allocator"
-                    .into(),
-            });
+            return Err(Error::ReadOnlyValue { operation: "copy_from_host".into() });
         }
         let (ptr, info) = self.raw_data()?;
         check_element(&info, T::TYPE, Access::Write, self.name())?;

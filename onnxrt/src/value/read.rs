@@ -18,13 +18,7 @@ use crate::status::ort;
 impl Value<'_> {
     /// The tensor's data, which the CPU can read (an error for device memory).
     pub(super) fn host_data(&self) -> Result<*mut c_void> {
-        self.host_data_if_host()?.ok_or_else(|| {
-            let name = self.memory_name().unwrap_or_default();
-            Error::InvalidArgument {
-                what: format!("reading a tensor that lives in `{name}` memory"),
-                why: "the CPU cannot read device memory; bind the output to MemoryInfo::cpu() or MemoryInfo::cuda_pinned(), or copy it with Value::copy_to_host (feature `cuda`)".into(),
-            }
-        })
+        self.host_data_if_host()?.ok_or_else(|| Error::NotHostMemory { memory: self.memory_name().unwrap_or_default() })
     }
 
     /// The name of the memory the tensor lives in (`Cpu`, `Cuda`, `CudaPinned`).
@@ -75,7 +69,7 @@ impl Value<'_> {
     ///
     /// # Errors
     /// [`Error::ReadTypeMismatch`] if `T` is not the tensor's element type; [`Error::ValueKind`]
-    /// if this is not a tensor; [`Error::InvalidArgument`] if the tensor is in device memory.
+    /// if this is not a tensor; [`Error::NotHostMemory`] if the tensor is in device memory.
     pub fn view<T: Element>(&self) -> Result<ArrayViewD<'_, T>> {
         let info = self.tensor_meta()?;
         check_element(info, T::TYPE, Access::Read, self.name())?;
