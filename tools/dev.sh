@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The README's two commands, and everything they need on a fresh Debian/Ubuntu machine:
 #   bash tools/dev.sh run    the main job: the resnet_cuda example (embedded model + image)
-#   bash tools/dev.sh test   the whole test suite, then packaging (tools/downstream.sh)
+#   bash tools/dev.sh test   the whole test suite, then packaging (tools/downstream.sh), then the
+#                            integration tests again on the newest pinned runtime
+#   bash tools/dev.sh newest only that last pass
 #   bash tools/dev.sh lint   rustfmt and clippy, as CI runs them
 # Provisioning: if you set none of ONNXRT_LIB_DIR / ONNXRT_ARCHIVE / ONNXRT_DIST, the pinned
 # default (the official GPU archive, sha256 and size pinned) is used when it is cached or its URL
@@ -56,6 +58,19 @@ setup_test() {
   python3 -c 'import onnx, numpy' 2>/dev/null || { say "installing onnx 1.14.1 (backend test data)"; python3 -m pip install -q onnx==1.14.1 numpy; }
 }
 
+# The newest ORT the registries supply for the CPU (vendor-manifest.toml). Everything above runs
+# on the pinned 1.16.2; the integration tests (conformance included, against its own expectations
+# file) run again on this one, so the crate keeps working on a current runtime.
+NEWEST_DIST=cpu-1.32.0-registry
+test_newest() {
+  say "integration tests on the newest runtime ($NEWEST_DIST)"
+  cargo run -q -p onnxrt-build-support --bin onnxrt-dist -- assemble "$NEWEST_DIST" >/dev/null
+  # Same target folder: only onnxrt-sys and what depends on it rebuild. An installed runtime or a
+  # local archive would take precedence over ONNXRT_DIST, so neither is passed on.
+  env -u ONNXRT_LIB_DIR -u ONNXRT_INCLUDE_DIR -u ONNXRT_ARCHIVE -u ONNXRT_ARCHIVE_SHA256 \
+    ONNXRT_DIST="$NEWEST_DIST" ONNXRT_REQUIRE_CONFORMANCE=1 cargo test -p onnxrt-tests --no-fail-fast
+}
+
 case "${1:-}" in
   run)
     setup_build
@@ -94,6 +109,12 @@ case "${1:-}" in
     say "link mode: NEEDED + RUNPATH baked in, the example runs under env -i"
     # cargo package for every publishable crate, then the README's quick start against them.
     bash tools/downstream.sh
+    test_newest
+    ;;
+  newest)
+    setup_build
+    setup_test
+    test_newest
     ;;
   lint)
     setup_build
@@ -104,7 +125,7 @@ case "${1:-}" in
     say "lint: rustfmt and clippy clean (default and cuda+tensorrt features)"
     ;;
   *)
-    echo "usage: bash tools/dev.sh run|test|lint" >&2
+    echo "usage: bash tools/dev.sh run|test|newest|lint" >&2
     exit 2
     ;;
 esac

@@ -306,14 +306,34 @@ mod tests {
     #[test]
     fn the_registry_dists_pin_every_file_and_agree_with_their_member_pins() {
         let m = Manifest::builtin().expect("builtin manifest");
-        for name in ["cpu-1.16.2-registry", "gpu-cuda13-1.30.0-wheel"] {
+        for name in ["cpu-1.16.2-registry", "cpu-1.32.0-registry", "gpu-cuda13-1.30.0-wheel"] {
             let dist = m.dist(name).expect("registry dist");
             assert!(dist.files.iter().any(|f| f.path == dist.library && f.sha256.is_some()), "{name}");
             assert!(dist.files.iter().any(|f| f.path == "include/onnxruntime_c_api.h"), "{name}");
         }
-        let cpu = m.dist("cpu-1.16.2-registry").expect("dist");
-        let library = cpu.files.iter().find(|f| f.path == cpu.library).expect("library pin");
-        assert_eq!(library.sha256, cpu.parts[0].member_sha256);
+        for name in ["cpu-1.16.2-registry", "cpu-1.32.0-registry"] {
+            let cpu = m.dist(name).expect("dist");
+            let library = cpu.files.iter().find(|f| f.path == cpu.library).expect("library pin");
+            assert_eq!(library.sha256, cpu.parts[0].member_sha256, "{name}");
+        }
+    }
+
+    #[test]
+    fn dev_sh_tests_the_newest_cpu_registry_dist() {
+        // In a published crate tools/dev.sh is absent; in the workspace its second pass must run
+        // the newest CPU runtime the manifest can assemble.
+        let Ok(script) = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../tools/dev.sh")) else {
+            return;
+        };
+        let m = Manifest::builtin().expect("builtin manifest");
+        let version = |d: &Dist| -> Vec<u32> { d.ort_version.split('.').map(|p| p.parse().unwrap_or(0)).collect() };
+        let newest = m
+            .dists
+            .iter()
+            .filter(|d| d.kind == DistKind::Registry && d.providers.is_empty())
+            .max_by_key(|d| version(d))
+            .expect("a CPU registry dist");
+        assert!(script.contains(&format!("NEWEST_DIST={}\n", newest.name)), "tools/dev.sh should test {}", newest.name);
     }
 
     #[test]

@@ -313,7 +313,7 @@ fn verify_archive_rederives_the_record_and_finds_what_the_entry_trusted() {
 
     // Another library of the same size, and a record rewritten to list it.
     let entry = cache.join(&sha);
-    let library = entry.join(UNPINNED_ROOT).join("lib/libonnxruntime.so.1.30.0");
+    let library = entry.join(UNPINNED_ROOT).join(UNPINNED_LIBRARY);
     let mut planted = LIB_BYTES.to_vec();
     planted[2] ^= 0x20;
     std::fs::write(&library, &planted).expect("planting a library");
@@ -328,7 +328,7 @@ fn verify_archive_rederives_the_record_and_finds_what_the_entry_trusted() {
     let found = onnxrt_dist(&cache, &sha, &["verify", UNPINNED_DIST, "--archive", file]);
     assert_eq!(found.status.code(), Some(1), "{}", stderr(&found));
     let text = stderr(&found);
-    assert!(text.contains("lib/libonnxruntime.so.1.30.0") && text.contains(&sha256(LIB_BYTES)), "{text}");
+    assert!(text.contains(UNPINNED_LIBRARY) && text.contains(&sha256(LIB_BYTES)), "{text}");
     assert!(text.contains("Delete that folder"), "{text}");
     assert_eq!(std::fs::read(&library).expect("library"), planted, "verify changes nothing");
 

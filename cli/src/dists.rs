@@ -77,7 +77,9 @@ const DISTS: &[Dist] = &[
     Dist { name: "gpu-1.16.2", ort_version: "1.16.2", requires: Some(CUDA_11_8) },
     Dist { name: "cpu-1.16.2", ort_version: "1.16.2", requires: None },
     Dist { name: "cpu-1.16.2-registry", ort_version: "1.16.2", requires: None },
+    Dist { name: "cpu-1.32.0-registry", ort_version: "1.32.0", requires: None },
     Dist { name: "gpu-cuda13-1.30.0", ort_version: "1.30.0", requires: Some(CUDA_13_0) },
+    Dist { name: "cpu-1.32.0", ort_version: "1.32.0", requires: None },
     Dist { name: "gpu-cuda13-1.30.0-wheel", ort_version: "1.30.0", requires: Some(CUDA_13_0) },
 ];
 

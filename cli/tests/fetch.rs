@@ -12,11 +12,12 @@ use std::time::Duration;
 use common::{onnxrt, run};
 
 // The builtin manifest's archive that is not pinned yet, so the test can pin its own stand-in with
-// ONNXRT_ARCHIVE_SHA256 (the 1.16.2 archives are pinned, and a contradicting pin is refused).
-const DIST: &str = "gpu-cuda13-1.30.0";
-const ROOT: &str = "onnxruntime-linux-x64-gpu_cuda13-1.30.0";
-const FILE: &str = "onnxruntime-linux-x64-gpu_cuda13-1.30.0.tgz";
-const LIBRARY: &str = "libonnxruntime.so.1.30.0";
+// ONNXRT_ARCHIVE_SHA256 (the 1.16.2 and CUDA 13 1.30.0 archives are pinned, and a contradicting
+// pin is refused).
+const DIST: &str = "cpu-1.32.0";
+const ROOT: &str = "onnxruntime-linux-x64-1.32.0";
+const FILE: &str = "onnxruntime-linux-x64-1.32.0.tgz";
+const LIBRARY: &str = "libonnxruntime.so.1.32.0";
 
 /// An archive with the official layout of DIST whose library is 3 MiB of noise (so it stays 3 MiB).
 fn archive() -> Vec<u8> {
@@ -31,12 +32,8 @@ fn archive() -> Vec<u8> {
         .collect();
     let gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     let mut tar = tar::Builder::new(gz);
-    let stub = b"/* stand-in provider library */\n".as_slice();
     for (path, data) in [
         (format!("{ROOT}/lib/{LIBRARY}"), noise.as_slice()),
-        (format!("{ROOT}/lib/libonnxruntime_providers_shared.so"), stub),
-        (format!("{ROOT}/lib/libonnxruntime_providers_cuda.so"), stub),
-        (format!("{ROOT}/lib/libonnxruntime_providers_tensorrt.so"), stub),
         (format!("{ROOT}/include/onnxruntime_c_api.h"), b"/* test header */\n".as_slice()),
     ] {
         let mut header = tar::Header::new_gnu();

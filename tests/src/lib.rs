@@ -37,6 +37,21 @@ pub fn env() -> Arc<Environment> {
     Arc::clone(ENV.get_or_init(|| Environment::global().expect("the ONNX Runtime environment should be created")))
 }
 
+/// The minor version of the loaded runtime (ORT 1.x): tests whose expectation is ORT's own
+/// behaviour (its words, its error codes, what a build lists) branch on it instead of skipping.
+/// CI runs them on 1.16.2 and on the newest pinned runtime (tools/dev.sh).
+///
+/// # Panics
+/// If the runtime cannot be loaded or its version is not `1.x.y`.
+pub fn ort_minor() -> u32 {
+    let version = onnxrt::runtime_info().expect("the runtime loads").version;
+    let mut parts = version.split('.');
+    match (parts.next(), parts.next().and_then(|m| m.parse().ok())) {
+        (Some("1"), Some(minor)) => minor,
+        _ => panic!("ONNX Runtime {version} is not 1.x.y"),
+    }
+}
+
 /// A session builder in the shared environment, with two intra-op threads: the caller of
 /// `Session::run` plus one pool worker, which `Session::run_async` needs (with one thread it
 /// fails with `Error::AsyncNeedsThreadPool`). The test machine has two cores and the harness

@@ -17,7 +17,9 @@
 //!   of the right type and shape, but its values cannot be compared.
 //!
 //! The outcome of every case, with the reason for each non-pass, is checked in as
-//! `tests/conformance-expected.txt`; any difference fails the test and is listed (old → new).
+//! `tests/conformance-expected.txt` (ORT 1.16.2; other runtimes have their own
+//! `tests/conformance-expected-<version>.txt`); any difference fails the test and is listed
+//! (old → new).
 //! `ONNXRT_CONFORMANCE_BLESS=1` rewrites the file from this run instead (see `expected`).
 //! Set `ONNXRT_CONFORMANCE_REPORT=/some/file.tsv` to get one line per case with its time.
 
@@ -575,9 +577,10 @@ fn onnx_backend_conformance() {
     }
     assert!(
         changes.is_empty(),
-        "{} cases differ from tests/conformance-expected.txt (CHANGED lines above, old → new). If the change is \
+        "{} cases differ from {} (CHANGED lines above, old → new). If the change is \
          intended, rewrite the file with `ONNXRT_CONFORMANCE_BLESS=1 cargo test -p onnxrt-tests --test conformance` \
          and review its diff",
-        changes.len()
+        changes.len(),
+        expected::path().display()
     );
 }

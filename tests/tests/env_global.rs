@@ -117,13 +117,16 @@ fn recent_log_keeps_warnings() {
     assert!(seen().iter().any(|r| r == warning), "the hook saw the same record");
 }
 
+/// The runtime loaded is the one the build provisioned (1.16.2 in CI's main pass, the newest
+/// pinned one in its second pass), and it serves the C API of its minor version.
 #[test]
-fn runtime_info_reports_1_16_2() {
+fn runtime_info_reports_the_provisioned_runtime() {
     let _env = custom_env();
     let info = onnxrt::runtime_info().expect("the runtime loads");
-    assert_eq!(info.version, "1.16.2");
-    assert_eq!(info.api_level, 16);
-    assert_eq!(info.build_version, "1.16.2");
+    assert_eq!(info.version, onnxrt_sys::BUILD_VERSION);
+    assert_eq!(info.build_version, onnxrt_sys::BUILD_VERSION);
+    assert_eq!(info.api_level, onnxrt_tests::ort_minor());
+    assert!(info.api_level >= 16, "{info:?}");
     assert!(info.library.is_file(), "the loaded library {} exists", info.library.display());
     assert!(
         info.library.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("libonnxruntime.so")),

@@ -11,9 +11,9 @@
 #    plus bindgen. Cargo's --timings gives the build script's own run time; `onnxrt-dist fetch`
 #    times the cache lookup alone.
 # 2. Cold provision: a .tgz of ~130 MB of random bytes laid out like the distribution (root
-#    folder, the library, the provider libraries, include/onnxruntime_c_api.h). Both 1.16.2
-#    archives are pinned in the manifest (a pin of our own would contradict it), so the timed
-#    distribution is the still-unpinned gpu-cuda13-1.30.0, whose archive has the same shape,
+#    folder, the library, the provider libraries, include/onnxruntime_c_api.h). The 1.16.2 and
+#    CUDA 13 1.30.0 archives are pinned in the manifest (a pin of our own would contradict it),
+#    so the timed distribution is the still-unpinned cpu-1.32.0, given a GPU-sized archive,
 #    served by `python3 -m http.server` on 127.0.0.1; `onnxrt-dist fetch` with ONNXRT_MIRROR,
 #    ONNXRT_ARCHIVE_SHA256 pinned and a fresh ONNXRT_CACHE_DIR per run times download + sha256 +
 #    extraction + publication. Timed with the release build of onnxrt-dist and with the debug
@@ -87,8 +87,8 @@ make_archive() {
 }
 mkdir -p "$WORK/www"
 say "making the archives (random bytes)"
-GPU_FILE=onnxruntime-linux-x64-gpu_cuda13-1.30.0.tgz
-make_archive "$GPU_FILE" onnxruntime-linux-x64-gpu_cuda13-1.30.0 libonnxruntime.so.1.30.0 130 \
+GPU_FILE=onnxruntime-linux-x64-1.32.0.tgz
+make_archive "$GPU_FILE" onnxruntime-linux-x64-1.32.0 libonnxruntime.so.1.32.0 130 \
   libonnxruntime_providers_shared.so libonnxruntime_providers_cuda.so libonnxruntime_providers_tensorrt.so
 
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -125,14 +125,14 @@ fetch_runs() {
   f="$WORK/www/$GPU_FILE"
   hyperfine -N --warmup 1 --runs 3 --style basic "curl -s -o /dev/null http://127.0.0.1:$PORT/$(basename "$f")" "sha256sum $f" "tar -xzf $f --to-stdout" 2>&1
   echo
-  fetch_runs "release onnxrt-dist" gpu-cuda13-1.30.0 "$DIST_REL"
-  fetch_runs "debug onnxrt-dist (opt-level 0, as in a build script)" gpu-cuda13-1.30.0 "$DIST_DBG"
-  echo "### the same provisioning inside cargo: cargo build -p onnxrt-sys, fresh cache, ONNXRT_DIST=gpu-cuda13-1.30.0"
+  fetch_runs "release onnxrt-dist" cpu-1.32.0 "$DIST_REL"
+  fetch_runs "debug onnxrt-dist (opt-level 0, as in a build script)" cpu-1.32.0 "$DIST_DBG"
+  echo "### the same provisioning inside cargo: cargo build -p onnxrt-sys, fresh cache, ONNXRT_DIST=cpu-1.32.0"
   gpu_sha=$(sha256sum "$WORK/www/$GPU_FILE" | cut -d' ' -f1)
   for i in $(seq "$RUNS"); do
     rm -rf "$WORK/cache"
     mkdir -p "$WORK/cache"
-    ONNXRT_DIST=gpu-cuda13-1.30.0 ONNXRT_MIRROR="http://127.0.0.1:$PORT" ONNXRT_ALLOW_HTTP=1 ONNXRT_ARCHIVE_SHA256="$gpu_sha" \
+    ONNXRT_DIST=cpu-1.32.0 ONNXRT_MIRROR="http://127.0.0.1:$PORT" ONNXRT_ALLOW_HTTP=1 ONNXRT_ARCHIVE_SHA256="$gpu_sha" \
       ONNXRT_CACHE_DIR="$WORK/cache" ONNXRT_DOWNLOAD_TIMEOUT=$((70 + i)) timed_cargo_build
   done
   echo

@@ -379,27 +379,25 @@ pub fn good_entries() -> Vec<(String, Kind)> {
     ]
 }
 
-/// The archive distribution of the builtin manifest that nobody has pinned yet: tests that run the
-/// `onnxrt-dist` tool (which reads the builtin manifest) with their own `ONNXRT_ARCHIVE_SHA256`
-/// use it, since a user's pin that contradicts the manifest's is refused (both 1.16.2 archives
-/// are pinned).
-pub const UNPINNED_DIST: &str = "gpu-cuda13-1.30.0";
+/// The archive distribution of the builtin manifest that nobody has pinned yet (the official
+/// CPU archive of the newest ORT): tests that run the `onnxrt-dist` tool (which reads the builtin
+/// manifest) with their own `ONNXRT_ARCHIVE_SHA256` use it, since a user's pin that contradicts
+/// the manifest's is refused (the 1.16.2 archives and the CUDA 13 1.30.0 archive are pinned).
+pub const UNPINNED_DIST: &str = "cpu-1.32.0";
 /// Its top-level folder.
-pub const UNPINNED_ROOT: &str = "onnxruntime-linux-x64-gpu_cuda13-1.30.0";
+pub const UNPINNED_ROOT: &str = "onnxruntime-linux-x64-1.32.0";
 /// Its file name.
-pub const UNPINNED_FILE: &str = "onnxruntime-linux-x64-gpu_cuda13-1.30.0.tgz";
+pub const UNPINNED_FILE: &str = "onnxruntime-linux-x64-1.32.0.tgz";
+/// Its runtime library, below the root.
+pub const UNPINNED_LIBRARY: &str = "lib/libonnxruntime.so.1.32.0";
 
 /// The entries of a miniature archive with the layout of [`UNPINNED_DIST`].
 pub fn unpinned_entries() -> Vec<(String, Kind)> {
     let mut entries = vec![
         (format!("{UNPINNED_ROOT}/"), Kind::Dir),
         (format!("{UNPINNED_ROOT}/lib/"), Kind::Dir),
-        (format!("{UNPINNED_ROOT}/lib/libonnxruntime.so.1.30.0"), Kind::File(LIB_BYTES.to_vec())),
+        (format!("{UNPINNED_ROOT}/{UNPINNED_LIBRARY}"), Kind::File(LIB_BYTES.to_vec())),
     ];
-    for provider in ["shared", "cuda", "tensorrt"] {
-        let name = format!("{UNPINNED_ROOT}/lib/libonnxruntime_providers_{provider}.so");
-        entries.push((name, Kind::File(LIB_BYTES.to_vec())));
-    }
     entries.push((format!("{UNPINNED_ROOT}/include/"), Kind::Dir));
     entries.push((format!("{UNPINNED_ROOT}/include/onnxruntime_c_api.h"), Kind::File(HEADER_BYTES.to_vec())));
     entries

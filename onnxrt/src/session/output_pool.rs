@@ -49,12 +49,15 @@ const ON: u8 = 1;
 const OFF: u8 = 2;
 
 /// Whether a run with preallocated outputs failed because ORT refused one of them: the real
-/// shape differs from the declared one ("OrtValue shape verification failed" in ORT's execution
-/// frame; "shape mismatch" where it would reuse a buffer).
+/// shape differs from the declared one ("OrtValue shape verification failed" in ORT 1.16's
+/// execution frame; "shape mismatch" where it would reuse a buffer; newer runtimes say the
+/// provided output "has shape {3} but the computed output shape for this run is {4}").
 pub(crate) fn refused_shape(error: &Error) -> bool {
     let Error::Ort { message, .. } = error else { return false };
     let message = message.to_ascii_lowercase();
-    message.contains("shape verification failed") || message.contains("shape mismatch")
+    message.contains("shape verification failed")
+        || message.contains("shape mismatch")
+        || message.contains("but the computed output shape for this run is")
 }
 
 /// The preallocated outputs of one session, by model output position.
@@ -201,6 +204,8 @@ mod tests {
             |message: &str| Error::Ort { function: "Run", code: ErrorCode::RuntimeException, message: message.into() };
         // ORT 1.16.2's words for a [3] output that came out [4].
         assert!(refused_shape(&ort("Non-zero status code returned while running Neg node. Name:'' Status Message: /onnxruntime_src/onnxruntime/core/framework/execution_frame.cc:171 onnxruntime::common::Status onnxruntime::IExecutionFrame::GetOrCreateNodeOutputMLValue(int, int, const onnxruntime::TensorShape*, OrtValue*&, const onnxruntime::Node&) shape && tensor.Shape() == *shape was false. OrtValue shape verification failed. Current shape:{3} Requested shape:{4}")));
+        // ORT 1.32.0's words for the same run.
+        assert!(refused_shape(&ort("Non-zero status code returned while running Neg node. Name:'' Status Message: /onnxruntime_src/onnxruntime/core/framework/op_kernel.cc:87 virtual OrtValue* onnxruntime::OpKernelContext::OutputMLValue(int, const onnxruntime::TensorShape&) [ONNXRuntimeError] : 2 : INVALID_ARGUMENT : The output OrtValue provided for output 'y' of node '' (Neg) has shape {3} but the computed output shape for this run is {4}. When calling Run() with pre-allocated output OrtValues on a model with dynamic output shapes, either supply unallocated output OrtValues or ensure the pre-allocated shapes match the expected output shapes for each run.")));
         assert!(!refused_shape(&ort("Exiting due to terminate flag being set to true.")));
         assert!(!refused_shape(&Error::Terminated { message: "shape verification failed".into() }));
     }

@@ -5,15 +5,19 @@
 //! non-pass), and optionally a note starting with `# ` that the comparison ignores (where the
 //! outcome comes from, e.g. the Python cross-check). Lines starting with `#` are comments.
 //! Blessing rewrites the cases from a run and keeps each note while its case's bucket stays.
+//!
+//! Outcomes are ORT's own (its kernels, its error messages), so each runtime CI runs has its own
+//! file: `conformance-expected.txt` for ORT 1.16.2, `conformance-expected-<version>.txt` for any
+//! other (tools/dev.sh's second pass runs the newest pinned runtime).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-/// The file's opening comment, written again on every bless.
+/// The file's opening comment, written again on every bless (`{ORT}` is the runtime's version).
 const HEADER: &str = "\
 # The expected outcome of every ONNX backend conformance case (tests/tests/conformance.rs):
-# ORT 1.16.2 CPU, onnx 1.14.1's data, one intra-op thread. Any difference fails the test. After a
+# ORT {ORT} CPU, onnx 1.14.1's data, one intra-op thread. Any difference fails the test. After a
 # deliberate change, rewrite this file and review its diff:
 #   ONNXRT_CONFORMANCE_BLESS=1 cargo test -p onnxrt-tests --test conformance
 # Fields (tab-separated): case, outcome, reason for a non-pass, and a note (`# ...`) that the test
@@ -32,8 +36,20 @@ pub struct Expected {
     pub note: String,
 }
 
+/// The version of the runtime the cases ran on.
+fn runtime() -> String {
+    onnxrt::runtime_info().map(|info| info.version).unwrap_or_default()
+}
+
+/// The expectations of the loaded runtime.
 pub fn path() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/conformance-expected.txt"))
+    let version = runtime();
+    let name = if version == "1.16.2" {
+        "conformance-expected.txt".to_owned()
+    } else {
+        format!("conformance-expected-{version}.txt")
+    };
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(name)
 }
 
 fn parse(text: &str) -> Result<BTreeMap<String, Expected>, String> {
@@ -104,7 +120,7 @@ pub fn compare(actual: &BTreeMap<String, (&str, &str)>) -> Result<Vec<String>, S
 pub fn bless(actual: &BTreeMap<String, (&str, &str)>) -> std::io::Result<Vec<String>> {
     // A missing or unreadable file has no notes to keep.
     let old = read().unwrap_or_default();
-    let mut text = String::from(HEADER);
+    let mut text = HEADER.replace("{ORT}", &runtime());
     let mut dropped = Vec::new();
     for (case, (bucket, reason)) in actual {
         let note = match old.get(case) {
