@@ -66,6 +66,7 @@
 //! # Ok::<(), onnxrt_serve::Error>(())
 //! ```
 
+mod builder;
 mod future;
 mod plan;
 mod queue;
@@ -75,7 +76,6 @@ mod stats;
 mod worker;
 
 use std::sync::atomic::Ordering;
-use std::sync::mpsc::sync_channel;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -88,9 +88,11 @@ use onnxrt::{AsyncInput, HeldValue, Outputs, Session, Value};
 use plan::Plan;
 use queue::Queue;
 use request::{Reply, Request, Slot};
-use sessions::{SessionFactory, Sessions};
-use stats::{Counters, Outcome};
+use sessions::Sessions;
+use stats::Outcome;
 
+pub use builder::BatcherBuilder;
+use builder::Settings;
 pub use future::BatchFuture;
 
 pub use stats::{BatcherStats, ErrorCounts, HistogramSnapshot};
@@ -138,248 +140,6 @@ pub enum Shutdown {
     Cancel,
 }
 
-/// Settings for a [`Batcher`]; see [`Batcher::builder`].
-#[derive(Clone)]
-#[must_use]
-pub struct BatcherBuilder {
-    session: Session,
-    max_batch: usize,
-    max_delay: Duration,
-    queue_capacity: usize,
-    workers: usize,
-    pad_to_power_of_two: bool,
-    pad_to_sizes: Option<Vec<usize>>,
-    gather_threads: usize,
-    session_factory: Option<SessionFactory>,
-}
-
-impl std::fmt::Debug for BatcherBuilder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("BatcherBuilder")
-            .field("session", &self.session)
-            .field("max_batch", &self.max_batch)
-            .field("max_delay", &self.max_delay)
-            .field("queue_capacity", &self.queue_capacity)
-            .field("workers", &self.workers)
-            .field("pad_to_power_of_two", &self.pad_to_power_of_two)
-            .field("pad_to_sizes", &self.pad_to_sizes)
-            .field("gather_threads", &self.gather_threads)
-            .field("session_per_batch_size", &self.session_factory.is_some())
-            .finish()
-    }
-}
-
-impl BatcherBuilder {
-    /// The most requests in one run (default 32).
-    pub fn max_batch(mut self, max_batch: usize) -> Self {
-        self.max_batch = max_batch;
-        self
-    }
-
-    /// How long the first request of a batch waits for others (default zero, as Triton's
-    /// `max_queue_delay_microseconds`). With zero a free worker runs whatever is queued at once:
-    /// one caller sees about a plain run's latency, and under load batches still grow, because
-    /// requests queue up while a batch runs. A delay trades latency for fuller batches when
-    /// requests arrive faster than one per run but slower than a batch per run.
-    pub fn max_delay(mut self, max_delay: Duration) -> Self {
-        self.max_delay = max_delay;
-        self
-    }
-
-    /// The most requests waiting (default 1024); more are refused or wait ([`WhenFull`]).
-    pub fn queue_capacity(mut self, queue_capacity: usize) -> Self {
-        self.queue_capacity = queue_capacity;
-        self
-    }
-
-    /// Worker threads (default 1). With 2, one gathers the next batch while the other's runs
-    /// (useful on a GPU, where the host work of a batch can overlap the previous run); each
-    /// keeps its own buffers.
-    pub fn workers(mut self, workers: usize) -> Self {
-        self.workers = workers;
-        self
-    }
-
-    /// Runs each batch padded to the next power of two (capped at `max_batch`), the extra rows a
-    /// copy of the last request's and their outputs dropped (default off).
-    ///
-    /// For GPU sessions: ORT's CUDA provider tunes each convolution (cuDNN's algorithm search)
-    /// the first time it sees an input shape, which for ResNet-50 on an H200 costs about 0.7 s
-    /// per new batch size. Unpadded, every batch size from 1 to `max_batch` is new once, and under
-    /// changing load the server stalls on them; padded, only `log2(max_batch) + 1` sizes exist.
-    /// Call [`Batcher::warm_up`] before taking traffic (Triton's model warm-up) so none is tuned
-    /// on a caller's time, and on CUDA add
-    /// [`session_per_batch_size`](Self::session_per_batch_size): one session alternating between
-    /// sizes rebuilds its convolution plans on every change. On the CPU padding only costs
-    /// compute: leave it off.
-    pub fn pad_to_power_of_two(mut self, pad: bool) -> Self {
-        self.pad_to_power_of_two = pad;
-        self
-    }
-
-    /// Runs each batch padded to the smallest of `sizes` that holds it (`max_batch` is added as
-    /// the largest), like [`pad_to_power_of_two`](Self::pad_to_power_of_two) with steps of your
-    /// choice: finer steps waste fewer padding rows at the price of more shapes (and, with
-    /// [`session_per_batch_size`](Self::session_per_batch_size), more sessions). E.g. `[1, 2, 4,
-    /// 8, 16, 32, 64, 96]` with `max_batch(128)`: a batch of 70 runs as 96 rows, not 128.
-    /// Overrides `pad_to_power_of_two`. A size of 0 is refused by [`build`](Self::build).
-    pub fn pad_to_sizes(mut self, sizes: &[usize]) -> Self {
-        self.pad_to_sizes = Some(sizes.to_vec());
-        self
-    }
-
-    /// Threads that copy the requests' samples into a batch's input buffer (default 1). Large
-    /// batches of large samples (128 images of 600 KB: 77 MB) take milliseconds to gather on one
-    /// thread; with more, each copies a share (at least 4 MiB each, so small batches stay on the
-    /// worker's thread). `BatcherStats::gather_time` shows whether it matters.
-    pub fn gather_threads(mut self, threads: usize) -> Self {
-        self.gather_threads = threads.max(1);
-        self
-    }
-
-    /// Runs each batch size on a session of its own, made by `factory` the first time that
-    /// size runs (the batcher's own session serves the first size). For CUDA sessions.
-    ///
-    /// ORT's CUDA provider keeps, per convolution, a plan for the last input shape it saw; a run
-    /// whose batch size differs from the previous one rebuilds all of them. Measured with ORT
-    /// 1.30 on an H200: ResNet-50 runs took 100–155 ms each when the batch size changed on
-    /// every run, against 2–18 ms at a steady size, so a batcher under varying load ran at a
-    /// fraction of the GPU's speed. With a session per size each sees a single shape.
-    ///
-    /// Use it with [`pad_to_power_of_two`](Self::pad_to_power_of_two) (`log2(max_batch) + 1`
-    /// sessions, not `max_batch`), and call [`Batcher::warm_up`] before taking traffic so every
-    /// session is made and tuned. Each session holds its own copy of the weights on the device
-    /// (ResNet-50 fp32: about 100 MB each). The factory must load the same model; a session with
-    /// other inputs or outputs fails that batch with [`Error::InvalidArgument`](onnxrt::Error::InvalidArgument).
-    ///
-    /// ```no_run
-    /// # fn main() -> onnxrt_serve::Result<()> {
-    /// use onnxrt_serve::batch::Batcher;
-    /// use onnxrt::Session;
-    ///
-    /// // On a GPU: Session::builder().cuda(CudaOptions::new()) (feature `cuda`).
-    /// let load = || Session::builder().commit_from_file("resnet50.onnx");
-    /// let batcher = Batcher::builder(load()?)
-    ///     .max_batch(128)
-    ///     .workers(2)
-    ///     .pad_to_power_of_two(true)
-    ///     .session_per_batch_size(load)
-    ///     .build()?;
-    /// batcher.warm_up()?; // 8 sessions, each tuned for its batch size
-    /// # Ok(()) }
-    /// ```
-    pub fn session_per_batch_size(
-        mut self,
-        factory: impl Fn() -> onnxrt::Result<Session> + Send + Sync + 'static,
-    ) -> Self {
-        self.session_factory = Some(Arc::new(factory));
-        self
-    }
-
-    /// Checks the model and starts the workers.
-    ///
-    /// # Errors
-    /// [`Error::NotBatchable`] when an input or output has no free first axis or is not a
-    /// numeric tensor; [`Error::InvalidArgument`](onnxrt::Error::InvalidArgument) for a zero `max_batch`, `queue_capacity` or
-    /// `workers`, or when a thread cannot be started.
-    pub fn build(self) -> Result<Batcher> {
-        for (what, value) in
-            [("max_batch", self.max_batch), ("queue_capacity", self.queue_capacity), ("workers", self.workers)]
-        {
-            if value == 0 {
-                return Err(onnxrt::Error::InvalidArgument {
-                    what: format!("Batcher {what} 0"),
-                    why: "it must be at least 1".into(),
-                }
-                .into());
-            }
-        }
-        if self.pad_to_sizes.as_ref().is_some_and(|sizes| sizes.contains(&0)) {
-            return Err(onnxrt::Error::InvalidArgument {
-                what: "Batcher pad_to_sizes with a size of 0".into(),
-                why: "every run size must be at least 1".into(),
-            }
-            .into());
-        }
-        let plan = Arc::new(Plan::new(&self.session)?);
-        let counters = Arc::new(Counters::new(self.max_batch));
-        let (sender, receiver) = sync_channel(self.queue_capacity);
-        let queue = Arc::new(Queue::new(sender, self.queue_capacity, counters));
-        let receiver = Arc::new(Mutex::new(receiver));
-        let sessions = Arc::new(Sessions::new(self.session.clone(), self.session_factory.clone(), self.max_batch));
-        let pin = cfg!(feature = "cuda") && self.session.providers().contains(&"CUDAExecutionProvider");
-        let mut handles = Vec::with_capacity(self.workers);
-        let settings = Settings::new(self.max_batch, self.pad_to_power_of_two, self.pad_to_sizes.as_deref());
-        for index in 0..self.workers {
-            let worker = worker::Worker::new(
-                Arc::clone(&sessions),
-                pin,
-                Arc::clone(&plan),
-                Arc::clone(&queue),
-                Arc::clone(&receiver),
-                self.max_batch,
-                self.max_delay,
-                settings.sizes.clone(),
-                self.gather_threads,
-            );
-            let spawned =
-                std::thread::Builder::new().name(format!("onnxrt-batcher-{index}")).spawn(move || worker.run());
-            match spawned {
-                Ok(handle) => handles.push(handle),
-                Err(e) => {
-                    let started = Batcher {
-                        queue,
-                        plan,
-                        session: self.session,
-                        sessions,
-                        settings,
-                        workers: Mutex::new(handles),
-                    };
-                    started.shutdown(Shutdown::Cancel);
-                    return Err(onnxrt::Error::InvalidArgument {
-                        what: "starting a batcher worker thread".into(),
-                        why: e.to_string(),
-                    }
-                    .into());
-                }
-            }
-        }
-        Ok(Batcher { queue, plan, session: self.session, sessions, settings, workers: Mutex::new(handles) })
-    }
-}
-
-/// What the batcher needs to know of its settings after it is built.
-#[derive(Debug, Clone)]
-struct Settings {
-    max_batch: usize,
-    // The row counts batches are padded to, ascending, ending at `max_batch`; `None`: unpadded.
-    sizes: Option<Arc<[usize]>>,
-}
-
-impl Settings {
-    fn new(max_batch: usize, pad_to_power_of_two: bool, pad_to_sizes: Option<&[usize]>) -> Settings {
-        let mut sizes: Vec<usize> = match pad_to_sizes {
-            Some(sizes) => sizes.iter().copied().filter(|&n| n < max_batch).collect(),
-            None if pad_to_power_of_two => {
-                (0..usize::BITS).map(|bit| 1usize << bit).take_while(|&n| n < max_batch).collect()
-            }
-            None => return Settings { max_batch, sizes: None },
-        };
-        sizes.push(max_batch);
-        sizes.sort_unstable();
-        sizes.dedup();
-        Settings { max_batch, sizes: Some(sizes.into()) }
-    }
-
-    /// Every number of rows a batch can run with.
-    fn run_sizes(&self) -> Vec<usize> {
-        match &self.sizes {
-            Some(sizes) => sizes.to_vec(),
-            None => (1..=self.max_batch).collect(),
-        }
-    }
-}
-
 /// A dynamic batcher over one [`Session`]: see the [module docs](self).
 ///
 /// `Send + Sync`; share it with `Arc`. Dropping it shuts it down with [`Shutdown::Drain`].
@@ -405,17 +165,7 @@ impl std::fmt::Debug for Batcher {
 impl Batcher {
     /// Settings for a batcher over `session` (a CPU or CUDA session; the batcher keeps a clone).
     pub fn builder(session: Session) -> BatcherBuilder {
-        BatcherBuilder {
-            session,
-            max_batch: 32,
-            max_delay: Duration::ZERO,
-            queue_capacity: 1024,
-            workers: 1,
-            pad_to_power_of_two: false,
-            pad_to_sizes: None,
-            gather_threads: 1,
-            session_factory: None,
-        }
+        BatcherBuilder::new(session)
     }
 
     /// Runs one sample in the next batch and waits for its outputs. Same as

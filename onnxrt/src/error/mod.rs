@@ -6,88 +6,12 @@ use std::path::PathBuf;
 use crate::element::ElementType;
 use crate::gpu_failure::GpuFamily;
 
+mod code;
+mod fields;
 mod model_file;
+pub use code::ErrorCode;
+pub use fields::{LoadAttempt, Names, ShapeText};
 pub use model_file::ModelFileProblem;
-
-/// ORT's status codes (`OrtErrorCode`), with room for codes newer runtimes add.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum ErrorCode {
-    /// `ORT_FAIL`
-    Fail,
-    /// `ORT_INVALID_ARGUMENT`
-    InvalidArgument,
-    /// `ORT_NO_SUCHFILE`
-    NoSuchFile,
-    /// `ORT_NO_MODEL`
-    NoModel,
-    /// `ORT_ENGINE_ERROR`
-    EngineError,
-    /// `ORT_RUNTIME_EXCEPTION`
-    RuntimeException,
-    /// `ORT_INVALID_PROTOBUF`
-    InvalidProtobuf,
-    /// `ORT_MODEL_LOADED`
-    ModelLoaded,
-    /// `ORT_NOT_IMPLEMENTED`
-    NotImplemented,
-    /// `ORT_INVALID_GRAPH`
-    InvalidGraph,
-    /// `ORT_EP_FAIL`
-    EpFail,
-    /// A code this crate does not know.
-    Unknown(u32),
-}
-
-impl ErrorCode {
-    pub(crate) fn from_raw(raw: u32) -> ErrorCode {
-        match raw {
-            1 => ErrorCode::Fail,
-            2 => ErrorCode::InvalidArgument,
-            3 => ErrorCode::NoSuchFile,
-            4 => ErrorCode::NoModel,
-            5 => ErrorCode::EngineError,
-            6 => ErrorCode::RuntimeException,
-            7 => ErrorCode::InvalidProtobuf,
-            8 => ErrorCode::ModelLoaded,
-            9 => ErrorCode::NotImplemented,
-            10 => ErrorCode::InvalidGraph,
-            11 => ErrorCode::EpFail,
-            other => ErrorCode::Unknown(other),
-        }
-    }
-}
-
-/// One place the loader looked for the runtime, and why it did not use it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LoadAttempt {
-    /// Where the candidate came from (`ONNXRT_DYLIB_PATH`, the bundle, the build record...).
-    pub origin: String,
-    /// The path tried.
-    pub path: PathBuf,
-    /// What went wrong.
-    pub why: String,
-}
-
-/// A list of names shown as `["a", "b"]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Names(pub Vec<String>);
-
-impl fmt::Display for Names {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:?}", self.0)
-    }
-}
-
-/// A shape as the model declares it: numbers, or `?`/names for dynamic axes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ShapeText(pub String);
-
-impl fmt::Display for ShapeText {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
 
 fn tried_list(tried: &[LoadAttempt]) -> String {
     tried.iter().map(|t| format!("\n  - {} ({}): {}", t.path.display(), t.origin, t.why)).collect()
