@@ -169,7 +169,7 @@ impl BatcherBuilder {
     /// Checks the model and starts the workers.
     ///
     /// # Errors
-    /// [`Error::NotBatchable`] when an input or output has no free first axis or is not a
+    /// [`Error::NotBatchable`](crate::Error::NotBatchable) when an input or output has no free first axis or is not a
     /// numeric tensor; [`Error::InvalidArgument`](onnxrt::Error::InvalidArgument) for a zero `max_batch`, `queue_capacity` or
     /// `workers`, or when a thread cannot be started.
     pub fn build(self) -> Result<Batcher> {
