@@ -90,7 +90,7 @@ case "${1:-}" in
     command -v valgrind >/dev/null || { say "installing valgrind"; apt_install valgrind; }
     # (env_race: two threads, 20 environments between them; bounded by that count, not by time:
     # under valgrind a session takes about a second to load, far longer on a loaded machine.)
-    ONNXRT_ENV_RACE_ENVS=20 ONNXRT_ENV_RACE_THREADS=2 bash tools/reliability/memcheck.sh soundness soundness_round3 callback_soundness config_keys optional_inputs optional_env env_race preallocated_outputs
+    ONNXRT_ENV_RACE_ENVS=20 ONNXRT_ENV_RACE_THREADS=2 bash tools/reliability/memcheck.sh soundness soundness_round3 callback_soundness config_keys optional_inputs optional_env env_race preallocated_outputs value_bytes view_mut
     # Provider-load diagnosis against the real CUDA 13 build of ORT 1.30 (its provider libraries
     # present, CUDA absent, as on a misconfigured server): assembled from the onnxruntime-gpu wheel.
     cargo run -q -p onnxrt-build-support --bin onnxrt-dist -- assemble gpu-cuda13-1.30.0-wheel >/dev/null

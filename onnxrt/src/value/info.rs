@@ -86,8 +86,7 @@ pub(crate) fn element_count(shape: &[i64]) -> Result<usize> {
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Access {
     Read,
-    // Only `copy_from_host` (feature `cuda`) writes.
-    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    // `view_mut` and `copy_from_host` (feature `cuda`) write.
     Write,
 }
 

@@ -3,7 +3,7 @@
 
 use std::ffi::c_void;
 
-use ndarray::{ArrayD, ArrayViewD, IxDyn};
+use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, IxDyn};
 use smallvec::SmallVec;
 
 use super::info::{check_element, Access};
@@ -90,6 +90,48 @@ impl Value<'_> {
         // lives as long as the value, which `&self` borrows. `shape` has `len` elements in all
         // (both come from the same cached dims), so its row-major strides stay inside the buffer.
         Ok(unsafe { ArrayViewD::from_shape_ptr(IxDyn(&shape), data.cast::<T>().cast_const()) })
+    }
+
+    /// Borrows the elements of a host tensor this value may write, as a mutable n-dimensional
+    /// view: fill an input in place (a camera frame into the same tensor every run) instead of
+    /// building a new array.
+    ///
+    /// ```
+    /// # use onnxrt::Value;
+    /// let mut image = Value::from_vec(&[1, 2, 2], vec![0f32; 4])?;
+    /// image.view_mut::<f32>()?.fill(0.5);
+    /// assert_eq!(image.view::<f32>()?.sum(), 2.0);
+    /// # Ok::<(), onnxrt::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::ReadOnlyValue`] for a value that only borrows its data for reading
+    /// ([`Value::from_view`]) or shares its tensor with an [`IoBinding`](crate::IoBinding); the
+    /// errors of [`view`](Value::view) otherwise (element type, not a tensor, device memory, a
+    /// `bool` tensor holding bytes other than 0 and 1).
+    pub fn view_mut<T: Element>(&mut self) -> Result<ArrayViewMutD<'_, T>> {
+        if !self.writable {
+            return Err(Error::ReadOnlyValue { operation: "a mutable view of the tensor".into() });
+        }
+        let info = self.tensor_meta()?;
+        check_element(info, T::TYPE, Access::Write, self.name())?;
+        let shape: SmallVec<[usize; 6]> = info.shape.iter().map(|&d| d.max(0) as usize).collect();
+        let len = info.len();
+        if len == 0 {
+            return ArrayViewMutD::from_shape(IxDyn(&shape), &mut [])
+                .map_err(|e| Error::InvalidArgument { what: "empty tensor".into(), why: e.to_string() });
+        }
+        let data = self.host_data()?;
+        if T::TYPE == ElementType::Bool {
+            // SAFETY: a bool tensor holds `len` bytes; reading them as u8 is always valid.
+            check_bools(unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) })?;
+        }
+        // SAFETY: as in `view` (buffer of `len` elements of T, aligned, bools checked, `shape`
+        // covering exactly `len` elements); in addition `&mut self` makes this the only reference
+        // into the data through this value, and a writable value owns its memory or borrows it
+        // mutably from the one value it was cut from (`first_rows_mut`); values that borrow for
+        // reading or share an IoBinding's tensor are not writable (checked above).
+        Ok(unsafe { ArrayViewMutD::from_shape_ptr(IxDyn(&shape), data.cast::<T>()) })
     }
 
     /// Copies a tensor's elements into an owned array.
