@@ -63,6 +63,13 @@
 // L2 values, providers, custom operators: value/, providers/, custom_op/
 // L3 sessions: session/, io_binding, allocator, profiling
 // L4 serving: the onnxrt-serve crate (batcher, GPU pool, HTTP server), on the public API only
+// Rustdoc lists a type's methods in the order of the modules that define them: values and
+// sessions first, so each page opens with what a newcomer calls first (`from_array`, `view`;
+// `commit_from_file`, `run`) and the IoBinding and allocator methods come last.
+mod value;
+
+mod session;
+
 mod allocator;
 pub mod allowed_keys;
 mod api;
@@ -73,7 +80,7 @@ mod element;
 mod env;
 mod error;
 mod ffi_guard;
-mod float8;
+pub mod float8;
 mod gpu_failure;
 pub mod guide;
 mod handle;
@@ -86,15 +93,15 @@ pub mod preflight;
 pub mod profiling;
 pub mod providers;
 mod run_options;
-mod session;
 mod status;
-mod value;
 
 pub use allocator::Allocator;
 pub use api::{runtime_info, RuntimeInfo};
 pub use element::{Element, ElementType};
 pub use env::{Environment, EnvironmentBuilder, GlobalThreadPools, LogHook, LogLevel, LogRecord};
 pub use error::{Error, ErrorCode, LoadAttempt, ModelFileProblem, Names, Result, ShapeText};
+// Listed under `float8` in the docs, not among the crate's main types.
+#[doc(no_inline)]
 pub use float8::{F8E4M3Fn, F8E4M3Fnuz, F8E5M2Fnuz, F8E5M2};
 pub use gpu_failure::GpuFamily;
 pub use io_binding::IoBinding;

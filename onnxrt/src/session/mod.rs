@@ -7,9 +7,13 @@
 //! Inputs are checked in Rust before ORT sees them: unknown or missing names, element types,
 //! ranks and fixed dimensions each give a typed error that says what the model expects.
 
+// First in the rendered docs: how a session is made (commit_from_*), then how it runs.
+mod create;
+
+mod run;
+
 pub(crate) mod async_input;
 pub(crate) mod builder;
-mod create;
 mod external_data;
 mod gate;
 pub(crate) mod info;
@@ -20,7 +24,6 @@ pub(crate) mod model_check;
 mod optional;
 pub(crate) mod output_pool;
 mod outputs;
-mod run;
 mod run_async;
 mod saved_model;
 mod shared_weights;

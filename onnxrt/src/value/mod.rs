@@ -22,15 +22,18 @@ use crate::error::{Error, Result};
 use crate::handle::Owned;
 use crate::status::ort;
 
+// In the rendered docs: making values, then reading them, then the rest.
+mod create;
+
+mod read;
+
 pub(crate) mod alias;
 mod bytes;
-mod create;
 #[cfg(feature = "cuda")]
 mod device;
 pub(crate) mod info;
 pub(crate) mod optional;
 pub(crate) mod pooled;
-mod read;
 
 pub(crate) use create::{allocated_tensor, string_tensor, tensor_over};
 pub use info::TensorInfo;
