@@ -110,7 +110,7 @@ lib_dir=$(cd "$app/hello" && env -u ONNXRT_DIST "$cli" fetch "$dist") || fail "t
 [ -d "$lib_dir" ] || fail "onnxrt fetch printed no library folder: $lib_dir"
 for d in $(sed -n 's/^name = "\(.*\)"$/\1/p' build-support/vendor-manifest.toml); do
   out=$(cd "$app/hello" && ONNXRT_OFFLINE=1 "$cli" fetch "$d" 2>&1) && continue
-  grep -q "offline" <<<"$out" && ! grep -q "no distribution named" <<<"$out" \
+  grep -qi "offline" <<<"$out" && ! grep -q "no distribution named" <<<"$out" \
     || { echo "$out"; fail "the installed onnxrt does not know how to fetch $d"; }
 done
 say "cargo install onnxrt-cli from the packaged crate: help, fetch $dist, every manifest entry known ($((SECONDS - started)) s)"
