@@ -206,6 +206,9 @@ fi
 #    the runtime folder (the runtime copied, so ORT looks beside the copy; the 1.30 shared and
 #    TensorRT provider libraries linked) whose libonnxruntime_providers_cuda.so is
 #    OTHER_ORT_CUDA_PROVIDER (e.g. onnxruntime-gpu 1.31.1's, carried). ORT checks nothing.
+#    Carried as on 2026-12-04: `pip download --no-deps onnxruntime-gpu==1.31.1`, unzip its
+#    onnxruntime/capi/libonnxruntime_providers_cuda.so (284 MB), `xz -9` (186 MB), `split -b 59m`
+#    into a git-ignored folder, one part per call, joined and checked (sha256) in the last call.
 # 8b. The same with the session not strict: what ORT does with it when nothing checks first.
 if ! want 8; then :
 elif [ -n "${OTHER_ORT_CUDA_PROVIDER:-}" ] && [ -f "$OTHER_ORT_CUDA_PROVIDER" ]; then
