@@ -54,7 +54,16 @@ impl ConnectionLimit {
                 Some(permit)
             }
             Err(_) => {
-                self.refused.fetch_add(1, Relaxed);
+                let refused = self.refused.fetch_add(1, Relaxed) + 1;
+                // One line for the first refusal and each thousandth after: a flood of
+                // connections must not become a flood of log lines.
+                if refused % 1000 == 1 {
+                    tracing::warn!(
+                        max = self.max,
+                        refused_so_far = refused,
+                        "connection refused: every connection slot is taken"
+                    );
+                }
                 None
             }
         }
@@ -94,7 +103,7 @@ pub async fn serve_rest(
         };
         let _ = stream.set_nodelay(true);
         let Some(permit) = limit.try_take() else {
-            tracing::warn!(%peer, max = limit.max, "connection refused: every connection slot is taken");
+            tracing::debug!(%peer, "connection refused");
             tokio::spawn(refuse(stream));
             continue;
         };
@@ -202,9 +211,7 @@ impl futures_core::Stream for CappedIncoming {
             let _ = stream.set_nodelay(true);
             match this.limit.try_take() {
                 Some(slot) => return Poll::Ready(Some(Ok(Capped::new(stream, slot)))),
-                None => {
-                    tracing::warn!(%peer, max = this.limit.max, "gRPC connection refused: every connection slot is taken")
-                }
+                None => tracing::debug!(%peer, "gRPC connection refused"),
             }
         }
     }
