@@ -49,7 +49,9 @@ fn repository() -> PathBuf {
         }
     };
     for (suffix, _, _) in TYPES {
-        put(&format!("id_{suffix}"), &format!("identity_{suffix}.onnx"), None);
+        // One identity model batched, so /metrics holds the batcher families of two models.
+        let config = (suffix == "f32").then(|| json!({ "batching": true }));
+        put(&format!("id_{suffix}"), &format!("identity_{suffix}.onnx"), config);
     }
     put("add", "add_f32.onnx", None);
     put("multi", "multi_output.onnx", None);
@@ -308,7 +310,42 @@ fn several_inputs_requested_outputs_and_every_bad_request_named() {
         let metrics = c.get("/metrics").await.expect("metrics").text();
         assert!(metrics.contains("serve_http_responses_total{code=\"404\"} 3"), "{metrics}");
         assert!(metrics.contains("serve_model_requests_total{model=\"multi\",outcome=\"failure\"}"), "{metrics}");
+        check_exposition_format(&metrics);
     });
+}
+
+/// What promtool checks of the text format that a mistake here could break: each family has one
+/// HELP and one TYPE line, before its samples; every sample belongs to a declared family; no
+/// sample (name and labels) appears twice.
+fn check_exposition_format(metrics: &str) {
+    let mut families: Vec<(String, String)> = Vec::new();
+    let mut samples = std::collections::HashSet::new();
+    for line in metrics.lines() {
+        if let Some(rest) = line.strip_prefix("# HELP ") {
+            let name = rest.split_whitespace().next().expect("HELP name").to_owned();
+            assert!(!families.iter().any(|(f, _)| *f == name), "HELP {name} twice");
+            families.push((name, String::new()));
+        } else if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let mut words = rest.split_whitespace();
+            let name = words.next().expect("TYPE name");
+            let kind = words.next().expect("TYPE kind");
+            let family = families.last_mut().expect("TYPE after HELP");
+            assert_eq!(family.0, name, "TYPE {name} does not follow its HELP");
+            assert!(family.1.is_empty(), "TYPE {name} twice");
+            family.1 = kind.to_owned();
+        } else if !line.is_empty() {
+            let (series, value) = line.rsplit_once(' ').expect("sample value");
+            assert!(value.parse::<f64>().is_ok(), "{line}");
+            let name = series.split('{').next().expect("name");
+            let family = families.last().expect("a sample before any family");
+            let belongs = name == family.0
+                || (family.1 == "histogram"
+                    && ["_bucket", "_sum", "_count"].iter().any(|s| name.strip_suffix(s) == Some(&family.0)));
+            assert!(belongs, "sample {name} under family {}", family.0);
+            assert!(samples.insert(series.to_owned()), "sample {series} twice");
+        }
+    }
+    assert!(families.len() > 10, "{metrics}");
 }
 
 #[test]
