@@ -76,6 +76,15 @@ say "server $pid: http $http, grpc $grpc"
 "$python" onnxrt-serve/tests/clients/check_oip.py --http "$http" --grpc "$grpc" \
   --repository "$tmp/repository" --onnxrt "$cli" --work "$tmp/work" && checked=0 || checked=$?
 
+# Not asserted (metrics are the server's own, not the protocol's): did the concurrent requests of
+# the batching models meet in batches?
+"$python" - "$http" >&2 <<'PY' || true
+import sys, urllib.request
+text = urllib.request.urlopen(f"http://{sys.argv[1]}/metrics", timeout=10).read().decode()
+lines = [l for l in text.splitlines() if l.startswith(("batcher_requests_completed_total", "batcher_batches_total"))]
+print("check-clients.sh: the server's batch counters: " + ("; ".join(lines) if lines else "none"))
+PY
+
 kill -TERM "$pid"
 for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 if kill -0 "$pid" 2>/dev/null; then

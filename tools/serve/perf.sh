@@ -6,13 +6,15 @@
 # MODEL defaults to ppocr_cls with x:1,3,48,192 (a repository from make_repository.py). Free axes
 # of other models' inputs are given as NAME:DIMS, the whole shape batch axis included (serve
 # reports no max_batch_size, so perf_analyzer keeps the shape as the metadata gives it).
-# PERF_ARGS adds perf_analyzer options (default: 3 s windows; e.g. PERF_ARGS='--measurement-mode
-# count_windows --measurement-request-count 200'); PERF_OUT is the report folder (default perf-out).
+# PERF_ARGS: perf_analyzer options (default: 3 s windows, at most 20 of them to be stable; e.g.
+# PERF_ARGS='--measurement-mode count_windows --measurement-request-count 200'); PERF_OUT: the
+# report folder (default perf-out).
 #
 # perf_analyzer comes from clients-env.sh --perf (tritonclient 2.41.0's binary: the PyPI package
-# perf-analyzer resolves to a placeholder here). Besides the metadata it asks for the model's
-# Triton config: GET /v2/models/{m}/config (HTTP) and ModelConfig (gRPC), answered with at least
-# {"name": ...}; errors must be the protocol's {"error": "..."} bodies.
+# perf-analyzer resolves to a placeholder here). Over HTTP it also asks for the model's Triton
+# config, GET /v2/models/{m}/config, and stops if that is not answered; it reads max_batch_size
+# (absent: 0, the shape taken whole), dynamic_batching and sequence_batching from it, so
+# {"name": ..., "max_batch_size": 0} is enough. Over gRPC it ran against serve as it is.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 say() { printf '\033[1mperf.sh:\033[0m %s\n' "$*" >&2; }
@@ -34,7 +36,7 @@ out=${PERF_OUT:-perf-out}
 mkdir -p "$out"
 shape_args=()
 for s in ${shapes[@]+"${shapes[@]}"}; do shape_args+=(--shape "$s"); done
-read -r -a extra <<<"${PERF_ARGS:---measurement-interval 3000}"
+read -r -a extra <<<"${PERF_ARGS:---measurement-interval 3000 --max-trials 20}"
 
 status=0
 for protocol in http grpc; do

@@ -7,13 +7,14 @@ writes OUT_DIR/<name>/model.onnx for the four real models of issue 29, each copi
 byte from the wheel that ships it and checked against that wheel's RECORD hash:
 
     ppocr_det   rapidocr_onnxruntime  models/ch_PP-OCRv4_det_infer.onnx      x [?,3,?,?] float
-    ppocr_rec   rapidocr_onnxruntime  models/ch_PP-OCRv4_rec_infer.onnx      x [?,3,48,?] float
+    ppocr_rec   rapidocr_onnxruntime  models/ch_PP-OCRv4_rec_infer.onnx      x [?,3,?,?] float (fed 48 high)
     ppocr_cls   rapidocr_onnxruntime  models/ch_ppocr_mobile_v2.0_cls_infer.onnx  x [?,3,?,?] float
     silero_vad  silero_vad            data/silero_vad.onnx   input [?,?], state [2,?,128], sr [] int64
 
-and OUT_DIR/<name>/config.json where batching makes sense: cls and rec take a batch of crops of
-one size, so they batch; det takes pages of any height and width (run alone); silero's state has
-its batch on axis 1 and `sr` is a scalar, so its requests cannot be stacked on axis 0 (run alone).
+and OUT_DIR/<name>/config.json: warm-up shapes for each, and batching where it makes sense: cls
+and rec take a batch of crops of one size, so they batch; det takes pages of any height and width
+(run alone); silero's state has its batch on axis 1 and `sr` is a scalar, so its requests cannot be
+stacked on axis 0 (run alone; batched, its stateN also differs from single runs in ORT 1.16).
 
 The packages are located without being imported (rapidocr_onnxruntime imports OpenCV, silero_vad
 imports torch; neither is installed in the client environment: clients-env.sh installs the
@@ -36,11 +37,17 @@ MODELS = {
     "silero_vad": ("silero-vad", "silero_vad", "data/silero_vad.onnx"),
 }
 
-# The server's per-model config (DIR/<name>/config.json). A delay of 2 ms lets the checker's
-# eight concurrent requests meet in one batch on a loaded two-core machine.
+# The server's per-model config (DIR/<name>/config.json, onnxrt-serve's repository::ModelConfig).
+# Every model names its warm-up shapes: the server warms up on zeros with free axes 1 otherwise,
+# and ppocr_rec on x [1, 3, 1, 1] kills ONNX Runtime 1.16 with SIGFPE, ppocr_cls on [1, 3, 1, 1]
+# is refused by a pooling node. cls and rec batch (a delay of 2 ms lets the checker's eight
+# concurrent requests meet in one batch on a loaded two-core machine); det and silero run alone.
+# silero_vad also needs `sr` = 16000 (or 8000) to run at all: on zeros its warm-up fails.
 CONFIGS = {
-    "ppocr_cls": {"batching": {"max_batch": 8, "max_delay_us": 2000}},
-    "ppocr_rec": {"batching": {"max_batch": 8, "max_delay_us": 2000}},
+    "ppocr_det": {"warmup": {"x": [1, 3, 64, 96]}},
+    "ppocr_rec": {"batching": True, "max_batch": 8, "max_delay_us": 2000, "warmup": {"x": [1, 3, 48, 320]}},
+    "ppocr_cls": {"batching": True, "max_batch": 8, "max_delay_us": 2000, "warmup": {"x": [1, 3, 48, 192]}},
+    "silero_vad": {"batching": False, "warmup": {"input": [1, 576], "state": [2, 1, 128]}},
 }
 
 
