@@ -5,7 +5,11 @@
 //!   sample per request (a bounded queue, deadlines, cancellation, shutdown, counters).
 //! - `pool` (feature `cuda`): `GpuPool`, one session per GPU, each request
 //!   run on the least busy one.
-//! - The programs `serve` (an HTTP inference server on axum) and `loadgen` (its load generator),
+//! - [`oip`] and [`repository`] (feature `server`): the Open Inference Protocol's tensors and
+//!   messages, and a repository of models served by name, each checked, warmed up and run
+//!   batched or alone.
+//! - The programs `serve` (an inference server speaking the Open Inference Protocol over REST
+//!   and gRPC) and `loadgen` (its load generator),
 //!   and the modules they share (feature `server`, on by default; turn it off with
 //!   `default-features = false` to depend on the batcher alone).
 //!
@@ -27,6 +31,10 @@ pub mod embedded;
 pub mod http_client;
 #[cfg(feature = "server")]
 pub mod imagenet;
+#[cfg(feature = "server")]
+pub mod oip;
+#[cfg(feature = "server")]
+pub mod repository;
 #[cfg(feature = "server")]
 pub mod tensor_body;
 

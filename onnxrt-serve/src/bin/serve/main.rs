@@ -1,98 +1,130 @@
-//! An HTTP inference server: the production template (axum on tokio).
+//! An inference server speaking the Open Inference Protocol (KServe v2, as Triton and MLServer
+//! do) over REST and gRPC, for any ONNX model, from a model repository.
 //!
 //! ```text
-//! cargo run --release -p onnxrt-serve --bin serve                          # embedded model, CPU
-//! cargo run --release -p onnxrt-serve --features cuda --bin serve -- \
-//!     --model resnet50.onnx --labels synset.txt --provider cuda --port 8080
-//! curl -s --data-binary @cat.jpg -H 'content-type: image/jpeg' localhost:8080/v1/models/resnet50/infer
+//! serve --model-repository models/                         # every models/NAME/model.onnx
+//! serve --model resnet50.onnx --labels synset.txt          # one model, with the picture step
+//! serve                                                    # the embedded color classifier
+//! curl -s localhost:8000/v2/models/resnet50                # its inputs and outputs
+//! curl -s -d '{"inputs":[…]}' localhost:8000/v2/models/resnet50/infer
 //! ```
-//! Requests: `POST /v1/models/{name}/infer` with a JPEG or PNG (decoded within size limits,
-//! resized and cropped to the model's 224×224, ImageNet mean/std) or a raw tensor
-//! (`application/octet-stream`, shape in `X-Tensor-Shape`, little-endian f32; see
-//! `onnxrt_serve::tensor_body`); answers top-k JSON (`?top_k=N`, `?logits=true` adds the raw
-//! logits). `GET /health`, `GET /metrics` (Prometheus text). SIGTERM or Ctrl-C: stop accepting,
-//! finish the requests in flight, exit 0.
-//!
-//! Requests are batched by the dynamic batcher (`--max-batch`, `--max-delay-us`); `--no-batching`
-//! runs each on its own through `run_async`, the baseline.
+//! REST on `--listen` (default 127.0.0.1:8000), gRPC (`inference.GRPCInferenceService`) on
+//! `--grpc-listen` (default 127.0.0.1:8001; `off` for none). Each model is loaded and warmed up
+//! before the server listens. `/v1/models/{name}/infer` takes pictures for models with the
+//! picture step; `/health` and `/metrics` (Prometheus text) too. Logs go to stderr (`RUST_LOG`,
+//! default `info`: an access line per request). SIGTERM or Ctrl-C: stop accepting, finish the
+//! requests in flight, exit 0.
 
-mod backend;
+mod access;
+mod app;
+mod batch_metrics;
+mod grpc;
+mod legacy;
+mod listener;
 mod metrics;
-mod routes;
+mod rest;
 
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use onnxrt::Session;
-use onnxrt_serve::batch::Batcher;
+use axum::extract::State;
+use axum::http::header;
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::Router;
 use onnxrt_serve::embedded;
 use onnxrt_serve::imagenet::DecodeLimits;
-use tokio::sync::Semaphore;
+use onnxrt_serve::oip::grpc::grpc_inference_service_server::GrpcInferenceServiceServer;
+use onnxrt_serve::repository::{Defaults, ModelConfig, Repository};
+use tokio::sync::watch;
 
-use backend::{Backend, ModelContract};
-use routes::App;
+use app::{App, RequestLimits};
+use listener::{CappedIncoming, ConnectionLimit, RestSettings};
 
-/// Serve an image classifier over HTTP (default: the embedded color classifier on the CPU).
+/// Serve ONNX models over the Open Inference Protocol (REST and gRPC).
 #[derive(Debug, Clone, clap::Parser)]
 #[command(name = "serve")]
 struct Args {
-    /// The model (default: the embedded color classifier)
+    /// A folder of models, each as NAME/model.onnx (or NAME/VERSION/model.onnx) with an optional
+    /// NAME/config.json
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["model", "labels", "name"])]
+    model_repository: Option<PathBuf>,
+    /// One model, served with the picture step (default: the embedded color classifier)
     #[arg(long, value_name = "M.onnx")]
     model: Option<PathBuf>,
-    /// One label per line, in the model's class order
+    /// One label per line, in the model's class order (the picture step's answers)
     #[arg(long, value_name = "L.txt")]
     labels: Option<PathBuf>,
-    /// The name in /v1/models/{name}/infer (default: the model file's stem, or `colors`)
+    /// The name of --model in the paths (default: the file's stem, or `colors`)
     #[arg(long)]
     name: Option<String>,
-    /// Where the model runs: cpu or cuda
+    /// Where models run unless their config says: cpu or cuda
     #[arg(long, default_value = "cpu", value_parser = ["cpu", "cuda"])]
     provider: String,
     /// The CUDA device
     #[arg(long, value_name = "N", default_value_t = 0)]
     device: i32,
-    /// Address to listen on (port 0: any free port; the address is printed)
-    #[arg(long, default_value = "127.0.0.1:8080")]
+    /// REST address (port 0: any free port; the address is printed)
+    #[arg(long, default_value = "127.0.0.1:8000")]
     listen: SocketAddr,
-    /// Run each request on its own (run_async), without the batcher
+    /// gRPC address, or `off`
+    #[arg(long, value_name = "ADDR|off", default_value = "127.0.0.1:8001")]
+    grpc_listen: String,
+    /// Batch requests of one sample (default: on for CUDA, off on the CPU)
+    #[arg(long, conflicts_with = "no_batching")]
+    batching: bool,
+    /// Run each request on its own
     #[arg(long)]
     no_batching: bool,
     /// Most requests in one batched run
     #[arg(long, value_name = "N", default_value_t = 32)]
     max_batch: usize,
     /// How long the first request of a batch waits for others, in microseconds
-    #[arg(long, value_name = "US", default_value_t = 2000)]
+    #[arg(long, value_name = "US", default_value_t = 0)]
     max_delay_us: u64,
-    /// Requests waiting for a batch at most (more: 503)
+    /// Requests waiting per model at most (more: 503)
     #[arg(long, value_name = "N", default_value_t = 1024)]
     queue: usize,
-    /// Pad each batch to the next power of two (on a GPU: only log2(max-batch)+1 batch shapes
-    /// for cuDNN to tune, instead of every size from 1 to max-batch; see
-    /// BatcherBuilder::pad_to_power_of_two)
+    /// Pad each batch to the next power of two
     #[arg(long)]
     pad_batches: bool,
-    /// One session per batch size (for CUDA: a change of batch size rebuilds every convolution's
-    /// plan in ORT's CUDA provider); give it with --pad-batches. Every size is warmed up at start.
+    /// One session per padded batch size (give with --pad-batches or --pad-sizes)
     #[arg(long)]
     session_per_size: bool,
-    /// Pad each batch to the smallest of these row counts that holds it (max-batch added), e.g.
-    /// 1,2,4,8,16,32,64,96: finer steps than --pad-batches, less padding
+    /// Pad each batch to the smallest of these row counts that holds it, e.g. 1,2,4,8,16,32
     #[arg(long, value_name = "N,..", value_delimiter = ',')]
     pad_sizes: Vec<usize>,
     /// Threads that copy the samples of a batch into its input buffer
     #[arg(long, value_name = "N", default_value_t = 1)]
     gather_threads: usize,
-    /// Batcher worker threads (2 on a GPU overlaps one batch's gathering with the other's run)
+    /// Batcher worker threads per model
     #[arg(long, value_name = "N", default_value_t = 1)]
     batch_workers: usize,
-    /// A request not answered within this many milliseconds gets 504
+    /// Unbatched runs at once per model (default: one per CPU)
+    #[arg(long, value_name = "N")]
+    concurrency: Option<usize>,
+    /// Threads of each run's operators (ONNX Runtime's intra-op threads)
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
+    /// A request not answered within this many milliseconds gets 504 (a request may ask for less)
     #[arg(long, value_name = "MS", default_value_t = 30_000)]
     timeout_ms: u64,
-    /// Largest request body in bytes (larger: 413)
-    #[arg(long, value_name = "BYTES", default_value_t = 8 << 20)]
+    /// A connection's request head must arrive within this many milliseconds of the connection
+    /// opening or its previous answer (closes idle keep-alive connections and slow senders)
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    header_timeout_ms: u64,
+    /// A request's whole body must arrive within this many milliseconds of its head (408)
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    body_timeout_ms: u64,
+    /// Open connections at most, REST and gRPC together (more are refused)
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    max_connections: usize,
+    /// Largest request body in bytes (larger: 413; gRPC messages too)
+    #[arg(long, value_name = "BYTES", default_value_t = 64 << 20)]
     max_body_bytes: usize,
     /// Widest or tallest picture accepted, in pixels
     #[arg(long, value_name = "PX", default_value_t = 4096)]
@@ -104,106 +136,200 @@ struct Args {
 
 fn main() {
     let args = <Args as clap::Parser>::parse();
+    init_logs();
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     if let Some(workers) = args.workers {
         runtime.worker_threads(workers.max(1));
     }
     let result = runtime.enable_all().build().map_err(|e| e.to_string()).and_then(|rt| rt.block_on(serve(args)));
     if let Err(error) = result {
+        tracing::error!("{error}");
         eprintln!("error: {error}");
         std::process::exit(1);
     }
 }
 
-async fn serve(args: Args) -> Result<(), String> {
-    let session = make_session(&args).map_err(|e| e.to_string())?;
-    let contract = ModelContract::of(&session)?;
-    let labels: Vec<String> = match &args.labels {
-        Some(path) => std::fs::read_to_string(path)
-            .map_err(|e| format!("{}: {e}", path.display()))?
-            .lines()
-            .map(str::to_owned)
-            .collect(),
-        None if args.model.is_none() => embedded::LABELS.lines().map(str::to_owned).collect(),
-        None => Vec::new(),
+/// Logs to stderr, filtered by `RUST_LOG` (default: `info`).
+fn init_logs() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false).init();
+}
+
+fn defaults(args: &Args) -> Defaults {
+    let mut defaults = Defaults::default();
+    defaults.batching = match (args.batching, args.no_batching) {
+        (true, _) => Some(true),
+        (_, true) => Some(false),
+        _ => None,
     };
-    let model_name = args.name.clone().unwrap_or_else(|| match &args.model {
-        Some(path) => path.file_stem().map_or_else(|| "model".into(), |s| s.to_string_lossy().into_owned()),
-        None => "colors".into(),
-    });
-    let (backend, mode) = if args.no_batching {
-        (Backend::Unbatched(Arc::new(session)), "unbatched (run_async per request)".to_owned())
-    } else {
-        let mut builder = Batcher::builder(session)
-            .max_batch(args.max_batch)
-            .max_delay(Duration::from_micros(args.max_delay_us))
-            .queue_capacity(args.queue)
-            .workers(args.batch_workers)
-            .pad_to_power_of_two(args.pad_batches)
-            .gather_threads(args.gather_threads);
-        if !args.pad_sizes.is_empty() {
-            builder = builder.pad_to_sizes(&args.pad_sizes);
-        }
-        if args.session_per_size {
-            let settings = args.clone();
-            builder = builder.session_per_batch_size(move || {
-                make_session(&settings).map_err(|e| onnxrt::Error::InvalidArgument {
-                    what: "a session for another batch size".into(),
-                    why: e.to_string(),
-                })
+    defaults.max_batch = args.max_batch;
+    defaults.max_delay_us = args.max_delay_us;
+    defaults.queue = args.queue;
+    defaults.pad_sizes = args.pad_sizes.clone();
+    defaults.pad_to_power_of_two = args.pad_batches;
+    defaults.session_per_batch_size = args.session_per_size;
+    defaults.gather_threads = args.gather_threads;
+    defaults.batch_workers = args.batch_workers;
+    if let Some(concurrency) = args.concurrency {
+        defaults.concurrency = concurrency;
+    }
+    defaults.provider = args.provider.clone();
+    defaults.device = args.device;
+    defaults.threads = args.threads;
+    defaults
+}
+
+/// The repository: the folder given, or the one model of `--model`, or the embedded one (both
+/// with the picture step).
+fn repository(args: &Args) -> Result<Repository, String> {
+    let defaults = defaults(args);
+    if let Some(root) = &args.model_repository {
+        return Repository::load(root, &defaults).map_err(|e| e.to_string());
+    }
+    let picture_step = ModelConfig { preprocess: Some("imagenet".into()), ..ModelConfig::default() };
+    let mut repository = Repository::default();
+    match &args.model {
+        Some(path) => {
+            let name = args.name.clone().unwrap_or_else(|| {
+                path.file_stem().map_or_else(|| "model".into(), |s| s.to_string_lossy().into_owned())
             });
+            let folder = path.parent().map(PathBuf::from).unwrap_or_default();
+            let config = ModelConfig { labels: args.labels.as_ref().map(|l| l.display().to_string()), ..picture_step };
+            // Labels given on the command line are relative to the working folder, not the model's.
+            let config = match &args.labels {
+                Some(labels) => ModelConfig {
+                    labels: Some(std::path::absolute(labels).map_err(|e| e.to_string())?.display().to_string()),
+                    ..config
+                },
+                None => config,
+            };
+            repository.add_file(&name, "1", path, &folder, config, &defaults).map_err(|e| e.to_string())?;
         }
-        let batcher = builder.build().map_err(|e| e.to_string())?;
-        // Sessions made and per-shape tuning done before the first request (Triton's warm-up).
-        if args.pad_batches || args.session_per_size || !args.pad_sizes.is_empty() {
-            let started = std::time::Instant::now();
-            let sizes = batcher.warm_up().map_err(|e| format!("warm-up: {e}"))?;
-            eprintln!(
-                "serve: warmed up batch sizes {sizes:?} on {} session(s) in {:.1} s",
-                batcher.session_count(),
-                started.elapsed().as_secs_f64()
-            );
+        None => {
+            let labels = embedded::LABELS.lines().map(str::to_owned).collect();
+            let name = args.name.clone().unwrap_or_else(|| "colors".into());
+            repository.add_bytes(&name, embedded::MODEL, picture_step, &defaults, labels).map_err(|e| e.to_string())?;
         }
-        let padded = match (args.pad_batches, args.pad_sizes.is_empty()) {
-            (_, false) => format!(", padded to {:?}", args.pad_sizes),
-            (true, true) => ", padded to powers of two".to_owned(),
-            (false, true) => String::new(),
+    }
+    Ok(repository)
+}
+
+async fn serve(args: Args) -> Result<(), String> {
+    let repository = repository(&args)?;
+    // Warm-up before listening: a client that finds the port finds every model ready.
+    let warm = tokio::task::block_in_place(|| repository.warm_up()).map_err(|e| e.to_string())?;
+    for model in repository.models() {
+        let took = warm.iter().find(|(name, _)| *name == model.name).map_or(0.0, |(_, d)| d.as_secs_f64());
+        let s = &model.settings;
+        let mode = if model.batcher().is_some() {
+            format!("batched: max {} per run, max delay {} us", s.max_batch, s.max_delay_us)
+        } else {
+            format!("unbatched: {} runs at once", s.concurrency)
         };
-        let padded = if args.session_per_size { format!("{padded}, a session per size") } else { padded };
-        let mode = format!("batched: max {} per run, max delay {} us{padded}", args.max_batch, args.max_delay_us);
-        (Backend::Batched { batcher, timeout: Duration::from_millis(args.timeout_ms) }, mode)
+        tracing::info!(model = %model.name, version = %model.version, path = %model.path.display(), provider = %s.provider, %mode, warm_up_s = took, "model ready");
+    }
+    let limits = RequestLimits {
+        max_body_bytes: args.max_body_bytes,
+        body_timeout: Duration::from_millis(args.body_timeout_ms),
+        request_timeout: Duration::from_millis(args.timeout_ms),
     };
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-    let app = Arc::new(App {
-        model_name,
-        labels,
-        contract,
-        backend,
-        metrics: metrics::HttpMetrics::default(),
-        decode_limits: DecodeLimits { max_side: args.max_picture_side, ..DecodeLimits::default() },
-        decode_slots: Semaphore::new(cores * 2),
-        draining: AtomicBool::new(false),
-    });
+    let connections = Arc::new(ConnectionLimit::new(args.max_connections.max(1)));
+    let decode_limits = DecodeLimits { max_side: args.max_picture_side, ..DecodeLimits::default() };
+    let app = Arc::new(App::new(repository, limits, decode_limits, Arc::clone(&connections)));
 
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
     let address = listener.local_addr().map_err(|e| e.to_string())?;
-    // Tests and scripts read this line to find the port.
-    println!("listening on http://{address} (model `{}`, {}, {mode})", app.model_name, args.provider);
-    let router = routes::router(Arc::clone(&app), args.max_body_bytes);
-    let draining = Arc::clone(&app);
-    axum::serve(listener, router)
-        .with_graceful_shutdown(async move {
-            stop_signal().await;
-            draining.draining.store(true, Ordering::Relaxed);
-            eprintln!("serve: stop signal: no new connections, finishing the requests in flight");
-        })
-        .await
-        .map_err(|e| e.to_string())?;
-    app.backend.shutdown();
+    let grpc_listener = match args.grpc_listen.as_str() {
+        "off" => None,
+        text => {
+            let at: SocketAddr = text.parse().map_err(|e| format!("--grpc-listen `{text}`: {e}"))?;
+            Some(tokio::net::TcpListener::bind(at).await.map_err(|e| format!("cannot listen on {at} (gRPC): {e}"))?)
+        }
+    };
+    let names: Vec<&str> = app.repository.models().map(|m| m.name.as_str()).collect();
+    let grpc_address = match &grpc_listener {
+        Some(listener) => Some(listener.local_addr().map_err(|e| e.to_string())?),
+        None => None,
+    };
+    // Tests and scripts read these lines to find the ports (and may close the pipe after the
+    // line they need: a failed write is no reason to stop).
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "listening on http://{address} (models {names:?}, {})", args.provider);
+    if let Some(at) = grpc_address {
+        let _ = writeln!(stdout, "grpc listening on {at}");
+    }
+    let _ = stdout.flush();
+    drop(stdout);
+    tracing::info!(rest = %address, grpc = ?grpc_address, "listening");
+
+    let (stop_sender, stop_receiver) = watch::channel(false);
+    let stopped = |mut receiver: watch::Receiver<bool>| async move {
+        let _ = receiver.wait_for(|stop| *stop).await;
+    };
+    let router = Router::new()
+        .merge(rest::routes())
+        .merge(legacy::routes())
+        .route("/metrics", get(metrics))
+        .fallback(not_found)
+        .layer(axum::middleware::from_fn_with_state(Arc::clone(&app), access::edge))
+        .with_state(Arc::clone(&app));
+    let rest = tokio::spawn(listener::serve_rest(
+        listener,
+        router,
+        Arc::clone(&connections),
+        RestSettings { header_timeout: Duration::from_millis(args.header_timeout_ms) },
+        stopped(stop_receiver.clone()),
+    ));
+    let grpc = grpc_listener.map(|listener| {
+        let service = GrpcInferenceServiceServer::new(grpc::Service { app: Arc::clone(&app) })
+            .max_decoding_message_size(args.max_body_bytes)
+            .max_encoding_message_size(usize::MAX);
+        let incoming = CappedIncoming::new(listener, Arc::clone(&connections));
+        let shutdown = stopped(stop_receiver.clone());
+        tokio::spawn(
+            tonic::transport::Server::builder()
+                .http2_keepalive_interval(Some(Duration::from_secs(30)))
+                .http2_keepalive_timeout(Some(Duration::from_secs(10)))
+                .add_service(service)
+                .serve_with_incoming_shutdown(incoming, shutdown),
+        )
+    });
+
+    stop_signal().await;
+    app.draining.store(true, Ordering::Relaxed);
+    tracing::info!("stop signal: no new connections, finishing the requests in flight");
+    let _ = stop_sender.send(true);
+    let _ = rest.await;
+    if let Some(grpc) = grpc {
+        match grpc.await {
+            Ok(Err(error)) => tracing::warn!(%error, "the gRPC server ended with an error"),
+            Err(error) => tracing::warn!(%error, "the gRPC server's task ended"),
+            Ok(Ok(())) => {}
+        }
+    }
+    app.repository.shutdown();
+    tracing::info!("stopped cleanly");
     eprintln!("serve: stopped cleanly");
     Ok(())
+}
+
+async fn metrics(State(app): State<Arc<App>>) -> impl IntoResponse {
+    let mut text = String::new();
+    metrics::render_all(&app, &mut text);
+    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], text)
+}
+
+async fn not_found(uri: axum::http::Uri) -> axum::response::Response {
+    access::error_response(
+        axum::http::StatusCode::NOT_FOUND,
+        format!(
+            "no route {}: the protocol's routes start with /v2 (GET /v2/models/NAME lists a model's tensors)",
+            uri.path()
+        ),
+    )
 }
 
 /// SIGTERM (what orchestrators send) or Ctrl-C.
@@ -211,7 +337,7 @@ async fn stop_signal() {
     let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
         Ok(term) => term,
         Err(error) => {
-            eprintln!("serve: cannot watch SIGTERM ({error}); Ctrl-C only");
+            tracing::warn!(%error, "cannot watch SIGTERM; Ctrl-C only");
             let _ = tokio::signal::ctrl_c().await;
             return;
         }
@@ -220,33 +346,4 @@ async fn stop_signal() {
         _ = term.recv() => {}
         _ = tokio::signal::ctrl_c() => {}
     }
-}
-
-/// The session: on the CPU, or on a CUDA device (strict: every node
-/// on the GPU, or an error).
-fn make_session(args: &Args) -> Result<Session, Box<dyn std::error::Error>> {
-    // run_async needs a thread pool (one worker per core); the batcher runs on its own thread.
-    let builder = if args.no_batching { Session::builder().async_threads() } else { Session::builder() };
-    let builder = match args.provider.as_str() {
-        "cuda" => with_cuda(builder, args.device)?,
-        _ => builder,
-    };
-    Ok(match &args.model {
-        Some(path) => builder.commit_from_file(path)?,
-        None => builder.commit_from_memory(embedded::MODEL)?,
-    })
-}
-
-#[cfg(feature = "cuda")]
-fn with_cuda(
-    builder: onnxrt::SessionBuilder,
-    device: i32,
-) -> Result<onnxrt::SessionBuilder, Box<dyn std::error::Error>> {
-    Ok(builder.cuda(onnxrt::providers::cuda::CudaOptions::new().device_id(device)).strict_gpu(true))
-}
-
-#[cfg(not(feature = "cuda"))]
-fn with_cuda(_: onnxrt::SessionBuilder, _: i32) -> Result<onnxrt::SessionBuilder, Box<dyn std::error::Error>> {
-    Err("--provider cuda needs the `cuda` feature: cargo build --release -p onnxrt-serve --features cuda --bin serve"
-        .into())
 }

@@ -8,9 +8,14 @@ use std::time::Duration;
 /// Upper bounds of the latency histogram's buckets, in seconds.
 const LATENCY_BUCKETS: [f64; 12] = [0.001, 0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2, 0.5, 1.0, 5.0];
 
+/// Status codes counted one by one in `serve_http_responses_total` (others by class).
+const CODES: [u16; 12] = [200, 400, 404, 405, 408, 413, 415, 422, 500, 503, 504, 0];
+
 /// Counters of the HTTP layer.
 #[derive(Default)]
 pub struct HttpMetrics {
+    /// Every response (any route, router 404/405 included), by code in `CODES` (0: any other).
+    responses: [AtomicU64; CODES.len()],
     /// Inference requests answered, by class: 2xx, 4xx, 5xx.
     answered: [AtomicU64; 3],
     /// Inference requests being handled now.
@@ -36,6 +41,12 @@ impl HttpMetrics {
         InFlight(self)
     }
 
+    /// Counts a response of any route.
+    pub fn responded(&self, status: u16) {
+        let at = CODES.iter().position(|&c| c == status).unwrap_or(CODES.len() - 1);
+        self.responses[at].fetch_add(1, Relaxed);
+    }
+
     /// Counts an answered inference request.
     pub fn answered(&self, status: u16, took: Duration) {
         let class = match status {
@@ -52,7 +63,13 @@ impl HttpMetrics {
 
     /// Appends the counters in Prometheus text format.
     pub fn render(&self, out: &mut String) {
-        let _ = writeln!(out, "# HELP serve_http_requests_total Inference requests answered, by status class.");
+        let _ = writeln!(out, "# HELP serve_http_responses_total Responses of every route, by status code.");
+        let _ = writeln!(out, "# TYPE serve_http_responses_total counter");
+        for (code, count) in CODES.iter().zip(&self.responses) {
+            let code = if *code == 0 { "other".to_owned() } else { code.to_string() };
+            let _ = writeln!(out, "serve_http_responses_total{{code=\"{code}\"}} {}", count.load(Relaxed));
+        }
+        let _ = writeln!(out, "# HELP serve_http_requests_total Inference requests (REST) answered, by status class.");
         let _ = writeln!(out, "# TYPE serve_http_requests_total counter");
         for (class, count) in ["2xx", "4xx", "5xx"].iter().zip(&self.answered) {
             let _ = writeln!(out, "serve_http_requests_total{{code=\"{class}\"}} {}", count.load(Relaxed));
@@ -72,4 +89,119 @@ impl HttpMetrics {
         let _ = writeln!(out, "serve_http_request_seconds_sum {sum}");
         let _ = writeln!(out, "serve_http_request_seconds_count {cumulative}");
     }
+}
+
+/// Everything `/metrics` shows: HTTP, connections, each model and its batcher, the process.
+pub fn render_all(app: &crate::app::App, out: &mut String) {
+    app.metrics.render(out);
+    let connections = &app.connections;
+    let _ = writeln!(
+        out,
+        "# HELP serve_connections_open Open connections (REST and gRPC).\n# TYPE serve_connections_open gauge"
+    );
+    let _ = writeln!(out, "serve_connections_open {}", connections.open());
+    let _ = writeln!(
+        out,
+        "# HELP serve_connections_max The bound on open connections.\n# TYPE serve_connections_max gauge"
+    );
+    let _ = writeln!(out, "serve_connections_max {}", connections.max);
+    let _ =
+        writeln!(out, "# HELP serve_connections_total Connections accepted.\n# TYPE serve_connections_total counter");
+    let _ = writeln!(out, "serve_connections_total {}", connections.accepted.load(Relaxed));
+    let _ = writeln!(
+        out,
+        "# HELP serve_connections_refused_total Connections closed at once because every slot was taken.\n# TYPE serve_connections_refused_total counter"
+    );
+    let _ = writeln!(out, "serve_connections_refused_total {}", connections.refused.load(Relaxed));
+    models(app, out);
+    let batchers: Vec<(&str, _)> =
+        app.repository.models().filter_map(|m| m.batcher().map(|b| (m.name.as_str(), b.stats()))).collect();
+    crate::batch_metrics::render(&batchers, out);
+    process(app, out);
+}
+
+fn models(app: &crate::app::App, out: &mut String) {
+    let header = |out: &mut String, name: &str, help: &str, kind: &str| {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+    };
+    header(out, "serve_model_ready", "1 when the model has been warmed up and takes requests.", "gauge");
+    for model in app.repository.models() {
+        let _ = writeln!(out, "serve_model_ready{{model=\"{}\"}} {}", model.name, u8::from(model.is_ready()));
+    }
+    header(out, "serve_model_requests_total", "Inference requests (REST and gRPC), by model and outcome.", "counter");
+    for model in app.repository.models() {
+        let stats = &model.stats;
+        let _ = writeln!(
+            out,
+            "serve_model_requests_total{{model=\"{}\",outcome=\"success\"}} {}",
+            model.name,
+            stats.success.load(Relaxed)
+        );
+        let _ = writeln!(
+            out,
+            "serve_model_requests_total{{model=\"{}\",outcome=\"failure\"}} {}",
+            model.name,
+            stats.failure.load(Relaxed)
+        );
+    }
+    header(
+        out,
+        "serve_model_success_seconds_total",
+        "Time answered requests spent in the model (queue and run).",
+        "counter",
+    );
+    for model in app.repository.models() {
+        let seconds = model.stats.success_micros.load(Relaxed) as f64 / 1e6;
+        let _ = writeln!(out, "serve_model_success_seconds_total{{model=\"{}\"}} {seconds}", model.name);
+    }
+    header(out, "serve_model_in_flight", "Requests being handled by the model now.", "gauge");
+    for model in app.repository.models() {
+        let _ =
+            writeln!(out, "serve_model_in_flight{{model=\"{}\"}} {}", model.name, model.stats.in_flight.load(Relaxed));
+    }
+}
+
+/// The standard process metrics, read from /proc (Linux).
+fn process(app: &crate::app::App, out: &mut String) {
+    let header = |out: &mut String, name: &str, help: &str, kind: &str| {
+        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+    };
+    if let Ok(status) = std::fs::read_to_string("/proc/self/status") {
+        let field = |key: &str| {
+            status
+                .lines()
+                .find(|l| l.starts_with(key))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse::<u64>().ok())
+        };
+        if let Some(kib) = field("VmRSS:") {
+            header(out, "process_resident_memory_bytes", "Resident memory size in bytes.", "gauge");
+            let _ = writeln!(out, "process_resident_memory_bytes {}", kib * 1024);
+        }
+        if let Some(kib) = field("VmSize:") {
+            header(out, "process_virtual_memory_bytes", "Virtual memory size in bytes.", "gauge");
+            let _ = writeln!(out, "process_virtual_memory_bytes {}", kib * 1024);
+        }
+        if let Some(threads) = field("Threads:") {
+            header(out, "process_threads", "OS threads of the process.", "gauge");
+            let _ = writeln!(out, "process_threads {threads}");
+        }
+    }
+    if let Ok(stat) = std::fs::read_to_string("/proc/self/stat") {
+        // Fields after the command name (which may hold spaces): utime and stime are 14 and 15.
+        let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+        let fields: Vec<&str> = after.split_whitespace().collect();
+        let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
+        // /proc counts in USER_HZ, which Linux fixes at 100 per second for user space.
+        header(out, "process_cpu_seconds_total", "User and system CPU time spent in seconds.", "counter");
+        let _ = writeln!(out, "process_cpu_seconds_total {}", (ticks(11) + ticks(12)) as f64 / 100.0);
+    }
+    if let Ok(fds) = std::fs::read_dir("/proc/self/fd") {
+        header(out, "process_open_fds", "Open file descriptors.", "gauge");
+        let _ = writeln!(out, "process_open_fds {}", fds.count());
+    }
+    let start =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default() - app.started.elapsed();
+    header(out, "process_start_time_seconds", "Start time of the process since the Unix epoch in seconds.", "gauge");
+    let _ = writeln!(out, "process_start_time_seconds {}", start.as_secs_f64());
 }

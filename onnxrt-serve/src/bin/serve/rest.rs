@@ -1,0 +1,279 @@
+//! The Open Inference Protocol over REST: `/v2` (server metadata), `/v2/health/{live,ready}`,
+//! `/v2/models/{name}[/versions/{version}]` (metadata), `…/ready`, `…/infer` (JSON tensors and
+//! the binary-tensor extension), `POST /v2/repository/index`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use onnxrt::Value;
+use onnxrt_serve::oip::messages::{
+    InferRequest, InferResponse, RepositoryEntry, ResponseOutput, ServerMetadata, EXTENSIONS,
+};
+use onnxrt_serve::oip::tensor;
+use onnxrt_serve::repository::{InferError, ServedModel};
+use serde_json::{json, Value as Json_};
+
+use crate::access::error_response;
+use crate::app::App;
+
+/// The header that says how long the JSON part of a body with binary tensors is.
+const HEADER_LENGTH: &str = "inference-header-content-length";
+
+pub fn routes() -> Router<Arc<App>> {
+    Router::new()
+        .route("/v2", get(server_metadata))
+        .route("/v2/health/live", get(live))
+        .route("/v2/health/ready", get(ready))
+        .route("/v2/models/{name}", get(model_metadata))
+        .route("/v2/models/{name}/versions/{version}", get(model_metadata_version))
+        .route("/v2/models/{name}/ready", get(model_ready))
+        .route("/v2/models/{name}/versions/{version}/ready", get(model_ready_version))
+        .route("/v2/models/{name}/infer", post(infer))
+        .route("/v2/models/{name}/versions/{version}/infer", post(infer_version))
+        .route("/v2/repository/index", post(repository_index))
+}
+
+async fn server_metadata() -> Json<ServerMetadata> {
+    Json(ServerMetadata { name: "onnxrt-serve", version: env!("CARGO_PKG_VERSION"), extensions: EXTENSIONS.to_vec() })
+}
+
+async fn live() -> Json<Json_> {
+    Json(json!({ "live": true }))
+}
+
+async fn ready(State(app): State<Arc<App>>) -> Response {
+    let ready = app.is_ready();
+    let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    (status, Json(json!({ "ready": ready }))).into_response()
+}
+
+/// The model named in the path, or a 404 naming the models there are.
+fn find(app: &App, name: &str, version: Option<&str>) -> Result<Arc<ServedModel>, Response> {
+    let Some(model) = app.repository.get(name) else {
+        let known: Vec<&str> = app.repository.models().map(|m| m.name.as_str()).collect();
+        return Err(error_response(StatusCode::NOT_FOUND, format!("no model `{name}`; this server has {known:?}")));
+    };
+    match version {
+        Some(version) if !version.is_empty() && version != model.version => Err(error_response(
+            StatusCode::NOT_FOUND,
+            format!("model `{name}` has no version `{version}`; it has version `{}`", model.version),
+        )),
+        _ => Ok(Arc::clone(model)),
+    }
+}
+
+async fn model_metadata(State(app): State<Arc<App>>, Path(name): Path<String>) -> Response {
+    match find(&app, &name, None) {
+        Ok(model) => Json(model.metadata()).into_response(),
+        Err(response) => response,
+    }
+}
+
+async fn model_metadata_version(
+    State(app): State<Arc<App>>,
+    Path((name, version)): Path<(String, String)>,
+) -> Response {
+    match find(&app, &name, Some(&version)) {
+        Ok(model) => Json(model.metadata()).into_response(),
+        Err(response) => response,
+    }
+}
+
+fn readiness(app: &App, name: &str, version: Option<&str>) -> Response {
+    match find(app, name, version) {
+        Ok(model) => {
+            let ready = model.is_ready() && app.is_ready();
+            let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+            (status, Json(json!({ "name": model.name, "ready": ready }))).into_response()
+        }
+        Err(response) => response,
+    }
+}
+
+async fn model_ready(State(app): State<Arc<App>>, Path(name): Path<String>) -> Response {
+    readiness(&app, &name, None)
+}
+
+async fn model_ready_version(State(app): State<Arc<App>>, Path((name, version)): Path<(String, String)>) -> Response {
+    readiness(&app, &name, Some(&version))
+}
+
+async fn repository_index(State(app): State<Arc<App>>) -> Json<Vec<RepositoryEntry>> {
+    let entries = app
+        .repository
+        .models()
+        .map(|m| RepositoryEntry {
+            name: m.name.clone(),
+            version: m.version.clone(),
+            state: if m.is_ready() { "READY" } else { "UNAVAILABLE" },
+            reason: m.reason(),
+        })
+        .collect();
+    Json(entries)
+}
+
+async fn infer(State(app): State<Arc<App>>, Path(name): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
+    answer(&app, &name, None, &headers, body).await
+}
+
+async fn infer_version(
+    State(app): State<Arc<App>>,
+    Path((name, version)): Path<(String, String)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    answer(&app, &name, Some(&version), &headers, body).await
+}
+
+/// The HTTP status of an inference failure.
+pub fn status_of(error: &InferError) -> StatusCode {
+    match error {
+        InferError::Invalid(_) => StatusCode::BAD_REQUEST,
+        InferError::Overloaded(_) | InferError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
+        InferError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
+        InferError::Failed(_) => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+fn bad_request(message: impl Into<String>) -> Response {
+    error_response(StatusCode::BAD_REQUEST, message)
+}
+
+async fn answer(app: &App, name: &str, version: Option<&str>, headers: &HeaderMap, body: Bytes) -> Response {
+    let started = std::time::Instant::now();
+    let _in_flight = app.metrics.start();
+    let response = match answer_inner(app, name, version, headers, body).await {
+        Ok(response) => response,
+        Err(response) => response,
+    };
+    app.metrics.answered(response.status().as_u16(), started.elapsed());
+    response
+}
+
+async fn answer_inner(
+    app: &App,
+    name: &str,
+    version: Option<&str>,
+    headers: &HeaderMap,
+    body: Bytes,
+) -> Result<Response, Response> {
+    let model = find(app, name, version)?;
+    // The binary-tensor extension: the JSON header first, then the tensors' bytes.
+    let (json_part, mut binary) = match headers.get(HEADER_LENGTH) {
+        Some(value) => {
+            let length = value.to_str().ok().and_then(|v| v.trim().parse::<usize>().ok()).ok_or_else(|| {
+                bad_request(format!("{HEADER_LENGTH} must be the JSON header's length in bytes, got {value:?}"))
+            })?;
+            if length > body.len() {
+                return Err(bad_request(format!(
+                    "{HEADER_LENGTH} says {length} bytes of JSON, the body has {} bytes",
+                    body.len()
+                )));
+            }
+            (body.slice(..length), body.slice(length..))
+        }
+        None => (body.clone(), Bytes::new()),
+    };
+    let request: InferRequest = serde_json::from_slice(&json_part)
+        .map_err(|e| bad_request(format!("the request is not an inference request's JSON: {e}")))?;
+    let mut inputs: Vec<(String, Value<'static>)> = Vec::with_capacity(request.inputs.len());
+    for input in &request.inputs {
+        let binary_size = match input.parameters.get("binary_data_size") {
+            None => None,
+            Some(size) => Some(size.as_u64().and_then(|s| usize::try_from(s).ok()).ok_or_else(|| {
+                bad_request(format!("input `{}`: binary_data_size must be a byte count, got {size}", input.name))
+            })?),
+        };
+        let value = match (binary_size, &input.data) {
+            (Some(size), None) => {
+                if size > binary.len() {
+                    return Err(bad_request(format!(
+                        "input `{}`: binary_data_size is {size}, only {} bytes of binary data remain",
+                        input.name,
+                        binary.len()
+                    )));
+                }
+                let bytes = binary.split_to(size);
+                tensor::value_from_raw(&input.name, &input.datatype, &input.shape, &bytes)
+            }
+            (None, Some(data)) => tensor::value_from_json(&input.name, &input.datatype, &input.shape, data),
+            (Some(_), Some(_)) => Err(format!("input `{}` has both `data` and binary_data_size; send one", input.name)),
+            (None, None) => Err(format!("input `{}` has no `data` (nor binary_data_size)", input.name)),
+        }
+        .map_err(bad_request)?;
+        inputs.push((input.name.clone(), value));
+    }
+    if !binary.is_empty() {
+        return Err(bad_request(format!(
+            "{} bytes of binary data follow the inputs' data; each binary input must say its binary_data_size",
+            binary.len()
+        )));
+    }
+    let all_binary = flag(request.parameters.get("binary_data_output"));
+    let wanted: Vec<String> = request.outputs.iter().map(|o| o.name.clone()).collect();
+    let binary_wanted = |output: &str| {
+        all_binary || request.outputs.iter().any(|o| o.name == output && flag(o.parameters.get("binary_data")))
+    };
+    let timeout = match request.parameters.get("timeout") {
+        None => None,
+        Some(micros) => Some(Duration::from_micros(micros.as_u64().ok_or_else(|| {
+            bad_request(format!("parameter `timeout` must be a whole number of microseconds, got {micros}"))
+        })?)),
+    };
+    let outputs = model.infer(inputs, &wanted, Some(app.deadline(timeout))).await.map_err(|error| {
+        if let InferError::Failed(why) = &error {
+            tracing::error!(model = %model.name, cause = %why, "inference failed");
+        }
+        error_response(status_of(&error), error.to_string())
+    })?;
+    let mut described = Vec::with_capacity(outputs.len());
+    let mut tail: Vec<u8> = Vec::new();
+    for (output_name, value) in &outputs {
+        let failed = |why: String| error_response(StatusCode::INTERNAL_SERVER_ERROR, why);
+        let (datatype, shape) = tensor::datatype_and_shape(output_name, value).map_err(failed)?;
+        let mut parameters = serde_json::Map::new();
+        let data = if binary_wanted(output_name) {
+            let raw = tensor::raw_of(output_name, value).map_err(failed)?;
+            parameters.insert("binary_data_size".into(), json!(raw.len()));
+            tail.extend(raw);
+            None
+        } else {
+            Some(tensor::json_of(output_name, value).map_err(failed)?)
+        };
+        described.push(ResponseOutput { name: output_name.clone(), datatype, shape, parameters, data });
+    }
+    let response = InferResponse {
+        model_name: model.name.clone(),
+        model_version: model.version.clone(),
+        id: request.id.clone(),
+        outputs: described,
+    };
+    let json_bytes = serde_json::to_vec(&response)
+        .map_err(|e| error_response(StatusCode::INTERNAL_SERVER_ERROR, format!("encoding the answer: {e}")))?;
+    if tail.is_empty() {
+        return Ok(([(header::CONTENT_TYPE, "application/json")], json_bytes).into_response());
+    }
+    let json_length = json_bytes.len();
+    let mut body = json_bytes;
+    body.extend(tail);
+    let mut response = (StatusCode::OK, body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/octet-stream"));
+    headers.insert(HEADER_LENGTH, HeaderValue::from(json_length));
+    Ok(response)
+}
+
+/// A boolean parameter (`true`, or a nonzero number as some clients send).
+fn flag(value: Option<&Json_>) -> bool {
+    match value {
+        Some(Json_::Bool(b)) => *b,
+        Some(Json_::Number(n)) => n.as_u64().is_some_and(|n| n != 0),
+        _ => false,
+    }
+}

@@ -1,0 +1,212 @@
+//! A model's `config.json` in the repository: how it is served. Every field is optional; what a
+//! model's file does not say comes from the server's command line ([`Defaults`]). Unknown fields
+//! are refused, so a misspelt setting is an error at start rather than silently ignored.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+
+/// What `config.json` may say.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    /// Dynamic batching on or off (default: on for CUDA, off on the CPU, where batching small
+    /// models on few cores costs more than it saves).
+    pub batching: Option<bool>,
+    /// Most requests in one batched run.
+    pub max_batch: Option<usize>,
+    /// How long a batch's first request waits for others, in microseconds.
+    pub max_delay_us: Option<u64>,
+    /// Requests waiting for a run at most (more are answered 503).
+    pub queue: Option<usize>,
+    /// Pad batches to the smallest of these row counts that holds them.
+    #[serde(default)]
+    pub pad_sizes: Vec<usize>,
+    /// Pad each batch to the next power of two (few batch shapes for a GPU to tune).
+    pub pad_to_power_of_two: Option<bool>,
+    /// One session per padded batch size (CUDA: a new batch size rebuilds every convolution's plan).
+    pub session_per_batch_size: Option<bool>,
+    /// Threads that copy a batch's samples into its input buffer.
+    pub gather_threads: Option<usize>,
+    /// Batcher worker threads.
+    pub batch_workers: Option<usize>,
+    /// Runs at once without batching (each on a thread of its own).
+    pub concurrency: Option<usize>,
+    /// `cpu` or `cuda`.
+    pub provider: Option<String>,
+    /// The CUDA device.
+    pub device: Option<i32>,
+    /// Threads of each run's operators (ONNX Runtime's intra-op threads).
+    pub threads: Option<usize>,
+    /// Shapes of the warm-up run's inputs by name; free axes of inputs not named are 1.
+    #[serde(default)]
+    pub warmup: BTreeMap<String, Vec<i64>>,
+    /// `imagenet`: also accept pictures on `/v1/models/{name}/infer` (decoded, resized to
+    /// 224×224, ImageNet mean/std) and answer top-k classes.
+    pub preprocess: Option<String>,
+    /// One label per line, for `preprocess` answers (relative to the model's folder).
+    pub labels: Option<String>,
+}
+
+impl ModelConfig {
+    /// Reads `path`; a missing file is the empty config.
+    pub fn read(path: &Path) -> Result<ModelConfig, String> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(ModelConfig::default()),
+            Err(error) => return Err(format!("{}: {error}", path.display())),
+        };
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+    }
+}
+
+/// The server-wide settings a model's config may override.
+#[derive(Debug, Clone)]
+pub struct Defaults {
+    /// `None`: on for CUDA, off on the CPU.
+    pub batching: Option<bool>,
+    /// See [`ModelConfig::max_batch`].
+    pub max_batch: usize,
+    /// See [`ModelConfig::max_delay_us`].
+    pub max_delay_us: u64,
+    /// See [`ModelConfig::queue`].
+    pub queue: usize,
+    /// See [`ModelConfig::pad_sizes`].
+    pub pad_sizes: Vec<usize>,
+    /// See [`ModelConfig::pad_to_power_of_two`].
+    pub pad_to_power_of_two: bool,
+    /// See [`ModelConfig::session_per_batch_size`].
+    pub session_per_batch_size: bool,
+    /// See [`ModelConfig::gather_threads`].
+    pub gather_threads: usize,
+    /// See [`ModelConfig::batch_workers`].
+    pub batch_workers: usize,
+    /// See [`ModelConfig::concurrency`].
+    pub concurrency: usize,
+    /// See [`ModelConfig::provider`].
+    pub provider: String,
+    /// See [`ModelConfig::device`].
+    pub device: i32,
+    /// See [`ModelConfig::threads`].
+    pub threads: Option<usize>,
+}
+
+impl Default for Defaults {
+    fn default() -> Defaults {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        Defaults {
+            batching: None,
+            max_batch: 32,
+            max_delay_us: 0,
+            queue: 1024,
+            pad_sizes: Vec::new(),
+            pad_to_power_of_two: false,
+            session_per_batch_size: false,
+            gather_threads: 1,
+            batch_workers: 1,
+            concurrency: cores,
+            provider: "cpu".into(),
+            device: 0,
+            threads: None,
+        }
+    }
+}
+
+/// A model's settings: its config over the defaults.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Batching on or off.
+    pub batching: bool,
+    /// See [`ModelConfig::max_batch`].
+    pub max_batch: usize,
+    /// See [`ModelConfig::max_delay_us`].
+    pub max_delay_us: u64,
+    /// See [`ModelConfig::queue`].
+    pub queue: usize,
+    /// See [`ModelConfig::pad_sizes`].
+    pub pad_sizes: Vec<usize>,
+    /// See [`ModelConfig::pad_to_power_of_two`].
+    pub pad_to_power_of_two: bool,
+    /// See [`ModelConfig::session_per_batch_size`].
+    pub session_per_batch_size: bool,
+    /// See [`ModelConfig::gather_threads`].
+    pub gather_threads: usize,
+    /// See [`ModelConfig::batch_workers`].
+    pub batch_workers: usize,
+    /// See [`ModelConfig::concurrency`].
+    pub concurrency: usize,
+    /// `cpu` or `cuda`.
+    pub provider: String,
+    /// See [`ModelConfig::device`].
+    pub device: i32,
+    /// See [`ModelConfig::threads`].
+    pub threads: Option<usize>,
+    /// See [`ModelConfig::warmup`].
+    pub warmup: BTreeMap<String, Vec<i64>>,
+}
+
+impl Settings {
+    /// `config` over `defaults`, checked.
+    pub fn of(config: &ModelConfig, defaults: &Defaults) -> Result<Settings, String> {
+        let provider = config.provider.clone().unwrap_or_else(|| defaults.provider.clone());
+        if provider != "cpu" && provider != "cuda" {
+            return Err(format!("provider `{provider}`: use `cpu` or `cuda`"));
+        }
+        let batching = config.batching.or(defaults.batching).unwrap_or(provider == "cuda");
+        let settings = Settings {
+            batching,
+            max_batch: config.max_batch.unwrap_or(defaults.max_batch),
+            max_delay_us: config.max_delay_us.unwrap_or(defaults.max_delay_us),
+            queue: config.queue.unwrap_or(defaults.queue),
+            pad_sizes: if config.pad_sizes.is_empty() { defaults.pad_sizes.clone() } else { config.pad_sizes.clone() },
+            pad_to_power_of_two: config.pad_to_power_of_two.unwrap_or(defaults.pad_to_power_of_two),
+            session_per_batch_size: config.session_per_batch_size.unwrap_or(defaults.session_per_batch_size),
+            gather_threads: config.gather_threads.unwrap_or(defaults.gather_threads),
+            batch_workers: config.batch_workers.unwrap_or(defaults.batch_workers),
+            concurrency: config.concurrency.unwrap_or(defaults.concurrency),
+            provider,
+            device: config.device.unwrap_or(defaults.device),
+            threads: config.threads.or(defaults.threads),
+            warmup: config.warmup.clone(),
+        };
+        for (what, value) in [
+            ("max_batch", settings.max_batch),
+            ("queue", settings.queue),
+            ("batch_workers", settings.batch_workers),
+            ("gather_threads", settings.gather_threads),
+            ("concurrency", settings.concurrency),
+        ] {
+            if value == 0 {
+                return Err(format!("`{what}` is 0; it must be at least 1"));
+            }
+        }
+        Ok(settings)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batching_defaults_to_on_for_cuda_and_off_on_the_cpu() {
+        let defaults = Defaults::default();
+        let cpu = Settings::of(&ModelConfig::default(), &defaults).unwrap();
+        assert!(!cpu.batching);
+        let cuda = ModelConfig { provider: Some("cuda".into()), ..ModelConfig::default() };
+        assert!(Settings::of(&cuda, &defaults).unwrap().batching);
+        let forced = ModelConfig { batching: Some(true), ..ModelConfig::default() };
+        assert!(Settings::of(&forced, &defaults).unwrap().batching);
+    }
+
+    #[test]
+    fn a_misspelt_setting_is_refused() {
+        let error = serde_json::from_str::<ModelConfig>(r#"{"max_bacth": 8}"#).unwrap_err().to_string();
+        assert!(error.contains("unknown field `max_bacth`"), "{error}");
+        let zero = ModelConfig { max_batch: Some(0), ..ModelConfig::default() };
+        assert!(Settings::of(&zero, &Defaults::default()).unwrap_err().contains("`max_batch` is 0"));
+        let tpu = ModelConfig { provider: Some("tpu".into()), ..ModelConfig::default() };
+        assert!(Settings::of(&tpu, &Defaults::default()).unwrap_err().contains("provider `tpu`"));
+    }
+}

@@ -1,0 +1,536 @@
+//! [`ServedModel`]: one model of the repository, as the protocol sees it: its tensors, its
+//! readiness (after a warm-up run), and `infer`, which checks a request against the model before
+//! anything reaches ONNX Runtime and runs it batched or alone.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use onnxrt::{Dim, ElementType, Session, Value, ValueInfo};
+use tokio::sync::Semaphore;
+
+use crate::batch::{Batcher, RequestOptions, Shutdown};
+use crate::error::Error;
+use crate::oip::datatype::datatype_of;
+use crate::oip::messages::{ModelMetadata, TensorMetadata, PLATFORM};
+use crate::repository::config::{ModelConfig, Settings};
+
+/// A model input or output as the server checks requests against it.
+#[derive(Debug, Clone)]
+pub struct ModelTensor {
+    /// Its name.
+    pub name: String,
+    /// Its element type.
+    pub element_type: ElementType,
+    /// Its declared shape, -1 for a free axis.
+    pub shape: Vec<i64>,
+}
+
+impl ModelTensor {
+    fn of(info: &ValueInfo, what: &str) -> Result<ModelTensor, String> {
+        let element_type = info
+            .element_type
+            .filter(|&t| datatype_of(t).is_some() && info.kind == onnxrt::ValueKind::Tensor)
+            .ok_or_else(|| {
+                format!(
+                    "{what} `{}` is {:?} {:?}, which the protocol cannot carry",
+                    info.name, info.kind, info.element_type
+                )
+            })?;
+        let shape = info.shape.iter().map(|d| if let Dim::Fixed(n) = d { *n } else { -1 }).collect();
+        Ok(ModelTensor { name: info.name.clone(), element_type, shape })
+    }
+
+    fn metadata(&self) -> TensorMetadata {
+        TensorMetadata {
+            name: self.name.clone(),
+            datatype: datatype_of(self.element_type).unwrap_or("BYTES"),
+            shape: self.shape.clone(),
+        }
+    }
+}
+
+/// Why a request got no outputs; each transport maps it to its own status.
+#[derive(Debug)]
+pub enum InferError {
+    /// The request does not fit the model (400 / INVALID_ARGUMENT).
+    Invalid(String),
+    /// Every queue place is taken (503 / UNAVAILABLE).
+    Overloaded(String),
+    /// The deadline passed before the answer (504 / DEADLINE_EXCEEDED).
+    Timeout(String),
+    /// The model is shutting down (503 / UNAVAILABLE).
+    ShuttingDown,
+    /// The run failed (500 / INTERNAL).
+    Failed(String),
+}
+
+impl std::fmt::Display for InferError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            InferError::Invalid(why) | InferError::Overloaded(why) | InferError::Timeout(why) => f.write_str(why),
+            InferError::ShuttingDown => f.write_str("the server is shutting down; the request was not run"),
+            InferError::Failed(why) => write!(f, "the model run failed: {why}"),
+        }
+    }
+}
+
+fn from_serving(error: Error) -> InferError {
+    match error {
+        Error::QueueFull { .. } => InferError::Overloaded(format!("{error}")),
+        Error::DeadlineExpired { .. } => InferError::Timeout(error.to_string()),
+        Error::BatcherShutDown => InferError::ShuttingDown,
+        Error::Onnxrt(inner) if is_request_error(&inner) => InferError::Invalid(inner.to_string()),
+        other => InferError::Failed(other.to_string()),
+    }
+}
+
+/// onnxrt's refusals of a request's inputs (as opposed to a run that failed).
+fn is_request_error(error: &onnxrt::Error) -> bool {
+    matches!(
+        error,
+        onnxrt::Error::UnknownInput { .. }
+            | onnxrt::Error::DuplicateInput { .. }
+            | onnxrt::Error::MissingInput { .. }
+            | onnxrt::Error::ShapeMismatch { .. }
+            | onnxrt::Error::ElementTypeMismatch { .. }
+            | onnxrt::Error::BadShape { .. }
+    )
+}
+
+/// Per-model counters, for `/metrics`.
+#[derive(Debug, Default)]
+pub struct ModelStats {
+    /// Requests answered with outputs.
+    pub success: AtomicU64,
+    /// Requests refused or failed.
+    pub failure: AtomicU64,
+    /// Time spent in `infer` by answered requests, in microseconds.
+    pub success_micros: AtomicU64,
+    /// Requests in `infer` now.
+    pub in_flight: AtomicU64,
+}
+
+/// How requests reach the session.
+enum Runner {
+    /// Each request its own run on a blocking thread; `slots` runs at once.
+    Direct { session: Arc<Session> },
+    /// Requests of one sample go through the dynamic batcher; others run directly on its session.
+    Batched { batcher: Arc<Batcher> },
+}
+
+/// One model of the repository.
+pub struct ServedModel {
+    /// Its name in the protocol's paths.
+    pub name: String,
+    /// Its version (the folder's number, or `1`).
+    pub version: String,
+    /// The model file.
+    pub path: PathBuf,
+    /// Its inputs, in model order.
+    pub inputs: Vec<ModelTensor>,
+    /// Its outputs, in model order.
+    pub outputs: Vec<ModelTensor>,
+    /// How it is served.
+    pub settings: Settings,
+    /// Its config file as written (the picture step and labels).
+    pub config: ModelConfig,
+    /// Labels for the picture step's answers.
+    pub labels: Vec<String>,
+    /// Counters.
+    pub stats: ModelStats,
+    runner: Runner,
+    /// Direct runs at once.
+    slots: Arc<Semaphore>,
+    /// Direct requests waiting for a slot.
+    waiting: AtomicUsize,
+    ready: AtomicBool,
+    /// Why it is not ready (after a failed warm-up).
+    reason: std::sync::Mutex<String>,
+}
+
+impl std::fmt::Debug for ServedModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServedModel").field("name", &self.name).field("path", &self.path).finish_non_exhaustive()
+    }
+}
+
+impl ServedModel {
+    /// Loads the model at `path` (or `bytes`, when given: an embedded model) with `settings`.
+    pub fn load(
+        name: &str,
+        version: &str,
+        path: &Path,
+        bytes: Option<&'static [u8]>,
+        config: ModelConfig,
+        settings: Settings,
+        labels: Vec<String>,
+    ) -> Result<ServedModel, String> {
+        let session = make_session(path, bytes, &settings).map_err(|e| e.to_string())?;
+        let inputs = session.inputs().iter().map(|i| ModelTensor::of(i, "input")).collect::<Result<Vec<_>, _>>()?;
+        let outputs = session.outputs().iter().map(|o| ModelTensor::of(o, "output")).collect::<Result<Vec<_>, _>>()?;
+        let runner = if settings.batching {
+            let mut builder = Batcher::builder(session)
+                .max_batch(settings.max_batch)
+                .max_delay(Duration::from_micros(settings.max_delay_us))
+                .queue_capacity(settings.queue)
+                .workers(settings.batch_workers)
+                .gather_threads(settings.gather_threads)
+                .pad_to_power_of_two(settings.pad_to_power_of_two);
+            if !settings.pad_sizes.is_empty() {
+                builder = builder.pad_to_sizes(&settings.pad_sizes);
+            }
+            if settings.session_per_batch_size {
+                let (path, settings) = (path.to_owned(), settings.clone());
+                builder = builder.session_per_batch_size(move || {
+                    make_session(&path, bytes, &settings).map_err(|e| onnxrt::Error::InvalidArgument {
+                        what: "a session for another batch size".into(),
+                        why: e.to_string(),
+                    })
+                });
+            }
+            let batcher = builder.build().map_err(|e| {
+                format!("{e}\n(or turn batching off for this model: \"batching\": false in config.json)")
+            })?;
+            Runner::Batched { batcher: Arc::new(batcher) }
+        } else {
+            Runner::Direct { session: Arc::new(session) }
+        };
+        Ok(ServedModel {
+            name: name.to_owned(),
+            version: version.to_owned(),
+            path: path.to_owned(),
+            inputs,
+            outputs,
+            slots: Arc::new(Semaphore::new(settings.concurrency)),
+            settings,
+            config,
+            labels,
+            stats: ModelStats::default(),
+            runner,
+            waiting: AtomicUsize::new(0),
+            ready: AtomicBool::new(false),
+            reason: std::sync::Mutex::new("not warmed up yet".into()),
+        })
+    }
+
+    /// The session requests run on (the batcher's, when batched).
+    pub fn session(&self) -> &Session {
+        match &self.runner {
+            Runner::Direct { session } => session,
+            Runner::Batched { batcher } => batcher.session(),
+        }
+    }
+
+    /// The batcher, when batching is on.
+    pub fn batcher(&self) -> Option<&Batcher> {
+        match &self.runner {
+            Runner::Batched { batcher } => Some(batcher),
+            Runner::Direct { .. } => None,
+        }
+    }
+
+    /// Runs the model once on zeros (shapes from `warmup` in config.json, free axes 1), and each
+    /// batch size the batcher will use when its samples have fixed shapes; then the model is ready.
+    pub fn warm_up(&self) -> Result<Duration, String> {
+        let started = Instant::now();
+        let result = self.warm_up_runs();
+        match &result {
+            Ok(()) => self.ready.store(true, Relaxed),
+            Err(why) => why.clone_into(&mut self.reason.lock().unwrap_or_else(std::sync::PoisonError::into_inner)),
+        }
+        result.map(|()| started.elapsed())
+    }
+
+    fn warm_up_runs(&self) -> Result<(), String> {
+        let mut values = Vec::with_capacity(self.inputs.len());
+        for input in &self.inputs {
+            let shape = match self.settings.warmup.get(&input.name) {
+                Some(shape) => shape.clone(),
+                None => input.shape.iter().map(|&d| if d < 0 { 1 } else { d }).collect(),
+            };
+            let value =
+                Value::zeros(&shape, input.element_type).map_err(|e| format!("warm-up input `{}`: {e}", input.name))?;
+            values.push((input.name.as_str(), value));
+        }
+        let ran = self.session().run(values.iter().map(|(name, value)| (*name, value)));
+        if let Err(error) = ran {
+            let shapes: Vec<String> = values
+                .iter()
+                .map(|(name, value)| {
+                    format!("{name}: {:?}", value.tensor_info().map(|i| i.shape.to_vec()).unwrap_or_default())
+                })
+                .collect();
+            return Err(format!(
+                "the warm-up run on zeros ({}) failed: {error}\nFix: give the warm-up shapes this model needs in its \
+                 config.json, e.g. \"warmup\": {{\"{}\": [1, …]}}",
+                shapes.join(", "),
+                self.inputs.first().map_or("input", |i| i.name.as_str())
+            ));
+        }
+        if let Some(batcher) = self.batcher() {
+            let fixed = self.inputs.iter().all(|i| i.shape.iter().skip(1).all(|&d| d >= 0));
+            if fixed {
+                batcher.warm_up().map_err(|e| format!("warming up the batch sizes: {e}"))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the warm-up ran.
+    pub fn is_ready(&self) -> bool {
+        self.ready.load(Relaxed)
+    }
+
+    /// Why it is not ready (empty when it is).
+    pub fn reason(&self) -> String {
+        if self.is_ready() {
+            return String::new();
+        }
+        self.reason.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
+    }
+
+    /// The protocol's model metadata.
+    pub fn metadata(&self) -> ModelMetadata {
+        ModelMetadata {
+            name: self.name.clone(),
+            versions: vec![self.version.clone()],
+            platform: PLATFORM,
+            inputs: self.inputs.iter().map(ModelTensor::metadata).collect(),
+            outputs: self.outputs.iter().map(ModelTensor::metadata).collect(),
+        }
+    }
+
+    /// Runs one request: `inputs` by name (every model input, each once), the outputs named in
+    /// `outputs` (all when empty), answered before `deadline` or refused with
+    /// [`InferError::Timeout`]. Returns the outputs in the order asked (model order for all).
+    pub async fn infer(
+        &self,
+        inputs: Vec<(String, Value<'static>)>,
+        outputs: &[String],
+        deadline: Option<Instant>,
+    ) -> Result<Vec<(String, Value<'static>)>, InferError> {
+        self.stats.in_flight.fetch_add(1, Relaxed);
+        let started = Instant::now();
+        let result = self.infer_checked(inputs, outputs, deadline).await;
+        self.stats.in_flight.fetch_sub(1, Relaxed);
+        match &result {
+            Ok(_) => {
+                self.stats.success.fetch_add(1, Relaxed);
+                self.stats.success_micros.fetch_add(started.elapsed().as_micros() as u64, Relaxed);
+            }
+            Err(_) => {
+                self.stats.failure.fetch_add(1, Relaxed);
+            }
+        }
+        result
+    }
+
+    async fn infer_checked(
+        &self,
+        inputs: Vec<(String, Value<'static>)>,
+        outputs: &[String],
+        deadline: Option<Instant>,
+    ) -> Result<Vec<(String, Value<'static>)>, InferError> {
+        if !self.is_ready() {
+            return Err(InferError::Overloaded(format!("model `{}` is not ready: {}", self.name, self.reason())));
+        }
+        let inputs = self.check_inputs(inputs)?;
+        let wanted = self.check_outputs(outputs)?;
+        let one_sample = inputs.iter().all(|(_, v)| v.tensor_info().is_ok_and(|i| i.shape.first() == Some(&1)));
+        let all = match &self.runner {
+            Runner::Batched { batcher } if one_sample => {
+                let options = RequestOptions { deadline, ..RequestOptions::default() };
+                let future = batcher.run_async_with(inputs, options).map_err(from_serving)?;
+                let ran = match deadline {
+                    Some(at) => tokio::time::timeout_at(at.into(), future).await.map_err(|_| self.late(deadline))?,
+                    None => future.await,
+                };
+                ran.map_err(from_serving)?.into_named()
+            }
+            Runner::Batched { batcher } => {
+                let session = SessionRef::Batched(Arc::clone(batcher));
+                self.run_direct(session, inputs, deadline).await?
+            }
+            Runner::Direct { session } => {
+                self.run_direct(SessionRef::Direct(Arc::clone(session)), inputs, deadline).await?
+            }
+        };
+        let mut all: Vec<Option<(String, Value<'static>)>> = all.into_iter().map(Some).collect();
+        let mut answer = Vec::with_capacity(wanted.len());
+        for name in wanted {
+            let at = all.iter().position(|o| o.as_ref().is_some_and(|(n, _)| n == name));
+            match at.and_then(|at| all[at].take()) {
+                Some(output) => answer.push(output),
+                None => return Err(InferError::Failed(format!("the run returned no output `{name}`"))),
+            }
+        }
+        Ok(answer)
+    }
+
+    fn late(&self, deadline: Option<Instant>) -> InferError {
+        let _ = deadline;
+        InferError::Timeout(format!("model `{}`: the request's deadline passed before its answer was ready", self.name))
+    }
+
+    /// Runs on a blocking thread once one of the model's run slots is free; at most `queue`
+    /// requests wait for one.
+    async fn run_direct(
+        &self,
+        session: SessionRef,
+        inputs: Vec<(String, Value<'static>)>,
+        deadline: Option<Instant>,
+    ) -> Result<Vec<(String, Value<'static>)>, InferError> {
+        let waiting = self.waiting.fetch_add(1, Relaxed);
+        let _waiting = Decrement(&self.waiting);
+        if waiting >= self.settings.queue {
+            return Err(InferError::Overloaded(format!(
+                "model `{}` has {waiting} requests waiting (its queue holds {}); retry later",
+                self.name, self.settings.queue
+            )));
+        }
+        let acquire = Arc::clone(&self.slots).acquire_owned();
+        let permit = match deadline {
+            Some(at) => tokio::time::timeout_at(at.into(), acquire).await.map_err(|_| self.late(deadline))?,
+            None => acquire.await,
+        }
+        .map_err(|_| InferError::ShuttingDown)?;
+        drop(_waiting);
+        let run = tokio::task::spawn_blocking(move || {
+            // The slot is held until the run ends, even when the caller stopped waiting.
+            let _permit = permit;
+            let session = session.get();
+            session.run(inputs.iter().map(|(name, value)| (name.as_str(), value))).map(onnxrt::Outputs::into_named)
+        });
+        let joined = match deadline {
+            Some(at) => tokio::time::timeout_at(at.into(), run).await.map_err(|_| self.late(deadline))?,
+            None => run.await,
+        };
+        let ran = joined.map_err(|e| InferError::Failed(format!("the run's thread ended: {e}")))?;
+        ran.map_err(|e| from_serving(Error::Onnxrt(e)))
+    }
+
+    /// Checks the inputs against the model and puts them in model order.
+    fn check_inputs(&self, given: Vec<(String, Value<'static>)>) -> Result<Vec<(String, Value<'static>)>, InferError> {
+        let mut slots: Vec<Option<(String, Value<'static>)>> = self.inputs.iter().map(|_| None).collect();
+        for (name, value) in given {
+            let Some(at) = self.inputs.iter().position(|i| i.name == name) else {
+                let known: Vec<&str> = self.inputs.iter().map(|i| i.name.as_str()).collect();
+                return Err(InferError::Invalid(format!(
+                    "model `{}` has no input `{name}`; its inputs are {known:?}",
+                    self.name
+                )));
+            };
+            let model = &self.inputs[at];
+            let info = value.tensor_info().map_err(|e| InferError::Invalid(format!("input `{name}`: {e}")))?;
+            if info.element_type != model.element_type {
+                return Err(InferError::Invalid(format!(
+                    "input `{name}` is {} in model `{}`; the request sent {}",
+                    datatype_of(model.element_type).unwrap_or("?"),
+                    self.name,
+                    datatype_of(info.element_type).unwrap_or("?"),
+                )));
+            }
+            let fits = info.shape.len() == model.shape.len()
+                && info.shape.iter().zip(&model.shape).all(|(&got, &declared)| declared < 0 || got == declared);
+            if !fits {
+                return Err(InferError::Invalid(format!(
+                    "input `{name}` has shape {:?}; model `{}` takes {:?} (-1: any size)",
+                    info.shape.to_vec(),
+                    self.name,
+                    model.shape
+                )));
+            }
+            if slots[at].replace((name, value)).is_some() {
+                return Err(InferError::Invalid(format!("input `{}` is given twice", model.name)));
+            }
+        }
+        let missing: Vec<&str> =
+            self.inputs.iter().zip(&slots).filter(|(_, s)| s.is_none()).map(|(i, _)| i.name.as_str()).collect();
+        if !missing.is_empty() {
+            return Err(InferError::Invalid(format!("model `{}` needs input(s) {missing:?} too", self.name)));
+        }
+        Ok(slots.into_iter().flatten().collect())
+    }
+
+    /// The output names to answer, checked: known, none twice (all, in model order, when none named).
+    fn check_outputs<'n>(&'n self, asked: &'n [String]) -> Result<Vec<&'n str>, InferError> {
+        if asked.is_empty() {
+            return Ok(self.outputs.iter().map(|o| o.name.as_str()).collect());
+        }
+        let mut wanted: Vec<&str> = Vec::with_capacity(asked.len());
+        for name in asked {
+            if !self.outputs.iter().any(|o| &o.name == name) {
+                let known: Vec<&str> = self.outputs.iter().map(|o| o.name.as_str()).collect();
+                return Err(InferError::Invalid(format!(
+                    "model `{}` has no output `{name}`; its outputs are {known:?}",
+                    self.name
+                )));
+            }
+            if wanted.contains(&name.as_str()) {
+                return Err(InferError::Invalid(format!("output `{name}` is requested twice")));
+            }
+            wanted.push(name);
+        }
+        Ok(wanted)
+    }
+
+    /// Stops the batcher after running what is queued.
+    pub fn shutdown(&self) {
+        if let Some(batcher) = self.batcher() {
+            batcher.shutdown(Shutdown::Drain);
+        }
+    }
+}
+
+/// The session a direct run uses, kept alive by the blocking thread.
+enum SessionRef {
+    Direct(Arc<Session>),
+    Batched(Arc<Batcher>),
+}
+
+impl SessionRef {
+    fn get(&self) -> &Session {
+        match self {
+            SessionRef::Direct(session) => session,
+            SessionRef::Batched(batcher) => batcher.session(),
+        }
+    }
+}
+
+struct Decrement<'c>(&'c AtomicUsize);
+
+impl Drop for Decrement<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Relaxed);
+    }
+}
+
+/// The session for `settings`: on the CPU, or on a CUDA device (strict: every node on the GPU).
+fn make_session(path: &Path, bytes: Option<&[u8]>, settings: &Settings) -> Result<Session, Box<dyn std::error::Error>> {
+    let mut builder = Session::builder();
+    if let Some(threads) = settings.threads {
+        builder = builder.intra_op_threads(threads);
+    }
+    if settings.provider == "cuda" {
+        builder = with_cuda(builder, settings.device)?;
+    }
+    Ok(match bytes {
+        Some(bytes) => builder.commit_from_memory(bytes)?,
+        None => builder.commit_from_file(path)?,
+    })
+}
+
+#[cfg(feature = "cuda")]
+fn with_cuda(
+    builder: onnxrt::SessionBuilder,
+    device: i32,
+) -> Result<onnxrt::SessionBuilder, Box<dyn std::error::Error>> {
+    Ok(builder.cuda(onnxrt::providers::cuda::CudaOptions::new().device_id(device)).strict_gpu(true))
+}
+
+#[cfg(not(feature = "cuda"))]
+fn with_cuda(_: onnxrt::SessionBuilder, _: i32) -> Result<onnxrt::SessionBuilder, Box<dyn std::error::Error>> {
+    Err("provider `cuda` needs the `cuda` feature: cargo build --release -p onnxrt-serve --features cuda".into())
+}
