@@ -190,12 +190,13 @@ class Client:
         for name, array in arrays.items():
             datatype = (datatypes or {}).get(name) or {np.dtype(np.float32): "FP32", np.dtype(np.int64): "INT64",
                                                       np.dtype(np.float64): "FP64", np.dtype(np.int32): "INT32"}[array.dtype]
-            shape = (shapes or {}).get(name, list(array.shape))
-            tensor = self.module.InferInput(name, shape, datatype)
+            tensor = self.module.InferInput(name, list(array.shape), datatype)
             if self.kind == "grpc":
                 tensor.set_data_from_numpy(array)
             else:
                 tensor.set_data_from_numpy(array, binary_data=self.kind == "http-binary")
+            if shapes and name in shapes:
+                tensor.set_shape(shapes[name])  # a declared shape the data does not fill
             built.append(tensor)
         return built
 
@@ -343,6 +344,12 @@ def check_client(args, checks: Checks, client: Client, io: dict, refs: dict) -> 
         checks.run(f"{k} wrong shape is refused (cls x with 4 channels)",
                    expect_error(client, lambda: client.infer("ppocr_cls", {"x": np.zeros((1, 4, 48, 192), np.float32)}),
                                 r"\bx\b", r"shape|dimension|axis|\b4\b"))
+        checks.run(f"{k} wrong datatype is refused (cls x as FP64)",
+                   expect_error(client, lambda: client.infer("ppocr_cls", {"x": cls["x"].astype(np.float64)}),
+                                r"\bx\b", r"FP64|FP32|float|type"))
+        checks.run(f"{k} data not filling the declared shape is refused (cls x [1,3,48,192] sent as [1,3,48,96])",
+                   expect_error(client, lambda: client.infer("ppocr_cls", cls, shapes={"x": [1, 3, 48, 96]}),
+                                r"\bx\b", r"element|byte|size|length|shape|count"))
     if "silero_vad" not in models:
         return
     checks.run(f"{k} silero_vad requested output (one of two)", requested_output)

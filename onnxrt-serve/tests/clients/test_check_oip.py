@@ -88,6 +88,15 @@ class Requests(unittest.TestCase):
         (state,) = client.inputs({"state": np.zeros((2, 1, 128), np.float64)})
         self.assertEqual(state._get_tensor()["datatype"], "FP64")
 
+    def test_a_declared_shape_the_data_does_not_fill(self):
+        x = np.zeros((1, 3, 2, 2), np.float32)
+        (json_x,) = check_oip.Client("http-json", "127.0.0.1:1").inputs({"x": x}, shapes={"x": [1, 3, 2, 1]})
+        self.assertEqual((json_x._get_tensor()["shape"], len(json_x._get_tensor()["data"])), ([1, 3, 2, 1], 12))
+        (binary_x,) = check_oip.Client("http-binary", "127.0.0.1:1").inputs({"x": x}, shapes={"x": [1, 3, 2, 1]})
+        self.assertEqual((binary_x._get_tensor()["shape"], len(binary_x._get_binary_data())), ([1, 3, 2, 1], 48))
+        (grpc_x,) = check_oip.Client("grpc", "127.0.0.1:1").inputs({"x": x}, shapes={"x": [1, 3, 2, 1]})
+        self.assertEqual((list(grpc_x._get_tensor().shape), len(grpc_x._get_content())), ([1, 3, 2, 1], 48))
+
     def test_requested_outputs(self):
         http = check_oip.Client("http-json", "127.0.0.1:1").outputs(["output"])
         self.assertEqual(http[0]._get_tensor(), {"name": "output", "parameters": {"binary_data": False}})
