@@ -92,7 +92,13 @@ lines = [l for l in text.splitlines() if l.startswith(("batcher_requests_complet
 print("check-clients.sh: the server's batch counters: " + ("; ".join(lines) if lines else "none"))
 PY
 
-kill -TERM "$pid"
+if ! kill -TERM "$pid" 2>/dev/null; then
+  wait "$pid" && served=0 || served=$?
+  pid=
+  say "the server had already exited ($served$([ "$served" -gt 128 ] && echo ", signal $((served - 128))")) before SIGTERM; the end of its stderr:"
+  tail -n 20 "$tmp/serve.err" >&2
+  exit 1
+fi
 for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 if kill -0 "$pid" 2>/dev/null; then
   say "the server was still running 30 s after SIGTERM; killed"
