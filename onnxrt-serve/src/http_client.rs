@@ -23,6 +23,8 @@ pub struct Reply {
     pub content_type: Option<String>,
     /// The body.
     pub body: Bytes,
+    /// Every header of the reply.
+    pub headers: hyper::HeaderMap,
 }
 
 impl Reply {
@@ -65,8 +67,9 @@ impl Connection {
         let response = self.sender.send_request(request).await?;
         let status = response.status().as_u16();
         let content_type = response.headers().get("content-type").and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let headers = response.headers().clone();
         let body = response.into_body().collect().await?.to_bytes();
-        Ok(Reply { status, content_type, body })
+        Ok(Reply { status, content_type, body, headers })
     }
 
     /// A GET without a body.

@@ -199,21 +199,21 @@ mod tests {
 
     #[test]
     fn json_and_raw_give_the_same_tensor() {
-        let from_json = value_from_json("x", "INT16", &[2, 2], &json!([[1, -2], [3, 4]])).unwrap();
+        let from_json = value_from_json("x", "INT16", &[2, 2], &json!([[1, -2], [3, 4]])).expect("test value");
         let raw: Vec<u8> = [1i16, -2, 3, 4].iter().flat_map(|x| x.to_le_bytes()).collect();
-        let from_raw = value_from_raw("x", "INT16", &[2, 2], &raw).unwrap();
-        assert_eq!(from_json.host_bytes().unwrap(), from_raw.host_bytes().unwrap());
-        assert_eq!(raw_of("x", &from_json).unwrap(), raw);
-        assert_eq!(json_of("x", &from_raw).unwrap(), json!([1, -2, 3, 4]));
+        let from_raw = value_from_raw("x", "INT16", &[2, 2], &raw).expect("test value");
+        assert_eq!(from_json.host_bytes().expect("test value"), from_raw.host_bytes().expect("test value"));
+        assert_eq!(raw_of("x", &from_json).expect("test value"), raw);
+        assert_eq!(json_of("x", &from_raw).expect("test value"), json!([1, -2, 3, 4]));
     }
 
     #[test]
     fn strings_round_trip_through_the_length_prefixed_form() {
-        let value = value_from_json("s", "BYTES", &[2], &json!(["ab", ""])).unwrap();
-        let raw = raw_of("s", &value).unwrap();
+        let value = value_from_json("s", "BYTES", &[2], &json!(["ab", ""])).expect("test value");
+        let raw = raw_of("s", &value).expect("test value");
         assert_eq!(raw, [2, 0, 0, 0, b'a', b'b', 0, 0, 0, 0]);
-        let back = value_from_raw("s", "BYTES", &[2], &raw).unwrap();
-        assert_eq!(back.strings().unwrap(), ["ab", ""]);
+        let back = value_from_raw("s", "BYTES", &[2], &raw).expect("test value");
+        assert_eq!(back.strings().expect("test value"), ["ab", ""]);
     }
 
     #[test]
@@ -227,16 +227,16 @@ mod tests {
             ("FP32", &[-1], json!([]), "negative axis"),
         ];
         for (datatype, shape, data, expected) in cases {
-            let error = value_from_json("x", datatype, shape, &data).unwrap_err();
+            let error = value_from_json("x", datatype, shape, &data).expect_err("refused");
             assert!(error.contains(expected) && error.contains("`x`"), "{datatype}: {error}");
         }
-        let error = value_from_raw("x", "FP32", &[2], &[0; 7]).unwrap_err();
+        let error = value_from_raw("x", "FP32", &[2], &[0; 7]).expect_err("refused");
         assert!(error.contains("is 8 bytes, the data has 7"), "{error}");
-        let error = value_from_raw("x", "BOOL", &[1], &[2]).unwrap_err();
+        let error = value_from_raw("x", "BOOL", &[1], &[2]).expect_err("refused");
         assert!(error.contains("0 or 1"), "{error}");
-        let error = value_from_raw("x", "BYTES", &[1], &[9, 0, 0, 0, 1]).unwrap_err();
+        let error = value_from_raw("x", "BYTES", &[1], &[9, 0, 0, 0, 1]).expect_err("refused");
         assert!(error.contains("says 9 bytes, 1 remain"), "{error}");
-        let error = value_from_raw("x", "FP32", &[i64::MAX, 4], &[]).unwrap_err();
+        let error = value_from_raw("x", "FP32", &[i64::MAX, 4], &[]).expect_err("refused");
         assert!(error.contains("too large"), "{error}");
     }
 }

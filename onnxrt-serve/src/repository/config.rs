@@ -192,21 +192,21 @@ mod tests {
     #[test]
     fn batching_defaults_to_on_for_cuda_and_off_on_the_cpu() {
         let defaults = Defaults::default();
-        let cpu = Settings::of(&ModelConfig::default(), &defaults).unwrap();
+        let cpu = Settings::of(&ModelConfig::default(), &defaults).expect("test value");
         assert!(!cpu.batching);
         let cuda = ModelConfig { provider: Some("cuda".into()), ..ModelConfig::default() };
-        assert!(Settings::of(&cuda, &defaults).unwrap().batching);
+        assert!(Settings::of(&cuda, &defaults).expect("test value").batching);
         let forced = ModelConfig { batching: Some(true), ..ModelConfig::default() };
-        assert!(Settings::of(&forced, &defaults).unwrap().batching);
+        assert!(Settings::of(&forced, &defaults).expect("test value").batching);
     }
 
     #[test]
     fn a_misspelt_setting_is_refused() {
-        let error = serde_json::from_str::<ModelConfig>(r#"{"max_bacth": 8}"#).unwrap_err().to_string();
+        let error = serde_json::from_str::<ModelConfig>(r#"{"max_bacth": 8}"#).expect_err("refused").to_string();
         assert!(error.contains("unknown field `max_bacth`"), "{error}");
         let zero = ModelConfig { max_batch: Some(0), ..ModelConfig::default() };
-        assert!(Settings::of(&zero, &Defaults::default()).unwrap_err().contains("`max_batch` is 0"));
+        assert!(Settings::of(&zero, &Defaults::default()).expect_err("refused").contains("`max_batch` is 0"));
         let tpu = ModelConfig { provider: Some("tpu".into()), ..ModelConfig::default() };
-        assert!(Settings::of(&tpu, &Defaults::default()).unwrap_err().contains("provider `tpu`"));
+        assert!(Settings::of(&tpu, &Defaults::default()).expect_err("refused").contains("provider `tpu`"));
     }
 }

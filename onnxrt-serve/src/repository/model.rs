@@ -338,6 +338,9 @@ impl ServedModel {
         }
         let inputs = self.check_inputs(inputs)?;
         let wanted = self.check_outputs(outputs)?;
+        if deadline.is_some_and(|at| Instant::now() >= at) {
+            return Err(self.late(deadline));
+        }
         let one_sample = inputs.iter().all(|(_, v)| v.tensor_info().is_ok_and(|i| i.shape.first() == Some(&1)));
         let all = match &self.runner {
             Runner::Batched { batcher } if one_sample => {
@@ -371,7 +374,11 @@ impl ServedModel {
 
     fn late(&self, deadline: Option<Instant>) -> InferError {
         let _ = deadline;
-        InferError::Timeout(format!("model `{}`: the request's deadline passed before its answer was ready", self.name))
+        InferError::Timeout(format!(
+            "model `{}`: the request's deadline passed before its answer was ready (its `timeout` parameter, its \
+             gRPC deadline, or the server's --timeout-ms)",
+            self.name
+        ))
     }
 
     /// Runs on a blocking thread once one of the model's run slots is free; at most `queue`
@@ -397,14 +404,27 @@ impl ServedModel {
         }
         .map_err(|_| InferError::ShuttingDown)?;
         drop(_waiting);
+        // A run past the request's deadline is stopped (ORT's terminate flag), so an abandoned
+        // request does not keep its slot and a core busy.
+        let options = onnxrt::RunOptions::new().map_err(|e| InferError::Failed(e.to_string()))?;
+        let terminator = options.terminator();
         let run = tokio::task::spawn_blocking(move || {
             // The slot is held until the run ends, even when the caller stopped waiting.
             let _permit = permit;
             let session = session.get();
-            session.run(inputs.iter().map(|(name, value)| (name.as_str(), value))).map(onnxrt::Outputs::into_named)
+            let pairs = inputs.iter().map(|(name, value)| (name.as_str(), value));
+            session.run_with(pairs, &[], Some(&options)).map(onnxrt::Outputs::into_named)
         });
         let joined = match deadline {
-            Some(at) => tokio::time::timeout_at(at.into(), run).await.map_err(|_| self.late(deadline))?,
+            Some(at) => match tokio::time::timeout_at(at.into(), run).await {
+                Ok(joined) => joined,
+                Err(_) => {
+                    if let Err(error) = terminator.terminate() {
+                        tracing::warn!(model = %self.name, %error, "could not stop a run past its deadline");
+                    }
+                    return Err(self.late(deadline));
+                }
+            },
             None => run.await,
         };
         let ran = joined.map_err(|e| InferError::Failed(format!("the run's thread ended: {e}")))?;

@@ -5,6 +5,11 @@ use std::fmt::Write;
 
 use onnxrt_serve::batch::{BatcherStats, HistogramSnapshot};
 
+/// A counter read off a batcher's stats.
+type Read = fn(&BatcherStats) -> u64;
+/// A histogram read off a batcher's stats.
+type ReadHistogram = fn(&BatcherStats) -> &HistogramSnapshot;
+
 /// Appends the counters of every `(model, stats)`.
 pub fn render(batchers: &[(&str, BatcherStats)], out: &mut String) {
     if batchers.is_empty() {
@@ -13,7 +18,7 @@ pub fn render(batchers: &[(&str, BatcherStats)], out: &mut String) {
     let header = |out: &mut String, name: &str, help: &str, kind: &str| {
         let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
     };
-    let simple: [(&str, &str, &str, fn(&BatcherStats) -> u64); 4] = [
+    let simple: [(&str, &str, &str, Read); 4] = [
         ("batcher_requests_submitted_total", "Requests accepted into the queue.", "counter", |s| s.submitted),
         ("batcher_requests_completed_total", "Requests answered with outputs.", "counter", |s| s.completed),
         ("batcher_queue_depth", "Requests waiting for a batch.", "gauge", |s| s.queue_depth as u64),
@@ -54,7 +59,7 @@ pub fn render(batchers: &[(&str, BatcherStats)], out: &mut String) {
         let _ = writeln!(out, "batcher_batch_size_sum{{model=\"{model}\"}} {sum}");
         let _ = writeln!(out, "batcher_batch_size_count{{model=\"{model}\"}} {cumulative}");
     }
-    let histograms: [(&str, &str, fn(&BatcherStats) -> &HistogramSnapshot); 4] = [
+    let histograms: [(&str, &str, ReadHistogram); 4] = [
         ("batcher_queue_seconds", "From submission until the request's batch runs.", |s| &s.queue_time),
         ("batcher_run_seconds", "One batched run (gather, run, scatter).", |s| &s.run_time),
         ("batcher_gather_seconds", "Copying a batch's samples into its input buffer.", |s| &s.gather_time),

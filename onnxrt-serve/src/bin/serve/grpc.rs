@@ -235,7 +235,9 @@ impl Service {
         }
         let parameter_timeout = match request.parameters.get("timeout").and_then(|p| p.parameter_choice.as_ref()) {
             None => None,
-            Some(ParameterChoice::Int64Param(micros)) if *micros >= 0 => Some(Duration::from_micros(*micros as u64)),
+            // 0 is "none of its own", as for REST.
+            Some(ParameterChoice::Int64Param(0) | ParameterChoice::Uint64Param(0)) => None,
+            Some(ParameterChoice::Int64Param(micros)) if *micros > 0 => Some(Duration::from_micros(*micros as u64)),
             Some(ParameterChoice::Uint64Param(micros)) => Some(Duration::from_micros(*micros)),
             Some(other) => {
                 return Err(Status::invalid_argument(format!(

@@ -128,14 +128,16 @@ async fn answer(
     let sample = match media.as_str() {
         "image/jpeg" | "image/png" => picture_sample(app, &contract, body).await?,
         tensor_body::CONTENT_TYPE => tensor_sample(&contract, headers, &body)?,
-        _ => return Err(error_response(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            format!(
+        _ => {
+            return Err(error_response(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                format!(
                 "Content-Type `{content_type}` is not accepted: send image/jpeg, image/png, or {} with an `{}` header",
                 tensor_body::CONTENT_TYPE,
                 tensor_body::SHAPE_HEADER
             ),
-        )),
+            ))
+        }
     };
     let mut shape = vec![1i64];
     shape.extend(contract.sample_shape.iter().map(|&d| d as i64));

@@ -15,6 +15,10 @@
 //! default `info`: an access line per request). SIGTERM or Ctrl-C: stop accepting, finish the
 //! requests in flight, exit 0.
 
+// Handlers return the answer to send as their error (an axum Response): boxing it would only add
+// an allocation to every refusal.
+#![allow(clippy::result_large_err)]
+
 mod access;
 mod app;
 mod batch_metrics;
@@ -157,27 +161,26 @@ fn init_logs() {
 }
 
 fn defaults(args: &Args) -> Defaults {
-    let mut defaults = Defaults::default();
-    defaults.batching = match (args.batching, args.no_batching) {
-        (true, _) => Some(true),
-        (_, true) => Some(false),
-        _ => None,
-    };
-    defaults.max_batch = args.max_batch;
-    defaults.max_delay_us = args.max_delay_us;
-    defaults.queue = args.queue;
-    defaults.pad_sizes = args.pad_sizes.clone();
-    defaults.pad_to_power_of_two = args.pad_batches;
-    defaults.session_per_batch_size = args.session_per_size;
-    defaults.gather_threads = args.gather_threads;
-    defaults.batch_workers = args.batch_workers;
-    if let Some(concurrency) = args.concurrency {
-        defaults.concurrency = concurrency;
+    let base = Defaults::default();
+    Defaults {
+        batching: match (args.batching, args.no_batching) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
+        },
+        max_batch: args.max_batch,
+        max_delay_us: args.max_delay_us,
+        queue: args.queue,
+        pad_sizes: args.pad_sizes.clone(),
+        pad_to_power_of_two: args.pad_batches,
+        session_per_batch_size: args.session_per_size,
+        gather_threads: args.gather_threads,
+        batch_workers: args.batch_workers,
+        concurrency: args.concurrency.unwrap_or(base.concurrency),
+        provider: args.provider.clone(),
+        device: args.device,
+        threads: args.threads,
     }
-    defaults.provider = args.provider.clone();
-    defaults.device = args.device;
-    defaults.threads = args.threads;
-    defaults
 }
 
 /// The repository: the folder given, or the one model of `--model`, or the embedded one (both

@@ -220,12 +220,15 @@ async fn answer_inner(
     let binary_wanted = |output: &str| {
         all_binary || request.outputs.iter().any(|o| o.name == output && flag(o.parameters.get("binary_data")))
     };
+    // `timeout` in microseconds, as Triton reads it; 0 is "none of its own".
     let timeout = match request.parameters.get("timeout") {
         None => None,
-        Some(micros) => Some(Duration::from_micros(micros.as_u64().ok_or_else(|| {
+        Some(micros) => Some(micros.as_u64().ok_or_else(|| {
             bad_request(format!("parameter `timeout` must be a whole number of microseconds, got {micros}"))
-        })?)),
-    };
+        })?),
+    }
+    .filter(|&micros| micros > 0)
+    .map(Duration::from_micros);
     let outputs = model.infer(inputs, &wanted, Some(app.deadline(timeout))).await.map_err(|error| {
         if let InferError::Failed(why) = &error {
             tracing::error!(model = %model.name, cause = %why, "inference failed");
