@@ -33,6 +33,7 @@ cli=${ONNXRT_CLI:-$target/debug/onnxrt}
 python=$(tools/serve/clients-env.sh)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/onnxrt-check-clients.XXXXXX")
 pid=
+# shellcheck disable=SC2317  # called by the EXIT trap
 finish() {
   local rc=$?
   if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid" 2>/dev/null || true; fi
@@ -59,7 +60,7 @@ pid=$!
 
 # Both "listening on http://HOST:PORT (...)" and "grpc listening on HOST:PORT", polled at most
 # 1200 times (0.1 s apart: loading and warming four models in a debug build on a loaded machine).
-http= grpc=
+http="" grpc=""
 for _ in $(seq 1200); do
   http=$(sed -n 's|^listening on http://\([^ ]*\).*|\1|p' "$tmp/serve.out" | head -n1)
   grpc=$(sed -n 's|^grpc listening on \([^ ]*\).*|\1|p' "$tmp/serve.out" | head -n1)

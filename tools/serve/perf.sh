@@ -22,7 +22,7 @@ http=$1 grpc=$2
 model=${3:-ppocr_cls}
 shift $(( $# >= 3 ? 3 : 2 ))
 shapes=("$@")
-if [ "$model" = ppocr_cls ] && [ ${#shapes[@]} -eq 0 ]; then shapes=(x:1,3,48,192); fi
+if [ "$model" = ppocr_cls ] && [ ${#shapes[@]} -eq 0 ]; then shapes=('x:1,3,48,192'); fi
 
 python=$("$root/tools/serve/clients-env.sh" --perf)
 venv=$(dirname "$(dirname "$python")")
