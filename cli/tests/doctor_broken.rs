@@ -158,6 +158,54 @@ fn missing_cudnn_against_the_wheels_cuda_provider_names_libcudnn_and_then_its_su
     session_points_at(&found, "cuda: cuDNN 9 sub-libraries");
 }
 
+/// A copy of the wheel's runtime folder (runtime and shared provider library copied, so ORT looks
+/// beside the copy) whose CUDA provider library is the wheel's with its embedded release string
+/// "1.30.0" patched to "1.29.0": a provider library of another ORT release, made on this machine.
+fn runtime_with_a_cuda_provider_of_release_1_29(lib: &Path, dir: &Path) -> PathBuf {
+    for name in ["libonnxruntime.so.1.30.0", "libonnxruntime_providers_shared.so"] {
+        std::fs::copy(lib.join(name), dir.join(name)).expect("copy");
+    }
+    let mut bytes = std::fs::read(lib.join("libonnxruntime_providers_cuda.so")).expect("read the CUDA provider");
+    let (from, to) = (b"\x001.30.0\x00", b"\x001.29.0\x00");
+    let at: Vec<usize> = bytes.windows(from.len()).enumerate().filter(|(_, w)| w == from).map(|(i, _)| i).collect();
+    assert_eq!(at.len(), 1, "the 1.30.0 CUDA provider embeds its release once");
+    bytes[at[0]..at[0] + to.len()].copy_from_slice(to);
+    std::fs::write(dir.join("libonnxruntime_providers_cuda.so"), bytes).expect("write the patched provider");
+    dir.join("libonnxruntime.so.1.30.0")
+}
+
+#[test]
+fn a_cuda_provider_library_of_another_ort_release_is_the_first_fail_row() {
+    let Some(lib) = wheel_lib() else { return };
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let folder = scratch.path().join("runtime");
+    std::fs::create_dir_all(&folder).expect("mkdir");
+    let runtime = runtime_with_a_cuda_provider_of_release_1_29(&lib, &folder);
+    // Everything else the provider needs is there (complete stand-ins), so only the release is wrong.
+    let dir = scratch.path().join("cuda13");
+    let cudnn = onnxrt::preflight::cudnn::CUDNN_9;
+    stand_ins(&lib, &dir, &CUDA_13.iter().chain(&["libcudnn.so.9"]).chain(cudnn).copied().collect::<Vec<_>>());
+
+    let found = doctor(&runtime, Some(&dir));
+    let fail = first_fail(&found);
+    assert_eq!(fail.0, "libonnxruntime_providers_cuda.so: ORT release", "{fail:?}");
+    let provider = folder.join("libonnxruntime_providers_cuda.so");
+    assert!(fail.2.contains(&format!("{} was built for ONNX Runtime 1.29.0", provider.display())), "{fail:?}");
+    assert!(fail.2.contains(&format!("the runtime loaded is 1.30.0 ({})", runtime.display())), "{fail:?}");
+    let fix = fail.3.as_deref().unwrap_or_default();
+    assert!(fix.contains("from the ONNX Runtime 1.30.0 distribution") && fix.contains("onnxrt bundle"), "{fail:?}");
+    assert_eq!(row(&found, "libonnxruntime_providers_cuda.so").1, "OK");
+    session_points_at(&found, "libonnxruntime_providers_cuda.so: ORT release");
+    let session = row(&found, "gpu session");
+    assert!(session.2.contains("built for ONNX Runtime 1.29.0"), "{session:?}");
+
+    // The wheel's own folder: the same release.
+    let found = doctor(&lib.join("libonnxruntime.so.1.30.0"), None);
+    let release = row(&found, "libonnxruntime_providers_cuda.so: ORT release");
+    assert_eq!(release.1, "OK", "{release:?}");
+    assert!(release.2.contains("built for ONNX Runtime 1.30.0"), "{release:?}");
+}
+
 #[test]
 fn cuda_visible_devices_empty_is_said_plainly_on_a_machine_without_a_gpu() {
     let ran = run(onnxrt().args(["doctor", "--json"]).env("CUDA_VISIBLE_DEVICES", ""));

@@ -234,3 +234,34 @@ fn a_missing_cudnn_is_named_by_a_strict_session() {
     assert!(out.contains("libcudnn.so.9 (needed by"), "{out}");
     assert!(out.contains("Fix: install cuDNN"), "{out}");
 }
+
+/// Issue 27: a `libonnxruntime_providers_cuda.so` of another ORT release beside the runtime. ORT
+/// checks nothing and loads it (a crash or wrong results); a strict session names both releases
+/// before loading it. Made here from the wheel's provider library with its embedded release string
+/// "1.30.0" patched to "1.29.0" (the same length), everything it needs present as stand-ins.
+#[test]
+fn a_cuda_provider_library_of_another_release_is_named_by_a_strict_session() {
+    let Some(lib_dir) = gpu_build() else { return };
+    let real = lib_dir.join("libonnxruntime_providers_cuda.so");
+    assert_eq!(onnxrt::preflight::release::release_strings(&real).expect("scan"), vec!["1.30.0".to_string()]);
+    let folder = tempfile::tempdir().expect("tempdir");
+    for name in ["libonnxruntime.so.1.30.0", "libonnxruntime_providers_shared.so"] {
+        std::fs::copy(lib_dir.join(name), folder.path().join(name)).expect("copy");
+    }
+    let mut bytes = std::fs::read(&real).expect("read the CUDA provider");
+    let (from, to) = (b"\x001.30.0\x00", b"\x001.29.0\x00");
+    let at: Vec<usize> = bytes.windows(from.len()).enumerate().filter(|(_, w)| w == from).map(|(i, _)| i).collect();
+    assert_eq!(at.len(), 1, "the 1.30.0 CUDA provider embeds its release once");
+    bytes[at[0]..at[0] + to.len()].copy_from_slice(to);
+    let provider = folder.path().join("libonnxruntime_providers_cuda.so");
+    std::fs::write(&provider, bytes).expect("write the patched provider");
+    let stack = stand_in_gpu_stack(&lib_dir, "", None);
+    let runtime = folder.path().join("libonnxruntime.so.1.30.0");
+    let out = probe_with(&runtime, "cuda-strict", Some(stack.path()));
+    println!("{out}");
+    assert!(out.starts_with("ERR ProviderLoad"), "{out}");
+    assert!(out.contains(&format!("{} was built for ONNX Runtime 1.29.0", provider.display())), "{out}");
+    assert!(out.contains(&format!("the runtime is 1.30.0 ({})", runtime.display())), "{out}");
+    assert!(out.contains("Fix: copy libonnxruntime_providers_cuda.so"), "{out}");
+    assert!(out.contains("ONNX Runtime 1.30.0 distribution") && out.contains("onnxrt bundle"), "{out}");
+}

@@ -10,6 +10,8 @@
 # and .gpu-run/resnet_cuda built here with ONNXRT_DIST=gpu-cuda13-1.30.0-wheel. Run as
 #   bash .gpu-bundle/p3/unpack.sh && export OUT && bash tools/gpu/break-gpu.sh
 # Every case is bounded by `timeout`; a failing case never stops the others (no `set -e`).
+# CASES="0 8" runs only those cases (numbers as in the comments below; 5b and 8b run with 5 and 8).
+# OTHER_ORT_CUDA_PROVIDER=FILE: a libonnxruntime_providers_cuda.so of another ORT release (case 8).
 set -uo pipefail
 
 out=${OUT:-/tmp/out}
@@ -114,20 +116,26 @@ run_case() {
   echo "| $title | $doctor_row | $strict |" >>"$table"
 }
 
+# Whether case $1 is to run (all of them unless CASES lists some).
+want() {
+  [ -z "${CASES:-}" ] || [[ " $CASES " == *" $1 "* ]]
+}
+
 not_makeable() {
   echo "| $1 | (not makeable here: $2) | — |" >>"$table"
   echo "== $1: not makeable here: $2" | tee -a "$log"
 }
 
 # 0. The healthy machine, for comparison.
-run_case healthy env
+want 0 && run_case healthy env
 
 # 1. No GPU visible.
-run_case "no GPU visible (CUDA_VISIBLE_DEVICES=)" env "CUDA_VISIBLE_DEVICES="
+want 1 && run_case "no GPU visible (CUDA_VISIBLE_DEVICES=)" env "CUDA_VISIBLE_DEVICES="
 
 # 2. A truncated libcublasLt.so.13 first on LD_LIBRARY_PATH.
 lt=$(where_is libcublasLt.so.13)
-if [ -n "$lt" ]; then
+if ! want 2; then :
+elif [ -n "$lt" ]; then
   mkdir -p "$scratch/truncated"
   head -c $(($(stat -L -c %s "$lt") / 2)) "$lt" >"$scratch/truncated/libcublasLt.so.13"   # headers intact, the end gone
   run_case "truncated libcublasLt.so.13 first on LD_LIBRARY_PATH" env "LD_LIBRARY_PATH=$scratch/truncated:$base_path"
@@ -136,31 +144,34 @@ else
 fi
 
 # 3. The runtime folder without libonnxruntime_providers_cuda.so.
-mkdir -p "$scratch/no-cuda-provider"
-for f in "$capi"/libonnxruntime*.so*; do
-  case $(basename "$f") in libonnxruntime_providers_cuda.so) ;; *) ln -s "$f" "$scratch/no-cuda-provider/" ;; esac
-done
-# ORT looks for its providers beside the file it was loaded from: a copy, not a link.
-rm -f "$scratch/no-cuda-provider/libonnxruntime.so.1.30.0"
-cp "$capi/libonnxruntime.so.1.30.0" "$scratch/no-cuda-provider/"
-run_case "runtime folder without libonnxruntime_providers_cuda.so" env "ONNXRT_DYLIB_PATH=$scratch/no-cuda-provider/libonnxruntime.so.1.30.0"
+if want 3; then
+  mkdir -p "$scratch/no-cuda-provider"
+  for f in "$capi"/libonnxruntime*.so*; do
+    case $(basename "$f") in libonnxruntime_providers_cuda.so) ;; *) ln -s "$f" "$scratch/no-cuda-provider/" ;; esac
+  done
+  # ORT looks for its providers beside the file it was loaded from: a copy, not a link.
+  rm -f "$scratch/no-cuda-provider/libonnxruntime.so.1.30.0"
+  cp "$capi/libonnxruntime.so.1.30.0" "$scratch/no-cuda-provider/"
+  run_case "runtime folder without libonnxruntime_providers_cuda.so" env "ONNXRT_DYLIB_PATH=$scratch/no-cuda-provider/libonnxruntime.so.1.30.0"
+fi
 
 # 4. libcudnn.so.9 hidden.
 cudnn=$(where_is libcudnn.so.9)
-run_case "libcudnn.so.9 hidden" hide "$cudnn"
+want 4 && run_case "libcudnn.so.9 hidden" hide "$cudnn"
 
 # 5. cuDNN 9's lazily loaded sub-library hidden (the guides' libcudnn_cnn_infer.so.8 row).
-run_case "libcudnn_engines_precompiled.so.9 hidden" hide "$(where_is libcudnn_engines_precompiled.so.9)"
+want 5 && run_case "libcudnn_engines_precompiled.so.9 hidden" hide "$(where_is libcudnn_engines_precompiled.so.9)"
 
 # 5b. The same without --strict: the session loads, and the first convolution fails inside cuDNN
 #     (ORT's CUDNN_STATUS_* report, which the crate types as Error::GpuLibrary with what to check).
-(SESSION_FLAGS=""; run_case "libcudnn_engines_precompiled.so.9 hidden, session not strict" hide "$(where_is libcudnn_engines_precompiled.so.9)")
+want 5 && (SESSION_FLAGS=""; run_case "libcudnn_engines_precompiled.so.9 hidden, session not strict" hide "$(where_is libcudnn_engines_precompiled.so.9)")
 
 # 6. A wrong-version cuDNN first on LD_LIBRARY_PATH: cuDNN 9's front library under cuDNN 8's
 #    name, with the real libcudnn.so.9 hidden (what a machine with only cuDNN 8 looks like to
 #    the CUDA 13 build), and a cuDNN front library of another 9.x release (pip's, if any) first
 #    on LD_LIBRARY_PATH with the system's sub-libraries (a mix of releases).
-if [ -n "$cudnn" ]; then
+if ! want 6; then :
+elif [ -n "$cudnn" ]; then
   mkdir -p "$scratch/cudnn8"
   cp "$cudnn" "$scratch/cudnn8/libcudnn.so.8"
   (base_path=$scratch/cudnn8:$base_path; run_case "cuDNN 8 only (libcudnn.so.9 hidden, libcudnn.so.8 first on LD_LIBRARY_PATH)" hide "$cudnn")
@@ -179,25 +190,39 @@ fi
 
 # 7. A second CUDA on LD_LIBRARY_PATH, first: another copy of the CUDA libraries (pip's, torch's)
 #    if the machine has one, else a CUDA 12 folder made of CUDA 13's cudart under the 12 name.
-second=$(timeout 60 find / -xdev \( -path /proc -o -path /sys -o -path /tmp -o -path /usr/local/cuda-13.0 \) -prune \
-  -o -name 'libcublasLt.so.*' -type f -print 2>/dev/null | head -n 1)
-if [ -n "$second" ]; then
-  run_case "second CUDA first on LD_LIBRARY_PATH ($(dirname "$second"))" env "LD_LIBRARY_PATH=$(dirname "$second"):$base_path"
-else
-  mkdir -p "$scratch/cuda-12.9/lib64"
-  cp "$(where_is libcudart.so.13)" "$scratch/cuda-12.9/lib64/libcudart.so.12" 2>/dev/null
-  run_case "second CUDA (a cuda-12.9 folder) first on LD_LIBRARY_PATH" env "LD_LIBRARY_PATH=$scratch/cuda-12.9/lib64:$base_path"
+if want 7; then
+  second=$(timeout 60 find / -xdev \( -path /proc -o -path /sys -o -path /tmp -o -path /usr/local/cuda-13.0 \) -prune \
+    -o -name 'libcublasLt.so.*' -type f -print 2>/dev/null | head -n 1)
+  if [ -n "$second" ]; then
+    run_case "second CUDA first on LD_LIBRARY_PATH ($(dirname "$second"))" env "LD_LIBRARY_PATH=$(dirname "$second"):$base_path"
+  else
+    mkdir -p "$scratch/cuda-12.9/lib64"
+    cp "$(where_is libcudart.so.13)" "$scratch/cuda-12.9/lib64/libcudart.so.12" 2>/dev/null
+    run_case "second CUDA (a cuda-12.9 folder) first on LD_LIBRARY_PATH" env "LD_LIBRARY_PATH=$scratch/cuda-12.9/lib64:$base_path"
+  fi
 fi
 
-# 8. A provider library of another ORT version beside the 1.30 runtime (OTHER_ORT_PROVIDERS: a
-#    folder holding another release's libonnxruntime_providers_{shared,cuda}.so, if carried).
-if [ -n "${OTHER_ORT_PROVIDERS:-}" ] && [ -f "$OTHER_ORT_PROVIDERS/libonnxruntime_providers_cuda.so" ]; then
-  mkdir -p "$scratch/other-provider"
-  cp "$capi/libonnxruntime.so.1.30.0" "$scratch/other-provider/"
-  ln -s "$OTHER_ORT_PROVIDERS"/libonnxruntime_providers_*.so "$scratch/other-provider/"
-  run_case "provider libraries of another ORT version" env "ONNXRT_DYLIB_PATH=$scratch/other-provider/libonnxruntime.so.1.30.0"
+# 8. A CUDA provider library of another ORT release beside the 1.30 runtime: a scratch copy of
+#    the runtime folder (the runtime copied, so ORT looks beside the copy; the 1.30 shared and
+#    TensorRT provider libraries linked) whose libonnxruntime_providers_cuda.so is
+#    OTHER_ORT_CUDA_PROVIDER (e.g. onnxruntime-gpu 1.31.1's, carried). ORT checks nothing.
+#    Carried as on 2026-12-04: `pip download --no-deps onnxruntime-gpu==1.31.1`, unzip its
+#    onnxruntime/capi/libonnxruntime_providers_cuda.so (284 MB), `xz -9` (186 MB), `split -b 59m`
+#    into a git-ignored folder, one part per call, joined and checked (sha256) in the last call.
+# 8b. The same with the session not strict: what ORT does with it when nothing checks first.
+if ! want 8; then :
+elif [ -n "${OTHER_ORT_CUDA_PROVIDER:-}" ] && [ -f "$OTHER_ORT_CUDA_PROVIDER" ]; then
+  # The release strings it embeds (NUL-terminated `1.N.N`, as onnxrt::preflight::release reads them).
+  foreign=$(python3 -c 'import re, sys; print(" ".join(sorted({m.decode() for m in re.findall(rb"(?<=\x00)1\.\d{1,3}\.\d{1,3}(?=\x00)", open(sys.argv[1], "rb").read())})))' "$OTHER_ORT_CUDA_PROVIDER")
+  echo "== the carried CUDA provider library embeds: ${foreign:-no release string}" | tee -a "$log"
+  mkdir -p "$scratch/other-release"
+  cp "$capi/libonnxruntime.so.1.30.0" "$scratch/other-release/"
+  ln -s "$capi/libonnxruntime_providers_shared.so" "$capi/libonnxruntime_providers_tensorrt.so" "$scratch/other-release/"
+  ln -s "$OTHER_ORT_CUDA_PROVIDER" "$scratch/other-release/libonnxruntime_providers_cuda.so"
+  run_case "libonnxruntime_providers_cuda.so of ORT ${foreign:-another release} beside the 1.30.0 runtime" env "ONNXRT_DYLIB_PATH=$scratch/other-release/libonnxruntime.so.1.30.0"
+  (SESSION_FLAGS=""; run_case "the same, session not strict" env "ONNXRT_DYLIB_PATH=$scratch/other-release/libonnxruntime.so.1.30.0")
 else
-  not_makeable "provider library of another ORT version" "none carried (set OTHER_ORT_PROVIDERS to a folder of another release's provider libraries)"
+  not_makeable "CUDA provider library of another ORT release" "none carried (set OTHER_ORT_CUDA_PROVIDER to another release's libonnxruntime_providers_cuda.so)"
 fi
 
 echo

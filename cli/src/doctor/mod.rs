@@ -7,11 +7,11 @@
 //! devices this process can see (`CUDA_VISIBLE_DEVICES`, the driver's count); the runtime the
 //! crate loads (version, path, how it was found, the search order) and its compiled-in
 //! providers; the manifest entry compared with; each provider library beside the runtime
-//! (readable? its `NEEDED` libraries, found where, each a complete library? cuDNN's lazily
-//! loaded sub-libraries); CUDA versions on `LD_LIBRARY_PATH`; and test sessions on an embedded
-//! model, on the CPU and, when the runtime has CUDA, on the GPU. No library is loaded before its
-//! file was checked as complete (a truncated one kills the loader with SIGBUS). A failing GPU
-//! session names the row that explains it.
+//! (readable? of the runtime's release? its `NEEDED` libraries, found where, each a complete
+//! library? cuDNN's lazily loaded sub-libraries); CUDA versions on `LD_LIBRARY_PATH`; and test
+//! sessions on an embedded model, on the CPU and, when the runtime has CUDA, on the GPU. No
+//! library is loaded before its file was checked as complete (a truncated one kills the loader
+//! with SIGBUS). A failing GPU session names the row that explains it.
 
 mod cuda_env;
 mod cudnn;
@@ -19,6 +19,7 @@ mod devices;
 pub use onnxrt::preflight::elf;
 mod gpu;
 mod providers;
+mod release;
 mod runtime;
 pub use onnxrt::preflight::search;
 pub mod session;
@@ -172,6 +173,7 @@ pub fn checks(options: &Options) -> Result<Vec<Row>> {
             compiled: &facts.providers,
             dist: dist.as_ref(),
             searcher: &searcher,
+            runtime: facts.info.as_ref().ok().map(|i| (i.version.as_str(), i.library.as_path())),
         })),
         None => rows.push(Row::new(
             "provider libraries",
@@ -196,8 +198,10 @@ fn explain_gpu_session(rows: &mut [Row]) {
     let session = &mut rest[0];
     let failed = above.iter().find(|r| r.status == Status::Fail);
     let warned = || above.iter().find(|r| r.status == Status::Warn && r.check != "manifest");
-    // The error's own fix, unless it only says to run the doctor (this is the doctor).
-    let own = session.fix.take().filter(|f| !f.starts_with("run `onnxrt doctor`"));
+    // The error's own fix, unless it only says to run the doctor (this is the doctor) or repeats
+    // the fix of the row that explains it.
+    let explaining = failed.or_else(warned).and_then(|r| r.fix.clone());
+    let own = session.fix.take().filter(|f| !f.starts_with("run `onnxrt doctor`") && Some(f) != explaining.as_ref());
     let own = own.map(|f| format!("; the error's own hint: {f}")).unwrap_or_default();
     session.fix = Some(match (failed, warned()) {
         (Some(row), _) => format!(

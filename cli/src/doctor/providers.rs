@@ -9,7 +9,7 @@ use onnxrt::providers::diagnose::{fix_for, provider_library_name};
 
 use super::elf::{self, ElfError, MACHINE_X86_64};
 use super::search::{Found, Searcher};
-use super::{cudnn, Row, Status};
+use super::{cudnn, release, Row, Status};
 
 /// The provider libraries ORT may load, with the provider each serves.
 const LIBRARIES: [(&str, &str); 3] = [("shared", "GPU"), ("cuda", "CUDA"), ("tensorrt", "TensorRT")];
@@ -36,6 +36,8 @@ pub struct Inputs<'a> {
     pub dist: Option<&'a Dist>,
     /// The loader's search places.
     pub searcher: &'a Searcher,
+    /// The loaded runtime's version and file, if it loaded.
+    pub runtime: Option<(&'a str, &'a Path)>,
 }
 
 /// The provider library rows.
@@ -143,6 +145,8 @@ fn library_rows(inputs: &Inputs<'_>, short: &str, provider: &str) -> Vec<Row> {
         )
         .fix("use the linux-x64 distribution of ONNX Runtime")];
     }
+    // Another release's provider library loads and then crashes: said before what it needs.
+    let release_row = release::row(short, &path, inputs.runtime);
     let origin = inputs.dir;
     let searcher = inputs.searcher;
     let resolved: Vec<(String, Option<Found>)> =
@@ -161,7 +165,8 @@ fn library_rows(inputs: &Inputs<'_>, short: &str, provider: &str) -> Vec<Row> {
     if !dynamic.runpath.is_empty() {
         summary.push_str(&format!("; RUNPATH {}", dynamic.runpath.join(":")));
     }
-    let mut rows = vec![if missing.is_empty() && damaged.is_empty() {
+    let mut rows: Vec<Row> = release_row.into_iter().collect();
+    rows.push(if missing.is_empty() && damaged.is_empty() {
         Row::new(&name, Status::Ok, format!("{summary}; all found, each a complete library"))
     } else {
         // Damaged files first: they crash the process, where a missing one only fails the load.
@@ -188,7 +193,7 @@ fn library_rows(inputs: &Inputs<'_>, short: &str, provider: &str) -> Vec<Row> {
             row.detail.push_str(" (only the TensorRT provider needs them)");
         }
         row
-    }];
+    });
     for (needed, found) in &resolved {
         let is_damaged = damaged.iter().any(|(n, _, _)| n == needed);
         if found.is_some() && !is_gpu_stack(needed) && !is_damaged {

@@ -8,11 +8,13 @@
 //! the way the loader would (its RPATH/RUNPATH, `LD_LIBRARY_PATH`, the loader cache, the system
 //! folders), follows them to the end, adds the cuDNN libraries loaded with `dlopen` (the front
 //! library of CUDA 12/13 builds, and cuDNN's sub-libraries), and checks each file as a
-//! complete ELF library ([`elf::check_complete`]). `onnxrt doctor` and strict GPU sessions
-//! ([`crate::SessionBuilder::strict_gpu`]) both use it.
+//! complete ELF library ([`elf::check_complete`]). It also reads which ORT release a provider
+//! library was built for ([`release`]): ORT loads one of another release without a word. `onnxrt
+//! doctor` and strict GPU sessions ([`crate::SessionBuilder::strict_gpu`]) both use it.
 
 pub mod cudnn;
 pub mod elf;
+pub mod release;
 pub mod search;
 
 use std::collections::HashSet;

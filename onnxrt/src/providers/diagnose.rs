@@ -80,6 +80,34 @@ pub(crate) fn preflight_failure(provider: &str, library: &Path, problem: crate::
     }
 }
 
+/// A strict session found that the `provider`'s library comes from another ORT release than the
+/// runtime at `runtime_library`.
+pub(crate) fn other_release_failure(
+    provider: &str,
+    runtime_library: &Path,
+    other: crate::preflight::release::OtherRelease,
+) -> Error {
+    let name = other.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    Error::ProviderLoad {
+        provider: provider.into(),
+        library: other.path.clone(),
+        missing: None,
+        cause: format!(
+            "checked before loading it: {} was built for ONNX Runtime {}, but the runtime is {} ({}); ONNX Runtime does not check this itself, and a provider library of another release can crash the process or misbehave",
+            other.path.display(),
+            other.release,
+            other.runtime,
+            runtime_library.display()
+        ),
+        fix: format!(
+            "copy {name} and libonnxruntime_providers_shared.so from the ONNX Runtime {runtime} distribution, the one libonnxruntime.so comes from, into {} (`onnxrt bundle BINARY DIR` copies the runtime with its own provider libraries; `onnxrt fetch` prints the distribution's folder), or load the {release} runtime instead",
+            runtime_library.parent().unwrap_or(Path::new(".")).display(),
+            runtime = other.runtime,
+            release = other.release,
+        ),
+    }
+}
+
 /// Whether ORT's error is its report of a provider library that did not load (it names only
 /// "Failed to load library …"; the real cause is in its log or found by loading it ourselves).
 pub(crate) fn is_load_failure(error: &Error) -> bool {

@@ -147,12 +147,19 @@ fn gpu_library_of(registered: &str) -> Option<(&'static str, &'static str)> {
 /// A strict GPU session checks the provider library and every library it loads before ORT loads
 /// it (once per process for a library that passed): a truncated CUDA library would otherwise kill
 /// the process with SIGBUS inside the loader, and a missing cuDNN sub-library would show only at
-/// the first convolution. A provider library that is not there at all is left to ORT's append,
-/// whose failure [`diagnose`] explains.
+/// the first convolution. First, the CUDA provider library's embedded release against the
+/// runtime's: ORT loads one of another release without checking, and it crashes or misbehaves
+/// (only the CUDA provider library embeds its release; the TensorRT one has none to compare). A
+/// provider library that is not there at all is left to ORT's append, whose failure [`diagnose`]
+/// explains.
 fn preflight(api: &Api, short: &str, provider: &str) -> Result<()> {
     let library = diagnose::provider_library_path(&api.library, short);
     if !library.exists() {
         return Ok(());
+    }
+    if short == "cuda" {
+        crate::preflight::release::check_once(&library, &api.version)
+            .map_err(|other| diagnose::other_release_failure(provider, &api.library, other))?;
     }
     crate::preflight::check_closure_once(&library)
         .map_err(|problem| diagnose::preflight_failure(provider, &library, problem))
