@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Drives the serve binary with clients nobody here wrote (issue 29): tritonclient over HTTP (JSON
+# and binary tensors) and gRPC, on the four real models, answers compared bitwise with single runs
+# of the onnxrt CLI (onnxrt-serve/tests/clients/check_oip.py says what is checked).
+#   tools/serve/check-clients.sh [SERVE_BIN]
+# SERVE_BIN defaults to target/debug/serve; then serve and the onnxrt CLI are built first
+# (ONNXRT_CLI names another CLI binary). Steps: the client environment (clients-env.sh), the model
+# repository in a temporary folder (make_repository.py), the server on free ports
+#   serve --model-repository DIR --listen 127.0.0.1:0 --grpc-listen 127.0.0.1:0
+# (both ports read from its stdout), the checker, SIGTERM, and the server must exit 0.
+# Exit status: the checker's, or 1 if the server did not start or did not exit 0.
+# ONNXRT_CHECK_MODELS=a,b checks only these of the four models (default: all four).
+# The temporary folder is removed on success and kept (and named) on failure.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+say() { printf '\033[1mcheck-clients.sh:\033[0m %s\n' "$*" >&2; }
+target=${CARGO_TARGET_DIR:-$root/target}
+
+if [ $# -gt 1 ]; then say "usage: check-clients.sh [SERVE_BIN]"; exit 2; fi
+if [ $# -eq 1 ]; then
+  serve=$1
+  [ -n "${ONNXRT_CLI:-}" ] || cargo build -q -p onnxrt-cli
+else
+  serve=$target/debug/serve
+  cargo build -q -p onnxrt-serve --bin serve
+  [ -n "${ONNXRT_CLI:-}" ] || cargo build -q -p onnxrt-cli
+fi
+cli=${ONNXRT_CLI:-$target/debug/onnxrt}
+[ -x "$serve" ] || { say "no server binary at $serve"; exit 1; }
+[ -x "$cli" ] || { say "no onnxrt CLI at $cli"; exit 1; }
+
+python=$(tools/serve/clients-env.sh)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/onnxrt-check-clients.XXXXXX")
+pid=
+# shellcheck disable=SC2317  # called by the EXIT trap
+finish() {
+  local rc=$?
+  if [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null; then kill -KILL "$pid" 2>/dev/null || true; fi
+  if [ "$rc" = 0 ]; then rm -rf "$tmp"; else say "kept $tmp (server log: $tmp/serve.err)"; fi
+}
+trap finish EXIT
+
+"$python" onnxrt-serve/tests/clients/make_repository.py "$tmp/repository" >&2
+# ONNXRT_CHECK_MODELS=a,b: only these of the four (the others' folders are removed).
+models=${ONNXRT_CHECK_MODELS:-ppocr_det,ppocr_rec,ppocr_cls,silero_vad}
+for folder in "$tmp/repository"/*/; do
+  name=$(basename "$folder")
+  case ",$models," in *",$name,"*) ;; *) rm -rf "$folder"; say "left out $name (ONNXRT_CHECK_MODELS)";; esac
+done
+# The checker's own logic first (request building, comparison, the CLI reference path).
+ONNXRT_CLI=$cli ONNXRT_REPOSITORY=$tmp/repository "$python" onnxrt-serve/tests/clients/test_check_oip.py >"$tmp/unit.log" 2>&1 \
+  || { cat "$tmp/unit.log" >&2; say "the checker's unit tests failed"; exit 1; }
+say "the checker's unit tests: $(grep -E "^(Ran|OK|FAILED)" "$tmp/unit.log" | tr "\n" " ")"
+
+say "starting $serve"
+"$serve" --model-repository "$tmp/repository" --listen 127.0.0.1:0 --grpc-listen 127.0.0.1:0 \
+  >"$tmp/serve.out" 2>"$tmp/serve.err" &
+pid=$!
+
+# Both "listening on http://HOST:PORT (...)" and "grpc listening on HOST:PORT", polled at most
+# 1200 times (0.1 s apart: loading and warming four models in a debug build on a loaded machine).
+http="" grpc=""
+for _ in $(seq 1200); do
+  http=$(sed -n 's|^listening on http://\([^ ]*\).*|\1|p' "$tmp/serve.out" | head -n1)
+  grpc=$(sed -n 's|^grpc listening on \([^ ]*\).*|\1|p' "$tmp/serve.out" | head -n1)
+  [ -n "$http" ] && [ -n "$grpc" ] && break
+  if ! kill -0 "$pid" 2>/dev/null; then
+    wait "$pid" && rc=0 || rc=$?
+    pid=
+    say "the server exited ($rc) before printing both addresses; its stdout and stderr:"
+    cat "$tmp/serve.out" "$tmp/serve.err" >&2
+    exit 1
+  fi
+  sleep 0.1
+done
+if [ -z "$http" ] || [ -z "$grpc" ]; then
+  say "no 'listening on http://...' and 'grpc listening on ...' lines after 120 s; stdout:"
+  cat "$tmp/serve.out" >&2
+  exit 1
+fi
+say "server $pid: http $http, grpc $grpc"
+
+"$python" onnxrt-serve/tests/clients/check_oip.py --http "$http" --grpc "$grpc" \
+  --repository "$tmp/repository" --onnxrt "$cli" --work "$tmp/work" --models "$models" && checked=0 || checked=$?
+
+# Not asserted (metrics are the server's own, not the protocol's): did the concurrent requests of
+# the batching models meet in batches?
+"$python" - "$http" >&2 <<'PY' || true
+import sys, urllib.request
+text = urllib.request.urlopen(f"http://{sys.argv[1]}/metrics", timeout=10).read().decode()
+lines = [l for l in text.splitlines() if l.startswith(("batcher_requests_completed_total", "batcher_batches_total"))]
+print("check-clients.sh: the server's batch counters: " + ("; ".join(lines) if lines else "none"))
+PY
+
+if ! kill -TERM "$pid" 2>/dev/null; then
+  wait "$pid" && served=0 || served=$?
+  pid=
+  say "the server had already exited ($served$([ "$served" -gt 128 ] && echo ", signal $((served - 128))")) before SIGTERM; the end of its stderr:"
+  tail -n 20 "$tmp/serve.err" >&2
+  exit 1
+fi
+for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+if kill -0 "$pid" 2>/dev/null; then
+  say "the server was still running 30 s after SIGTERM; killed"
+  exit 1
+fi
+wait "$pid" && served=0 || served=$?
+pid=
+if [ "$served" != 0 ]; then
+  say "the server exited $served after SIGTERM (expected 0); the end of its stderr:"
+  tail -n 20 "$tmp/serve.err" >&2
+  exit 1
+fi
+say "the server exited 0 after SIGTERM"
+exit "$checked"
