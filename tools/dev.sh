@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's two commands, and everything they need on a fresh Debian/Ubuntu machine:
 #   bash tools/dev.sh run    the main job: the resnet_cuda example (embedded model + image)
-#   bash tools/dev.sh test   the whole test suite, then packaging (tools/downstream.sh), then the
+#   bash tools/dev.sh test   the whole test suite (with tritonclient against the server), then
+#                            packaging (tools/downstream.sh), then the
 #                            integration tests again on the newest pinned runtime
 #   bash tools/dev.sh newest only that last pass
 #   bash tools/dev.sh lint   rustfmt and clippy, as CI runs them
@@ -83,6 +84,9 @@ case "${1:-}" in
     # The checked-in bindings must equal a fresh bindgen run (unless libclang is hidden on purpose).
     if [ -z "${LIBCLANG_PATH:-}" ]; then export ONNXRT_REQUIRE_BINDGEN=1; fi
     ONNXRT_REQUIRE_CONFORMANCE=1 ONNXRT_REQUIRE_ONNX_PROTO=1 cargo test --workspace --no-fail-fast
+    # The inference server driven by clients nobody here wrote: tritonclient over HTTP and gRPC on
+    # four real pretrained models, answers bitwise equal to single runs (a pinned venv is made once).
+    bash tools/serve/check-clients.sh
     # The CLI's provisioning commands (`onnxrt fetch`, `bundle --dist`) are behind its `fetch` feature.
     cargo test -p onnxrt-cli --features fetch --test fetch --test fetch_feature
     # Soundness regressions (RELIABILITY.md, soundness): the mistakes the compiler must refuse run

@@ -107,6 +107,29 @@ pub fn value_from_json(name: &str, datatype: &str, shape: &[i64], data: &Json) -
     value_from_raw(name, datatype, shape, &bytes)
 }
 
+/// A tensor of `shape` with every element `fill` (converted to the element type; strings stay
+/// empty), e.g. for a warm-up run.
+pub fn filled(name: &str, element: ElementType, shape: &[i64], fill: f64) -> Result<Value<'static>, String> {
+    let mut value = Value::zeros(shape, element).map_err(|e| format!("input `{name}`: {e}"))?;
+    if fill == 0.0 || element == ElementType::String {
+        return Ok(value);
+    }
+    let item = if element == ElementType::Bool {
+        Json::Bool(true)
+    } else if fill.fract() == 0.0 && fill.abs() < 9.0e15 {
+        Json::from(fill as i64)
+    } else {
+        Json::from(fill)
+    };
+    let mut one = Vec::new();
+    push_element(&mut one, element, &item).ok_or_else(|| format!("input `{name}`: {fill} is not a valid {element}"))?;
+    let bytes = value.host_bytes_mut().map_err(|e| format!("input `{name}`: {e}"))?;
+    for chunk in bytes.chunks_exact_mut(one.len()) {
+        chunk.copy_from_slice(&one);
+    }
+    Ok(value)
+}
+
 fn flatten<'j>(data: &'j Json, out: &mut Vec<&'j Json>) {
     match data {
         Json::Array(items) => items.iter().for_each(|item| flatten(item, out)),

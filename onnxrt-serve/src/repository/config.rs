@@ -42,6 +42,16 @@ pub struct ModelConfig {
     /// Shapes of the warm-up run's inputs by name; free axes of inputs not named are 1.
     #[serde(default)]
     pub warmup: BTreeMap<String, Vec<i64>>,
+    /// What each warm-up input is filled with, by name (default 0), e.g. `{"sr": 16000}` for a
+    /// model that refuses a sample rate of 0.
+    #[serde(default)]
+    pub warmup_fill: BTreeMap<String, f64>,
+    /// Narrower input shapes than the model declares, by name (-1: any size), e.g.
+    /// `{"x": [-1, 3, 48, -1]}`: requests of other shapes are refused before they reach ONNX
+    /// Runtime, and the metadata says so. For models that fail, or crash the process, on shapes
+    /// they were never meant for.
+    #[serde(default)]
+    pub shapes: BTreeMap<String, Vec<i64>>,
     /// `imagenet`: also accept pictures on `/v1/models/{name}/infer` (decoded, resized to
     /// 224×224, ImageNet mean/std) and answer top-k classes.
     pub preprocess: Option<String>,
@@ -144,6 +154,10 @@ pub struct Settings {
     pub threads: Option<usize>,
     /// See [`ModelConfig::warmup`].
     pub warmup: BTreeMap<String, Vec<i64>>,
+    /// See [`ModelConfig::warmup_fill`].
+    pub warmup_fill: BTreeMap<String, f64>,
+    /// See [`ModelConfig::shapes`].
+    pub shapes: BTreeMap<String, Vec<i64>>,
 }
 
 impl Settings {
@@ -169,6 +183,8 @@ impl Settings {
             device: config.device.unwrap_or(defaults.device),
             threads: config.threads.or(defaults.threads),
             warmup: config.warmup.clone(),
+            warmup_fill: config.warmup_fill.clone(),
+            shapes: config.shapes.clone(),
         };
         for (what, value) in [
             ("max_batch", settings.max_batch),

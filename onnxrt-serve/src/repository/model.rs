@@ -168,7 +168,15 @@ impl ServedModel {
         labels: Vec<String>,
     ) -> Result<ServedModel, String> {
         let session = make_session(path, bytes, &settings).map_err(|e| e.to_string())?;
-        let inputs = session.inputs().iter().map(|i| ModelTensor::of(i, "input")).collect::<Result<Vec<_>, _>>()?;
+        let mut inputs = session.inputs().iter().map(|i| ModelTensor::of(i, "input")).collect::<Result<Vec<_>, _>>()?;
+        narrow(&mut inputs, &settings.shapes)?;
+        let warmup_names = settings.warmup.keys().map(|n| ("warmup", n));
+        for (what, name) in warmup_names.chain(settings.warmup_fill.keys().map(|n| ("warmup_fill", n))) {
+            if !inputs.iter().any(|i| &i.name == name) {
+                let known: Vec<&str> = inputs.iter().map(|i| i.name.as_str()).collect();
+                return Err(format!("config.json `{what}` names `{name}`, which is not an input (inputs: {known:?})"));
+            }
+        }
         let outputs = session.outputs().iter().map(|o| ModelTensor::of(o, "output")).collect::<Result<Vec<_>, _>>()?;
         let runner = if settings.batching {
             let mut builder = Batcher::builder(session)
@@ -250,8 +258,9 @@ impl ServedModel {
                 Some(shape) => shape.clone(),
                 None => input.shape.iter().map(|&d| if d < 0 { 1 } else { d }).collect(),
             };
-            let value =
-                Value::zeros(&shape, input.element_type).map_err(|e| format!("warm-up input `{}`: {e}", input.name))?;
+            let fill = self.settings.warmup_fill.get(&input.name).copied().unwrap_or(0.0);
+            let value = crate::oip::tensor::filled(&input.name, input.element_type, &shape, fill)
+                .map_err(|e| format!("warm-up: {e}"))?;
             values.push((input.name.as_str(), value));
         }
         let ran = self.session().run(values.iter().map(|(name, value)| (*name, value)));
@@ -502,6 +511,34 @@ impl ServedModel {
             batcher.shutdown(Shutdown::Drain);
         }
     }
+}
+
+/// Applies `shapes` from config.json: each must name an input, have its rank, and keep its fixed
+/// axes (a free axis may become fixed, or stay free with -1).
+fn narrow(inputs: &mut [ModelTensor], shapes: &std::collections::BTreeMap<String, Vec<i64>>) -> Result<(), String> {
+    for (name, shape) in shapes {
+        let Some(input) = inputs.iter_mut().find(|i| &i.name == name) else {
+            let known: Vec<&str> = inputs.iter().map(|i| i.name.as_str()).collect();
+            return Err(format!("config.json `shapes` names `{name}`, which is not an input (inputs: {known:?})"));
+        };
+        let fits = shape.len() == input.shape.len()
+            && shape
+                .iter()
+                .zip(&input.shape)
+                .all(|(&narrow, &declared)| narrow >= -1 && (declared < 0 || narrow == declared || narrow == -1));
+        if !fits {
+            return Err(format!(
+                "config.json `shapes`: {shape:?} for `{name}` does not fit the model's {:?} (same rank; fixed axes kept; -1 for any size)",
+                input.shape
+            ));
+        }
+        input.shape = shape
+            .iter()
+            .zip(&input.shape)
+            .map(|(&narrow, &declared)| if narrow == -1 { declared } else { narrow })
+            .collect();
+    }
+    Ok(())
 }
 
 /// The session a direct run uses, kept alive by the blocking thread.

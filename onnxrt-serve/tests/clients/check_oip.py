@@ -22,6 +22,7 @@ One line per check, then `checks: N passed, M failed`; exit status 1 if any fail
 bounded by a count of polls, never by a sleep taken as an assertion.
 """
 
+import json
 import argparse
 import concurrent.futures
 import re
@@ -121,7 +122,13 @@ def model_io(path: Path) -> dict:
             found.append((value.name, DATATYPES.get(tensor.elem_type, f"onnx type {tensor.elem_type}"), shape))
         return found
 
-    return {"inputs": tensors(model.graph.input), "outputs": tensors(model.graph.output)}
+    io = {"inputs": tensors(model.graph.input), "outputs": tensors(model.graph.output)}
+    # The model's config.json may narrow an input's free axes (`shapes`); the metadata says so.
+    config = path.parent / "config.json"
+    narrowed = json.loads(config.read_text()).get("shapes", {}) if config.is_file() else {}
+    io["inputs"] = [(name, datatype, [d if n == -1 else n for d, n in zip(shape, narrowed[name])] if name in narrowed else shape)
+                    for name, datatype, shape in io["inputs"]]
+    return io
 
 
 def references(args, io: dict) -> dict:

@@ -42,12 +42,16 @@ MODELS = {
 # and ppocr_rec on x [1, 3, 1, 1] kills ONNX Runtime 1.16 with SIGFPE, ppocr_cls on [1, 3, 1, 1]
 # is refused by a pooling node. cls and rec batch (a delay of 2 ms lets the checker's eight
 # concurrent requests meet in one batch on a loaded two-core machine); det and silero run alone.
-# silero_vad also needs `sr` = 16000 (or 8000) to run at all: on zeros its warm-up fails.
+# silero_vad also needs `sr` = 16000 (or 8000) to run at all: on zeros its warm-up fails, so its
+# warm-up fills `sr` with 16000. ppocr_rec's height is narrowed to the 48 it is made for (`shapes`):
+# ONNX Runtime 1.16 dies of SIGFPE on heights up to 32, so such requests are refused before a run.
 CONFIGS = {
     "ppocr_det": {"warmup": {"x": [1, 3, 64, 96]}},
-    "ppocr_rec": {"batching": True, "max_batch": 8, "max_delay_us": 2000, "warmup": {"x": [1, 3, 48, 320]}},
+    "ppocr_rec": {"batching": True, "max_batch": 8, "max_delay_us": 2000, "warmup": {"x": [1, 3, 48, 320]},
+                  "shapes": {"x": [-1, 3, 48, -1]}},
     "ppocr_cls": {"batching": True, "max_batch": 8, "max_delay_us": 2000, "warmup": {"x": [1, 3, 48, 192]}},
-    "silero_vad": {"batching": False, "warmup": {"input": [1, 576], "state": [2, 1, 128]}},
+    "silero_vad": {"batching": False, "warmup": {"input": [1, 576], "state": [2, 1, 128]},
+                   "warmup_fill": {"sr": 16000}},
 }
 
 

@@ -32,6 +32,7 @@ pub fn routes() -> Router<Arc<App>> {
         .route("/v2/health/ready", get(ready))
         .route("/v2/models/{name}", get(model_metadata))
         .route("/v2/models/{name}/versions/{version}", get(model_metadata_version))
+        .route("/v2/models/{name}/config", get(model_config))
         .route("/v2/models/{name}/ready", get(model_ready))
         .route("/v2/models/{name}/versions/{version}/ready", get(model_ready_version))
         .route("/v2/models/{name}/infer", post(infer))
@@ -83,6 +84,34 @@ async fn model_metadata_version(
         Ok(model) => Json(model.metadata()).into_response(),
         Err(response) => response,
     }
+}
+
+/// Triton's model configuration, as far as clients read it (perf_analyzer asks for it first):
+/// `max_batch_size` 0 because shapes in the metadata include the batch axis.
+async fn model_config(State(app): State<Arc<App>>, Path(name): Path<String>) -> Response {
+    let model = match find(&app, &name, None) {
+        Ok(model) => model,
+        Err(response) => return response,
+    };
+    let metadata = model.metadata();
+    let tensors = |list: &[onnxrt_serve::oip::messages::TensorMetadata]| -> Vec<Json_> {
+        list.iter()
+            .map(|t| {
+                let data_type =
+                    if t.datatype == "BYTES" { "TYPE_STRING".to_owned() } else { format!("TYPE_{}", t.datatype) };
+                json!({ "name": t.name, "data_type": data_type, "dims": t.shape })
+            })
+            .collect()
+    };
+    Json(json!({
+        "name": metadata.name,
+        "platform": metadata.platform,
+        "backend": "onnxruntime",
+        "max_batch_size": 0,
+        "input": tensors(&metadata.inputs),
+        "output": tensors(&metadata.outputs),
+    }))
+    .into_response()
 }
 
 fn readiness(app: &App, name: &str, version: Option<&str>) -> Response {
