@@ -580,7 +580,7 @@ fn connections_over_the_cap_are_refused_and_requests_are_logged() {
 #[test]
 fn a_repository_that_cannot_be_served_is_refused_at_start_naming_the_folder() {
     type MakeRepository = fn(&Path);
-    let cases: [(&str, MakeRepository, &str); 4] = [
+    let cases: [(&str, MakeRepository, &str); 6] = [
         ("no model file", |root| std::fs::create_dir_all(root.join("empty")).expect("test value"), "has no model.onnx"),
         (
             "misspelt setting",
@@ -599,6 +599,24 @@ fn a_repository_that_cannot_be_served_is_refused_at_start_naming_the_folder() {
                 std::fs::write(root.join("add/config.json"), r#"{"batching": true}"#).expect("test value");
             },
             "\"batching\": false",
+        ),
+        (
+            "warm-up fill of an input the model lacks",
+            |root| {
+                std::fs::create_dir_all(root.join("m")).expect("folder");
+                std::fs::copy(Path::new(MODELS).join("mlp.onnx"), root.join("m/model.onnx")).expect("copy");
+                std::fs::write(root.join("m/config.json"), r#"{"warmup_fill": {"sr": 16000}}"#).expect("config");
+            },
+            "`warmup_fill` names `sr`, which is not an input",
+        ),
+        (
+            "shapes that do not fit the model",
+            |root| {
+                std::fs::create_dir_all(root.join("m")).expect("folder");
+                std::fs::copy(Path::new(MODELS).join("mlp.onnx"), root.join("m/model.onnx")).expect("copy");
+                std::fs::write(root.join("m/config.json"), r#"{"shapes": {"x": [-1, 8]}}"#).expect("config");
+            },
+            "does not fit the model's [-1, 16]",
         ),
         (
             "not a model",
