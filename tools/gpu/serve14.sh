@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Issue 14 on the GPU machine, in one call: the HTTP server (onnxrt-serve/src/bin/serve) with and without the
-# dynamic batcher, driven by the load generator (onnxrt-serve/src/bin/loadgen.rs) with preprocessed batch-1
+# dynamic batcher, driven by the load generator (onnxrt-serve/src/bin/loadgen/) with preprocessed batch-1
 # tensors at 1, 8, 64 and 256 concurrent clients, next to the offline batch-128 IoBinding
 # throughput of the same ResNet-50 fp32 export (examples/gpu_bench.rs), in one table.
 #
