@@ -260,7 +260,9 @@ async fn serve(args: Args) -> Result<(), String> {
     // Tests and scripts read these lines to find the ports (and may close the pipe after the
     // line they need: a failed write is no reason to stop).
     let mut stdout = std::io::stdout().lock();
-    let _ = writeln!(stdout, "listening on http://{address} (models {names:?}, {})", args.provider);
+    let mut providers: Vec<&str> = app.repository.models().map(|m| m.settings.provider.as_str()).collect();
+    providers.dedup();
+    let _ = writeln!(stdout, "listening on http://{address} (models {names:?} on {})", providers.join(", "));
     if let Some(at) = grpc_address {
         let _ = writeln!(stdout, "grpc listening on {at}");
     }
