@@ -105,8 +105,24 @@ def main(path):
             f"| {server} | {both(server, 't8')} | {both(server, 't64')} | {mean(server, 'max'):.0f} | "
             f"{p99(server, 50)} | {p99(server, 80)} | {both(server, 'errors')} | {both(server, 'load', 2)} |"
         )
+    same = sorted({row["run"] for row in rows if row["run"].startswith("same")}, key=lambda r: int(r[4:]))
+    if same:
+        print()
+        print("| server | " + " | ".join(f"p99 ms at {r[4:]} req/s (all servers)" for r in same) + " |")
+        print("|---|" + "---|" * len(same))
+        for server in order:
+            cells = []
+            for run in same:
+                values = []
+                for repeat in repeats:
+                    got = runs.get((server, repeat), {}).get(run)
+                    if got:
+                        mark = " (fell behind)" if kept(got) < SATURATED else ""
+                        values.append(f"{number(got.get('p99_ms')):.1f}{mark}")
+                cells.append(" / ".join(values) or "not run")
+            print(f"| {server} | " + " | ".join(cells) + " |")
     print()
-    print("Each cell: repeat 1 / repeat 2. Open-loop rates are 50 % and 80 % of each server's own maximum in that repeat.")
+    print(f"Each cell: one value per repeat ({', '.join(repeats)}). Open-loop rates are 50 % and 80 % of each server's own maximum in that repeat.")
     anchor = "fastapi"
     if anchor in summary and summary[anchor]:
         print()
