@@ -72,6 +72,12 @@ impl Connection {
         Ok(Reply { status, content_type, body, headers })
     }
 
+    /// Whether the server has closed the connection (an idle keep-alive connection past the
+    /// server's idle timeout): a request sent on it would fail without reaching the server.
+    pub fn is_closed(&self) -> bool {
+        self.sender.is_closed()
+    }
+
     /// A GET without a body.
     pub async fn get(&mut self, path: &str) -> Result<Reply, Error> {
         self.send("GET", path, &[], Bytes::new()).await

@@ -5,8 +5,9 @@
 # the Open Inference Protocol's REST infer with JSON tensors, on the PP-OCR cls model of the
 # rapidocr_onnxruntime wheel (input x [?,3,?,?], sent as [1,3,48,192]). One client for all:
 # loadgen --protocol v2. Per server: closed loop at 8 and 64 clients (its maximum = the larger
-# throughput), then open loop at 50 % and 80 % of that maximum. Two repeats, the second in
-# reversed order. `uptime` before every run.
+# throughput), then open loop at the same offered rate for all (SAME_RATES, requests/s), and at
+# 50 % and 80 % of the server's own maximum. Two repeats, the second in reversed order. `uptime`
+# before every run.
 #
 # Prerequisites:
 #   cargo build --release -p onnxrt-serve --bin serve --bin loadgen
@@ -16,7 +17,8 @@
 #
 #   bash tools/serve/bench-cpu.sh [OUT]       # OUT default /tmp/bench29-out
 # Knobs: VENV, BIN (default $CARGO_TARGET_DIR/release or target/release), CLOSED_REQUESTS (1500),
-# OPEN_SECONDS (8: requests of an open-loop run = rate × this), SERVERS (the order of repeat 1).
+# OPEN_SECONDS (8: requests of an open-loop run = rate × this), SERVERS (the order of repeat 1),
+# SAME_RATES (60: whole requests/s, below the slowest server's maximum; "" for none).
 set -uo pipefail
 # Every server in its own process group (job control), so that stopping one stops its workers too.
 set -m
@@ -27,6 +29,7 @@ bin=${BIN:-${CARGO_TARGET_DIR:-target}/release}
 closed_requests=${CLOSED_REQUESTS:-1500}
 open_seconds=${OPEN_SECONDS:-8}
 servers=(${SERVERS:-serve-off serve-on mlserver-off mlserver-on fastapi})
+same_rates=${SAME_RATES:-60}
 max_batch=16
 max_delay_us=1000
 model=$(ls "$venv"/lib/python3*/site-packages/rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx 2>/dev/null | head -1)
@@ -124,6 +127,9 @@ run_server() {
   drive "$repeat" "$server" closed64 --clients 64 --requests "$closed_requests" --warmup 2
   local t64; t64=$(value throughput "$line")
   local max; max=$(python3 -c "print(max(float('${t8:-0}'), float('${t64:-0}')))")
+  for rate in $same_rates; do
+    drive "$repeat" "$server" "same$rate" --rate "$rate" --duration-requests "$((rate * open_seconds))" --warmup 1
+  done
   for share in 50 80; do
     local rate count
     rate=$(python3 -c "print(round($max * $share / 100, 1))")

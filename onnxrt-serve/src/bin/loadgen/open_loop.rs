@@ -3,8 +3,9 @@
 //! spent queued (in the server, or waiting here for a free connection) is counted. This is how
 //! latency at a given offered rate is measured without coordinated omission.
 //!
-//! HTTP/1.1 carries one request at a time per connection: a request takes an idle connection or
-//! opens a new one, up to a cap; past the cap it waits for one, and that wait is in its latency.
+//! HTTP/1.1 carries one request at a time per connection: a request takes an idle connection (one
+//! the server has not closed) or opens a new one, up to a cap; past the cap it waits for one, and
+//! that wait is in its latency.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -48,7 +49,7 @@ pub async fn run(address: SocketAddr, request: Arc<Request>, plan: &Plan) -> Res
         tokio::spawn(async move {
             let outcome = match permits.acquire_owned().await {
                 Ok(_permit) => {
-                    let mut connection = lock(&idle).pop();
+                    let mut connection = idle_connection(&idle);
                     let outcome = request.send(address, &mut connection, scheduled).await;
                     if let Some(open) = connection {
                         lock(&idle).push(open);
@@ -74,6 +75,18 @@ pub async fn run(address: SocketAddr, request: Arc<Request>, plan: &Plan) -> Res
         return Err(LoadgenError::Runtime("a request task ended without reporting".into()));
     }
     Ok((tally, last.saturating_duration_since(measure_from).as_secs_f64()))
+}
+
+/// The most recently used idle connection the server has not closed; closed ones (idle past the
+/// server's keep-alive timeout while the rate was low) are dropped, as an HTTP client's pool does.
+fn idle_connection(idle: &Mutex<Vec<Connection>>) -> Option<Connection> {
+    let mut idle = lock(idle);
+    while let Some(connection) = idle.pop() {
+        if !connection.is_closed() {
+            return Some(connection);
+        }
+    }
+    None
 }
 
 /// The idle connections; a panic elsewhere cannot leave the list half-changed, so a poisoned
