@@ -26,6 +26,10 @@ mkdir -p "$work"
 
 # 1. Package, with verification.
 started=$SECONDS
+# Cargo extracts the crates of a local (path) registry once per registry path and version, and
+# reuses that copy later: a second run in the same clone would verify against the first run's
+# sources. Those registries' folders are named without a host ("-HASH"): forget our crates there.
+for c in "${crates[@]}"; do rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/-*/"$c"-[0-9]*; done
 args=(); for c in "${crates[@]}"; do args+=(-p "$c"); done
 cargo package -q --allow-dirty "${args[@]}"
 say "packaged and verified ${crates[*]} ($((SECONDS - started)) s)"
@@ -102,7 +106,7 @@ say "docs.rs-style build: documented offline, with an empty cache and without li
 started=$SECONDS
 # (`cargo install` reads no project configuration: the source replacement is given here, and the
 # distribution its own build links against is chosen in the environment, as a user would.)
-in_app env ONNXRT_DIST="$dist" cargo install -q --debug --offline --root "$app/tools" onnxrt-cli --features fetch \
+in_app env ONNXRT_DIST="$dist" cargo install -q --force --debug --offline --root "$app/tools" onnxrt-cli --features fetch \
   --config 'source.crates-io.replace-with="packaged"' --config "source.packaged.directory=\"$registry\""
 cli=$app/tools/bin/onnxrt
 (cd "$app/hello" && "$cli" --help) | grep -q "EXIT STATUS" || fail "the installed onnxrt has no help with the exit codes"

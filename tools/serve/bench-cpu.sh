@@ -12,8 +12,9 @@
 # Prerequisites:
 #   cargo build --release -p onnxrt-serve --bin serve --bin loadgen
 #   python3 -m venv /tmp/bench29-venv && /tmp/bench29-venv/bin/pip install onnxruntime==1.16.3 \
-#       mlserver fastapi uvicorn rapidocr_onnxruntime "numpy<2" "pandas<2.3"
-#   (onnxruntime 1.16.3 is built against numpy 1; MLServer needs a pandas that works with it)
+#       mlserver fastapi uvicorn rapidocr_onnxruntime "numpy<2" "pandas<2.3" "uvloop<0.22"
+#   (onnxruntime 1.16.3 is built against numpy 1; MLServer needs a pandas that works with it, and
+#   its inference worker crashes at start with uvloop 0.23)
 #
 #   bash tools/serve/bench-cpu.sh [OUT]       # OUT default /tmp/bench29-out
 # Knobs: VENV, BIN (default $CARGO_TARGET_DIR/release or target/release), CLOSED_REQUESTS (1500),

@@ -39,7 +39,8 @@ pub struct ModelConfig {
     pub device: Option<i32>,
     /// Threads of each run's operators (ONNX Runtime's intra-op threads).
     pub threads: Option<usize>,
-    /// Shapes of the warm-up run's inputs by name; free axes of inputs not named are 1.
+    /// Shapes of the warm-up run's inputs by name; for inputs not named, a free first axis is 1
+    /// and other free axes 64.
     #[serde(default)]
     pub warmup: BTreeMap<String, Vec<i64>>,
     /// What each warm-up input is filled with, by name (default 0), e.g. `{"sr": 16000}` for a

@@ -239,7 +239,8 @@ impl ServedModel {
         }
     }
 
-    /// Runs the model once on zeros (shapes from `warmup` in config.json, free axes 1), and each
+    /// Runs the model once on zeros (shapes from `warmup` in config.json; otherwise a free first
+    /// axis 1 and other free axes 64; values from `warmup_fill`), and each
     /// batch size the batcher will use when its samples have fixed shapes; then the model is ready.
     pub fn warm_up(&self) -> Result<Duration, String> {
         let started = Instant::now();
@@ -256,7 +257,18 @@ impl ServedModel {
         for input in &self.inputs {
             let shape = match self.settings.warmup.get(&input.name) {
                 Some(shape) => shape.clone(),
-                None => input.shape.iter().map(|&d| if d < 0 { 1 } else { d }).collect(),
+                // A free first (batch) axis 1, other free axes 64: size 1 would be a 1×1 picture or
+                // a one-step sequence, which many models refuse (pooling) or die on.
+                None => input
+                    .shape
+                    .iter()
+                    .enumerate()
+                    .map(|(axis, &d)| match (axis, d) {
+                        (_, d) if d >= 0 => d,
+                        (0, _) => 1,
+                        _ => 64,
+                    })
+                    .collect(),
             };
             let fill = self.settings.warmup_fill.get(&input.name).copied().unwrap_or(0.0);
             let value = crate::oip::tensor::filled(&input.name, input.element_type, &shape, fill)
@@ -272,7 +284,7 @@ impl ServedModel {
                 })
                 .collect();
             return Err(format!(
-                "the warm-up run on zeros ({}) failed: {error}\nFix: give the warm-up shapes this model needs in its \
+                "the warm-up run ({}; zeros unless `warmup_fill` says) failed: {error}\nFix: give the warm-up shapes this model needs in its \
                  config.json, e.g. \"warmup\": {{\"{}\": [1, …]}}",
                 shapes.join(", "),
                 self.inputs.first().map_or("input", |i| i.name.as_str())

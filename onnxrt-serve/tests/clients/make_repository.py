@@ -11,7 +11,7 @@ byte from the wheel that ships it and checked against that wheel's RECORD hash:
     ppocr_cls   rapidocr_onnxruntime  models/ch_ppocr_mobile_v2.0_cls_infer.onnx  x [?,3,?,?] float
     silero_vad  silero_vad            data/silero_vad.onnx   input [?,?], state [2,?,128], sr [] int64
 
-and OUT_DIR/<name>/config.json: warm-up shapes for each, and batching where it makes sense: cls
+and OUT_DIR/<name>/config.json where a model needs one (below), and batching where it makes sense: cls
 and rec take a batch of crops of one size, so they batch; det takes pages of any height and width
 (run alone); silero's state has its batch on axis 1 and `sr` is a scalar, so its requests cannot be
 stacked on axis 0 (run alone; batched, its stateN also differs from single runs in ORT 1.16).
@@ -37,21 +37,19 @@ MODELS = {
     "silero_vad": ("silero-vad", "silero_vad", "data/silero_vad.onnx"),
 }
 
-# The server's per-model config (DIR/<name>/config.json, onnxrt-serve's repository::ModelConfig).
-# Every model names its warm-up shapes: the server warms up on zeros with free axes 1 otherwise,
-# and ppocr_rec on x [1, 3, 1, 1] kills ONNX Runtime 1.16 with SIGFPE, ppocr_cls on [1, 3, 1, 1]
-# is refused by a pooling node. cls and rec batch (a delay of 2 ms lets the checker's eight
-# concurrent requests meet in one batch on a loaded two-core machine); det and silero run alone.
-# silero_vad also needs `sr` = 16000 (or 8000) to run at all: on zeros its warm-up fails, so its
-# warm-up fills `sr` with 16000. ppocr_rec's height is narrowed to the 48 it is made for (`shapes`):
-# ONNX Runtime 1.16 dies of SIGFPE on heights up to 32, so such requests are refused before a run.
+# The server's per-model config (DIR/<name>/config.json, onnxrt-serve's repository::ModelConfig):
+# only what a model needs. det needs none (the default warm-up, free axes 64 but the batch axis,
+# suits it). cls and rec batch (a delay of 2 ms lets the checker's eight concurrent requests meet
+# in one batch on a loaded two-core machine). rec's height is narrowed to the 48 it is made for
+# (`shapes`): ONNX Runtime 1.16 dies of SIGFPE on heights up to 32, so such requests are refused
+# before a run. silero_vad runs only with `sr` 16000 or 8000, a whole chunk of samples (64 of
+# context + 512) and a state whose free axis is the batch's (1, not the default 64), so its
+# warm-up says so.
 CONFIGS = {
-    "ppocr_det": {"warmup": {"x": [1, 3, 64, 96]}},
-    "ppocr_rec": {"batching": True, "max_batch": 8, "max_delay_us": 2000, "warmup": {"x": [1, 3, 48, 320]},
-                  "shapes": {"x": [-1, 3, 48, -1]}},
-    "ppocr_cls": {"batching": True, "max_batch": 8, "max_delay_us": 2000, "warmup": {"x": [1, 3, 48, 192]}},
-    "silero_vad": {"batching": False, "warmup": {"input": [1, 576], "state": [2, 1, 128]},
-                   "warmup_fill": {"sr": 16000}},
+    "ppocr_det": None,
+    "ppocr_rec": {"batching": True, "max_batch": 8, "max_delay_us": 2000, "shapes": {"x": [-1, 3, 48, -1]}},
+    "ppocr_cls": {"batching": True, "max_batch": 8, "max_delay_us": 2000},
+    "silero_vad": {"batching": False, "warmup": {"input": [1, 576], "state": [2, 1, 128]}, "warmup_fill": {"sr": 16000}},
 }
 
 
@@ -93,7 +91,7 @@ def main() -> None:
         if sha256_record(target) != recorded:
             sys.exit(f"make_repository: the copy {target} differs from {source}")
         note = ""
-        if name in CONFIGS:
+        if CONFIGS.get(name) is not None:
             (folder / "config.json").write_text(json.dumps(CONFIGS[name]) + "\n")
             note = f", config.json {json.dumps(CONFIGS[name])}"
         version = importlib.metadata.version(distribution)
