@@ -144,6 +144,21 @@ impl Repository {
         self.models.get(name)
     }
 
+    /// The model named `name` (of `version`, when one is given and not empty), or why there is
+    /// none: a message naming the models there are, or the version there is.
+    pub fn find(&self, name: &str, version: Option<&str>) -> Result<&Arc<ServedModel>, String> {
+        let Some(model) = self.models.get(name) else {
+            let known: Vec<&str> = self.models.keys().map(String::as_str).collect();
+            return Err(format!("no model `{name}`; this server has {known:?}"));
+        };
+        match version {
+            Some(version) if !version.is_empty() && version != model.version => {
+                Err(format!("model `{name}` has no version `{version}`; it has version `{}`", model.version))
+            }
+            _ => Ok(model),
+        }
+    }
+
     /// Every model, by name.
     pub fn models(&self) -> impl Iterator<Item = &Arc<ServedModel>> {
         self.models.values()

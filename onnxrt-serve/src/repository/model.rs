@@ -341,8 +341,11 @@ impl ServedModel {
                 self.stats.success.fetch_add(1, Relaxed);
                 self.stats.success_micros.fetch_add(started.elapsed().as_micros() as u64, Relaxed);
             }
-            Err(_) => {
+            Err(error) => {
                 self.stats.failure.fetch_add(1, Relaxed);
+                if let InferError::Failed(why) = error {
+                    tracing::error!(model = %self.name, cause = %why, "inference failed");
+                }
             }
         }
         result
@@ -360,7 +363,7 @@ impl ServedModel {
         let inputs = self.check_inputs(inputs)?;
         let wanted = self.check_outputs(outputs)?;
         if deadline.is_some_and(|at| Instant::now() >= at) {
-            return Err(self.late(deadline));
+            return Err(self.late());
         }
         let one_sample = inputs.iter().all(|(_, v)| v.tensor_info().is_ok_and(|i| i.shape.first() == Some(&1)));
         let all = match &self.runner {
@@ -368,7 +371,7 @@ impl ServedModel {
                 let options = RequestOptions { deadline, ..RequestOptions::default() };
                 let future = batcher.run_async_with(inputs, options).map_err(from_serving)?;
                 let ran = match deadline {
-                    Some(at) => tokio::time::timeout_at(at.into(), future).await.map_err(|_| self.late(deadline))?,
+                    Some(at) => tokio::time::timeout_at(at.into(), future).await.map_err(|_| self.late())?,
                     None => future.await,
                 };
                 ran.map_err(from_serving)?.into_named()
@@ -393,8 +396,7 @@ impl ServedModel {
         Ok(answer)
     }
 
-    fn late(&self, deadline: Option<Instant>) -> InferError {
-        let _ = deadline;
+    fn late(&self) -> InferError {
         InferError::Timeout(format!(
             "model `{}`: the request's deadline passed before its answer was ready (its `timeout` parameter, its \
              gRPC deadline, or the server's --timeout-ms)",
@@ -420,7 +422,7 @@ impl ServedModel {
         }
         let acquire = Arc::clone(&self.slots).acquire_owned();
         let permit = match deadline {
-            Some(at) => tokio::time::timeout_at(at.into(), acquire).await.map_err(|_| self.late(deadline))?,
+            Some(at) => tokio::time::timeout_at(at.into(), acquire).await.map_err(|_| self.late())?,
             None => acquire.await,
         }
         .map_err(|_| InferError::ShuttingDown)?;
@@ -443,7 +445,7 @@ impl ServedModel {
                     if let Err(error) = terminator.terminate() {
                         tracing::warn!(model = %self.name, %error, "could not stop a run past its deadline");
                     }
-                    return Err(self.late(deadline));
+                    return Err(self.late());
                 }
             },
             None => run.await,

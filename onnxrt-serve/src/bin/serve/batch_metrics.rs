@@ -5,6 +5,8 @@ use std::fmt::Write;
 
 use onnxrt_serve::batch::{BatcherStats, HistogramSnapshot};
 
+use crate::metrics::family;
+
 /// A counter read off a batcher's stats.
 type Read = fn(&BatcherStats) -> u64;
 /// A histogram read off a batcher's stats.
@@ -15,9 +17,6 @@ pub fn render(batchers: &[(&str, BatcherStats)], out: &mut String) {
     if batchers.is_empty() {
         return;
     }
-    let header = |out: &mut String, name: &str, help: &str, kind: &str| {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-    };
     let simple: [(&str, &str, &str, Read); 4] = [
         ("batcher_requests_submitted_total", "Requests accepted into the queue.", "counter", |s| s.submitted),
         ("batcher_requests_completed_total", "Requests answered with outputs.", "counter", |s| s.completed),
@@ -25,12 +24,12 @@ pub fn render(batchers: &[(&str, BatcherStats)], out: &mut String) {
         ("batcher_batches_total", "Batched runs.", "counter", |s| s.batches),
     ];
     for (name, help, kind, read) in simple {
-        header(out, name, help, kind);
+        family(out, name, help, kind);
         for (model, stats) in batchers {
             let _ = writeln!(out, "{name}{{model=\"{model}\"}} {}", read(stats));
         }
     }
-    header(out, "batcher_request_errors_total", "Requests that ended in an error, by kind.", "counter");
+    family(out, "batcher_request_errors_total", "Requests that ended in an error, by kind.", "counter");
     for (model, stats) in batchers {
         let e = &stats.errors;
         for (kind, count) in [
@@ -45,7 +44,7 @@ pub fn render(batchers: &[(&str, BatcherStats)], out: &mut String) {
             let _ = writeln!(out, "batcher_request_errors_total{{model=\"{model}\",kind=\"{kind}\"}} {count}");
         }
     }
-    header(out, "batcher_batch_size", "Requests per batched run.", "histogram");
+    family(out, "batcher_batch_size", "Requests per batched run.", "histogram");
     for (model, stats) in batchers {
         let (mut cumulative, mut sum) = (0, 0);
         for (size, &runs) in stats.batch_sizes.iter().enumerate() {
@@ -66,7 +65,7 @@ pub fn render(batchers: &[(&str, BatcherStats)], out: &mut String) {
         ("batcher_model_seconds", "The model run of a batch (binding, run, outputs).", |s| &s.model_time),
     ];
     for (name, help, read) in histograms {
-        header(out, name, help, "histogram");
+        family(out, name, help, "histogram");
         for (model, stats) in batchers {
             histogram(out, model, name, read(stats));
         }

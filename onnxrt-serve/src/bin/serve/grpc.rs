@@ -27,17 +27,7 @@ pub struct Service {
 
 impl Service {
     fn find(&self, name: &str, version: &str) -> Result<Arc<ServedModel>, Status> {
-        let Some(model) = self.app.repository.get(name) else {
-            let known: Vec<&str> = self.app.repository.models().map(|m| m.name.as_str()).collect();
-            return Err(Status::not_found(format!("no model `{name}`; this server has {known:?}")));
-        };
-        if !version.is_empty() && version != model.version {
-            return Err(Status::not_found(format!(
-                "model `{name}` has no version `{version}`; it has version `{}`",
-                model.version
-            )));
-        }
-        Ok(Arc::clone(model))
+        self.app.repository.find(name, Some(version)).map(Arc::clone).map_err(Status::not_found)
     }
 }
 
@@ -250,12 +240,8 @@ impl Service {
             (a, b) => a.or(b),
         };
         let wanted: Vec<String> = request.outputs.iter().map(|o| o.name.clone()).collect();
-        let outputs = model.infer(inputs, &wanted, Some(self.app.deadline(timeout))).await.map_err(|error| {
-            if let InferError::Failed(why) = &error {
-                tracing::error!(model = %model.name, cause = %why, "inference failed");
-            }
-            status_of(&error)
-        })?;
+        let outputs =
+            model.infer(inputs, &wanted, Some(self.app.deadline(timeout))).await.map_err(|error| status_of(&error))?;
         let mut described = Vec::with_capacity(outputs.len());
         let mut raw_outputs = Vec::with_capacity(outputs.len());
         for (name, value) in &outputs {

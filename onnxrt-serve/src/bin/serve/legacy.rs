@@ -99,10 +99,7 @@ async fn answer(
     headers: &HeaderMap,
     body: Bytes,
 ) -> Result<serde_json::Value, Response> {
-    let Some(model) = app.repository.get(name) else {
-        let known: Vec<&str> = app.repository.models().map(|m| m.name.as_str()).collect();
-        return Err(error_response(StatusCode::NOT_FOUND, format!("no model `{name}`; this server has {known:?}")));
-    };
+    let model = app.repository.find(name, None).map_err(|why| error_response(StatusCode::NOT_FOUND, why))?;
     if model.config.preprocess.as_deref() != Some("imagenet") {
         return Err(error_response(
             StatusCode::NOT_FOUND,

@@ -198,15 +198,12 @@ fn repository(args: &Args) -> Result<Repository, String> {
                 path.file_stem().map_or_else(|| "model".into(), |s| s.to_string_lossy().into_owned())
             });
             let folder = path.parent().map(PathBuf::from).unwrap_or_default();
-            let config = ModelConfig { labels: args.labels.as_ref().map(|l| l.display().to_string()), ..picture_step };
             // Labels given on the command line are relative to the working folder, not the model's.
-            let config = match &args.labels {
-                Some(labels) => ModelConfig {
-                    labels: Some(std::path::absolute(labels).map_err(|e| e.to_string())?.display().to_string()),
-                    ..config
-                },
-                None => config,
+            let labels = match &args.labels {
+                Some(labels) => Some(std::path::absolute(labels).map_err(|e| e.to_string())?.display().to_string()),
+                None => None,
             };
+            let config = ModelConfig { labels, ..picture_step };
             repository.add_file(&name, "1", path, &folder, config, &defaults).map_err(|e| e.to_string())?;
         }
         None => {

@@ -91,6 +91,11 @@ impl HttpMetrics {
     }
 }
 
+/// A metric family's HELP and TYPE lines.
+pub fn family(out: &mut String, name: &str, help: &str, kind: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
+}
+
 /// Everything `/metrics` shows: HTTP, connections, each model and its batcher, the process.
 pub fn render_all(app: &crate::app::App, out: &mut String) {
     app.metrics.render(out);
@@ -121,14 +126,11 @@ pub fn render_all(app: &crate::app::App, out: &mut String) {
 }
 
 fn models(app: &crate::app::App, out: &mut String) {
-    let header = |out: &mut String, name: &str, help: &str, kind: &str| {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-    };
-    header(out, "serve_model_ready", "1 when the model has been warmed up and takes requests.", "gauge");
+    family(out, "serve_model_ready", "1 when the model has been warmed up and takes requests.", "gauge");
     for model in app.repository.models() {
         let _ = writeln!(out, "serve_model_ready{{model=\"{}\"}} {}", model.name, u8::from(model.is_ready()));
     }
-    header(out, "serve_model_requests_total", "Inference requests (REST and gRPC), by model and outcome.", "counter");
+    family(out, "serve_model_requests_total", "Inference requests (REST and gRPC), by model and outcome.", "counter");
     for model in app.repository.models() {
         let stats = &model.stats;
         let _ = writeln!(
@@ -144,7 +146,7 @@ fn models(app: &crate::app::App, out: &mut String) {
             stats.failure.load(Relaxed)
         );
     }
-    header(
+    family(
         out,
         "serve_model_success_seconds_total",
         "Time answered requests spent in the model (queue and run).",
@@ -154,7 +156,7 @@ fn models(app: &crate::app::App, out: &mut String) {
         let seconds = model.stats.success_micros.load(Relaxed) as f64 / 1e6;
         let _ = writeln!(out, "serve_model_success_seconds_total{{model=\"{}\"}} {seconds}", model.name);
     }
-    header(out, "serve_model_in_flight", "Requests being handled by the model now.", "gauge");
+    family(out, "serve_model_in_flight", "Requests being handled by the model now.", "gauge");
     for model in app.repository.models() {
         let _ =
             writeln!(out, "serve_model_in_flight{{model=\"{}\"}} {}", model.name, model.stats.in_flight.load(Relaxed));
@@ -163,9 +165,6 @@ fn models(app: &crate::app::App, out: &mut String) {
 
 /// The standard process metrics, read from /proc (Linux).
 fn process(app: &crate::app::App, out: &mut String) {
-    let header = |out: &mut String, name: &str, help: &str, kind: &str| {
-        let _ = writeln!(out, "# HELP {name} {help}\n# TYPE {name} {kind}");
-    };
     if let Ok(status) = std::fs::read_to_string("/proc/self/status") {
         let field = |key: &str| {
             status
@@ -175,15 +174,15 @@ fn process(app: &crate::app::App, out: &mut String) {
                 .and_then(|n| n.parse::<u64>().ok())
         };
         if let Some(kib) = field("VmRSS:") {
-            header(out, "process_resident_memory_bytes", "Resident memory size in bytes.", "gauge");
+            family(out, "process_resident_memory_bytes", "Resident memory size in bytes.", "gauge");
             let _ = writeln!(out, "process_resident_memory_bytes {}", kib * 1024);
         }
         if let Some(kib) = field("VmSize:") {
-            header(out, "process_virtual_memory_bytes", "Virtual memory size in bytes.", "gauge");
+            family(out, "process_virtual_memory_bytes", "Virtual memory size in bytes.", "gauge");
             let _ = writeln!(out, "process_virtual_memory_bytes {}", kib * 1024);
         }
         if let Some(threads) = field("Threads:") {
-            header(out, "process_threads", "OS threads of the process.", "gauge");
+            family(out, "process_threads", "OS threads of the process.", "gauge");
             let _ = writeln!(out, "process_threads {threads}");
         }
     }
@@ -193,15 +192,15 @@ fn process(app: &crate::app::App, out: &mut String) {
         let fields: Vec<&str> = after.split_whitespace().collect();
         let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok()).unwrap_or(0);
         // /proc counts in USER_HZ, which Linux fixes at 100 per second for user space.
-        header(out, "process_cpu_seconds_total", "User and system CPU time spent in seconds.", "counter");
+        family(out, "process_cpu_seconds_total", "User and system CPU time spent in seconds.", "counter");
         let _ = writeln!(out, "process_cpu_seconds_total {}", (ticks(11) + ticks(12)) as f64 / 100.0);
     }
     if let Ok(fds) = std::fs::read_dir("/proc/self/fd") {
-        header(out, "process_open_fds", "Open file descriptors.", "gauge");
+        family(out, "process_open_fds", "Open file descriptors.", "gauge");
         let _ = writeln!(out, "process_open_fds {}", fds.count());
     }
     let start =
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default() - app.started.elapsed();
-    header(out, "process_start_time_seconds", "Start time of the process since the Unix epoch in seconds.", "gauge");
+    family(out, "process_start_time_seconds", "Start time of the process since the Unix epoch in seconds.", "gauge");
     let _ = writeln!(out, "process_start_time_seconds {}", start.as_secs_f64());
 }

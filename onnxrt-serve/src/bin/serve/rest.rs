@@ -56,17 +56,7 @@ async fn ready(State(app): State<Arc<App>>) -> Response {
 
 /// The model named in the path, or a 404 naming the models there are.
 fn find(app: &App, name: &str, version: Option<&str>) -> Result<Arc<ServedModel>, Response> {
-    let Some(model) = app.repository.get(name) else {
-        let known: Vec<&str> = app.repository.models().map(|m| m.name.as_str()).collect();
-        return Err(error_response(StatusCode::NOT_FOUND, format!("no model `{name}`; this server has {known:?}")));
-    };
-    match version {
-        Some(version) if !version.is_empty() && version != model.version => Err(error_response(
-            StatusCode::NOT_FOUND,
-            format!("model `{name}` has no version `{version}`; it has version `{}`", model.version),
-        )),
-        _ => Ok(Arc::clone(model)),
-    }
+    app.repository.find(name, version).map(Arc::clone).map_err(|why| error_response(StatusCode::NOT_FOUND, why))
 }
 
 async fn model_metadata(State(app): State<Arc<App>>, Path(name): Path<String>) -> Response {
@@ -258,12 +248,10 @@ async fn answer_inner(
     }
     .filter(|&micros| micros > 0)
     .map(Duration::from_micros);
-    let outputs = model.infer(inputs, &wanted, Some(app.deadline(timeout))).await.map_err(|error| {
-        if let InferError::Failed(why) = &error {
-            tracing::error!(model = %model.name, cause = %why, "inference failed");
-        }
-        error_response(status_of(&error), error.to_string())
-    })?;
+    let outputs = model
+        .infer(inputs, &wanted, Some(app.deadline(timeout)))
+        .await
+        .map_err(|error| error_response(status_of(&error), error.to_string()))?;
     let mut described = Vec::with_capacity(outputs.len());
     let mut tail: Vec<u8> = Vec::new();
     for (output_name, value) in &outputs {
