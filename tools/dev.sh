@@ -99,6 +99,10 @@ case "${1:-}" in
     # present, CUDA absent, as on a misconfigured server): assembled from the onnxruntime-gpu wheel.
     cargo run -q -p onnxrt-build-support --bin onnxrt-dist -- assemble gpu-cuda13-1.30.0-wheel >/dev/null
     ONNXRT_REQUIRE_GPU_WHEEL=1 cargo test -p onnxrt-tests --features cuda,tensorrt --test provider_load --test named_provider
+    # The CUDA-only API (device memory, streams, copies) on a machine without CUDA: typed errors,
+    # the refusals checked before any CUDA call, and the same under valgrind.
+    cargo test -p onnxrt-tests --features cuda,tensorrt --test value_bytes --test config_keys
+    MEMCHECK_FEATURES=cuda,tensorrt bash tools/reliability/memcheck.sh value_bytes
     # Loading without LD_LIBRARY_PATH, in both modes, as a user would run the binary.
     cargo build -q --example resnet_cuda
     out=$(env -i ./target/debug/examples/resnet_cuda)

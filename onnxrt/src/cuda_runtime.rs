@@ -18,6 +18,15 @@ struct CudaRuntime {
     synchronize: unsafe extern "C" fn() -> c_int,
     host_register: unsafe extern "C" fn(*mut c_void, usize, u32) -> c_int,
     host_unregister: unsafe extern "C" fn(*mut c_void) -> c_int,
+    get_device: unsafe extern "C" fn(*mut c_int) -> c_int,
+    set_device: unsafe extern "C" fn(c_int) -> c_int,
+    malloc: unsafe extern "C" fn(*mut *mut c_void, usize) -> c_int,
+    free: unsafe extern "C" fn(*mut c_void) -> c_int,
+    memset: unsafe extern "C" fn(*mut c_void, c_int, usize) -> c_int,
+    memcpy_async: unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int, *mut c_void) -> c_int,
+    stream_create: unsafe extern "C" fn(*mut *mut c_void, u32) -> c_int,
+    stream_synchronize: unsafe extern "C" fn(*mut c_void) -> c_int,
+    stream_destroy: unsafe extern "C" fn(*mut c_void) -> c_int,
 }
 
 fn runtime() -> Result<&'static CudaRuntime> {
@@ -39,6 +48,15 @@ fn runtime() -> Result<&'static CudaRuntime> {
                                     synchronize: *library.get(b"cudaDeviceSynchronize\0")?,
                                     host_register: *library.get(b"cudaHostRegister\0")?,
                                     host_unregister: *library.get(b"cudaHostUnregister\0")?,
+                                    get_device: *library.get(b"cudaGetDevice\0")?,
+                                    set_device: *library.get(b"cudaSetDevice\0")?,
+                                    malloc: *library.get(b"cudaMalloc\0")?,
+                                    free: *library.get(b"cudaFree\0")?,
+                                    memset: *library.get(b"cudaMemset\0")?,
+                                    memcpy_async: *library.get(b"cudaMemcpyAsync\0")?,
+                                    stream_create: *library.get(b"cudaStreamCreateWithFlags\0")?,
+                                    stream_synchronize: *library.get(b"cudaStreamSynchronize\0")?,
+                                    stream_destroy: *library.get(b"cudaStreamDestroy\0")?,
                                 })
                             })()
                         };
@@ -143,3 +161,119 @@ impl Drop for PinnedHostMemory {
 unsafe impl Send for PinnedHostMemory {}
 // SAFETY: as for Send; `&PinnedHostMemory` gives access to nothing (the address is private).
 unsafe impl Sync for PinnedHostMemory {}
+
+/// `cudaStreamNonBlocking`: work on the stream does not wait for the legacy default stream.
+const STREAM_NON_BLOCKING: u32 = 1;
+
+/// Runs `f` with `device` as the calling thread's current CUDA device, then restores the one
+/// that was current (CUDA's allocations and streams belong to the current device).
+fn on_device<T>(device: i32, f: impl FnOnce(&CudaRuntime) -> Result<T>) -> Result<T> {
+    let runtime = runtime()?;
+    let mut previous = 0;
+    // SAFETY: the out-pointer is valid.
+    check("cudaGetDevice", unsafe { (runtime.get_device)(&mut previous) })?;
+    if previous != device {
+        // SAFETY: plain integer argument; CUDA refuses ids it does not have.
+        check("cudaSetDevice", unsafe { (runtime.set_device)(device) })?;
+    }
+    let result = f(runtime);
+    if previous != device {
+        // SAFETY: as above, with the id CUDA reported as current.
+        let _ = unsafe { (runtime.set_device)(previous) };
+    }
+    result
+}
+
+/// `bytes` bytes of memory on CUDA device `device`, every byte zero, freed when dropped.
+pub(crate) struct DeviceMemory {
+    ptr: *mut c_void,
+    bytes: usize,
+}
+
+impl DeviceMemory {
+    pub(crate) fn zeroed(device: i32, bytes: usize) -> Result<DeviceMemory> {
+        on_device(device, |runtime| {
+            let mut ptr = std::ptr::null_mut();
+            // SAFETY: the out-pointer is valid; CUDA allocates at least one byte.
+            check("cudaMalloc", unsafe { (runtime.malloc)(&mut ptr, bytes.max(1)) })?;
+            let memory = DeviceMemory { ptr, bytes };
+            // SAFETY: `ptr` is a fresh device allocation of at least `bytes` bytes.
+            check("cudaMemset", unsafe { (runtime.memset)(ptr, 0, bytes) })?;
+            Ok(memory)
+        })
+    }
+
+    pub(crate) fn as_ptr(&self) -> *mut c_void {
+        self.ptr
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.bytes
+    }
+}
+
+impl Drop for DeviceMemory {
+    fn drop(&mut self) {
+        if let Ok(runtime) = runtime() {
+            // SAFETY: allocated by cudaMalloc in `zeroed`, freed once. cudaFree waits for work
+            // still using it to finish.
+            let _ = unsafe { (runtime.free)(self.ptr) };
+        }
+    }
+}
+
+// SAFETY: the guard holds only a device address, valid from any host thread.
+unsafe impl Send for DeviceMemory {}
+// SAFETY: `&DeviceMemory` gives only the address; writes go through the owning value's `&mut`.
+unsafe impl Sync for DeviceMemory {}
+
+/// A non-blocking CUDA stream of device `device`, destroyed when dropped.
+pub(crate) struct RawStream {
+    raw: *mut c_void,
+}
+
+impl RawStream {
+    pub(crate) fn new(device: i32) -> Result<RawStream> {
+        on_device(device, |runtime| {
+            let mut raw = std::ptr::null_mut();
+            // SAFETY: the out-pointer is valid.
+            check("cudaStreamCreateWithFlags", unsafe { (runtime.stream_create)(&mut raw, STREAM_NON_BLOCKING) })?;
+            Ok(RawStream { raw })
+        })
+    }
+
+    pub(crate) fn as_ptr(&self) -> *mut c_void {
+        self.raw
+    }
+
+    /// Copies `bytes` bytes on this stream (direction inferred from the pointers), then waits for
+    /// this stream only: other streams' work (another thread's ORT run) goes on meanwhile.
+    ///
+    /// # Safety
+    /// `dst` and `src` are valid for `bytes` bytes in their memory spaces, do not overlap, and
+    /// nothing else writes `dst` or `src` until this returns.
+    pub(crate) unsafe fn copy_and_wait(&self, dst: *mut c_void, src: *const c_void, bytes: usize) -> Result<()> {
+        let runtime = runtime()?;
+        // SAFETY: the caller's contract; the stream is live.
+        let queued =
+            check("cudaMemcpyAsync", unsafe { (runtime.memcpy_async)(dst, src, bytes, MEMCPY_DEFAULT, self.raw) });
+        // Waited for even when queuing failed, so no copy outlives the borrow of its buffers.
+        // SAFETY: the stream is live.
+        let waited = check("cudaStreamSynchronize", unsafe { (runtime.stream_synchronize)(self.raw) });
+        queued.and(waited)
+    }
+}
+
+impl Drop for RawStream {
+    fn drop(&mut self) {
+        if let Ok(runtime) = runtime() {
+            // SAFETY: created in `new`, destroyed once; queued work completes first (CUDA's rule).
+            let _ = unsafe { (runtime.stream_destroy)(self.raw) };
+        }
+    }
+}
+
+// SAFETY: a CUDA stream may be used from any host thread.
+unsafe impl Send for RawStream {}
+// SAFETY: CUDA's stream calls are thread-safe.
+unsafe impl Sync for RawStream {}

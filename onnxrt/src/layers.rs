@@ -22,7 +22,7 @@ const LAYERS: [&[&str]; 4] = [
         "preflight",
         "guide",
     ],
-    &["env", "memory", "run_options"],
+    &["env", "memory", "run_options", "cuda_stream"],
     &["value", "providers", "custom_op"],
     &["session", "io_binding", "allocator", "profiling"],
 ];

@@ -59,7 +59,7 @@
 // Layers: a module imports only from its own layer or below (checked by `layers.rs`).
 // L0 runtime boundary: loader, api, status, handle, error, element, float8, cuda_runtime,
 //    ffi_guard, allowed_keys, gpu_failure, preflight
-// L1 process objects: env, memory, run_options
+// L1 process objects: env, memory, run_options, cuda_stream
 // L2 values, providers, custom operators: value/, providers/, custom_op/
 // L3 sessions: session/, io_binding, allocator, profiling
 // L4 serving: the onnxrt-serve crate (batcher, GPU pool, HTTP server), on the public API only
@@ -75,6 +75,8 @@ pub mod allowed_keys;
 mod api;
 #[cfg(feature = "cuda")]
 mod cuda_runtime;
+#[cfg(feature = "cuda")]
+mod cuda_stream;
 pub mod custom_op;
 mod element;
 mod env;
@@ -97,6 +99,8 @@ mod status;
 
 pub use allocator::Allocator;
 pub use api::{runtime_info, RuntimeInfo};
+#[cfg(feature = "cuda")]
+pub use cuda_stream::CudaStream;
 pub use element::{Element, ElementType};
 pub use env::{Environment, EnvironmentBuilder, GlobalThreadPools, LogHook, LogLevel, LogRecord};
 pub use error::{Error, ErrorCode, LoadAttempt, ModelFileProblem, Names, Result, ShapeText};

@@ -147,3 +147,18 @@ fn run_config_keys_are_checked() {
     let outputs = session.run_with(&[("x", &x)], &[], Some(&options)).expect("a run with the shrinkage key");
     assert_eq!(outputs[0].tensor_info().expect("info").shape, [1, 4]);
 }
+
+/// `disable_synchronize_execution_providers` lets a run return while the GPU still reads its
+/// inputs and writes its outputs: buffers the caller reuses after the run (a batch buffer
+/// refilled with `Value::copy_from`, a host output read at once) would race with it. Refused.
+#[test]
+fn the_run_key_that_skips_the_end_of_run_sync_is_refused() {
+    let mut options = RunOptions::new().expect("run options");
+    let err = options.config_entry("disable_synchronize_execution_providers", "1").expect_err("refused");
+    assert_eq!(err.variant(), "KeyRefused", "{err}");
+    let text = err.to_string();
+    assert!(text.contains("disable_synchronize_execution_providers") && text.contains("(ownership)"), "{text}");
+    // "0" is ORT's default (synchronise), but the key is refused whatever its value: the crate
+    // does not parse values ORT parses.
+    assert!(options.config_entry("disable_synchronize_execution_providers", "0").is_err());
+}

@@ -342,3 +342,134 @@ fn a_cuda_option_the_runtime_does_not_know_is_refused() {
     assert!(matches!(err, Error::KeyRefused { .. }), "{err:?}");
     assert!(err.to_string().contains("no_such_option"), "{err}");
 }
+
+/// The crate's own device memory (`Value::zeros_cuda`), rows of it (`first_rows_mut`) and copies
+/// on a private stream (`Value::copy_from`): zeroed at birth, round trips bitwise, binds as an
+/// input whose rows ORT reads without a copy of its own.
+#[test]
+fn crate_owned_device_memory_round_trips_and_binds_by_rows() {
+    use onnxrt::{CudaStream, ElementType};
+    let stream = CudaStream::new(0).expect("stream");
+    let mut device = Value::zeros_cuda(&[4, 16], ElementType::F32, 0).expect("device tensor");
+    let mut back = Value::from_vec(&[4, 16], vec![7.0f32; 64]).expect("host");
+    back.copy_from(&device, &stream).expect("device to host");
+    assert!(back.view::<f32>().expect("view").iter().all(|&x| x.to_bits() == 0), "zeros_cuda is zeroed");
+    let data = noise(64, 11);
+    let host = Value::from_vec(&[4, 16], data.clone()).expect("host input");
+    device.copy_from(&host, &stream).expect("host to device");
+    back.copy_from(&device, &stream).expect("device to host");
+    assert_eq!(back.host_bytes().expect("bytes"), host.host_bytes().expect("bytes"), "bitwise round trip");
+    assert_eq!(device.host_bytes().expect_err("device memory").variant(), "NotHostMemory");
+
+    let session = cuda_session("mlp.onnx");
+    let cpu = Session::builder().commit_from_file(model("mlp.onnx")).expect("cpu");
+    let rows = device.first_rows_mut(3).expect("device rows");
+    assert_eq!(rows.tensor_info().expect("info").shape, [3, 16]);
+    let mut binding = session.io_binding().expect("binding");
+    binding.bind_input("x", &rows).expect("bind device rows");
+    binding.bind_output_to_device("logits", &MemoryInfo::cpu().expect("cpu info")).expect("bind");
+    binding.run(None).expect("run");
+    let out = binding.outputs().expect("outputs")[0].to_array::<f32>().expect("host output");
+    assert_close(&out, &run_f32(&cpu, "x", &[3, 16], &data[..48]), "first 3 device rows");
+}
+
+/// What `copy_from` refuses, on real device memory: another element type or shape, a read-only
+/// destination (a view, a binding's output), string tensors. Nothing is copied when refused.
+#[test]
+fn copy_from_refusals_on_the_device() {
+    use onnxrt::{CudaStream, ElementType};
+    let stream = CudaStream::new(0).expect("stream");
+    let mut device = Value::zeros_cuda(&[2, 16], ElementType::F32, 0).expect("device tensor");
+    let halves = Value::zeros(&[2, 16], ElementType::F16).expect("f16");
+    assert_eq!(device.copy_from(&halves, &stream).expect_err("type").variant(), "ElementTypeMismatch");
+    let longer = Value::zeros(&[3, 16], ElementType::F32).expect("3 rows");
+    assert_eq!(device.copy_from(&longer, &stream).expect_err("shape").variant(), "ShapeMismatch");
+    let data = [1.0f32; 32];
+    let array = ndarray::ArrayView::from_shape((2, 16), &data).expect("view");
+    let mut view = Value::from_view(array).expect("view value");
+    assert_eq!(view.copy_from(&device, &stream).expect_err("read-only").variant(), "ReadOnlyValue");
+    assert_eq!(data, [1.0f32; 32], "a refused copy writes nothing");
+    let strings = Value::from_strings(&[1], &["a"]).expect("strings");
+    let mut other = Value::from_strings(&[1], &["b"]).expect("strings");
+    assert!(matches!(other.copy_from(&strings, &stream), Err(Error::InvalidArgument { .. })));
+
+    let session = cuda_session("mlp.onnx");
+    let input = Value::from_vec(&[2, 16], noise(32, 12)).expect("input");
+    let mut binding = session.io_binding().expect("binding");
+    binding.bind_input("x", &input).expect("bind");
+    binding.bind_output_to_device("logits", &MemoryInfo::cuda(0).expect("cuda info")).expect("bind out");
+    binding.run(None).expect("run");
+    let mut outputs = binding.outputs().expect("outputs");
+    let source = Value::zeros(&[2, 4], ElementType::F32).expect("zeros");
+    let err = outputs[0].copy_from(&source, &stream).expect_err("a binding's output is shared");
+    assert_eq!(err.variant(), "ReadOnlyValue");
+}
+
+/// Two threads, each with its own stream and device buffer, refill their buffer and run the same
+/// session 200 times each: every answer matches its own input (no copy lands in the other's
+/// buffer, no run reads a half-copied one).
+#[test]
+fn copies_on_two_streams_beside_runs_on_two_threads() {
+    use onnxrt::{CudaStream, ElementType};
+    let session = cuda_session("mlp.onnx");
+    let cpu = Session::builder().commit_from_file(model("mlp.onnx")).expect("cpu");
+    std::thread::scope(|scope| {
+        for thread in 0..2u64 {
+            let (session, cpu) = (&session, &cpu);
+            scope.spawn(move || {
+                let stream = CudaStream::new(0).expect("stream");
+                let mut device = Value::zeros_cuda(&[8, 16], ElementType::F32, 0).expect("device buffer");
+                for round in 0..200u64 {
+                    let rows = 1 + (round % 8) as usize;
+                    let data = noise(rows * 16, thread * 1000 + round);
+                    let host = Value::from_vec(&[rows as i64, 16], data.clone()).expect("host");
+                    let mut batch = device.first_rows_mut(rows).expect("rows");
+                    batch.copy_from(&host, &stream).expect("copy");
+                    let mut binding = session.io_binding().expect("binding");
+                    binding.bind_input("x", &batch).expect("bind");
+                    binding.bind_output_to_device("logits", &MemoryInfo::cpu().expect("cpu")).expect("bind out");
+                    binding.run(None).expect("run");
+                    let out = binding.outputs().expect("outputs")[0].to_array::<f32>().expect("out");
+                    let want = run_f32(cpu, "x", &[rows as i64, 16], &data);
+                    assert!(max_abs_diff(&out, &want) <= 1e-3 * 4.0, "thread {thread} round {round}");
+                }
+            });
+        }
+    });
+}
+
+/// The batcher with `device_inputs`: batches gathered in page-locked memory, copied to the
+/// workers' own device buffers and bound there. 4 threads × 50 requests through 2 workers; every
+/// answer matches the CPU on its own sample, and batches did form.
+#[test]
+fn batcher_with_device_inputs_answers_each_request_with_its_own_row() {
+    use onnxrt_serve::batch::Batcher;
+    let session = cuda_session("mlp.onnx");
+    let cpu = Session::builder().commit_from_file(model("mlp.onnx")).expect("cpu");
+    let batcher = Batcher::builder(session)
+        .max_batch(16)
+        .workers(2)
+        .max_delay(std::time::Duration::from_millis(2))
+        .pad_to_sizes(&[1, 4, 8, 16])
+        .device_inputs(0)
+        .build()
+        .expect("batcher");
+    batcher.warm_up().expect("warm-up");
+    std::thread::scope(|scope| {
+        for thread in 0..4u64 {
+            let (batcher, cpu) = (&batcher, &cpu);
+            scope.spawn(move || {
+                for round in 0..50u64 {
+                    let data = noise(16, 10_000 + thread * 100 + round);
+                    let input = Value::from_vec(&[1, 16], data.clone()).expect("input");
+                    let outputs = batcher.run([("x", input)]).expect("batched run");
+                    let got = outputs[0].to_array::<f32>().expect("row");
+                    assert_close(&got, &run_f32(cpu, "x", &[1, 16], &data), &format!("thread {thread} round {round}"));
+                }
+            });
+        }
+    });
+    let stats = batcher.stats();
+    println!("device_inputs batcher: {stats:?}");
+    assert!(stats.batches < 200, "some requests shared a batch: {} batches for 200 requests", stats.batches);
+}

@@ -202,3 +202,39 @@ fn page_locked_zeros_and_device_count() {
         Err(err) => assert!(matches!(err, Error::ProviderLoad { .. }), "{err}"),
     }
 }
+
+/// The crate's own CUDA memory and streams (`Value::zeros_cuda`, `CudaStream`, `Value::copy_from`)
+/// on a machine without a GPU: every call is a typed error, and the checks that need no CUDA
+/// come first. (On the GPU machine, `tests/tests/gpu.rs` runs them for real.)
+#[cfg(feature = "cuda")]
+#[test]
+fn cuda_memory_and_streams_without_a_gpu_are_typed_errors() {
+    use onnxrt::CudaStream;
+    let err = Value::zeros_cuda(&[2], ElementType::F32, -1).expect_err("negative device");
+    assert_eq!(err.variant(), "NoSuchDevice", "{err}");
+    let err = Value::zeros_cuda(&[2], ElementType::String, 0).expect_err("strings");
+    assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
+    let err = Value::zeros_cuda(&[-2], ElementType::F32, 0).expect_err("negative axis");
+    assert_eq!(err.variant(), "BadShape", "{err}");
+    let err = Value::zeros_cuda(&[i64::MAX, 4], ElementType::F64, 0).expect_err("too large");
+    assert_eq!(err.variant(), "BadShape", "{err}");
+    let err = CudaStream::new(-3).expect_err("negative device");
+    assert_eq!(err.variant(), "NoSuchDevice", "{err}");
+    match (Value::zeros_cuda(&[2, 3], ElementType::F32, 0), CudaStream::new(0)) {
+        (Err(memory), Err(stream)) => {
+            // No libcudart: the load error; libcudart without a GPU or driver: CUDA's own code.
+            for err in [memory, stream] {
+                assert!(matches!(err, Error::ProviderLoad { .. } | Error::Ort { .. }), "{err}");
+            }
+        }
+        (Ok(mut device), Ok(stream)) => {
+            // A machine with a GPU: the round trip that tests/tests/gpu.rs checks in depth.
+            let host = Value::from_vec(&[2, 3], vec![1.5f32, 2.5, 3.5, 4.5, 5.5, 6.5]).expect("host");
+            device.copy_from(&host, &stream).expect("to the device");
+            let mut back = Value::zeros(&[2, 3], ElementType::F32).expect("zeros");
+            back.copy_from(&device, &stream).expect("back to the host");
+            assert_eq!(back.host_bytes().expect("bytes"), host.host_bytes().expect("bytes"));
+        }
+        (memory, stream) => panic!("CUDA half there: memory {:?}, stream {:?}", memory.err(), stream.err()),
+    }
+}

@@ -35,6 +35,7 @@ base='{"provider": "cuda", "max_batch": 128, "queue": 4096, "max_delay_us": 0, "
  "warmup": {"input": [1, 3, 224, 224]}}'
 : >"$out/results.txt"
 : >"$out/batches.txt"
+: >"$out/phases.txt"
 run_variant() {
   local label=$1 override=$2 clients_list=$3
   local repo
@@ -56,20 +57,60 @@ run_variant() {
   if [ -z "$address" ]; then echo "serve ($label) did not start:"; cat "$log"; return; fi
   echo "== $label: $(cat "$repo/resnet50/config.json")"
   drive() { "$bin/loadgen" --addr "$address" --protocol v2 --model resnet50 --binary --shape input=1x3x224x224 "$@" 2>>"$out/loadgen-errors.txt"; }
+  # One recorded run: its RESULT line, and a PHASES line (tools/gpu/phases.py) from the server's
+  # metrics before and after it, the CPU seconds of both processes and the GPU's utilisation.
+  measure() {
+    local tag=$1; shift
+    local scratch ticks cpu0 cpu1 smi
+    scratch=$(mktemp -d /tmp/measure29.XXXXXX)
+    ticks=$(getconf CLK_TCK)
+    curl -s "http://$address/metrics" >"$scratch/before"
+    cpu0=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
+    nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 200 >"$scratch/gpu" 2>/dev/null &
+    smi=$!
+    python3 -c 'import resource, subprocess, sys
+subprocess.run(sys.argv[1:])
+r = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(r.ru_utime + r.ru_stime, file=open("'"$scratch"'/loadgen-cpu", "w"))' \
+      "$bin/loadgen" --addr "$address" --protocol v2 --model resnet50 --binary --shape input=1x3x224x224 "$@" \
+      2>>"$out/loadgen-errors.txt" | grep '^RESULT' | sed "s/^/$label $tag /" | tee -a "$out/results.txt"
+    kill "$smi" 2>/dev/null; wait "$smi" 2>/dev/null
+    cpu1=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
+    curl -s "http://$address/metrics" >"$scratch/after"
+    python3 tools/gpu/phases.py "$scratch/before" "$scratch/after" --label "$label $tag" \
+      --serve-cpu "$(python3 -c "print(($cpu1 - $cpu0) / $ticks)")" --loadgen-cpu "$(cat "$scratch/loadgen-cpu")" \
+      --gpu-util "$scratch/gpu" | tee -a "$out/phases.txt"
+    rm -rf "$scratch"
+  }
   # Warm-up ladder (not recorded): every batch size is seen before a measurement.
   for clients in 1 8 64 256; do drive --concurrency "$clients" --seconds 1 --warmup 1 >/dev/null; done
   for clients in $clients_list; do
-    drive --concurrency "$clients" --seconds "$seconds" --warmup 2 | grep '^RESULT' | sed "s/^/$label closed /" | tee -a "$out/results.txt"
+    measure closed --concurrency "$clients" --seconds "$seconds" --warmup 2
   done
   if [ -n "$b128" ]; then
     local rate
     rate=$(python3 -c "print(int(0.8 * $b128))")
-    drive --rate "$rate" --duration-requests $((rate * seconds)) --warmup 1 | grep '^RESULT' | sed "s/^/$label open80 /" | tee -a "$out/results.txt"
+    measure open80 --rate "$rate" --duration-requests $((rate * seconds)) --warmup 1
   fi
   curl -s "http://$address/metrics" | grep -E '^batcher_(batches_total|batch_size_(sum|count))' | sed "s/^/$label /" | tee -a "$out/batches.txt"
   kill -TERM "$pid"; wait "$pid"; echo "serve ($label) exited with status $?"
 }
 run_variant base '{}' "${CLIENTS_LIST:-1 64 256}"
+# HOST_PATH=1: the same server and batcher on a model that does almost nothing on the GPU (a global
+# average pool of the same input): the rate the HTTP and host path alone can carry.
+if [ "${HOST_PATH:-0}" = 1 ]; then
+  python3 - <<'MODEL'
+import onnx
+from onnx import TensorProto, helper
+x = helper.make_tensor_value_info("input", TensorProto.FLOAT, ["n", 3, 224, 224])
+y = helper.make_tensor_value_info("output", TensorProto.FLOAT, ["n", 3])
+nodes = [helper.make_node("GlobalAveragePool", ["input"], ["pooled"]),
+         helper.make_node("Flatten", ["pooled"], ["output"], axis=1)]
+graph = helper.make_graph(nodes, "host_path", [x], [y])
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), "/tmp/host_path.onnx")
+MODEL
+  model=/tmp/host_path.onnx b128=$b128 run_variant host_path '{}' "64 256"
+fi
 for variant in ${VARIANTS:-}; do
   run_variant "${variant%%:*}" "${variant#*:}" 256
 done

@@ -19,6 +19,8 @@ mkdir -p "$logs"
 args=()
 for t in "${tests[@]}"; do args+=(--test "$t"); done
 # The test binaries' paths, from cargo's JSON messages.
+# MEMCHECK_FEATURES: the tests crate's features (e.g. cuda,tensorrt for the CUDA API's error paths).
+[[ -z ${MEMCHECK_FEATURES:-} ]] || args+=(--features "$MEMCHECK_FEATURES")
 mapfile -t binaries < <(cd "$repo" && cargo test -p onnxrt-tests "${args[@]}" --no-run --message-format=json 2>/dev/null |
     python3 -c 'import json,sys
 for line in sys.stdin:

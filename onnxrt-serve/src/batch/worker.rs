@@ -9,6 +9,8 @@
 //! batch a tensor over its first rows (`Value::first_rows_mut`: no copy, no data allocation); the
 //! same for every output whose sample shape is fixed. Inputs and outputs are bound with an [`IoBinding`], so on
 //! a CUDA session ORT copies the batch to the device once and the outputs back into these buffers.
+//! With [`device_inputs`](super::BatcherBuilder::device_inputs) the worker makes that copy
+//! itself, into device buffers of its own on a stream of its own, and binds the device rows.
 
 use std::collections::hash_map::{Entry, HashMap};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
@@ -27,11 +29,22 @@ use crate::error::{Error, Result};
 /// Sample-shape keys whose buffers a worker keeps (models with dynamic sample shapes).
 const MAX_SHAPE_KEYS: usize = 8;
 
+/// Where a worker's batch buffers live.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Placement {
+    // Page-lock the host batch buffers (the sessions run on CUDA): copies to the device then run
+    // at full speed instead of through a staging buffer.
+    pub(crate) pin: bool,
+    // Also keep device buffers on this CUDA device, copy each batch there and bind those.
+    pub(crate) device_inputs: Option<i32>,
+}
+
 pub(crate) struct Worker {
     pub(crate) sessions: Arc<Sessions>,
-    // Page-lock the host batch buffers (the sessions run on CUDA): ORT's copies to the device
-    // then run at full speed instead of through a staging buffer.
-    pin: bool,
+    placement: Placement,
+    // The worker's stream for its copies to the device (made at its first batch).
+    #[cfg(feature = "cuda")]
+    stream: Option<onnxrt::CudaStream>,
     pub(crate) plan: Arc<Plan>,
     pub(crate) queue: Arc<Queue>,
     pub(crate) receiver: Arc<Mutex<Receiver<Msg>>>,
@@ -47,9 +60,12 @@ pub(crate) struct Worker {
 }
 
 /// Per input, the `max_batch`-sample allocation (page-locked for CUDA sessions when it can be);
-/// a batch of `n` runs on its first `n` rows.
+/// a batch of `n` runs on its first `n` rows. With device inputs, per input the same in device
+/// memory (empty otherwise).
 struct InputBuffers {
     backings: Vec<Value<'static>>,
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    device: Vec<Value<'static>>,
 }
 
 /// One fixed-shape output: the `max_batch`-sample allocation, written by ORT in its first rows.
@@ -72,7 +88,7 @@ impl Worker {
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn new(
         sessions: Arc<Sessions>,
-        pin: bool,
+        placement: Placement,
         plan: Arc<Plan>,
         queue: Arc<Queue>,
         receiver: Arc<Mutex<Receiver<Msg>>>,
@@ -84,7 +100,9 @@ impl Worker {
         let outputs = (0..plan.outputs.len()).map(|_| None).collect();
         Worker {
             sessions,
-            pin,
+            placement,
+            #[cfg(feature = "cuda")]
+            stream: None,
             plan,
             queue,
             receiver,
@@ -235,11 +253,17 @@ impl Worker {
         if !self.inputs.contains_key(key) && self.inputs.len() >= MAX_SHAPE_KEYS {
             self.inputs.clear();
         }
+        #[cfg(feature = "cuda")]
+        if let (Some(device), None) = (self.placement.device_inputs, &self.stream) {
+            self.stream = Some(onnxrt::CudaStream::new(device)?);
+        }
         let inputs = match self.inputs.entry(key.clone()) {
             Entry::Occupied(entry) => entry.into_mut(),
-            Entry::Vacant(entry) => entry.insert(InputBuffers::new(&self.plan, &batch[0], self.max_batch, self.pin)?),
+            Entry::Vacant(entry) => {
+                entry.insert(InputBuffers::new(&self.plan, &batch[0], self.max_batch, self.placement)?)
+            }
         };
-        let mut values = inputs.of_size(m)?;
+        let mut values = rows_of(&mut inputs.backings, m)?;
         let gather_started = Instant::now();
         for (index, value) in values.iter_mut().enumerate() {
             let rows = value.host_bytes_mut()?;
@@ -256,6 +280,15 @@ impl Worker {
                     .collect::<onnxrt::Result<Vec<_>>>()?;
                 copy_rows_on_threads(&sources, rows.chunks_exact_mut(row.max(1)).collect(), threads);
             }
+        }
+        // With device inputs: one copy per input from the page-locked rows to the device rows.
+        #[cfg(feature = "cuda")]
+        if let Some(stream) = &self.stream {
+            let mut on_device = rows_of(&mut inputs.device, m)?;
+            for (device, host) in on_device.iter_mut().zip(&values) {
+                device.copy_from(host, stream)?;
+            }
+            values = on_device;
         }
         self.queue.counters.gather_time.observe(gather_started.elapsed());
         for (index, output) in self.plan.outputs.iter().enumerate() {
@@ -314,22 +347,32 @@ impl Worker {
 }
 
 impl InputBuffers {
-    fn new(plan: &Plan, like: &Request, max_batch: usize, pin: bool) -> Result<InputBuffers> {
-        let backings = plan
+    fn new(plan: &Plan, like: &Request, max_batch: usize, placement: Placement) -> Result<InputBuffers> {
+        let shapes: Vec<(Shape, onnxrt::ElementType)> = plan
             .inputs
             .iter()
             .enumerate()
-            .map(|(index, input)| {
-                host_buffer(&batch_shape(max_batch, like.sample_shape(index)), input.element_type, pin)
-            })
+            .map(|(index, input)| (batch_shape(max_batch, like.sample_shape(index)), input.element_type))
+            .collect();
+        let backings = shapes
+            .iter()
+            .map(|(shape, element_type)| host_buffer(shape, *element_type, placement.pin))
             .collect::<Result<Vec<_>>>()?;
-        Ok(InputBuffers { backings })
+        let device = match placement.device_inputs {
+            #[cfg(feature = "cuda")]
+            Some(device) => shapes
+                .iter()
+                .map(|(shape, element_type)| Ok(Value::zeros_cuda(shape, *element_type, device)?))
+                .collect::<Result<Vec<_>>>()?,
+            _ => Vec::new(),
+        };
+        Ok(InputBuffers { backings, device })
     }
+}
 
-    /// Tensors of `n` samples over the allocations.
-    fn of_size(&mut self, n: usize) -> Result<Vec<Value<'_>>> {
-        Ok(self.backings.iter_mut().map(|backing| backing.first_rows_mut(n)).collect::<onnxrt::Result<Vec<_>>>()?)
-    }
+/// Tensors of `n` samples over each of `backings`.
+fn rows_of<'a>(backings: &'a mut [Value<'static>], n: usize) -> Result<Vec<Value<'a>>> {
+    Ok(backings.iter_mut().map(|backing| backing.first_rows_mut(n)).collect::<onnxrt::Result<Vec<_>>>()?)
 }
 
 impl OutputBuffers {

@@ -29,6 +29,10 @@ pub struct ModelConfig {
     pub session_per_batch_size: Option<bool>,
     /// Threads that copy a batch's samples into its input buffer.
     pub gather_threads: Option<usize>,
+    /// CUDA, batched: copy each gathered batch to device buffers of the batcher's own (one copy
+    /// on its own stream) and bind those, instead of letting ONNX Runtime copy it in the run
+    /// (default off).
+    pub device_inputs: Option<bool>,
     /// Batcher worker threads.
     pub batch_workers: Option<usize>,
     /// Runs at once without batching (each on a thread of its own).
@@ -143,6 +147,8 @@ pub struct Settings {
     pub session_per_batch_size: bool,
     /// See [`ModelConfig::gather_threads`].
     pub gather_threads: usize,
+    /// See [`ModelConfig::device_inputs`].
+    pub device_inputs: bool,
     /// See [`ModelConfig::batch_workers`].
     pub batch_workers: usize,
     /// See [`ModelConfig::concurrency`].
@@ -178,6 +184,7 @@ impl Settings {
             pad_to_power_of_two: config.pad_to_power_of_two.unwrap_or(defaults.pad_to_power_of_two),
             session_per_batch_size: config.session_per_batch_size.unwrap_or(defaults.session_per_batch_size),
             gather_threads: config.gather_threads.unwrap_or(defaults.gather_threads),
+            device_inputs: config.device_inputs.unwrap_or(false),
             batch_workers: config.batch_workers.unwrap_or(defaults.batch_workers),
             concurrency: config.concurrency.unwrap_or(defaults.concurrency),
             provider,
@@ -187,6 +194,12 @@ impl Settings {
             warmup_fill: config.warmup_fill.clone(),
             shapes: config.shapes.clone(),
         };
+        if settings.device_inputs && settings.provider != "cuda" {
+            return Err("`device_inputs` copies batches to a CUDA device: it needs \"provider\": \"cuda\"".into());
+        }
+        if settings.device_inputs && !cfg!(feature = "cuda") {
+            return Err("`device_inputs`: this server was built without the `cuda` feature".into());
+        }
         for (what, value) in [
             ("max_batch", settings.max_batch),
             ("queue", settings.queue),
@@ -225,5 +238,9 @@ mod tests {
         assert!(Settings::of(&zero, &Defaults::default()).expect_err("refused").contains("`max_batch` is 0"));
         let tpu = ModelConfig { provider: Some("tpu".into()), ..ModelConfig::default() };
         assert!(Settings::of(&tpu, &Defaults::default()).expect_err("refused").contains("provider `tpu`"));
+        let cpu_device = ModelConfig { device_inputs: Some(true), ..ModelConfig::default() };
+        assert!(Settings::of(&cpu_device, &Defaults::default())
+            .expect_err("refused")
+            .contains("needs \"provider\": \"cuda\""));
     }
 }

@@ -189,6 +189,11 @@ impl ServedModel {
             if !settings.pad_sizes.is_empty() {
                 builder = builder.pad_to_sizes(&settings.pad_sizes);
             }
+            // (Settings::of refuses device_inputs in a build without CUDA.)
+            #[cfg(feature = "cuda")]
+            if settings.device_inputs {
+                builder = builder.device_inputs(settings.device);
+            }
             if settings.session_per_batch_size {
                 let (path, settings) = (path.to_owned(), settings.clone());
                 builder = builder.session_per_batch_size(move || {

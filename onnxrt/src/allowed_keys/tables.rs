@@ -84,7 +84,11 @@ pub const RUN_CONFIG: KeyTable = KeyTable {
     unchecked: "RunOptions::config_entry_unchecked",
     keys: &[
         plain("memory.enable_memory_arena_shrinkage"),
-        plain("disable_synchronize_execution_providers"),
+        refused(
+            "disable_synchronize_execution_providers",
+            Ownership,
+            "the run then returns while the GPU may still read its inputs and write its outputs, so memory the caller reuses or frees after the run (bound buffers, Value::copy_from into them) would race with it; there is no safe equivalent",
+        ),
         plain("qnn.htp_perf_mode"),
         plain("qnn.htp_perf_mode_post_run"),
         plain("qnn.rpc_control_latency"),

@@ -179,7 +179,8 @@ impl<'a> Value<'a> {
     /// # Errors
     /// [`Error::ReadOnlyValue`] for a value that is not writable (see
     /// [`host_bytes_mut`](Value::host_bytes_mut)); [`Error::InvalidArgument`] for a scalar (no
-    /// first axis), `rows` more than the tensor has, a string tensor or device memory;
+    /// first axis), `rows` more than the tensor has or a string tensor; [`Error::NotHostMemory`]
+    /// for device memory, except CUDA memory with the `cuda` feature (e.g. [`Value::zeros_cuda`]);
     /// [`Error::ValueKind`] for non-tensors.
     pub fn first_rows_mut(&mut self, rows: usize) -> Result<Value<'_>> {
         if !self.writable {
@@ -201,13 +202,25 @@ impl<'a> Value<'a> {
         let mut shape = meta.shape.clone();
         shape[0] = rows as i64;
         let element_type = meta.element_type;
-        let (data, capacity) = self.numeric_host_data()?;
         let bytes = element_count(&shape)? * element_type.size();
-        debug_assert!(bytes <= capacity);
-        // SAFETY: `data` points to `capacity >= bytes` bytes (fewer rows of the same row size)
-        // that `self` owns or borrows mutably; the new value borrows `self` mutably for its whole
-        // life ('_), so the memory outlives it and no other access to it exists meanwhile.
-        let raw = unsafe { tensor_over(data.cast(), bytes, &shape, element_type) }?;
+        let raw = match self.numeric_host_data() {
+            Ok((data, capacity)) => {
+                debug_assert!(bytes <= capacity);
+                // SAFETY: `data` points to `capacity >= bytes` bytes (fewer rows of the same row
+                // size) that `self` owns or borrows mutably; the new value borrows `self` mutably
+                // for its whole life ('_), so the memory outlives it and no other access to it
+                // exists meanwhile.
+                unsafe { tensor_over(data.cast(), bytes, &shape, element_type) }?
+            }
+            #[cfg(feature = "cuda")]
+            Err(Error::NotHostMemory { .. }) => {
+                let (data, info) = self.data_anywhere()?;
+                // SAFETY: as above, in CUDA memory: the first `bytes` bytes of this tensor's
+                // device data, described by its own memory info (which ORT copies).
+                unsafe { super::create::tensor_over_in(info, data, bytes, &shape, element_type) }?
+            }
+            Err(error) => return Err(error),
+        };
         Ok(Value::new(raw, None, Some(TensorMeta { element_type, shape })))
     }
 }

@@ -162,8 +162,23 @@ pub(crate) unsafe fn tensor_over(
     shape: &[i64],
     element_type: ElementType,
 ) -> Result<Owned<OrtValue>> {
+    // SAFETY: the caller's contract, for host memory.
+    unsafe { tensor_over_in(cpu_info()?.as_ptr(), data, bytes, shape, element_type) }
+}
+
+/// As [`tensor_over`], for memory at the location `info` describes (a CUDA device's).
+///
+/// # Safety
+/// As [`tensor_over`], `data` being memory of the location `info` names; `info` is a live memory
+/// info (ORT copies it into the tensor).
+pub(crate) unsafe fn tensor_over_in(
+    info: *const onnxrt_sys::OrtMemoryInfo,
+    data: *mut c_void,
+    bytes: usize,
+    shape: &[i64],
+    element_type: ElementType,
+) -> Result<Owned<OrtValue>> {
     let api = api()?;
-    let info = cpu_info()?;
     let count = element_count(shape)?;
     if count.checked_mul(element_type.size()).is_none() {
         return Err(Error::BadShape { shape: shape.to_vec(), why: "byte size overflows" });
@@ -176,7 +191,7 @@ pub(crate) unsafe fn tensor_over(
         ort!(
             api,
             CreateTensorWithDataAsOrtValue(
-                info.as_ptr(),
+                info,
                 data,
                 bytes,
                 shape.as_ptr(),

@@ -30,6 +30,8 @@ mod read;
 pub(crate) mod alias;
 mod bytes;
 #[cfg(feature = "cuda")]
+mod cuda_owned;
+#[cfg(feature = "cuda")]
 mod device;
 pub(crate) mod info;
 pub(crate) mod optional;
