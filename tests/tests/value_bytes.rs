@@ -238,3 +238,35 @@ fn cuda_memory_and_streams_without_a_gpu_are_typed_errors() {
         (memory, stream) => panic!("CUDA half there: memory {:?}, stream {:?}", memory.err(), stream.err()),
     }
 }
+
+/// `Value::from_bytes`: a copy of the caller's bytes (not a view of them), every byte written
+/// (the value is allocated without a zero-fill), and every way the bytes can disagree with the
+/// shape or type refused before anything is allocated.
+#[test]
+fn from_bytes_copies_and_refuses_what_does_not_fit() {
+    let mut source: Vec<u8> = (0..24u8).collect();
+    let value = Value::from_bytes(&[2, 3], ElementType::F32, &source).expect("from bytes");
+    source.iter_mut().for_each(|b| *b = 0xff);
+    assert_eq!(value.host_bytes().expect("bytes"), &(0..24u8).collect::<Vec<_>>()[..], "a copy, not a view");
+    let floats = value.view::<f32>().expect("view");
+    assert_eq!(floats[[0, 1]], f32::from_le_bytes([4, 5, 6, 7]));
+    for (element, size) in [(ElementType::U8, 1), (ElementType::I64, 8), (ElementType::F16, 2), (ElementType::F64, 8)] {
+        let bytes: Vec<u8> = (0..(4 * size) as u8).collect();
+        let value = Value::from_bytes(&[4], element, &bytes).expect("from bytes");
+        assert_eq!(value.host_bytes().expect("bytes"), &bytes[..], "{element}");
+    }
+    let empty = Value::from_bytes(&[0, 3], ElementType::F32, &[]).expect("empty");
+    assert_eq!(empty.tensor_info().expect("info").shape, [0, 3]);
+    let bools = Value::from_bytes(&[3], ElementType::Bool, &[1, 0, 1]).expect("bools");
+    assert_eq!(bools.view::<bool>().expect("view").iter().copied().collect::<Vec<_>>(), [true, false, true]);
+
+    let short = Value::from_bytes(&[2, 3], ElementType::F32, &[0; 23]).expect_err("23 bytes");
+    assert!(matches!(short, Error::InvalidArgument { .. }) && short.to_string().contains("24 bytes"), "{short}");
+    let bad_bool = Value::from_bytes(&[2], ElementType::Bool, &[1, 2]).expect_err("bool 2");
+    assert!(bad_bool.to_string().contains("element 1 = 2"), "{bad_bool}");
+    let strings = Value::from_bytes(&[1], ElementType::String, &[0; 8]).expect_err("strings");
+    assert!(strings.to_string().contains("from_strings"), "{strings}");
+    assert_eq!(Value::from_bytes(&[-1], ElementType::U8, &[]).expect_err("negative").variant(), "BadShape");
+    let huge = Value::from_bytes(&[i64::MAX, 2], ElementType::F32, &[]).expect_err("overflow");
+    assert_eq!(huge.variant(), "BadShape");
+}

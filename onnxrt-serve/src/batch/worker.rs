@@ -337,9 +337,7 @@ impl Worker {
             let mut row_shape = shape;
             row_shape[0] = 1;
             for (i, caller) in rows.iter_mut().enumerate() {
-                let mut value = Value::zeros(&row_shape, plan.element_type)?;
-                value.host_bytes_mut()?.copy_from_slice(&bytes[i * row..(i + 1) * row]);
-                caller.push(value);
+                caller.push(Value::from_bytes(&row_shape, plan.element_type, &bytes[i * row..(i + 1) * row])?);
             }
         }
         Ok(rows)

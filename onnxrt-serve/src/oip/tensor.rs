@@ -58,9 +58,7 @@ pub fn value_from_raw(name: &str, datatype: &str, shape: &[i64], bytes: &[u8]) -
     if element == ElementType::Bool && bytes.iter().any(|&b| b > 1) {
         return Err(format!("input `{name}`: BOOL elements must be bytes 0 or 1"));
     }
-    let mut value = Value::zeros(shape, element).map_err(|e| format!("input `{name}`: {e}"))?;
-    value.host_bytes_mut().map_err(|e| format!("input `{name}`: {e}"))?.copy_from_slice(bytes);
-    Ok(value)
+    Value::from_bytes(shape, element, bytes).map_err(|e| format!("input `{name}`: {e}"))
 }
 
 /// The elements of a `BYTES` tensor in its raw form.

@@ -5,7 +5,7 @@
 
 use crate::element::ElementType;
 use crate::error::{Error, Result};
-use crate::value::{element_count, tensor_over, Shape, TensorMeta, Value};
+use crate::value::{check_bools, element_count, tensor_over, Shape, TensorMeta, Value};
 
 impl Value<'_> {
     /// The data of a numeric tensor the CPU can read (host or CUDA-pinned memory), as bytes in
@@ -105,6 +105,48 @@ impl Value<'static> {
         element_count(shape)?;
         let mut value = Value::allocated(shape, element_type)?;
         value.zero_if_host()?;
+        Ok(value)
+    }
+
+    /// A host tensor of `shape` and `element_type` holding a copy of `bytes`: the elements in
+    /// row-major order, each little-endian (x86-64's layout), as [`host_bytes`](Value::host_bytes)
+    /// returns them. For data whose element type is known only at run time (a request body, a
+    /// file); one pass over the data, no zero-fill first. [`Value::from_vec`] is the typed way.
+    ///
+    /// ```
+    /// # use onnxrt::{ElementType, Value};
+    /// let value = Value::from_bytes(&[2], ElementType::U16, &[1, 0, 2, 0])?;
+    /// assert_eq!(value.view::<u16>()?.as_slice(), Some(&[1u16, 2][..]));
+    /// # Ok::<(), onnxrt::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::BadShape`] for a negative dimension or a size that overflows;
+    /// [`Error::InvalidArgument`] for a string tensor, a byte count other than the shape's, or a
+    /// bool byte other than 0 or 1.
+    pub fn from_bytes(shape: &[i64], element_type: ElementType, bytes: &[u8]) -> Result<Value<'static>> {
+        let count = element_count(shape)?;
+        if element_type.size() == 0 {
+            return Err(Error::InvalidArgument {
+                what: format!("a {element_type} tensor from bytes"),
+                why: "only fixed-size (numeric) elements have a byte layout; use Value::from_strings".into(),
+            });
+        }
+        let expected = count
+            .checked_mul(element_type.size())
+            .ok_or_else(|| Error::BadShape { shape: shape.to_vec(), why: "byte size overflows" })?;
+        if bytes.len() != expected {
+            return Err(Error::InvalidArgument {
+                what: format!("{} bytes for a {element_type} tensor of shape {shape:?}", bytes.len()),
+                why: format!("the shape holds {count} elements of {} bytes: {expected} bytes", element_type.size()),
+            });
+        }
+        if element_type == ElementType::Bool {
+            check_bools(bytes)?;
+        }
+        // Allocated, not zeroed: every byte is written from `bytes` before the value is returned.
+        let mut value = Value::allocated(shape, element_type)?;
+        value.host_bytes_mut()?.copy_from_slice(bytes);
         Ok(value)
     }
 
