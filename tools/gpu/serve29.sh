@@ -96,9 +96,10 @@ print(r.ru_utime + r.ru_stime, file=open("'"$scratch"'/loadgen-cpu", "w"))' \
   kill -TERM "$pid"; wait "$pid"; echo "serve ($label) exited with status $?"
 }
 run_variant base '{}' "${CLIENTS_LIST:-1 64 256}"
-# HOST_PATH=1: the same server and batcher on a model that does almost nothing on the GPU (a global
-# average pool of the same input): the rate the HTTP and host path alone can carry.
-if [ "${HOST_PATH:-0}" = 1 ]; then
+# HOST_PATH=1 (the default; 0 to skip): the same server and batcher on a model that does almost
+# nothing on the GPU (a global average pool of the same input): the rate the HTTP and host path
+# alone can carry.
+if [ "${HOST_PATH:-1}" = 1 ]; then
   python3 - <<'MODEL'
 import onnx
 from onnx import TensorProto, helper
@@ -111,7 +112,9 @@ onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]),
 MODEL
   model=/tmp/host_path.onnx b128=$b128 run_variant host_path '{}' "64 256"
 fi
-for variant in ${VARIANTS:-}; do
+# By default the base settings with the batcher's own device buffers (`device_inputs`), so one call
+# compares the two; VARIANTS="" for none.
+for variant in ${VARIANTS-device:{\"device_inputs\":true}}; do
   run_variant "${variant%%:*}" "${variant#*:}" 256
 done
 python3 - "$out" "${b128:-0}" "${b128_ms:-0}" <<'PY' | tee "$out/table.md"

@@ -113,4 +113,14 @@ if [ "$served" != 0 ]; then
   exit 1
 fi
 say "the server exited 0 after SIGTERM"
+# An access line per request, over gRPC as over REST: every method the clients called has one.
+missing=()
+for rpc in ServerLive ServerReady ServerMetadata ModelReady ModelMetadata RepositoryIndex ModelInfer; do
+  grep -Eq "method=\"?grpc\"? rpc=\"?$rpc\b" "$tmp/serve.err" || missing+=("$rpc")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  say "no access line for the gRPC call(s) ${missing[*]} in the server's log"
+  exit 1
+fi
+say "access lines: one for each of the 7 gRPC methods called ($(grep -c 'method=.\?grpc' "$tmp/serve.err") gRPC lines)"
 exit "$checked"

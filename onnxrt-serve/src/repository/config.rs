@@ -76,57 +76,12 @@ impl ModelConfig {
     }
 }
 
-/// The server-wide settings a model's config may override.
-#[derive(Debug, Clone)]
-pub struct Defaults {
-    /// `None`: on for CUDA, off on the CPU.
-    pub batching: Option<bool>,
-    /// See [`ModelConfig::max_batch`].
-    pub max_batch: usize,
-    /// See [`ModelConfig::max_delay_us`].
-    pub max_delay_us: u64,
-    /// See [`ModelConfig::queue`].
-    pub queue: usize,
-    /// See [`ModelConfig::pad_sizes`].
-    pub pad_sizes: Vec<usize>,
-    /// See [`ModelConfig::pad_to_power_of_two`].
-    pub pad_to_power_of_two: bool,
-    /// See [`ModelConfig::session_per_batch_size`].
-    pub session_per_batch_size: bool,
-    /// See [`ModelConfig::gather_threads`].
-    pub gather_threads: usize,
-    /// See [`ModelConfig::batch_workers`].
-    pub batch_workers: usize,
-    /// See [`ModelConfig::concurrency`].
-    pub concurrency: usize,
-    /// See [`ModelConfig::provider`].
-    pub provider: String,
-    /// See [`ModelConfig::device`].
-    pub device: i32,
-    /// See [`ModelConfig::threads`].
-    pub threads: Option<usize>,
-}
-
-impl Default for Defaults {
-    fn default() -> Defaults {
-        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
-        Defaults {
-            batching: None,
-            max_batch: 32,
-            max_delay_us: 0,
-            queue: 1024,
-            pad_sizes: Vec::new(),
-            pad_to_power_of_two: false,
-            session_per_batch_size: false,
-            gather_threads: 1,
-            batch_workers: 1,
-            concurrency: cores,
-            provider: "cpu".into(),
-            device: 0,
-            threads: None,
-        }
-    }
-}
+/// The server-wide settings a model's config may override: the same fields, given by the
+/// command line (`serve --max-batch …`). Only the serving settings are read from it (batching
+/// through `threads`); the per-model ones (`warmup`, `warmup_fill`, `shapes`, `preprocess`,
+/// `labels`) come from each model's own file. What neither says takes the built-in value
+/// ([`Settings::of`]).
+pub type Defaults = ModelConfig;
 
 /// A model's settings: its config over the defaults.
 #[derive(Debug, Clone)]
@@ -168,27 +123,31 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// `config` over `defaults`, checked.
+    /// `config` over `defaults`, over the built-in values, checked. Built in: batching on for
+    /// CUDA and off on the CPU, `max_batch` 32, no delay, `queue` 1024, no padding, one session,
+    /// one gather thread and one batch worker, `concurrency` one run per core, the CPU, device 0.
     pub fn of(config: &ModelConfig, defaults: &Defaults) -> Result<Settings, String> {
-        let provider = config.provider.clone().unwrap_or_else(|| defaults.provider.clone());
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        let provider = config.provider.clone().or_else(|| defaults.provider.clone()).unwrap_or_else(|| "cpu".into());
         if provider != "cpu" && provider != "cuda" {
             return Err(format!("provider `{provider}`: use `cpu` or `cuda`"));
         }
         let batching = config.batching.or(defaults.batching).unwrap_or(provider == "cuda");
+        let pad_sizes = [&config.pad_sizes, &defaults.pad_sizes].into_iter().find(|s| !s.is_empty()).cloned();
         let settings = Settings {
             batching,
-            max_batch: config.max_batch.unwrap_or(defaults.max_batch),
-            max_delay_us: config.max_delay_us.unwrap_or(defaults.max_delay_us),
-            queue: config.queue.unwrap_or(defaults.queue),
-            pad_sizes: if config.pad_sizes.is_empty() { defaults.pad_sizes.clone() } else { config.pad_sizes.clone() },
-            pad_to_power_of_two: config.pad_to_power_of_two.unwrap_or(defaults.pad_to_power_of_two),
-            session_per_batch_size: config.session_per_batch_size.unwrap_or(defaults.session_per_batch_size),
-            gather_threads: config.gather_threads.unwrap_or(defaults.gather_threads),
-            device_inputs: config.device_inputs.unwrap_or(false),
-            batch_workers: config.batch_workers.unwrap_or(defaults.batch_workers),
-            concurrency: config.concurrency.unwrap_or(defaults.concurrency),
+            max_batch: config.max_batch.or(defaults.max_batch).unwrap_or(32),
+            max_delay_us: config.max_delay_us.or(defaults.max_delay_us).unwrap_or(0),
+            queue: config.queue.or(defaults.queue).unwrap_or(1024),
+            pad_sizes: pad_sizes.unwrap_or_default(),
+            pad_to_power_of_two: config.pad_to_power_of_two.or(defaults.pad_to_power_of_two).unwrap_or(false),
+            session_per_batch_size: config.session_per_batch_size.or(defaults.session_per_batch_size).unwrap_or(false),
+            gather_threads: config.gather_threads.or(defaults.gather_threads).unwrap_or(1),
+            device_inputs: config.device_inputs.or(defaults.device_inputs).unwrap_or(false),
+            batch_workers: config.batch_workers.or(defaults.batch_workers).unwrap_or(1),
+            concurrency: config.concurrency.or(defaults.concurrency).unwrap_or(cores),
             provider,
-            device: config.device.unwrap_or(defaults.device),
+            device: config.device.or(defaults.device).unwrap_or(0),
             threads: config.threads.or(defaults.threads),
             warmup: config.warmup.clone(),
             warmup_fill: config.warmup_fill.clone(),
@@ -228,6 +187,17 @@ mod tests {
         assert!(Settings::of(&cuda, &defaults).expect("test value").batching);
         let forced = ModelConfig { batching: Some(true), ..ModelConfig::default() };
         assert!(Settings::of(&forced, &defaults).expect("test value").batching);
+    }
+
+    #[test]
+    fn a_models_config_wins_over_the_defaults_which_win_over_the_built_in_values() {
+        let defaults = Defaults { max_batch: Some(64), queue: Some(10), pad_sizes: vec![1, 8], ..Defaults::default() };
+        let config = ModelConfig { max_batch: Some(8), ..ModelConfig::default() };
+        let settings = Settings::of(&config, &defaults).expect("test value");
+        assert_eq!((settings.max_batch, settings.queue, settings.pad_sizes), (8, 10, vec![1, 8]));
+        assert_eq!((settings.gather_threads, settings.provider.as_str(), settings.device_inputs), (1, "cpu", false));
+        let own_sizes = ModelConfig { pad_sizes: vec![4], ..ModelConfig::default() };
+        assert_eq!(Settings::of(&own_sizes, &defaults).expect("test value").pad_sizes, [4]);
     }
 
     #[test]

@@ -41,6 +41,26 @@ fn status_of(error: &InferError) -> Status {
     }
 }
 
+/// One access line for a finished call, as REST writes one per request: `rpc` is the method,
+/// `model` the model it named ("" for server-wide calls). Internal errors are logged at `error`.
+fn log_access(rpc: &'static str, id: &str, peer: &str, model: &str, started: Instant, status: Result<(), &Status>) {
+    let micros = started.elapsed().as_micros() as u64;
+    match status {
+        Ok(()) => tracing::info!(target: "access", id, peer, method = "grpc", rpc, model, status = "OK", micros),
+        Err(status) if status.code() == tonic::Code::Internal => tracing::error!(
+            target: "access", id, peer, method = "grpc", rpc, model, status = ?status.code(), micros, error = status.message()
+        ),
+        Err(status) => tracing::info!(
+            target: "access", id, peer, method = "grpc", rpc, model, status = ?status.code(), micros, error = status.message()
+        ),
+    }
+}
+
+/// The caller's address, for the access line.
+fn peer_of<T>(request: &Request<T>) -> String {
+    request.remote_addr().map(|a| a.to_string()).unwrap_or_default()
+}
+
 /// The `grpc-timeout` header: digits and a unit (H, M, S, m, u, n).
 fn grpc_timeout(metadata: &tonic::metadata::MetadataMap) -> Option<Duration> {
     let text = metadata.get("grpc-timeout")?.to_str().ok()?;
@@ -113,24 +133,37 @@ fn value_from_contents(input: &InferInputTensor) -> Result<Value<'static>, Strin
 
 #[tonic::async_trait]
 impl GrpcInferenceService for Service {
-    async fn server_live(&self, _: Request<ServerLiveRequest>) -> Result<Response<ServerLiveResponse>, Status> {
+    async fn server_live(&self, request: Request<ServerLiveRequest>) -> Result<Response<ServerLiveResponse>, Status> {
+        let id = self.app.new_request_id();
+        log_access("ServerLive", &id, &peer_of(&request), "", Instant::now(), Ok(()));
         Ok(Response::new(ServerLiveResponse { live: true }))
     }
 
-    async fn server_ready(&self, _: Request<ServerReadyRequest>) -> Result<Response<ServerReadyResponse>, Status> {
+    async fn server_ready(
+        &self,
+        request: Request<ServerReadyRequest>,
+    ) -> Result<Response<ServerReadyResponse>, Status> {
+        let id = self.app.new_request_id();
+        log_access("ServerReady", &id, &peer_of(&request), "", Instant::now(), Ok(()));
         Ok(Response::new(ServerReadyResponse { ready: self.app.is_ready() }))
     }
 
     async fn model_ready(&self, request: Request<ModelReadyRequest>) -> Result<Response<ModelReadyResponse>, Status> {
+        let (started, id, peer) = (Instant::now(), self.app.new_request_id(), peer_of(&request));
         let request = request.into_inner();
-        let model = self.find(&request.name, &request.version)?;
-        Ok(Response::new(ModelReadyResponse { ready: model.is_ready() && self.app.is_ready() }))
+        let result = self
+            .find(&request.name, &request.version)
+            .map(|model| ModelReadyResponse { ready: model.is_ready() && self.app.is_ready() });
+        log_access("ModelReady", &id, &peer, &request.name, started, result.as_ref().map(|_| ()));
+        result.map(Response::new)
     }
 
     async fn server_metadata(
         &self,
-        _: Request<ServerMetadataRequest>,
+        request: Request<ServerMetadataRequest>,
     ) -> Result<Response<ServerMetadataResponse>, Status> {
+        let id = self.app.new_request_id();
+        log_access("ServerMetadata", &id, &peer_of(&request), "", Instant::now(), Ok(()));
         Ok(Response::new(ServerMetadataResponse {
             name: "onnxrt-serve".into(),
             version: env!("CARGO_PKG_VERSION").into(),
@@ -142,8 +175,11 @@ impl GrpcInferenceService for Service {
         &self,
         request: Request<ModelMetadataRequest>,
     ) -> Result<Response<ModelMetadataResponse>, Status> {
+        let (started, id, peer) = (Instant::now(), self.app.new_request_id(), peer_of(&request));
         let request = request.into_inner();
-        let model = self.find(&request.name, &request.version)?;
+        let found = self.find(&request.name, &request.version);
+        log_access("ModelMetadata", &id, &peer, &request.name, started, found.as_ref().map(|_| ()));
+        let model = found?;
         let metadata = model.metadata();
         let tensors = |list: Vec<onnxrt_serve::oip::messages::TensorMetadata>| {
             list.into_iter()
@@ -163,6 +199,8 @@ impl GrpcInferenceService for Service {
         &self,
         request: Request<RepositoryIndexRequest>,
     ) -> Result<Response<RepositoryIndexResponse>, Status> {
+        let id = self.app.new_request_id();
+        log_access("RepositoryIndex", &id, &peer_of(&request), "", Instant::now(), Ok(()));
         let only_ready = request.into_inner().ready;
         let models = self
             .app
@@ -181,24 +219,13 @@ impl GrpcInferenceService for Service {
 
     async fn model_infer(&self, request: Request<ModelInferRequest>) -> Result<Response<ModelInferResponse>, Status> {
         let started = Instant::now();
-        let peer = request.remote_addr().map(|a| a.to_string()).unwrap_or_default();
+        let peer = peer_of(&request);
         let asked = grpc_timeout(request.metadata());
         let request = request.into_inner();
         let id = if request.id.is_empty() { self.app.new_request_id() } else { request.id.clone() };
         let model_name = request.model_name.clone();
         let result = self.infer(request, asked).await;
-        let micros = started.elapsed().as_micros() as u64;
-        match &result {
-            Ok(_) => {
-                tracing::info!(target: "access", id, peer, method = "grpc", model = model_name, status = "OK", micros)
-            }
-            Err(status) if status.code() == tonic::Code::Internal => tracing::error!(
-                target: "access", id, peer, method = "grpc", model = model_name, status = ?status.code(), micros, error = status.message()
-            ),
-            Err(status) => tracing::info!(
-                target: "access", id, peer, method = "grpc", model = model_name, status = ?status.code(), micros, error = status.message()
-            ),
-        }
+        log_access("ModelInfer", &id, &peer, &model_name, started, result.as_ref().map(|_| ()));
         result.map(Response::new)
     }
 }

@@ -160,26 +160,27 @@ fn init_logs() {
     tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false).init();
 }
 
+/// The command line's serving settings, under every model's own config.
 fn defaults(args: &Args) -> Defaults {
-    let base = Defaults::default();
     Defaults {
         batching: match (args.batching, args.no_batching) {
             (true, _) => Some(true),
             (_, true) => Some(false),
             _ => None,
         },
-        max_batch: args.max_batch,
-        max_delay_us: args.max_delay_us,
-        queue: args.queue,
+        max_batch: Some(args.max_batch),
+        max_delay_us: Some(args.max_delay_us),
+        queue: Some(args.queue),
         pad_sizes: args.pad_sizes.clone(),
-        pad_to_power_of_two: args.pad_batches,
-        session_per_batch_size: args.session_per_size,
-        gather_threads: args.gather_threads,
-        batch_workers: args.batch_workers,
-        concurrency: args.concurrency.unwrap_or(base.concurrency),
-        provider: args.provider.clone(),
-        device: args.device,
+        pad_to_power_of_two: Some(args.pad_batches),
+        session_per_batch_size: Some(args.session_per_size),
+        gather_threads: Some(args.gather_threads),
+        batch_workers: Some(args.batch_workers),
+        concurrency: args.concurrency,
+        provider: Some(args.provider.clone()),
+        device: Some(args.device),
         threads: args.threads,
+        ..Defaults::default()
     }
 }
 
