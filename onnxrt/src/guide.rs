@@ -97,5 +97,7 @@
 //! without `strict_gpu`, nodes that have no CUDA kernel run on the CPU, and
 //! [`profiling::placement`](crate::profiling::placement) tells which. To keep data on the device between runs, bind inputs and outputs with
 //! [`Session::io_binding`](crate::Session::io_binding) (`IoBinding::bind_output_to_device` with
-//! `MemoryInfo::cuda`). The CUDA options (`prefer_nhwc`, `enable_cuda_graph`, `gpu_mem_limit`, …)
+//! `MemoryInfo::cuda`); for inputs, a device tensor of your own (`Value::zeros_cuda`) filled with
+//! `Value::copy_from` on a `CudaStream` of your own waits for that copy alone, not for other
+//! threads' runs. The CUDA options (`prefer_nhwc`, `enable_cuda_graph`, `gpu_mem_limit`, …)
 //! are typed on `CudaOptions`; TensorRT (feature `tensorrt`) likewise on `TensorRtOptions`.

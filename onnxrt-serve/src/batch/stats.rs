@@ -36,7 +36,8 @@ pub struct BatcherStats {
     pub queue_time: HistogramSnapshot,
     /// One batched run: gathering the inputs, the run itself, handing the rows back.
     pub run_time: HistogramSnapshot,
-    /// The gathering part of `run_time`: copying the requests' samples into the batch buffers.
+    /// The gathering part of `run_time`: copying the requests' samples into the batch buffers
+    /// (with `BatcherBuilder::device_inputs`, and on to the device).
     pub gather_time: HistogramSnapshot,
     /// The model part of `run_time`: binding, ORT's run (with any copies to and from a device)
     /// and reading the outputs back, per batch.

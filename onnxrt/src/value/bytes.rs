@@ -222,7 +222,7 @@ impl<'a> Value<'a> {
     /// [`Error::ReadOnlyValue`] for a value that is not writable (see
     /// [`host_bytes_mut`](Value::host_bytes_mut)); [`Error::InvalidArgument`] for a scalar (no
     /// first axis), `rows` more than the tensor has or a string tensor; [`Error::NotHostMemory`]
-    /// for device memory, except CUDA memory with the `cuda` feature (e.g. [`Value::zeros_cuda`]);
+    /// for device memory, except CUDA memory with the `cuda` feature (e.g. `Value::zeros_cuda`);
     /// [`Error::ValueKind`] for non-tensors.
     pub fn first_rows_mut(&mut self, rows: usize) -> Result<Value<'_>> {
         if !self.writable {
