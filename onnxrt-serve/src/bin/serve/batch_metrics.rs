@@ -61,7 +61,11 @@ pub fn render(batchers: &[(&str, BatcherStats)], out: &mut String) {
     let histograms: [(&str, &str, ReadHistogram); 4] = [
         ("batcher_queue_seconds", "From submission until the request's batch runs.", |s| &s.queue_time),
         ("batcher_run_seconds", "One batched run (gather, run, scatter).", |s| &s.run_time),
-        ("batcher_gather_seconds", "Copying a batch's samples into its input buffer (and to the device, with device_inputs).", |s| &s.gather_time),
+        (
+            "batcher_gather_seconds",
+            "Copying a batch's samples into its input buffer (and to the device, with device_inputs).",
+            |s| &s.gather_time,
+        ),
         ("batcher_model_seconds", "The model run of a batch (binding, run, outputs).", |s| &s.model_time),
     ];
     for (name, help, read) in histograms {
