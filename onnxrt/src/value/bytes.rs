@@ -125,20 +125,15 @@ impl Value<'static> {
     /// [`Error::InvalidArgument`] for a string tensor, a byte count other than the shape's, or a
     /// bool byte other than 0 or 1.
     pub fn from_bytes(shape: &[i64], element_type: ElementType, bytes: &[u8]) -> Result<Value<'static>> {
-        let count = element_count(shape)?;
-        if element_type.size() == 0 {
-            return Err(Error::InvalidArgument {
-                what: format!("a {element_type} tensor from bytes"),
-                why: "only fixed-size (numeric) elements have a byte layout; use Value::from_strings".into(),
-            });
-        }
-        let expected = count
-            .checked_mul(element_type.size())
-            .ok_or_else(|| Error::BadShape { shape: shape.to_vec(), why: "byte size overflows" })?;
+        let expected = numeric_byte_size(shape, element_type, "a tensor from bytes")?;
         if bytes.len() != expected {
             return Err(Error::InvalidArgument {
                 what: format!("{} bytes for a {element_type} tensor of shape {shape:?}", bytes.len()),
-                why: format!("the shape holds {count} elements of {} bytes: {expected} bytes", element_type.size()),
+                why: format!(
+                    "the shape holds {} elements of {} bytes: {expected} bytes",
+                    expected / element_type.size(),
+                    element_type.size()
+                ),
             });
         }
         if element_type == ElementType::Bool {
@@ -167,16 +162,7 @@ impl Value<'static> {
     /// for a string tensor (ORT owns string storage).
     #[cfg(feature = "cuda")]
     pub fn zeros_pinned(shape: &[i64], element_type: ElementType) -> Result<Value<'static>> {
-        let count = element_count(shape)?;
-        if element_type.size() == 0 {
-            return Err(Error::InvalidArgument {
-                what: format!("a page-locked {element_type} tensor"),
-                why: "only fixed-size (numeric) elements can live in memory the crate allocates".into(),
-            });
-        }
-        let bytes = count
-            .checked_mul(element_type.size())
-            .ok_or_else(|| Error::BadShape { shape: shape.to_vec(), why: "byte size overflows" })?;
+        let bytes = numeric_byte_size(shape, element_type, "a page-locked tensor")?;
         // u64 words: aligned for every element type (none needs more than 8 bytes).
         let mut words = vec![0u64; bytes.div_ceil(8).max(1)];
         let data = words.as_mut_ptr().cast::<std::ffi::c_void>();
@@ -283,4 +269,25 @@ impl Value<'_> {
         unsafe { std::ptr::write_bytes(data.cast::<u8>(), 0, bytes) };
         Ok(())
     }
+}
+
+/// The byte size of a tensor of `shape` whose elements have a fixed size, for tensors over memory
+/// the crate fills or allocates itself (`what` names the tensor in the error).
+///
+/// # Errors
+/// [`Error::BadShape`] for a negative dimension or a size that overflows;
+/// [`Error::InvalidArgument`] for a string tensor (ORT owns string storage).
+pub(crate) fn numeric_byte_size(shape: &[i64], element_type: ElementType, what: &str) -> Result<usize> {
+    let count = element_count(shape)?;
+    if element_type.size() == 0 {
+        return Err(Error::InvalidArgument {
+            what: format!("{what} of {element_type} elements"),
+            why:
+                "only fixed-size (numeric) elements have a byte layout the crate can fill; strings: Value::from_strings"
+                    .into(),
+        });
+    }
+    count
+        .checked_mul(element_type.size())
+        .ok_or_else(|| Error::BadShape { shape: shape.to_vec(), why: "byte size overflows" })
 }

@@ -7,8 +7,9 @@ use std::ffi::c_void;
 
 use onnxrt_sys::OrtMemoryInfo;
 
+use super::bytes::numeric_byte_size;
 use super::create::tensor_over_in;
-use super::{element_count, TensorMeta, Value};
+use super::{TensorMeta, Value};
 use crate::api::api;
 use crate::cuda_runtime::DeviceMemory;
 use crate::cuda_stream::CudaStream;
@@ -31,16 +32,7 @@ impl Value<'static> {
         if device_id < 0 {
             return Err(Error::NoSuchDevice { device: "CUDA memory".into(), id: device_id, count: None });
         }
-        let count = element_count(shape)?;
-        if element_type.size() == 0 {
-            return Err(Error::InvalidArgument {
-                what: format!("a {element_type} tensor in CUDA memory"),
-                why: "only fixed-size (numeric) elements can live in memory the crate allocates".into(),
-            });
-        }
-        let bytes = count
-            .checked_mul(element_type.size())
-            .ok_or_else(|| Error::BadShape { shape: shape.to_vec(), why: "byte size overflows" })?;
+        let bytes = numeric_byte_size(shape, element_type, "a tensor in CUDA memory")?;
         let memory = DeviceMemory::zeroed(device_id, bytes)?;
         let info = MemoryInfo::cuda(device_id)?;
         // SAFETY: `memory` is `bytes` zeroed bytes of device `device_id`, laid out as `shape`
