@@ -139,12 +139,15 @@ impl SessionBuilder {
         let asyncs = self.async_settings();
         let held = self.held.clone();
         let saved = self.optimized_model.as_deref().map(SavedModel::new).transpose()?;
+        let adds_domains = !self.op_domains.is_empty() || !self.custom_op_libraries.is_empty();
         let (env, options, prepared, custom_ops) = self.prepare()?;
         let o = options.as_ptr();
         let mut raw = std::ptr::null_mut();
+        let registering = adds_domains.then(DomainRegistration::take_turn);
         // Every step that can fail once the options exist ends up in `created`, so the options are
         // released (below) before anything they point to, whichever step fails.
         let created = create(source, &env, o, &held, saved.as_ref(), external, &mut raw);
+        drop(registering);
         // Before `custom_ops`, which the options point to (see custom_op::Registered), on every path.
         drop(options);
         match created {
@@ -373,5 +376,41 @@ fn too_many_threads(setting: &str, threads: usize) -> Error {
         setting: setting.into(),
         value: threads.to_string(),
         allowed: "a thread count that fits an i32".into(),
+    }
+}
+
+/// Turns for session creations that bring custom op domains. While it creates such a session, ORT
+/// adds each domain to ONNX's process-wide table of domain versions, checking for the domain and
+/// then adding it with no lock in between: two creations at once with a domain new to the process
+/// fail ("Trying to add a domain to DomainToVersion map, but the domain is already exist"; ORT
+/// 1.32, `rust_custom_ops::sessions_with_a_new_custom_domain_can_be_created_from_several_threads_at_once`).
+/// A creation on a thread that already holds the turn (a kernel's constructor making a session)
+/// goes on without waiting for itself.
+struct DomainRegistration {
+    guard: Option<std::sync::MutexGuard<'static, ()>>,
+}
+
+static DOMAIN_REGISTRATION: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+thread_local! {
+    static HOLDS_TURN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+impl DomainRegistration {
+    fn take_turn() -> DomainRegistration {
+        if HOLDS_TURN.with(std::cell::Cell::get) {
+            return DomainRegistration { guard: None };
+        }
+        let guard = DOMAIN_REGISTRATION.lock().unwrap_or_else(|e| e.into_inner());
+        HOLDS_TURN.with(|holds| holds.set(true));
+        DomainRegistration { guard: Some(guard) }
+    }
+}
+
+impl Drop for DomainRegistration {
+    fn drop(&mut self) {
+        if self.guard.take().is_some() {
+            HOLDS_TURN.with(|holds| holds.set(false));
+        }
     }
 }
