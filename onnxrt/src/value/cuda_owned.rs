@@ -110,11 +110,7 @@ impl Value<'_> {
         if let Some(data) = self.host_data_if_host()? {
             return Ok((data, info));
         }
-        let mut name = std::ptr::null();
-        // SAFETY: `info` is valid while the value lives; the name is a static string in ORT.
-        unsafe { ort!(api, MemoryInfoGetName(info, &mut name)) }?;
-        // SAFETY: a NUL-terminated static string.
-        let name = unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy();
+        let name = self.memory_name()?;
         if name != "Cuda" {
             return Err(Error::InvalidArgument {
                 what: format!("a tensor in `{name}` memory"),

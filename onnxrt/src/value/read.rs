@@ -22,7 +22,7 @@ impl Value<'_> {
     }
 
     /// The name of the memory the tensor lives in (`Cpu`, `Cuda`, `CudaPinned`).
-    fn memory_name(&self) -> Result<String> {
+    pub(super) fn memory_name(&self) -> Result<String> {
         let api = api()?;
         let mut info = std::ptr::null();
         // SAFETY: `self.raw` is a live tensor; the memory info returned is owned by the value.
