@@ -1,4 +1,4 @@
-//! `device_sim` runs end to end on a small configuration: one `SIM` line per (workers, delay),
+//! `device_sim` runs end to end on a small configuration: one `SIM` line per (workers, delay, hold),
 //! every answer its own caller's (the binary checks each one), shares and batch sizes in range.
 
 use std::process::Command;
@@ -14,7 +14,7 @@ fn device_sim_prints_a_line_per_configuration_with_sane_figures() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
     let lines: Vec<&str> = stdout.lines().filter(|l| l.starts_with("SIM ")).collect();
-    assert_eq!(lines.len(), 4, "{stdout}");
+    assert_eq!(lines.len(), 8, "{stdout}");
     for line in lines {
         let field = |name: &str| -> f64 {
             let text = line.split_whitespace().find_map(|f| f.strip_prefix(&format!("{name}="))).expect(name);

@@ -664,3 +664,62 @@ fn gather_threads_keep_rows_bitwise() {
     // With every caller in one batch the copy ran on 2 threads (the log shows the sizes otherwise).
     eprintln!("batch sizes: {:?}", stats.batch_sizes);
 }
+
+/// `hold_while_busy` with two workers: rounds of callers at once, batches held open while the
+/// other worker runs and their samples copied as they arrive; every caller still gets its single
+/// run's rows bitwise, padded or not, and every request is answered once.
+#[test]
+fn held_batches_give_each_caller_its_single_run_rows_bitwise() {
+    let path = model("convnet.onnx");
+    let session = builder().commit_from_file(&path).expect("model loads");
+    for pad in [false, true] {
+        let batcher = Arc::new(
+            Batcher::builder(session.clone())
+                .max_batch(8)
+                .workers(2)
+                .pad_to_power_of_two(pad)
+                .hold_while_busy(true)
+                .build()
+                .expect("batchable"),
+        );
+        for round in 0..6u64 {
+            callers_get_their_single_run_rows(&batcher, &session, "image", &[3, 32, 32], 21, 1000 * round);
+        }
+        batcher.shutdown(Shutdown::Drain);
+        let stats = batcher.stats();
+        assert_consistent(&stats);
+        assert_eq!(stats.completed, 6 * 21, "{stats:#?}");
+        assert!(stats.batch_sizes.iter().skip(2).any(|&runs| runs > 0), "no batch of 2 or more formed: {stats:#?}");
+    }
+}
+
+/// A request whose deadline passes while its held batch gathers is left out of the run, and the
+/// rows after it move up: the samples copied while holding are then copied again, so the request
+/// behind it gets its own answer, not the expired one's.
+#[test]
+fn a_request_expiring_inside_a_held_batch_leaves_its_neighbours_their_own_rows() {
+    let session = builder().commit_from_file(model("mlp.onnx")).expect("mlp");
+    let batcher = Batcher::builder(session.clone())
+        .max_batch(4)
+        .max_delay(Duration::from_secs(1))
+        .hold_while_busy(true)
+        .build()
+        .expect("batcher");
+    let rt = runtime();
+    let data: Vec<Vec<f32>> = (0..3).map(|i| sample(40 + i, 16)).collect();
+    let x = |i: usize| Value::from_vec(&[16], data[i].clone()).expect("x");
+    let first = batcher.run_async([("x", x(0))]).expect("queued");
+    let hurried =
+        batcher.run_async_with([("x", x(1))], RequestOptions::timeout(Duration::from_millis(30))).expect("queued");
+    let third = batcher.run_async([("x", x(2))]).expect("queued");
+    let err = rt.block_on(hurried).expect_err("expires");
+    assert!(matches!(err, Error::DeadlineExpired { .. }), "{err}");
+    for (future, i) in [(first, 0), (third, 2)] {
+        let got: Vec<_> = rt.block_on(future).expect("runs").into_values().iter().map(bits).collect();
+        assert_eq!(got, single_run(&session, "x", &[16], &data[i]), "request {i} got another row");
+    }
+    batcher.shutdown(Shutdown::Drain);
+    let stats = batcher.stats();
+    assert_consistent(&stats);
+    assert_eq!((stats.completed, stats.errors.deadline, stats.batch_sizes[2]), (2, 1, 1), "{stats:#?}");
+}

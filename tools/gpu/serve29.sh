@@ -108,7 +108,7 @@ y = helper.make_tensor_value_info("output", TensorProto.FLOAT, ["n", 3])
 nodes = [helper.make_node("GlobalAveragePool", ["input"], ["pooled"]),
          helper.make_node("Flatten", ["pooled"], ["output"], axis=1)]
 graph = helper.make_graph(nodes, "host_path", [x], [y])
-onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), "/tmp/host_path.onnx")
+onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=9), "/tmp/host_path.onnx")
 MODEL
   model=/tmp/host_path.onnx b128=$b128 run_variant host_path '{}' "64 256"
 fi

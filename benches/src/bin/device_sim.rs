@@ -11,10 +11,12 @@
 //! ```sh
 //! cargo run --release -p onnxrt-benches --bin device_sim -- [--callers 256] [--requests 20000] \
 //!     [--workers 1,2,3] [--max-delay-us 0,2000] [--turnaround-us 2000] [--fixed-us 1500] [--per-row-us 128] \
-//!     [--max-batch 128] [--pad-sizes 1,2,4,8,16,32,48,64,80,96,112,128]
+//!     [--max-batch 128] [--pad-sizes 1,2,4,8,16,32,48,64,80,96,112,128] [--hold 0,1]
 //! ```
 //!
-//! Bounded by a request count, not by time. Prints one `SIM` line per (workers, delay).
+//! `--hold 1` builds the batcher with `hold_while_busy` (a worker keeps its batch open while
+//! another worker's batch runs). Bounded by a request count, not by time. Prints one `SIM` line
+//! per (workers, delay, hold).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
@@ -125,6 +127,7 @@ struct Args {
     per_row: Duration,
     max_batch: usize,
     pad_sizes: Vec<usize>,
+    holds: Vec<u8>,
 }
 
 fn list<T: std::str::FromStr>(text: &str) -> Result<Vec<T>, String> {
@@ -142,6 +145,7 @@ fn parse() -> Result<Args, String> {
         per_row: Duration::from_micros(128),
         max_batch: 128,
         pad_sizes: vec![1, 2, 4, 8, 16, 32, 48, 64, 80, 96, 112, 128],
+        holds: vec![0, 1],
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -157,6 +161,7 @@ fn parse() -> Result<Args, String> {
             "--per-row-us" => args.per_row = micros(&value)?,
             "--max-batch" => args.max_batch = value.parse().map_err(|_| format!("--max-batch: {value}"))?,
             "--pad-sizes" => args.pad_sizes = list(&value)?,
+            "--hold" => args.holds = list(&value)?,
             other => return Err(format!("unknown flag {other}")),
         }
     }
@@ -164,7 +169,7 @@ fn parse() -> Result<Args, String> {
 }
 
 /// One configuration: `callers` threads until `requests` answers; returns (answers/s, mean batch).
-fn simulate(args: &Args, workers: usize, delay_us: u64) -> Result<(f64, f64), String> {
+fn simulate(args: &Args, workers: usize, delay_us: u64, hold: bool) -> Result<(f64, f64), String> {
     let domain = OpDomain::new(DOMAIN).with(SerialDevice { fixed: args.fixed, per_row: args.per_row });
     let session = Session::builder().custom_ops(domain).commit_from_memory(&model()).map_err(|e| e.to_string())?;
     let batcher = Batcher::builder(session)
@@ -173,6 +178,7 @@ fn simulate(args: &Args, workers: usize, delay_us: u64) -> Result<(f64, f64), St
         .queue_capacity(args.callers * 2)
         .workers(workers)
         .pad_to_sizes(&args.pad_sizes)
+        .hold_while_busy(hold)
         .build()
         .map_err(|e| e.to_string())?;
     let answered = AtomicU64::new(0);
@@ -221,14 +227,16 @@ fn main() {
     );
     for &workers in &args.workers {
         for &delay in &args.delays {
-            match simulate(&args, workers, delay) {
-                Ok((rate, mean_batch)) => println!(
-                    "SIM workers={workers} max_delay_us={delay} throughput={rate:.0} share={:.1}% mean_batch={mean_batch:.1}",
-                    100.0 * rate / best
-                ),
-                Err(why) => {
-                    eprintln!("device_sim: workers {workers}, delay {delay} us: {why}");
-                    std::process::exit(1);
+            for &hold in &args.holds {
+                match simulate(&args, workers, delay, hold != 0) {
+                    Ok((rate, mean_batch)) => println!(
+                        "SIM workers={workers} max_delay_us={delay} hold={hold} throughput={rate:.0} share={:.1}% mean_batch={mean_batch:.1}",
+                        100.0 * rate / best
+                    ),
+                    Err(why) => {
+                        eprintln!("device_sim: workers {workers}, delay {delay} us, hold {hold}: {why}");
+                        std::process::exit(1);
+                    }
                 }
             }
         }

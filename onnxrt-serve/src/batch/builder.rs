@@ -29,6 +29,7 @@ pub struct BatcherBuilder {
     session_factory: Option<SessionFactory>,
     // The CUDA device whose memory each worker copies its batches to (`device_inputs`).
     device_inputs: Option<i32>,
+    hold_while_busy: bool,
 }
 
 impl std::fmt::Debug for BatcherBuilder {
@@ -44,6 +45,7 @@ impl std::fmt::Debug for BatcherBuilder {
             .field("gather_threads", &self.gather_threads)
             .field("session_per_batch_size", &self.session_factory.is_some())
             .field("device_inputs", &self.device_inputs)
+            .field("hold_while_busy", &self.hold_while_busy)
             .finish()
     }
 }
@@ -61,6 +63,7 @@ impl BatcherBuilder {
             gather_threads: 1,
             session_factory: None,
             device_inputs: None,
+            hold_while_busy: false,
         }
     }
 
@@ -128,6 +131,25 @@ impl BatcherBuilder {
     /// worker's thread). `BatcherStats::gather_time` shows whether it matters.
     pub fn gather_threads(mut self, threads: usize) -> Self {
         self.gather_threads = threads.max(1);
+        self
+    }
+
+    /// With several [`workers`](Self::workers): once its delay has passed, a worker keeps its
+    /// batch open while another worker's batch runs, and closes it when that run ends or the
+    /// batch is full (default off). It copies each request's sample into the batch buffer as
+    /// it takes it, so little is left to copy at the close. Model runs take turns: a batch that
+    /// filled up while another ran is gathered (and, with [`device_inputs`](Self::device_inputs),
+    /// copied to the device) and then waits for that run to end.
+    ///
+    /// Without it, a free worker closes its batch at once with whatever is queued, usually a
+    /// few requests, because the worker before it just took the rest: on one device the two
+    /// batches then split what one run could carry, and their runs slow each other down. With
+    /// it, a batch holds what arrives during one run (up to `max_batch`), at the price of up to
+    /// one run's wait for the first request of a batch. Measured in
+    /// `benches/src/bin/device_sim.rs` and on the GPU (see BENCHMARKS.md). A shutdown ends the
+    /// wait.
+    pub fn hold_while_busy(mut self, hold: bool) -> Self {
+        self.hold_while_busy = hold;
         self
     }
 
@@ -225,8 +247,11 @@ impl BatcherBuilder {
                 Arc::clone(&plan),
                 Arc::clone(&queue),
                 Arc::clone(&receiver),
-                self.max_batch,
-                self.max_delay,
+                worker::Closing {
+                    max_batch: self.max_batch,
+                    max_delay: self.max_delay,
+                    hold_while_busy: self.hold_while_busy,
+                },
                 settings.sizes.clone(),
                 self.gather_threads,
             );

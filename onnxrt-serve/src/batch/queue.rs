@@ -21,6 +21,9 @@ pub(crate) enum Msg {
     Request(Request),
     // A shutdown began (its mode is in `Queue::stop`).
     Stop,
+    // A run ended: a worker holding its batch open until then (`hold_while_busy`) may close it.
+    // Harmless when nobody holds one: a worker that takes it looks again and goes on.
+    Wake,
 }
 
 const STOP_NONE: u8 = 0;
@@ -39,6 +42,13 @@ pub(crate) struct Queue {
     room_freed: Condvar,
     // Callers waiting for room, so that a worker takes the `room` lock only when someone waits.
     pub(crate) room_waiting: AtomicUsize,
+    // Workers between closing a batch and the end of its model run.
+    running: AtomicUsize,
+    // The gathering worker holds its batch open until no other runs (`hold_while_busy`).
+    holding: AtomicBool,
+    // With `hold_while_busy`, held by a worker during its model run: one batch on the device at
+    // a time, so a batch that filled up while another ran waits for it, gathered and copied.
+    pub(crate) device: Mutex<()>,
 }
 
 /// What offering a request to the queue did.
@@ -59,6 +69,9 @@ impl Queue {
             room: Mutex::new(Vec::new()),
             room_freed: Condvar::new(),
             room_waiting: AtomicUsize::new(0),
+            running: AtomicUsize::new(0),
+            holding: AtomicBool::new(false),
+            device: Mutex::new(()),
         }
     }
 
@@ -100,7 +113,7 @@ impl Queue {
                     TrySendError::Full(Msg::Request(request)) => Offer::Full(request),
                     TrySendError::Disconnected(Msg::Request(request)) => Offer::Closed(request),
                     // The message sent above is a request: a stop never comes back from here.
-                    TrySendError::Full(Msg::Stop) | TrySendError::Disconnected(Msg::Stop) => {
+                    TrySendError::Full(Msg::Stop | Msg::Wake) | TrySendError::Disconnected(Msg::Stop | Msg::Wake) => {
                         unreachable!("only requests are offered")
                     }
                 }
@@ -168,6 +181,26 @@ impl Queue {
         }
     }
 
+    /// A worker closed its batch: it counts as running until the guard is dropped (after its
+    /// model run), and then wakes a worker that holds its batch open for that.
+    pub(crate) fn run_started(self: &Arc<Self>) -> Running {
+        self.running.fetch_add(1, Ordering::SeqCst);
+        Running { queue: Arc::clone(self) }
+    }
+
+    /// Whether another worker's batch is between closing and the end of its run; from here on
+    /// until [`stop_holding`](Self::stop_holding), the run that ends last sends a [`Msg::Wake`].
+    /// (Both sides write, then read, sequentially consistent: either this sees the count at
+    /// zero, or that run sees `holding` set.)
+    pub(crate) fn hold_for_running(&self) -> bool {
+        self.holding.store(true, Ordering::SeqCst);
+        self.running.load(Ordering::SeqCst) > 0
+    }
+
+    pub(crate) fn stop_holding(&self) {
+        self.holding.store(false, Ordering::SeqCst);
+    }
+
     fn wake_room(&self) {
         let mut room = self.room.lock().unwrap_or_else(|e| e.into_inner());
         let wakers = std::mem::take(&mut *room);
@@ -176,6 +209,21 @@ impl Queue {
         self.room_freed.notify_all();
         for waker in wakers {
             waker.wake();
+        }
+    }
+}
+
+/// A batch between closing and the end of its model run ([`Queue::run_started`]).
+pub(crate) struct Running {
+    queue: Arc<Queue>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let queue = &self.queue;
+        if queue.running.fetch_sub(1, Ordering::SeqCst) == 1 && queue.holding.load(Ordering::SeqCst) {
+            // A full queue needs no wake: the holding worker takes requests and looks again.
+            let _ = queue.sender.try_send(Msg::Wake);
         }
     }
 }

@@ -11,6 +11,11 @@
 //! a CUDA session ORT copies the batch to the device once and the outputs back into these buffers.
 //! With [`device_inputs`](super::BatcherBuilder::device_inputs) the worker makes that copy
 //! itself, into device buffers of its own on a stream of its own, and binds the device rows.
+//!
+//! With [`hold_while_busy`](super::BatcherBuilder::hold_while_busy), a worker whose delay has
+//! passed keeps its batch open while another worker's batch runs, copying each request's sample
+//! into its buffer as it takes it, and closes when that run ends or the batch is full; runs then
+//! take turns on the device, so a full batch waits, gathered and copied, for the run before it.
 
 use std::collections::hash_map::{Entry, HashMap};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
@@ -20,7 +25,7 @@ use std::time::{Duration, Instant};
 use onnxrt::{MemoryInfo, Outputs, Value};
 
 use crate::batch::plan::Plan;
-use crate::batch::queue::{Msg, Queue};
+use crate::batch::queue::{Msg, Queue, Running};
 use crate::batch::request::Request;
 use crate::batch::sessions::Sessions;
 use crate::batch::{Shape, Shutdown};
@@ -39,6 +44,15 @@ pub(crate) struct Placement {
     pub(crate) device_inputs: Option<i32>,
 }
 
+/// How a worker decides that its batch is complete.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Closing {
+    pub(crate) max_batch: usize,
+    pub(crate) max_delay: Duration,
+    // After the delay, wait for other workers' runs to end (`BatcherBuilder::hold_while_busy`).
+    pub(crate) hold_while_busy: bool,
+}
+
 pub(crate) struct Worker {
     pub(crate) sessions: Arc<Sessions>,
     placement: Placement,
@@ -50,6 +64,10 @@ pub(crate) struct Worker {
     pub(crate) receiver: Arc<Mutex<Receiver<Msg>>>,
     pub(crate) max_batch: usize,
     pub(crate) max_delay: Duration,
+    hold_while_busy: bool,
+    // How many leading requests of the batch being formed have their samples in the input
+    // buffers already (copied while the batch was held open).
+    staged: usize,
     // Row counts batches are padded to, ascending (`BatcherBuilder::pad_to_power_of_two`,
     // `pad_to_sizes`); `None`: each batch runs with as many rows as it has requests.
     sizes: Option<Arc<[usize]>>,
@@ -68,7 +86,8 @@ struct InputBuffers {
     device: Vec<Value<'static>>,
 }
 
-/// One fixed-shape output: the `max_batch`-sample allocation, written by ORT in its first rows.
+/// One fixed-shape output: the `max_batch`-sample allocation (page-locked for CUDA sessions when
+/// it can be), written by ORT in its first rows.
 struct OutputBuffers {
     backing: Value<'static>,
 }
@@ -78,6 +97,8 @@ enum Next {
     Request(Request),
     // A shutdown began: read its mode from the queue.
     Stop,
+    // Another worker's run ended.
+    Wake,
     // Nothing within the wait (or, draining, nothing left).
     Empty,
     // Every sender is gone.
@@ -92,8 +113,7 @@ impl Worker {
         plan: Arc<Plan>,
         queue: Arc<Queue>,
         receiver: Arc<Mutex<Receiver<Msg>>>,
-        max_batch: usize,
-        max_delay: Duration,
+        closing: Closing,
         sizes: Option<Arc<[usize]>>,
         gather_threads: usize,
     ) -> Worker {
@@ -106,8 +126,10 @@ impl Worker {
             plan,
             queue,
             receiver,
-            max_batch,
-            max_delay,
+            max_batch: closing.max_batch,
+            max_delay: closing.max_delay,
+            hold_while_busy: closing.hold_while_busy,
+            staged: 0,
             sizes,
             gather_threads,
             inputs: HashMap::new(),
@@ -136,7 +158,7 @@ impl Worker {
                 Some(request) => request,
                 None => match self.next(&receiver, draining, None) {
                     Next::Request(request) => request,
-                    Next::Stop => continue,
+                    Next::Stop | Next::Wake => continue,
                     Next::Empty | Next::Closed => return,
                 },
             };
@@ -145,9 +167,16 @@ impl Worker {
             // waited behind a running batch does not wait again.
             let until = first.enqueued + self.max_delay;
             let mut batch = vec![first];
+            self.staged = 0;
+            self.stage(&batch);
             while batch.len() < self.max_batch {
-                let wait = if draining { Duration::ZERO } else { until.saturating_duration_since(Instant::now()) };
-                match self.next(&receiver, draining, Some(wait)) {
+                let mut wait =
+                    if draining { Some(Duration::ZERO) } else { Some(until.saturating_duration_since(Instant::now())) };
+                if wait == Some(Duration::ZERO) && !draining && self.hold_while_busy && self.queue.hold_for_running() {
+                    // Until a request comes or the other run ends (its `Msg::Wake`).
+                    wait = None;
+                }
+                match self.next(&receiver, draining, wait) {
                     Next::Request(request) => {
                         let Some(request) = self.live(request) else { continue };
                         if request.key != batch[0].key {
@@ -155,7 +184,9 @@ impl Worker {
                             break;
                         }
                         batch.push(request);
+                        self.stage(&batch);
                     }
+                    Next::Wake => {}
                     Next::Stop => match self.queue.stop_mode() {
                         Some(Shutdown::Cancel) => {
                             // Dropping them answers BatcherShutDown.
@@ -167,9 +198,14 @@ impl Worker {
                     Next::Empty | Next::Closed => break,
                 }
             }
+            if self.hold_while_busy {
+                self.queue.stop_holding();
+            }
+            // Counted as running before another worker can look.
+            let running = self.queue.run_started();
             // Let another worker gather the next batch while this one runs.
             drop(receiver);
-            self.run_batch(batch);
+            self.run_batch(batch, running);
         }
     }
 
@@ -187,6 +223,7 @@ impl Worker {
                 Next::Request(request)
             }
             Ok(Msg::Stop) => Next::Stop,
+            Ok(Msg::Wake) => Next::Wake,
             Err(true) => Next::Closed,
             Err(false) => Next::Empty,
         }
@@ -208,8 +245,37 @@ impl Worker {
         }
     }
 
-    fn run_batch(&mut self, batch: Vec<Request>) {
+    /// With `hold_while_busy`: copies the sample of the batch's newest request into its row of
+    /// the input buffers, so that little is left to gather when the batch closes. Stops staging
+    /// this batch on any error (the gather at the close meets it again and reports it).
+    fn stage(&mut self, batch: &[Request]) {
+        let row = batch.len() - 1;
+        if !self.hold_while_busy || self.staged != row {
+            return;
+        }
+        let made = buffers_for(&mut self.inputs, &self.plan, &batch[0], self.max_batch, self.placement);
+        let Ok(inputs) = made else { return };
+        let request = &batch[row];
+        for (index, backing) in inputs.backings.iter_mut().enumerate() {
+            let (Ok(rows), Ok(sample)) = (backing.host_bytes_mut(), request.values[index].value().host_bytes()) else {
+                return;
+            };
+            let size = sample.len();
+            match rows.get_mut(row * size..(row + 1) * size) {
+                Some(dst) => dst.copy_from_slice(sample),
+                None => return,
+            }
+        }
+        self.staged = row + 1;
+    }
+
+    fn run_batch(&mut self, batch: Vec<Request>, running: Running) {
+        let formed = batch.len();
         let batch: Vec<Request> = batch.into_iter().filter_map(|r| self.live(r)).collect();
+        if batch.len() != formed {
+            // Rows moved up: the staged samples are no longer in their requests' rows.
+            self.staged = 0;
+        }
         if batch.is_empty() {
             return;
         }
@@ -219,7 +285,7 @@ impl Worker {
             counters.queue_time.observe(started.saturating_duration_since(request.enqueued));
         }
         counters.batch(batch.len());
-        let rows = self.execute(&batch);
+        let rows = self.execute(&batch, running);
         let labels: Vec<Arc<str>> = self.plan.outputs.iter().map(|o| Arc::clone(&o.label)).collect();
         let now = Instant::now();
         // Recorded before anyone is answered, so a caller that reads the counters after its
@@ -245,31 +311,27 @@ impl Worker {
     }
 
     /// One batched run; per request, its row of every output.
-    fn execute(&mut self, batch: &[Request]) -> Result<Vec<Vec<Value<'static>>>> {
+    /// One batched run; per request, its row of every output. `running` ends with the model run.
+    fn execute(&mut self, batch: &[Request], running: Running) -> Result<Vec<Vec<Value<'static>>>> {
         // `n` requests run as `m` rows: the padding rows repeat the last request's sample.
         let n = batch.len();
         let m = self.sizes.as_ref().and_then(|sizes| sizes.iter().copied().find(|&k| k >= n)).unwrap_or(n);
-        let key = &batch[0].key;
-        if !self.inputs.contains_key(key) && self.inputs.len() >= MAX_SHAPE_KEYS {
-            self.inputs.clear();
-        }
+        // Rows whose samples were copied while the batch was held open.
+        let staged = std::mem::take(&mut self.staged).min(n);
         #[cfg(feature = "cuda")]
         if let (Some(device), None) = (self.placement.device_inputs, &self.stream) {
             self.stream = Some(onnxrt::CudaStream::new(device)?);
         }
-        let inputs = match self.inputs.entry(key.clone()) {
-            Entry::Occupied(entry) => entry.into_mut(),
-            Entry::Vacant(entry) => {
-                entry.insert(InputBuffers::new(&self.plan, &batch[0], self.max_batch, self.placement)?)
-            }
-        };
+        let gather_threads = self.gather_threads;
+        let inputs = buffers_for(&mut self.inputs, &self.plan, &batch[0], self.max_batch, self.placement)?;
         let mut values = rows_of(&mut inputs.backings, m)?;
         let gather_started = Instant::now();
         for (index, value) in values.iter_mut().enumerate() {
             let rows = value.host_bytes_mut()?;
             let row = rows.len() / m;
-            let padded = batch.iter().chain(std::iter::repeat(&batch[n - 1])).take(m);
-            let threads = gather_threads_for(rows.len(), self.gather_threads);
+            let padded = batch.iter().chain(std::iter::repeat(&batch[n - 1])).take(m).skip(staged);
+            let rows = &mut rows[staged * row..];
+            let threads = gather_threads_for(rows.len(), gather_threads);
             if threads == 1 {
                 for (request, dst) in padded.zip(rows.chunks_exact_mut(row.max(1))) {
                     dst.copy_from_slice(request.values[index].value().host_bytes()?);
@@ -293,7 +355,8 @@ impl Worker {
         self.queue.counters.gather_time.observe(gather_started.elapsed());
         for (index, output) in self.plan.outputs.iter().enumerate() {
             if let (Some(sample), None) = (&output.fixed_sample, &self.outputs[index]) {
-                self.outputs[index] = Some(OutputBuffers::new(output.element_type, sample, self.max_batch)?);
+                self.outputs[index] =
+                    Some(OutputBuffers::new(output.element_type, sample, self.max_batch, self.placement.pin)?);
             }
         }
         let mut fixed: Vec<Option<Value<'_>>> = Vec::with_capacity(self.outputs.len());
@@ -316,7 +379,14 @@ impl Worker {
                 None => binding.bind_output_to_device(&plan.label, &host)?,
             }
         }
-        binding.run(None)?;
+        {
+            // One batch on the device at a time with `hold_while_busy` (the lock guards no data:
+            // a worker that panicked in a run leaves nothing half-done to it).
+            let _device = self.hold_while_busy.then(|| self.queue.device.lock().unwrap_or_else(|e| e.into_inner()));
+            binding.run(None)?;
+        }
+        // The device is free for the next batch (a worker holding one open closes it now).
+        drop(running);
         let outputs = binding.outputs()?;
         self.queue.counters.model_time.observe(model_started.elapsed());
         let mut rows: Vec<Vec<Value<'static>>> = (0..n).map(|_| Vec::with_capacity(outputs.len())).collect();
@@ -368,14 +438,34 @@ impl InputBuffers {
     }
 }
 
+/// The input buffers for requests shaped like `like`, made on first use (at most
+/// `MAX_SHAPE_KEYS` shapes kept).
+fn buffers_for<'a>(
+    inputs: &'a mut HashMap<Shape, InputBuffers>,
+    plan: &Plan,
+    like: &Request,
+    max_batch: usize,
+    placement: Placement,
+) -> Result<&'a mut InputBuffers> {
+    if !inputs.contains_key(&like.key) && inputs.len() >= MAX_SHAPE_KEYS {
+        inputs.clear();
+    }
+    Ok(match inputs.entry(like.key.clone()) {
+        Entry::Occupied(entry) => entry.into_mut(),
+        Entry::Vacant(entry) => entry.insert(InputBuffers::new(plan, like, max_batch, placement)?),
+    })
+}
+
 /// Tensors of `n` samples over each of `backings`.
 fn rows_of<'a>(backings: &'a mut [Value<'static>], n: usize) -> Result<Vec<Value<'a>>> {
     Ok(backings.iter_mut().map(|backing| backing.first_rows_mut(n)).collect::<onnxrt::Result<Vec<_>>>()?)
 }
 
 impl OutputBuffers {
-    fn new(element_type: onnxrt::ElementType, sample: &[i64], max_batch: usize) -> Result<OutputBuffers> {
-        let backing = Value::zeros(&batch_shape(max_batch, sample), element_type)?;
+    /// Page-locked when `pin` (a CUDA session), so ORT's copy of the outputs from the device
+    /// needs no staging buffer.
+    fn new(element_type: onnxrt::ElementType, sample: &[i64], max_batch: usize, pin: bool) -> Result<OutputBuffers> {
+        let backing = host_buffer(&batch_shape(max_batch, sample), element_type, pin)?;
         Ok(OutputBuffers { backing })
     }
 

@@ -33,6 +33,9 @@ pub struct ModelConfig {
     /// on its own stream) and bind those, instead of letting ONNX Runtime copy it in the run
     /// (default off).
     pub device_inputs: Option<bool>,
+    /// With several batch workers: after the delay, hold a batch open while another worker's
+    /// batch runs and close it when that run ends (default off).
+    pub hold_while_busy: Option<bool>,
     /// Batcher worker threads.
     pub batch_workers: Option<usize>,
     /// Runs at once without batching (each on a thread of its own).
@@ -104,6 +107,8 @@ pub struct Settings {
     pub gather_threads: usize,
     /// See [`ModelConfig::device_inputs`].
     pub device_inputs: bool,
+    /// See [`ModelConfig::hold_while_busy`].
+    pub hold_while_busy: bool,
     /// See [`ModelConfig::batch_workers`].
     pub batch_workers: usize,
     /// See [`ModelConfig::concurrency`].
@@ -144,6 +149,7 @@ impl Settings {
             session_per_batch_size: config.session_per_batch_size.or(defaults.session_per_batch_size).unwrap_or(false),
             gather_threads: config.gather_threads.or(defaults.gather_threads).unwrap_or(1),
             device_inputs: config.device_inputs.or(defaults.device_inputs).unwrap_or(false),
+            hold_while_busy: config.hold_while_busy.or(defaults.hold_while_busy).unwrap_or(false),
             batch_workers: config.batch_workers.or(defaults.batch_workers).unwrap_or(1),
             concurrency: config.concurrency.or(defaults.concurrency).unwrap_or(cores),
             provider,

@@ -185,6 +185,7 @@ impl ServedModel {
                 .queue_capacity(settings.queue)
                 .workers(settings.batch_workers)
                 .gather_threads(settings.gather_threads)
+                .hold_while_busy(settings.hold_while_busy)
                 .pad_to_power_of_two(settings.pad_to_power_of_two);
             if !settings.pad_sizes.is_empty() {
                 builder = builder.pad_to_sizes(&settings.pad_sizes);
