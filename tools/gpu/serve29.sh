@@ -28,7 +28,8 @@ b128=$(awk '$2 == 128 && NF == 5 { print $5 }' "$out/offline.txt" | head -1)
 b128_ms=$(awk '$2 == 128 && NF == 5 { print $3 }' "$out/offline.txt" | head -1)
 
 # The template's best batcher settings of issue 14 (a session per padded size, fine steps, two
-# workers, four gather threads; batching is on by default on CUDA), then variants of it given in
+# workers, four gather threads; batching and, since 2026-12-05, `hold_while_busy` and
+# `device_inputs` are on by default on CUDA), then variants of it given in
 # VARIANTS as `label:JSON` words, each JSON merged over the base config (CLIENTS_LIST for the base).
 base='{"provider": "cuda", "max_batch": 128, "queue": 4096, "max_delay_us": 0, "batch_workers": 2, "gather_threads": 4,
  "pad_sizes": [1, 2, 4, 8, 16, 32, 48, 64, 80, 96, 112, 128], "session_per_batch_size": true,
@@ -95,7 +96,7 @@ print(r.ru_utime + r.ru_stime, file=open("'"$scratch"'/loadgen-cpu", "w"))' \
   curl -s "http://$address/metrics" | grep -E '^batcher_(batches_total|batch_size_(sum|count))' | sed "s/^/$label /" | tee -a "$out/batches.txt"
   kill -TERM "$pid"; wait "$pid"; echo "serve ($label) exited with status $?"
 }
-run_variant base '{}' "${CLIENTS_LIST:-1 64 256}"
+[ "${SKIP_BASE:-0}" = 1 ] || run_variant base '{}' "${CLIENTS_LIST:-1 64 256}"
 # HOST_PATH=1 (the default; 0 to skip): the same server and batcher on a model that does almost
 # nothing on the GPU (a global average pool of the same input): the rate the HTTP and host path
 # alone can carry.
@@ -112,9 +113,13 @@ onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], 
 MODEL
   model=/tmp/host_path.onnx b128=$b128 run_variant host_path '{}' "64 256"
 fi
-# By default the base settings with the batcher's own device buffers (`device_inputs`), so one call
-# compares the two; VARIANTS="" for none.
-for variant in ${VARIANTS-device:{\"device_inputs\":true}}; do
+# By default the base settings without the hold (the batcher before 2026-12-05) and without the
+# batcher's own device buffers (`device_inputs`; ORT copies the batch in the run), so one call
+# compares them; VARIANTS="" for none.
+# (The default is spelled out on its own line: inside ${VARIANTS-...} its closing brace would
+# end the expansion early and leave a stray `}` word behind the caller's variants.)
+default_variants='no_hold:{"hold_while_busy":false} no_device:{"device_inputs":false}'
+for variant in ${VARIANTS-$default_variants}; do
   run_variant "${variant%%:*}" "${variant#*:}" 256
 done
 python3 - "$out" "${b128:-0}" "${b128_ms:-0}" <<'PY' | tee "$out/table.md"

@@ -105,9 +105,13 @@ struct Args {
     /// Threads that copy the samples of a batch into its input buffer
     #[arg(long, value_name = "N", default_value_t = 1)]
     gather_threads: usize,
-    /// Batcher worker threads per model
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    batch_workers: usize,
+    /// Batcher worker threads per model (default: 2 on CUDA, 1 on the CPU)
+    #[arg(long, value_name = "N")]
+    batch_workers: Option<usize>,
+    /// After the delay, a batcher worker holds its batch open while another worker's batch runs,
+    /// and closes it when that run ends (default: true on CUDA, false on the CPU)
+    #[arg(long, value_name = "BOOL")]
+    hold_while_busy: Option<bool>,
     /// Unbatched runs at once per model (default: one per CPU)
     #[arg(long, value_name = "N")]
     concurrency: Option<usize>,
@@ -175,7 +179,8 @@ fn defaults(args: &Args) -> Defaults {
         pad_to_power_of_two: Some(args.pad_batches),
         session_per_batch_size: Some(args.session_per_size),
         gather_threads: Some(args.gather_threads),
-        batch_workers: Some(args.batch_workers),
+        batch_workers: args.batch_workers,
+        hold_while_busy: args.hold_while_busy,
         concurrency: args.concurrency,
         provider: Some(args.provider.clone()),
         device: Some(args.device),
