@@ -723,3 +723,60 @@ fn a_request_expiring_inside_a_held_batch_leaves_its_neighbours_their_own_rows()
     assert_consistent(&stats);
     assert_eq!((stats.completed, stats.errors.deadline, stats.batch_sizes[2]), (2, 1, 1), "{stats:#?}");
 }
+
+/// A shutdown reaches a worker that holds its batch open for another worker's run (which the
+/// gate operator keeps on the device, by count, not by time): with `Cancel` the held requests
+/// are answered `BatcherShutDown` while that run is still stuck; with `Drain` the held batch runs
+/// once the device is free, as one batch. The stuck run's own request is answered either way.
+#[test]
+fn a_shutdown_reaches_a_batch_held_for_a_running_one() {
+    use onnxrt_tests::gate_op;
+    let rt = runtime();
+    for mode in [Shutdown::Cancel, Shutdown::Drain] {
+        let (domain, gate) = gate_op::domain();
+        let session = builder().custom_ops(domain).commit_from_memory(&gate_op::batched_model()).expect("gate model");
+        let batcher =
+            Arc::new(Batcher::builder(session).max_batch(8).workers(2).hold_while_busy(true).build().expect("batcher"));
+        let x = |i: u64| Value::from_vec(&[3], sample(i, 3)).expect("x");
+        let stuck = batcher.run_async([("x", x(0))]).expect("queued");
+        gate.wait_entered(1);
+        // The other worker takes these and holds them: the stuck run is on the device. (A worker
+        // that did not hold would close on the first and get stuck at the gate too, leaving two
+        // queued: this loop then never ends, the gate_op way of failing.)
+        let held: Vec<BatchFuture> = (1..4).map(|i| batcher.run_async([("x", x(i))]).expect("queued")).collect();
+        while batcher.stats().queue_depth > 0 {
+            std::thread::yield_now();
+        }
+        let closing = {
+            let batcher = Arc::clone(&batcher);
+            std::thread::spawn(move || batcher.shutdown(mode))
+        };
+        if mode == Shutdown::Cancel {
+            // Answered while the gate is still closed: the hold ended on the shutdown, not the run.
+            for future in held {
+                let answer = rt.block_on(future);
+                assert!(matches!(answer, Err(Error::BatcherShutDown)), "{answer:?}");
+            }
+            assert_eq!(gate.passed(), 0, "the stuck run was let through before the held requests were answered");
+            gate.open();
+        } else {
+            gate.open();
+            for (i, future) in (1..4).zip(held) {
+                let outputs = rt.block_on(future).expect("drained");
+                let got: Vec<f32> = outputs[0].view::<f32>().expect("f32").iter().copied().collect();
+                assert_eq!(got, sample(i, 3), "request {i} got another row");
+            }
+        }
+        rt.block_on(stuck).expect("the run on the device completes");
+        closing.join().expect("shutdown returns");
+        let stats = batcher.stats();
+        assert_consistent(&stats);
+        match mode {
+            Shutdown::Cancel => assert_eq!((stats.completed, stats.errors.shut_down), (1, 3), "{stats:#?}"),
+            Shutdown::Drain => {
+                assert_eq!(stats.completed, 4, "{stats:#?}");
+                assert_eq!((stats.batch_sizes[1], stats.batch_sizes[3]), (1, 1), "held requests split: {stats:#?}");
+            }
+        }
+    }
+}

@@ -132,6 +132,18 @@ pub fn domain() -> (OpDomain, GateHandle) {
     (OpDomain::new(DOMAIN).with(Gate(handle.clone())), handle)
 }
 
+/// One Gate node over a batch: `x` float `[n, 3]` → `y` float `[n, 3]` (for the batcher, which
+/// needs a free first axis).
+pub fn batched_model() -> Vec<u8> {
+    proto::model_with_opsets(
+        8,
+        &[("", 17), (DOMAIN, 1)],
+        &[proto::domain_node(DOMAIN, "Gate", &["x"], &["y"], &[])],
+        &[proto::batched_tensor_info("x", proto::FLOAT, &[3])],
+        &[proto::batched_tensor_info("y", proto::FLOAT, &[3])],
+    )
+}
+
 /// A model of `nodes` Gate nodes in a row (at least one): `x` float `[3]` → … → `y`.
 pub fn model(nodes: usize) -> Vec<u8> {
     let names: Vec<String> = (0..=nodes.max(1))

@@ -27,6 +27,17 @@ pub fn tensor_info(name: &str, elem_type: i32, dims: &[i64]) -> ValueInfoProto {
     ValueInfoProto { name: Some(name.into()), r#type: Some(ty), doc_string: None }
 }
 
+/// `ValueInfoProto` of a tensor whose first axis is free (`n`, a batch) and the rest fixed.
+pub fn batched_tensor_info(name: &str, elem_type: i32, sample: &[i64]) -> ValueInfoProto {
+    let mut info = tensor_info(name, elem_type, &[&[0], sample].concat());
+    if let Some(type_proto::Value::TensorType(tensor)) = info.r#type.as_mut().and_then(|t| t.value.as_mut()) {
+        if let Some(first) = tensor.shape.as_mut().and_then(|s| s.dim.first_mut()) {
+            first.value = Some(dimension::Value::DimParam("n".into()));
+        }
+    }
+    info
+}
+
 /// `NodeProto` of the default domain.
 pub fn node(op: &str, inputs: &[&str], outputs: &[&str], attributes: &[AttributeProto]) -> NodeProto {
     domain_node("", op, inputs, outputs, attributes)
