@@ -97,6 +97,7 @@ fn bitwise_through(
     assert!(stats.batch_sizes.iter().skip(2).any(|&runs| runs > 0), "no batch of 2 or more formed: {stats:#?}");
     assert_eq!(stats.gather_time.count, stats.batches, "every batch's gather is timed");
     assert_eq!(stats.model_time.count, stats.batches, "every batch's model run is timed");
+    assert_eq!(stats.device_wait.count, stats.batches, "every batch's wait for the device is timed");
     stats
 }
 

@@ -1,6 +1,7 @@
 //! The HTTP server end to end: the real `serve` binary on a free port, driven over HTTP.
 //! Answers equal single runs bitwise; bad uploads get 4xx and the server keeps answering; 10,000
-//! requests leave its memory flat; SIGTERM lets the requests in flight finish and exits 0.
+//! requests leave its memory flat; SIGTERM lets the requests in flight finish and exits 0; the GPU
+//! call's `tools/gpu/phases.py` reads its metrics.
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -429,4 +430,71 @@ fn sigterm_lets_the_requests_in_flight_finish_and_exits_0() {
     assert_eq!(status.code(), Some(0), "exit status {status:?}");
     // New connections are refused once it is gone.
     assert!(std::net::TcpStream::connect(server.address).is_err());
+}
+
+/// `tools/gpu/phases.py` (the GPU call's per-run breakdown) reads this server's own `/metrics`:
+/// the batch count between two snapshots, the mean phases, and the p99 bucket bounds of the queue
+/// wait, the wait for the device, the run and the HTTP request latency.
+#[test]
+fn phases_py_reads_the_batch_phases_and_their_tails_from_the_metrics() {
+    let server = Server::start(&["--model", MLP, "--batching"]);
+    let rt = runtime();
+    let metrics = || {
+        rt.block_on(async {
+            let mut connection = Connection::open(server.address).await.expect("connects");
+            connection.get("/metrics").await.expect("metrics").text()
+        })
+    };
+    let (clients, per_client) = (4u64, 50u64);
+    let before = metrics();
+    rt.block_on(async {
+        let mut tasks = Vec::new();
+        for client in 0..clients {
+            let address = server.address;
+            tasks.push(tokio::spawn(async move {
+                let mut connection = Connection::open(address).await.expect("connects");
+                let data = sample(client);
+                for _ in 0..per_client {
+                    let reply = send_tensor(&mut connection, MLP_INFER, &[1, 16], &data[..16]).await;
+                    assert_eq!(reply.status, 200, "{}", reply.text());
+                }
+            }));
+        }
+        for task in tasks {
+            task.await.expect("client");
+        }
+    });
+    let after = metrics();
+    let folder = std::env::temp_dir().join(format!("phases-{}", std::process::id()));
+    std::fs::create_dir_all(&folder).expect("a scratch folder");
+    std::fs::write(folder.join("before"), &before).expect("write");
+    std::fs::write(folder.join("after"), &after).expect("write");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../tools/gpu/phases.py");
+    let output = Command::new("python3")
+        .arg(script)
+        .args([folder.join("before"), folder.join("after")])
+        .args(["--label", "mlp"])
+        .output()
+        .expect("python3 runs phases.py");
+    let _ = std::fs::remove_dir_all(&folder);
+    let line = String::from_utf8_lossy(&output.stdout).trim().to_owned();
+    eprintln!("{line}");
+    assert!(output.status.success(), "{line}\n{}", String::from_utf8_lossy(&output.stderr));
+    let field = |name: &str| -> f64 {
+        let text = line.split_whitespace().find_map(|f| f.strip_prefix(&format!("{name}=")));
+        text.and_then(|t| t.parse().ok()).unwrap_or_else(|| panic!("no number {name}= in {line:?}"))
+    };
+    // Every request was answered through the batcher, in at least one batch and at most one each.
+    let batches = field("batches");
+    assert!((1.0..=(clients * per_client) as f64).contains(&batches), "{line}");
+    let mean_batch = field("mean_batch");
+    assert!((batches * mean_batch - (clients * per_client) as f64).abs() < 0.5 * batches, "{line}");
+    for phase in ["queue_ms", "gather_ms", "device_wait_ms", "model_ms", "run_ms"] {
+        assert!(field(phase) >= 0.0, "{line}");
+    }
+    // Tails are bucket bounds: positive, and a request's latency is at least its run.
+    for tail in ["queue_p99_le_ms", "device_wait_p99_le_ms", "run_p99_le_ms", "http_p99_le_ms"] {
+        assert!(field(tail) > 0.0, "{line}");
+    }
+    assert!(field("http_p99_le_ms") >= field("model_ms"), "{line}");
 }

@@ -6,10 +6,12 @@ use std::time::Duration;
 
 use crate::error::Error;
 
-/// Upper bounds of the time histograms' buckets, in microseconds (the last bucket is +Inf).
-const TIME_BOUNDS_US: [u64; 16] = [
-    50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000, 1_000_000, 2_500_000,
-    10_000_000,
+/// Upper bounds of the time histograms' buckets, in microseconds (the last bucket is +Inf). Fine
+/// between 10 and 100 ms, where a GPU batch's run and a request's wait for it lie, so that a p99
+/// read off the buckets tells one run from two or three.
+const TIME_BOUNDS_US: [u64; 22] = [
+    50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 15_000, 20_000, 25_000, 30_000, 40_000, 50_000, 60_000, 75_000,
+    100_000, 250_000, 500_000, 1_000_000, 2_500_000, 10_000_000,
 ];
 
 /// A snapshot of a [`Batcher`](crate::batch::Batcher)'s counters.
@@ -42,6 +44,10 @@ pub struct BatcherStats {
     /// The model part of `run_time`: binding, ORT's run (with any copies to and from a device)
     /// and reading the outputs back, per batch.
     pub model_time: HistogramSnapshot,
+    /// The part of `model_time` a batch waited for another worker's run to leave the device
+    /// (`BatcherBuilder::hold_while_busy`; zero without it): long waits mean batches fill up
+    /// before the device is free, so requests wait more than one run.
+    pub device_wait: HistogramSnapshot,
 }
 
 /// Requests that ended in an error, by kind.
@@ -168,6 +174,7 @@ pub(crate) struct Counters {
     pub(crate) run_time: TimeHistogram,
     pub(crate) gather_time: TimeHistogram,
     pub(crate) model_time: TimeHistogram,
+    pub(crate) device_wait: TimeHistogram,
 }
 
 impl Counters {
@@ -189,6 +196,7 @@ impl Counters {
             run_time: TimeHistogram::new(),
             gather_time: TimeHistogram::new(),
             model_time: TimeHistogram::new(),
+            device_wait: TimeHistogram::new(),
         }
     }
 
@@ -231,6 +239,7 @@ impl Counters {
             run_time: self.run_time.snapshot(),
             gather_time: self.gather_time.snapshot(),
             model_time: self.model_time.snapshot(),
+            device_wait: self.device_wait.snapshot(),
         }
     }
 }

@@ -382,7 +382,9 @@ impl Worker {
         {
             // One batch on the device at a time with `hold_while_busy` (the lock guards no data:
             // a worker that panicked in a run leaves nothing half-done to it).
+            let waited = Instant::now();
             let _device = self.hold_while_busy.then(|| self.queue.device.lock().unwrap_or_else(|e| e.into_inner()));
+            self.queue.counters.device_wait.observe(waited.elapsed());
             binding.run(None)?;
         }
         // The device is free for the next batch (a worker holding one open closes it now).

@@ -58,7 +58,7 @@ pub fn render(batchers: &[(&str, BatcherStats)], out: &mut String) {
         let _ = writeln!(out, "batcher_batch_size_sum{{model=\"{model}\"}} {sum}");
         let _ = writeln!(out, "batcher_batch_size_count{{model=\"{model}\"}} {cumulative}");
     }
-    let histograms: [(&str, &str, ReadHistogram); 4] = [
+    let histograms: [(&str, &str, ReadHistogram); 5] = [
         ("batcher_queue_seconds", "From submission until the request's batch runs.", |s| &s.queue_time),
         ("batcher_run_seconds", "One batched run (gather, run, scatter).", |s| &s.run_time),
         (
@@ -67,6 +67,11 @@ pub fn render(batchers: &[(&str, BatcherStats)], out: &mut String) {
             |s| &s.gather_time,
         ),
         ("batcher_model_seconds", "The model run of a batch (binding, run, outputs).", |s| &s.model_time),
+        (
+            "batcher_device_wait_seconds",
+            "The part of the model run spent waiting for another worker's batch to leave the device (hold_while_busy).",
+            |s| &s.device_wait,
+        ),
     ];
     for (name, help, read) in histograms {
         family(out, name, help, "histogram");

@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::time::Duration;
 
 /// Upper bounds of the latency histogram's buckets, in seconds.
-const LATENCY_BUCKETS: [f64; 12] = [0.001, 0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.1, 0.2, 0.5, 1.0, 5.0];
+const LATENCY_BUCKETS: [f64; 16] =
+    [0.001, 0.002, 0.005, 0.01, 0.015, 0.02, 0.03, 0.04, 0.05, 0.06, 0.075, 0.1, 0.2, 0.5, 1.0, 5.0];
 
 /// Status codes counted one by one in `serve_http_responses_total` (others by class).
 const CODES: [u16; 12] = [200, 400, 404, 405, 408, 413, 415, 422, 500, 503, 504, 0];
