@@ -19,7 +19,7 @@
 //! ```
 //! The fast recipe, step by step (what `fast` does; the same in your own code):
 //! 1. an fp16 model, fed and read in `f16` (half the bytes, tensor cores);
-//! 2. `CudaOptions::new().prefer_nhwc(true).enable_cuda_graph(true)` and `strict_gpu(true)`;
+//! 2. `CudaOptions::new().prefer_nhwc(true)` with the `unsafe` `enable_cuda_graph(true)` and `strict_gpu(true)`;
 //! 3. input and output tensors allocated once on the device (`session.allocator(&MemoryInfo::cuda(0))`),
 //!    bound once with `IoBinding` (a CUDA graph replays fixed addresses), refilled in place;
 //! 4. a few warm-up runs before timing: cuDNN's algorithm search and the graph capture happen
@@ -130,7 +130,11 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
 
 fn session_for(model: &Path, mode: Mode) -> Result<Session, onnxrt::Error> {
     let graph = matches!(mode, Mode::CudaGraph | Mode::Fast);
-    let mut cuda = CudaOptions::new().enable_cuda_graph(graph);
+    // SAFETY: a graph mode's session only runs in `measure`'s device branch: one IoBinding that
+    // binds `dev_in` and `dev_out` (device memory, fixed shapes) once, before the first run;
+    // both are declared after the session and live past its last run, and nothing else writes
+    // them. `measure_mixed` refuses graph modes.
+    let mut cuda = unsafe { CudaOptions::new().enable_cuda_graph(graph) };
     if matches!(mode, Mode::Nhwc | Mode::Fast) {
         cuda = cuda.prefer_nhwc(true);
     }
@@ -228,6 +232,9 @@ fn measure_mixed(
     iterations: usize,
     warmup: usize,
 ) -> Result<Vec<(i64, Vec<Duration>)>, onnxrt::Error> {
+    // A CUDA graph replays its first batch size's buffers: rotating sizes would break
+    // `enable_cuda_graph`'s contract (see `session_for`).
+    assert!(!matches!(mode, Mode::CudaGraph | Mode::Fast), "mixed batch sizes cannot run a CUDA graph");
     let session = session_for(model, mode)?;
     let from_host = matches!(mode, Mode::Run | Mode::HostBinding);
     let device = MemoryInfo::cuda(0)?;

@@ -16,8 +16,9 @@
 //!
 //! For the last bit of speed (ORT 1.17+, recent GPUs), the fast recipe that `examples/gpu_bench.rs`
 //! documents and measures (`--modes fast`): export the model in fp16 and feed/read `onnxrt::half::f16`,
-//! add `.prefer_nhwc(true).enable_cuda_graph(true)` to the `CudaOptions` below, keep the bound
-//! input and output on the device at fixed addresses, and do a few warm-up runs before timing.
+//! add `.prefer_nhwc(true)` and the `unsafe` `.enable_cuda_graph(true)` to the `CudaOptions` below
+//! (its contract: every run binds the same device input and output, which outlive the session's
+//! last run; a replay ignores anything else), and do a few warm-up runs before timing.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

@@ -99,5 +99,6 @@
 //! [`Session::io_binding`](crate::Session::io_binding) (`IoBinding::bind_output_to_device` with
 //! `MemoryInfo::cuda`); for inputs, a device tensor of your own (`Value::zeros_cuda`) filled with
 //! `Value::copy_from` on a `CudaStream` of your own waits for that copy alone, not for other
-//! threads' runs. The CUDA options (`prefer_nhwc`, `enable_cuda_graph`, `gpu_mem_limit`, …)
-//! are typed on `CudaOptions`; TensorRT (feature `tensorrt`) likewise on `TensorRtOptions`.
+//! threads' runs. The CUDA options (`prefer_nhwc`, `gpu_mem_limit`, …) are typed on
+//! `CudaOptions` (`enable_cuda_graph` is `unsafe`: a captured graph replays the first run's
+//! buffers whatever a later run binds); TensorRT (feature `tensorrt`) likewise on `TensorRtOptions`.

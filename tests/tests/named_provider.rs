@@ -99,6 +99,9 @@ fn keys_off_the_allow_list_are_refused_before_ort_sees_them() {
         ("QNNExecutionProvider", "op_packages", "code loading"),
         ("CUDA", "gpu_external_free", "address"),
         ("TensorRT", "trt_engine_decryption_enable", "code loading"),
+        // Plain values before 2026-12-05: a captured CUDA graph replays the first run's memory.
+        ("CUDA", "enable_cuda_graph", "ownership"),
+        ("TensorRT", "trt_cuda_graph_enable", "ownership"),
         ("XNNPACK", "no_such_option", "not on the list"),
         ("MyOwnProvider", "device_id", "not on the list"),
     ];

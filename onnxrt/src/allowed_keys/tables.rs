@@ -98,6 +98,9 @@ pub const RUN_CONFIG: KeyTable = KeyTable {
 
 const CUDA_STREAM: &str =
     "ONNX Runtime casts the value to a pointer; pass a stream with the unsafe CudaOptions::user_compute_stream";
+/// Both providers' CUDA graphs: ORT records the device (and pinned host) addresses of the first
+/// runs' inputs, outputs and copies, and from then on a run of the session only replays them.
+const CUDA_GRAPH: &str = "ONNX Runtime captures the first runs in a CUDA graph that holds the addresses of their inputs, outputs and copies, and from then on every run of the session replays it without reading the new inputs or outputs (inference_session.cc: a captured graph's Run goes straight to ReplayGraph), so later runs read and write memory lent for the first one, freed or reused since; use the unsafe CudaOptions::enable_cuda_graph and bind the same buffers, alive and in place, for every run";
 const CUDA_ALLOCATOR: &str =
     "ONNX Runtime casts the value to an allocator function pointer and calls it; there is no safe equivalent";
 
@@ -114,7 +117,7 @@ pub const CUDA: KeyTable = KeyTable {
         plain("cudnn_conv_algo_search"),
         plain("do_copy_in_default_stream"),
         plain("cudnn_conv_use_max_workspace"),
-        plain("enable_cuda_graph"),
+        refused("enable_cuda_graph", Ownership, CUDA_GRAPH),
         plain("cudnn_conv1d_pad_to_nc1d"),
         plain("tunable_op_enable"),
         plain("tunable_op_tuning_enable"),
@@ -174,7 +177,7 @@ pub const TENSORRT: KeyTable = KeyTable {
         plain("trt_profile_min_shapes"),
         plain("trt_profile_max_shapes"),
         plain("trt_profile_opt_shapes"),
-        plain("trt_cuda_graph_enable"),
+        refused("trt_cuda_graph_enable", Ownership, CUDA_GRAPH),
         plain("trt_dump_ep_context_model"),
         plain("trt_ep_context_file_path"),
         plain("trt_ep_context_embed_mode"),

@@ -37,6 +37,9 @@ pub(crate) struct Request<'a> {
     pub(crate) checked: bool,
     /// A CUDA stream (`cudaStream_t`) the caller vouched for (`CudaOptions::user_compute_stream`).
     pub(crate) user_stream: Option<usize>,
+    /// How many options at the end of `options` the caller vouched for through an `unsafe`
+    /// setter (`CudaOptions::enable_cuda_graph`): they skip the allow-list, the others do not.
+    pub(crate) vouched: usize,
 }
 
 impl Request<'_> {
@@ -73,7 +76,8 @@ type V2 = fn(&Api, &Arc<Environment>, *mut OrtSessionOptions, &Request<'_>) -> R
 
 /// Refuses every key the provider's table does not list as a plain value.
 fn check_keys(short: &str, request: &Request<'_>) -> Result<()> {
-    let checked = crate::allowed_keys::provider(short).check_all(request.options.iter().map(|(k, _)| *k));
+    let listed = &request.options[..request.options.len().saturating_sub(request.vouched)];
+    let checked = crate::allowed_keys::provider(short).check_all(listed.iter().map(|(k, _)| *k));
     // A provider the crate does not name has no table of its own: say which one it was.
     checked.map_err(|e| match e {
         Error::KeyRefused { scope, key, class, why, allowed } if scope == crate::allowed_keys::OTHER.scope => {

@@ -7,9 +7,9 @@
 //!
 //! The fastest ResNet-style configuration on a recent runtime (see `examples/gpu_bench.rs`,
 //! mode `fast`): an fp16 model with fp16 inputs and outputs, [`CudaOptions::prefer_nhwc`],
-//! [`CudaOptions::enable_cuda_graph`] with an `IoBinding` over device buffers whose addresses
-//! never change, and a few warm-up runs (cuDNN's exhaustive search and the graph capture happen
-//! in the first runs).
+//! [`CudaOptions::enable_cuda_graph`] (`unsafe`: see its contract) with one `IoBinding` over
+//! device buffers whose addresses never change, and a few warm-up runs (cuDNN's exhaustive search
+//! and the graph capture happen in the first runs).
 
 use crate::providers::append::Request;
 use crate::providers::options::KeyValues;
@@ -47,6 +47,9 @@ pub struct CudaOptions {
     options: KeyValues,
     // Raw cudaStream_t; kept as an address so the options stay Send.
     user_stream: Option<usize>,
+    // Set only through the unsafe `enable_cuda_graph`; not in `options`, whose keys the
+    // allow-list checks (where `enable_cuda_graph` is refused).
+    cuda_graph: Option<bool>,
 }
 
 impl CudaOptions {
@@ -103,10 +106,25 @@ impl CudaOptions {
         self.set("cudnn_conv_use_max_workspace", u8::from(yes))
     }
 
-    /// Capture the model in a CUDA graph on the first run and replay it (needs fixed shapes and
-    /// IoBinding with the same addresses on every run).
-    pub fn enable_cuda_graph(self, yes: bool) -> Self {
-        self.set("enable_cuda_graph", u8::from(yes))
+    /// Capture the model in a CUDA graph in the first runs and replay it on every later run.
+    ///
+    /// Once the graph is captured, ORT's run does nothing but replay it: it does not look at the
+    /// inputs and outputs of the new run, and reads and writes the memory of the first one
+    /// (`InferenceSession::Run` goes straight to `ReplayGraph`). From safe code that memory could
+    /// be freed or reused by then, so this option is `unsafe`, and the same key through
+    /// [`CudaOptions::raw`] or `SessionBuilder::provider` is [`Error::KeyRefused`](crate::Error::KeyRefused).
+    ///
+    /// # Safety
+    /// For every session built with these options (with `yes`):
+    /// - every run goes through an [`IoBinding`](crate::IoBinding) that binds every input and
+    ///   output to device memory (not `Session::run`, not outputs ORT allocates);
+    /// - every run binds the same buffers, at the same addresses and with the same shapes, as the
+    ///   first run;
+    /// - those buffers stay alive until the last run of the session has ended, and are not written
+    ///   by anything else while a run is in progress.
+    pub unsafe fn enable_cuda_graph(mut self, yes: bool) -> Self {
+        self.cuda_graph = Some(yes);
+        self
     }
 
     /// TF32 tensor cores for fp32 matmuls/convolutions (ORT's default: on). ORT 1.18 and later;
@@ -146,8 +164,10 @@ impl CudaOptions {
     ///
     /// Only keys [`allowed_keys::CUDA`](crate::allowed_keys::CUDA) lists as plain values pass;
     /// any other (the address keys of [`ADDRESS_KEYS`]: the compute stream, external allocator
-    /// functions; or a key the list does not know) is refused when the session is built, with
-    /// [`Error::KeyRefused`](crate::Error::KeyRefused): pass a stream with the `unsafe` [`CudaOptions::user_compute_stream`].
+    /// functions; `enable_cuda_graph`; or a key the list does not know) is refused when the session
+    /// is built, with [`Error::KeyRefused`](crate::Error::KeyRefused): pass a stream with the
+    /// `unsafe` [`CudaOptions::user_compute_stream`], a CUDA graph with the `unsafe`
+    /// [`CudaOptions::enable_cuda_graph`].
     pub fn raw(self, key: &'static str, value: impl ToString) -> Self {
         self.set(key, value)
     }
@@ -163,7 +183,8 @@ impl CudaOptions {
         self
     }
 
-    /// The options as key/value pairs, as given to ORT.
+    /// The options as key/value pairs, as given to ORT (without `enable_cuda_graph`, which is
+    /// added last when [`CudaOptions::enable_cuda_graph`] was called).
     pub fn entries(&self) -> &[(&'static str, String)] {
         &self.options.entries
     }
@@ -183,7 +204,16 @@ pub const ADDRESS_KEYS: &[&str] = &[
 impl CudaOptions {
     /// The options as the append path reads them.
     pub(crate) fn request(&self) -> Request<'_> {
-        Request { name: "CUDA", options: self.options.pairs(), checked: true, user_stream: self.user_stream }
+        let mut options = self.options.pairs();
+        // After the checked keys: `Request::vouched` counts from the end.
+        let vouched = match self.cuda_graph {
+            Some(yes) => {
+                options.push(("enable_cuda_graph", if yes { "1" } else { "0" }));
+                1
+            }
+            None => 0,
+        };
+        Request { name: "CUDA", options, checked: true, user_stream: self.user_stream, vouched }
     }
 }
 
@@ -192,8 +222,15 @@ mod tests {
     #[test]
     fn address_keys_are_the_tables_refused_keys() {
         use crate::allowed_keys::{KeyClass, CUDA};
-        let refused: Vec<_> = CUDA.keys.iter().filter(|k| k.class != KeyClass::Plain).map(|k| k.name).collect();
-        assert_eq!(refused, super::ADDRESS_KEYS);
+        let addresses: Vec<_> = CUDA.keys.iter().filter(|k| k.class == KeyClass::Address).map(|k| k.name).collect();
+        assert_eq!(addresses, super::ADDRESS_KEYS);
+        // The one other refused key: the CUDA graph, whose replay keeps the first run's memory.
+        let others: Vec<_> =
+            CUDA.keys.iter().filter(|k| !matches!(k.class, KeyClass::Plain | KeyClass::Address)).collect();
+        assert_eq!(
+            others.iter().map(|k| (k.name, k.class)).collect::<Vec<_>>(),
+            [("enable_cuda_graph", KeyClass::Ownership)]
+        );
     }
 
     #[test]
@@ -206,13 +243,27 @@ mod tests {
             .cudnn_conv_algo_search(ConvAlgoSearch::Heuristic)
             .do_copy_in_default_stream(true)
             .cudnn_conv_use_max_workspace(true)
-            .enable_cuda_graph(false)
             .use_tf32(true)
             .prefer_nhwc(true)
             .use_ep_level_unified_stream(false)
             .tunable_op(true, false)
             .tunable_op_max_tuning_duration_ms(10);
-        assert_eq!(all.entries().len(), 13);
+        assert_eq!(all.entries().len(), 12);
         all.options.check(&crate::allowed_keys::CUDA).expect("every typed key is plain");
+    }
+
+    #[test]
+    fn only_the_unsafe_setter_vouches_for_a_cuda_graph() {
+        use super::CudaOptions;
+        // Through `raw`, the key is among the checked options (the allow-list refuses it).
+        let raw = CudaOptions::new().raw("enable_cuda_graph", "1");
+        let request = raw.request();
+        assert_eq!((request.options.as_slice(), request.vouched), (&[("enable_cuda_graph", "1")][..], 0));
+        // SAFETY: no session is built from these options.
+        let vouched = unsafe { CudaOptions::new().prefer_nhwc(true).enable_cuda_graph(true) };
+        let request = vouched.request();
+        assert_eq!(request.options, [("prefer_nhwc", "1"), ("enable_cuda_graph", "1")]);
+        assert_eq!(request.vouched, 1);
+        assert_eq!(vouched.entries().len(), 1, "the graph is not among the checked entries");
     }
 }

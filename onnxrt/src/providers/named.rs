@@ -85,6 +85,7 @@ impl NamedProvider {
             options: self.options.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect(),
             checked: !self.unchecked,
             user_stream: None,
+            vouched: 0,
         }
     }
 }

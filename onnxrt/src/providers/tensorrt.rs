@@ -106,7 +106,7 @@ pub const UNSAFE_KEYS: &[&str] = &[
 impl TensorRtOptions {
     /// The options as the append path reads them.
     pub(crate) fn request(&self) -> Request<'_> {
-        Request { name: "TensorRT", options: self.options.pairs(), checked: true, user_stream: None }
+        Request { name: "TensorRT", options: self.options.pairs(), checked: true, user_stream: None, vouched: 0 }
     }
 }
 
