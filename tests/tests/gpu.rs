@@ -452,6 +452,118 @@ fn copy_from_refusals_on_the_device() {
     assert_eq!(err.variant(), "ReadOnlyValue");
 }
 
+/// `copy_rows_from` copies its rows and no others, host to device and back, between tensors of
+/// different row counts; and refuses, before any copy, rows past either tensor, a reversed range,
+/// another row shape or element type, a read-only destination and strings.
+#[test]
+fn copy_rows_from_copies_its_rows_only_and_refuses_the_rest() {
+    use onnxrt::{CudaStream, ElementType};
+    let stream = CudaStream::new(0).expect("stream");
+    let mut device = Value::zeros_cuda(&[8, 16], ElementType::F32, 0).expect("device tensor");
+    let data = noise(8 * 16, 13);
+    let host = Value::from_vec(&[8, 16], data.clone()).expect("host");
+    device.copy_rows_from(2..5, &host, &stream).expect("rows 2..5");
+    let four_data = noise(4 * 16, 14);
+    let four = Value::from_vec(&[4, 16], four_data.clone()).expect("4 rows");
+    device.copy_rows_from(0..1, &four, &stream).expect("row 0 from a shorter tensor");
+    device.copy_rows_from(6..6, &host, &stream).expect("no rows");
+    let mut back = Value::from_vec(&[8, 16], vec![7.0f32; 128]).expect("host");
+    back.copy_rows_from(0..8, &device, &stream).expect("device to host, every row");
+    let got: Vec<u32> = back.view::<f32>().expect("view").iter().map(|x| x.to_bits()).collect();
+    let bits = |values: &[f32]| values.iter().map(|x| x.to_bits()).collect::<Vec<u32>>();
+    for r in 0..8 {
+        let expected = match r {
+            0 => bits(&four_data[..16]),
+            2..=4 => bits(&data[r * 16..(r + 1) * 16]),
+            _ => vec![0u32; 16],
+        };
+        assert_eq!(got[r * 16..(r + 1) * 16], expected[..], "row {r}");
+    }
+    let before = back.host_bytes().expect("bytes").to_vec();
+    let refused = |result: onnxrt::Result<()>| result.expect_err("refused").variant();
+    assert_eq!(refused(device.copy_rows_from(6..9, &host, &stream)), "InvalidArgument");
+    assert_eq!(refused(device.copy_rows_from(3..6, &four, &stream)), "InvalidArgument");
+    #[allow(clippy::reversed_empty_ranges)]
+    let reversed = 5..3;
+    assert_eq!(refused(device.copy_rows_from(reversed, &host, &stream)), "InvalidArgument");
+    let narrower = Value::zeros(&[8, 15], ElementType::F32).expect("15 wide");
+    assert_eq!(refused(device.copy_rows_from(0..1, &narrower, &stream)), "ShapeMismatch");
+    let halves = Value::zeros(&[8, 16], ElementType::F16).expect("f16");
+    assert_eq!(refused(device.copy_rows_from(0..1, &halves, &stream)), "ElementTypeMismatch");
+    let fixed = [1.0f32; 32];
+    let mut view = Value::from_view(ndarray::ArrayView::from_shape((2, 16), &fixed).expect("view")).expect("value");
+    assert_eq!(refused(view.copy_rows_from(0..1, &device, &stream)), "ReadOnlyValue");
+    assert_eq!(fixed, [1.0f32; 32], "a refused copy writes nothing");
+    let strings = Value::from_strings(&[2], &["a", "b"]).expect("strings");
+    let mut other = Value::from_strings(&[2], &["c", "d"]).expect("strings");
+    assert_eq!(refused(other.copy_rows_from(0..1, &strings, &stream)), "InvalidArgument");
+    back.copy_rows_from(0..8, &device, &stream).expect("device to host again");
+    assert_eq!(back.host_bytes().expect("bytes"), &before[..], "the refusals changed nothing on the device");
+}
+
+/// The batcher holding batches open (`hold_while_busy`) with `device_inputs`: each request's row
+/// goes to the device as it is taken, the rest (and the padding) when the batch closes. 4
+/// threads × 50 requests through 2 workers match the CPU on their own samples; then a request
+/// whose deadline passes inside a held batch makes the rows behind it move up, so they are
+/// copied to the device again and still answer their own callers.
+#[test]
+fn held_batches_with_device_inputs_answer_each_request_with_its_own_row() {
+    use onnxrt_serve::batch::{Batcher, RequestOptions};
+    use std::time::Duration;
+    let session = cuda_session("mlp.onnx");
+    let cpu = Session::builder().commit_from_file(model("mlp.onnx")).expect("cpu");
+    let batcher = Batcher::builder(session.clone())
+        .max_batch(16)
+        .workers(2)
+        .pad_to_sizes(&[1, 4, 8, 16])
+        .hold_while_busy(true)
+        .device_inputs(0)
+        .build()
+        .expect("batcher");
+    batcher.warm_up().expect("warm-up");
+    std::thread::scope(|scope| {
+        for thread in 0..4u64 {
+            let (batcher, cpu) = (&batcher, &cpu);
+            scope.spawn(move || {
+                for round in 0..50u64 {
+                    let data = noise(16, 20_000 + thread * 100 + round);
+                    let input = Value::from_vec(&[1, 16], data.clone()).expect("input");
+                    let outputs = batcher.run([("x", input)]).expect("batched run");
+                    let got = outputs[0].to_array::<f32>().expect("row");
+                    assert_close(
+                        &got,
+                        &run_f32(cpu, "x", &[1, 16], &data),
+                        &format!("held: thread {thread} round {round}"),
+                    );
+                }
+            });
+        }
+    });
+    let stats = batcher.stats();
+    println!("held device_inputs batcher: {stats:?}");
+    assert!(stats.batches < 200, "some requests shared a batch: {} batches for 200 requests", stats.batches);
+
+    let single = Batcher::builder(session)
+        .max_batch(4)
+        .max_delay(Duration::from_secs(1))
+        .hold_while_busy(true)
+        .device_inputs(0)
+        .build()
+        .expect("batcher");
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
+    let data: Vec<Vec<f32>> = (0..3).map(|i| noise(16, 30_000 + i)).collect();
+    let x = |i: usize| Value::from_vec(&[1, 16], data[i].clone()).expect("x");
+    let first = single.run_async([("x", x(0))]).expect("queued");
+    let hurried =
+        single.run_async_with([("x", x(1))], RequestOptions::timeout(Duration::from_millis(30))).expect("queued");
+    let third = single.run_async([("x", x(2))]).expect("queued");
+    assert!(rt.block_on(hurried).is_err(), "the hurried request expires inside the held batch");
+    for (future, i) in [(first, 0), (third, 2)] {
+        let got = rt.block_on(future).expect("runs")[0].to_array::<f32>().expect("row");
+        assert_close(&got, &run_f32(&cpu, "x", &[1, 16], &data[i]), &format!("request {i} after the expiry"));
+    }
+}
+
 /// Two threads, each with its own stream and device buffer, refill their buffer and run the same
 /// session 200 times each: every answer matches its own input (no copy lands in the other's
 /// buffer, no run reads a half-copied one).

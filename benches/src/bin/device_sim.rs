@@ -22,7 +22,8 @@
 //! the device's best rate (as loadgen's open loop does), each latency measured from its scheduled
 //! time, and an `OPEN` line per (workers, delay, hold, load) gives p50/p99/max beside the service
 //! time of a full batch (issue 29's goal: p99 at most 3 × that at 0.8). `--jitter-us J` adds a
-//! uniform 0..J to every device run, for a device whose run times vary; `--curve-ms
+//! uniform 0..J to every device run, for a device whose run times vary, and `--stall-us S
+//! --stall-every N` adds S to every Nth run (a rare long run: a tail the uniform jitter lacks); `--curve-ms
 //! 1:1.79,32:5.39,128:18.06` replaces the straight line by measured points.
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -53,9 +54,22 @@ struct SerialDevice {
     /// rows`: straight lines between points, the last line beyond them.
     curve: Arc<[(usize, Duration)]>,
     jitter: Duration,
+    /// Added to every `stall_every`th run (0: never).
+    stall: Duration,
+    stall_every: u64,
 }
 
+/// Device runs so far, for `--stall-every`.
+static RUNS: AtomicU64 = AtomicU64::new(0);
+
 impl SerialDevice {
+    /// The extra time of this run: its jitter, and a stall if it is the Nth.
+    fn extra(&self) -> Duration {
+        let run = RUNS.fetch_add(1, Ordering::Relaxed) + 1;
+        let stalled = self.stall_every > 0 && run.is_multiple_of(self.stall_every);
+        jitter_sample(self.jitter) + if stalled { self.stall } else { Duration::ZERO }
+    }
+
     /// The device's time for a batch of `rows` (without jitter).
     fn service(&self, rows: usize) -> Duration {
         let curve = &self.curve[..];
@@ -116,7 +130,7 @@ impl Kernel for SerialDeviceKernel {
         {
             let _device = DEVICE.lock().unwrap_or_else(|e| e.into_inner());
             let device = &self.device;
-            std::thread::sleep(device.service(rows) + jitter_sample(device.jitter));
+            std::thread::sleep(device.service(rows) + device.extra());
         }
         let mut y = ctx.output::<f32>(0, &[rows, 1])?;
         for (out, sum) in y.iter_mut().zip(sums) {
@@ -230,6 +244,8 @@ fn parse() -> Result<Args, String> {
             per_row: Duration::from_micros(128),
             curve: Arc::new([]),
             jitter: Duration::ZERO,
+            stall: Duration::ZERO,
+            stall_every: 0,
         },
         max_batch: 128,
         pad_sizes: vec![1, 2, 4, 8, 16, 32, 48, 64, 80, 96, 112, 128],
@@ -252,6 +268,10 @@ fn parse() -> Result<Args, String> {
             "--fixed-us" => args.device.fixed = micros(&value)?,
             "--per-row-us" => args.device.per_row = micros(&value)?,
             "--jitter-us" => args.device.jitter = micros(&value)?,
+            "--stall-us" => args.device.stall = micros(&value)?,
+            "--stall-every" => {
+                args.device.stall_every = value.parse().map_err(|_| format!("--stall-every: {value}"))?
+            }
             "--curve-ms" => args.device.curve = curve(&value)?.into(),
             "--max-batch" => args.max_batch = count(&value)?,
             "--pad-sizes" => args.pad_sizes = list(&value)?,
@@ -407,8 +427,10 @@ fn main() {
         format!("curve {:?}", args.device.curve.iter().map(|&(rows, t)| (rows, ms(t))).collect::<Vec<_>>())
     };
     println!(
-        "device: {service} (+ up to {:?} jitter), best {best:.0} rows/s at {} rows ({:.2} ms a batch), max_batch {}; {} callers, turnaround {:?}, {} requests per run",
+        "device: {service} (+ up to {:?} jitter, {:?} every {} runs), best {best:.0} rows/s at {} rows ({:.2} ms a batch), max_batch {}; {} callers, turnaround {:?}, {} requests per run",
         args.device.jitter,
+        args.device.stall,
+        args.device.stall_every,
         args.reference_batch(),
         ms(full),
         args.max_batch,
@@ -464,6 +486,8 @@ mod tests {
             per_row: Duration::from_micros(10),
             curve: curve.iter().map(|&(rows, us)| (rows, Duration::from_micros(us))).collect(),
             jitter: Duration::ZERO,
+            stall: Duration::ZERO,
+            stall_every: 0,
         }
     }
 

@@ -137,7 +137,8 @@ impl BatcherBuilder {
     /// With several [`workers`](Self::workers): once its delay has passed, a worker keeps its
     /// batch open while another worker's batch runs, and closes it when that run ends or the
     /// batch is full (default off). It copies each request's sample into the batch buffer as
-    /// it takes it, so little is left to copy at the close. Model runs take turns: a batch that
+    /// it takes it (with [`device_inputs`](Self::device_inputs), on to the device buffer too,
+    /// beside the other worker's run), so little is left to copy at the close. Model runs take turns: a batch that
     /// filled up while another ran is gathered (and, with [`device_inputs`](Self::device_inputs),
     /// copied to the device) and then waits for that run to end.
     ///
@@ -156,7 +157,8 @@ impl BatcherBuilder {
     /// For a CUDA session on device `device_id`: each worker keeps, besides its page-locked
     /// batch buffers, one buffer per input in that device's memory. A gathered batch is copied
     /// there with one copy on the worker's own CUDA stream (which waits for nothing but itself,
-    /// so it runs beside another worker's model run), and the device rows are what the run is
+    /// so it runs beside another worker's model run; with [`hold_while_busy`](Self::hold_while_busy)
+    /// each sample is copied as it is taken, and the close copies only the rest and the padding), and the device rows are what the run is
     /// bound to: ORT copies nothing to the device inside the run. Off by default; on a session
     /// without the CUDA provider it is ignored. An allocation or copy that fails fails its batch
     /// with CUDA's error.

@@ -66,7 +66,8 @@ pub(crate) struct Worker {
     pub(crate) max_delay: Duration,
     hold_while_busy: bool,
     // How many leading requests of the batch being formed have their samples in the input
-    // buffers already (copied while the batch was held open).
+    // buffers already (copied while the batch was held open; with device inputs, in the device
+    // buffers too).
     staged: usize,
     // Row counts batches are padded to, ascending (`BatcherBuilder::pad_to_power_of_two`,
     // `pad_to_sizes`); `None`: each batch runs with as many rows as it has requests.
@@ -246,11 +247,16 @@ impl Worker {
     }
 
     /// With `hold_while_busy`: copies the sample of the batch's newest request into its row of
-    /// the input buffers, so that little is left to gather when the batch closes. Stops staging
-    /// this batch on any error (the gather at the close meets it again and reports it).
+    /// the input buffers (and, with device inputs, on into the device buffers, while another
+    /// batch runs), so that little is left to gather and copy when the batch closes. Stops
+    /// staging this batch on any error (the gather at the close meets it again and reports it).
     fn stage(&mut self, batch: &[Request]) {
         let row = batch.len() - 1;
         if !self.hold_while_busy || self.staged != row {
+            return;
+        }
+        #[cfg(feature = "cuda")]
+        if self.ensure_stream().is_err() {
             return;
         }
         let made = buffers_for(&mut self.inputs, &self.plan, &batch[0], self.max_batch, self.placement);
@@ -266,7 +272,24 @@ impl Worker {
                 None => return,
             }
         }
+        #[cfg(feature = "cuda")]
+        if let Some(stream) = &self.stream {
+            for (device, host) in inputs.device.iter_mut().zip(&inputs.backings) {
+                if device.copy_rows_from(row..row + 1, host, stream).is_err() {
+                    return;
+                }
+            }
+        }
         self.staged = row + 1;
+    }
+
+    /// With device inputs, the worker's stream for its copies (made at first use).
+    #[cfg(feature = "cuda")]
+    fn ensure_stream(&mut self) -> Result<()> {
+        if let (Some(device), None) = (self.placement.device_inputs, &self.stream) {
+            self.stream = Some(onnxrt::CudaStream::new(device)?);
+        }
+        Ok(())
     }
 
     fn run_batch(&mut self, batch: Vec<Request>, running: Running) {
@@ -316,12 +339,11 @@ impl Worker {
         // `n` requests run as `m` rows: the padding rows repeat the last request's sample.
         let n = batch.len();
         let m = self.sizes.as_ref().and_then(|sizes| sizes.iter().copied().find(|&k| k >= n)).unwrap_or(n);
-        // Rows whose samples were copied while the batch was held open.
+        // Rows whose samples were copied while the batch was held open (with device inputs, on
+        // to the device too).
         let staged = std::mem::take(&mut self.staged).min(n);
         #[cfg(feature = "cuda")]
-        if let (Some(device), None) = (self.placement.device_inputs, &self.stream) {
-            self.stream = Some(onnxrt::CudaStream::new(device)?);
-        }
+        self.ensure_stream()?;
         let gather_threads = self.gather_threads;
         let inputs = buffers_for(&mut self.inputs, &self.plan, &batch[0], self.max_batch, self.placement)?;
         let mut values = rows_of(&mut inputs.backings, m)?;
@@ -343,14 +365,15 @@ impl Worker {
                 copy_rows_on_threads(&sources, rows.chunks_exact_mut(row.max(1)).collect(), threads);
             }
         }
-        // With device inputs: one copy per input from the page-locked rows to the device rows.
+        // With device inputs: one copy per input of the rows not staged yet (padding included)
+        // from the page-locked rows to the device rows.
         #[cfg(feature = "cuda")]
         if let Some(stream) = &self.stream {
-            let mut on_device = rows_of(&mut inputs.device, m)?;
-            for (device, host) in on_device.iter_mut().zip(&values) {
-                device.copy_from(host, stream)?;
+            drop(values);
+            for (device, host) in inputs.device.iter_mut().zip(&inputs.backings) {
+                device.copy_rows_from(staged..m, host, stream)?;
             }
-            values = on_device;
+            values = rows_of(&mut inputs.device, m)?;
         }
         self.queue.counters.gather_time.observe(gather_started.elapsed());
         for (index, output) in self.plan.outputs.iter().enumerate() {

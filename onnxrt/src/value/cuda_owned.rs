@@ -1,6 +1,7 @@
 //! Tensors in CUDA memory the crate allocates itself ([`Value::zeros_cuda`]), and copies between
-//! any two tensors on a caller's stream ([`Value::copy_from`]): what a batcher needs to copy a
-//! gathered batch to the device once and bind it, so ORT copies nothing inside the run.
+//! any two tensors on a caller's stream ([`Value::copy_from`], or some rows of them:
+//! [`Value::copy_rows_from`]): what a batcher needs to copy a gathered batch to the device and
+//! bind it, so ORT copies nothing inside the run.
 //! ([`Value::first_rows_mut`] cuts rows of these tensors as of host ones.)
 
 use std::ffi::c_void;
@@ -99,6 +100,47 @@ impl Value<'_> {
         // value never shares memory with another value, so the two do not overlap. The call
         // returns only after the copy is done.
         unsafe { stream.raw().copy_and_wait(destination, origin.cast_const(), bytes) }
+    }
+
+    /// Copies rows `rows` of `source`'s first axis into the same rows of this tensor on
+    /// `stream`, and returns once that copy is done; the other rows are not touched. The two
+    /// tensors may have different row counts but must have the rows, one element type and one
+    /// row shape. As [`copy_from`](Value::copy_from) otherwise: for a batch buffer filled a few
+    /// samples at a time (each sample copied on to the device as it arrives, so that little is
+    /// left to copy when the batch closes).
+    ///
+    /// # Errors
+    /// As [`copy_from`](Value::copy_from), except that the row counts may differ; and
+    /// [`Error::InvalidArgument`] for a scalar, a range that is not ascending or passes either
+    /// tensor's rows. Every check runs before any CUDA call.
+    pub fn copy_rows_from(
+        &mut self,
+        rows: std::ops::Range<usize>,
+        source: &Value<'_>,
+        stream: &CudaStream,
+    ) -> Result<()> {
+        if !self.writable {
+            return Err(Error::ReadOnlyValue { operation: "copy_rows_from".into() });
+        }
+        let to = self.tensor_meta()?.clone();
+        let name = self.name().unwrap_or("destination").to_owned();
+        let (offset, bytes) = super::row_span::row_span(&to, source.tensor_meta()?, &rows, &name)?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let (destination, _) = self.data_anywhere()?;
+        let (origin, _) = source.data_anywhere()?;
+        // SAFETY: `row_span` checked that rows `rows` lie inside both tensors, which have one
+        // element type and row shape, so `offset..offset + bytes` is inside each one's data (host
+        // or CUDA memory) and the pointers stay in bounds. `&mut self` on a writable value means
+        // nothing else reaches the destination meanwhile and that it shares no memory with
+        // `source`, which `&source` keeps alive and unwritten. The call returns only after the
+        // copy is done.
+        unsafe {
+            let destination = destination.cast::<u8>().add(offset).cast::<c_void>();
+            let origin = origin.cast::<u8>().add(offset).cast::<c_void>().cast_const();
+            stream.raw().copy_and_wait(destination, origin, bytes)
+        }
     }
 
     /// The tensor's data and memory info, in host or CUDA memory (refused elsewhere).

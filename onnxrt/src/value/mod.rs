@@ -36,6 +36,8 @@ mod device;
 pub(crate) mod info;
 pub(crate) mod optional;
 pub(crate) mod pooled;
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+mod row_span;
 
 pub(crate) use create::{allocated_tensor, string_tensor, tensor_over};
 pub use info::TensorInfo;
