@@ -67,15 +67,20 @@ run_variant() {
     ticks=$(getconf CLK_TCK)
     curl -s "http://$address/metrics" >"$scratch/before"
     cpu0=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
-    nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 200 >"$scratch/gpu" 2>/dev/null &
-    smi=$!
+    # GPU_UTIL=0: no sampler during the run (to see whether nvidia-smi's queries add to the tail).
+    : >"$scratch/gpu"
+    smi=""
+    if [ "${GPU_UTIL:-1}" != 0 ]; then
+      nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 200 >"$scratch/gpu" 2>/dev/null &
+      smi=$!
+    fi
     python3 -c 'import resource, subprocess, sys
 subprocess.run(sys.argv[1:])
 r = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(r.ru_utime + r.ru_stime, file=open("'"$scratch"'/loadgen-cpu", "w"))' \
       "$bin/loadgen" --addr "$address" --protocol v2 --model resnet50 --binary --shape input=1x3x224x224 "$@" \
       2>>"$out/loadgen-errors.txt" | grep '^RESULT' | sed "s/^/$label $tag /" | tee -a "$out/results.txt"
-    kill "$smi" 2>/dev/null; wait "$smi" 2>/dev/null
+    if [ -n "$smi" ]; then kill "$smi" 2>/dev/null; wait "$smi" 2>/dev/null; fi
     cpu1=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
     curl -s "http://$address/metrics" >"$scratch/after"
     python3 tools/gpu/phases.py "$scratch/before" "$scratch/after" --label "$label $tag" \
