@@ -87,6 +87,27 @@ fn sample(seed: u64) -> Vec<f32> {
         .collect()
 }
 
+/// `clients` keep-alive connections, each sending its own MLP sample `per_client` times; every
+/// answer must be 200.
+fn drive_mlp(rt: &tokio::runtime::Runtime, address: SocketAddr, clients: u64, per_client: u64) {
+    rt.block_on(async {
+        let mut tasks = Vec::new();
+        for client in 0..clients {
+            tasks.push(tokio::spawn(async move {
+                let mut connection = Connection::open(address).await.expect("connects");
+                let data = sample(client);
+                for _ in 0..per_client {
+                    let reply = send_tensor(&mut connection, MLP_INFER, &[1, 16], &data[..16]).await;
+                    assert_eq!(reply.status, 200, "{}", reply.text());
+                }
+            }));
+        }
+        for task in tasks {
+            task.await.expect("client");
+        }
+    });
+}
+
 async fn send_tensor(connection: &mut Connection, path: &str, shape: &[usize], data: &[f32]) -> Reply {
     let (shape_text, body) = tensor_body::encode(shape, data);
     let headers = [("content-type", tensor_body::CONTENT_TYPE), (tensor_body::SHAPE_HEADER, shape_text.as_str())];
@@ -341,25 +362,7 @@ fn ten_thousand_requests_leave_memory_flat() {
     let total = 10_000u64;
     let warm_up = 1_000u64;
     let started = Instant::now();
-    let drive = |count: u64| {
-        rt.block_on(async {
-            let mut tasks = Vec::new();
-            for client in 0..clients {
-                let address = server.address;
-                tasks.push(tokio::spawn(async move {
-                    let mut connection = Connection::open(address).await.expect("connects");
-                    let data = sample(client);
-                    for _ in 0..count / clients {
-                        let reply = send_tensor(&mut connection, MLP_INFER, &[1, 16], &data[..16]).await;
-                        assert_eq!(reply.status, 200, "{}", reply.text());
-                    }
-                }));
-            }
-            for task in tasks {
-                task.await.expect("client");
-            }
-        })
-    };
+    let drive = |count: u64| drive_mlp(&rt, server.address, clients, count / clients);
     drive(warm_up);
     let after_warm_up = server.rss_kib();
     drive(total - warm_up);
@@ -447,23 +450,7 @@ fn phases_py_reads_the_batch_phases_and_their_tails_from_the_metrics() {
     };
     let (clients, per_client) = (4u64, 50u64);
     let before = metrics();
-    rt.block_on(async {
-        let mut tasks = Vec::new();
-        for client in 0..clients {
-            let address = server.address;
-            tasks.push(tokio::spawn(async move {
-                let mut connection = Connection::open(address).await.expect("connects");
-                let data = sample(client);
-                for _ in 0..per_client {
-                    let reply = send_tensor(&mut connection, MLP_INFER, &[1, 16], &data[..16]).await;
-                    assert_eq!(reply.status, 200, "{}", reply.text());
-                }
-            }));
-        }
-        for task in tasks {
-            task.await.expect("client");
-        }
-    });
+    drive_mlp(&rt, server.address, clients, per_client);
     let after = metrics();
     let folder = std::env::temp_dir().join(format!("phases-{}", std::process::id()));
     std::fs::create_dir_all(&folder).expect("a scratch folder");

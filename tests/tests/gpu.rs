@@ -60,6 +60,28 @@ fn run_f32(session: &Session, input: &str, shape: &[i64], data: &[f32]) -> Array
     outputs[0].to_array::<f32>().expect("f32 output")
 }
 
+/// 4 threads × 50 one-sample requests through `batcher` (seeds from `seed`): each answer matches
+/// the CPU on its own sample.
+fn each_caller_gets_its_own_row(batcher: &onnxrt_serve::batch::Batcher, cpu: &Session, seed: u64, what: &str) {
+    std::thread::scope(|scope| {
+        for thread in 0..4u64 {
+            scope.spawn(move || {
+                for round in 0..50u64 {
+                    let data = noise(16, seed + thread * 100 + round);
+                    let input = Value::from_vec(&[1, 16], data.clone()).expect("input");
+                    let outputs = batcher.run([("x", input)]).expect("batched run");
+                    let got = outputs[0].to_array::<f32>().expect("row");
+                    assert_close(
+                        &got,
+                        &run_f32(cpu, "x", &[1, 16], &data),
+                        &format!("{what}thread {thread} round {round}"),
+                    );
+                }
+            });
+        }
+    });
+}
+
 #[test]
 fn runtime_and_providers() {
     let info = onnxrt::runtime_info().expect("runtime");
@@ -477,24 +499,7 @@ fn held_batches_with_device_inputs_answer_each_request_with_its_own_row() {
         .build()
         .expect("batcher");
     batcher.warm_up().expect("warm-up");
-    std::thread::scope(|scope| {
-        for thread in 0..4u64 {
-            let (batcher, cpu) = (&batcher, &cpu);
-            scope.spawn(move || {
-                for round in 0..50u64 {
-                    let data = noise(16, 20_000 + thread * 100 + round);
-                    let input = Value::from_vec(&[1, 16], data.clone()).expect("input");
-                    let outputs = batcher.run([("x", input)]).expect("batched run");
-                    let got = outputs[0].to_array::<f32>().expect("row");
-                    assert_close(
-                        &got,
-                        &run_f32(cpu, "x", &[1, 16], &data),
-                        &format!("held: thread {thread} round {round}"),
-                    );
-                }
-            });
-        }
-    });
+    each_caller_gets_its_own_row(&batcher, &cpu, 20_000, "held: ");
     let stats = batcher.stats();
     println!("held device_inputs batcher: {stats:?}");
     assert!(stats.batches < 200, "some requests shared a batch: {} batches for 200 requests", stats.batches);
@@ -570,20 +575,7 @@ fn batcher_with_device_inputs_answers_each_request_with_its_own_row() {
         .build()
         .expect("batcher");
     batcher.warm_up().expect("warm-up");
-    std::thread::scope(|scope| {
-        for thread in 0..4u64 {
-            let (batcher, cpu) = (&batcher, &cpu);
-            scope.spawn(move || {
-                for round in 0..50u64 {
-                    let data = noise(16, 10_000 + thread * 100 + round);
-                    let input = Value::from_vec(&[1, 16], data.clone()).expect("input");
-                    let outputs = batcher.run([("x", input)]).expect("batched run");
-                    let got = outputs[0].to_array::<f32>().expect("row");
-                    assert_close(&got, &run_f32(cpu, "x", &[1, 16], &data), &format!("thread {thread} round {round}"));
-                }
-            });
-        }
-    });
+    each_caller_gets_its_own_row(&batcher, &cpu, 10_000, "");
     let stats = batcher.stats();
     println!("device_inputs batcher: {stats:?}");
     assert!(stats.batches < 200, "some requests shared a batch: {} batches for 200 requests", stats.batches);
