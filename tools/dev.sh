@@ -101,8 +101,8 @@ case "${1:-}" in
     ONNXRT_REQUIRE_GPU_WHEEL=1 cargo test -p onnxrt-tests --features cuda,tensorrt --test provider_load --test named_provider
     # The CUDA-only API (device memory, streams, copies) on a machine without CUDA: typed errors,
     # the refusals checked before any CUDA call, and the same under valgrind.
-    cargo test -p onnxrt-tests --features cuda,tensorrt --test value_bytes --test config_keys
-    MEMCHECK_FEATURES=cuda,tensorrt bash tools/reliability/memcheck.sh value_bytes
+    cargo test -p onnxrt-tests --features cuda,tensorrt --test value_bytes --test config_keys --test cuda_graph
+    MEMCHECK_FEATURES=cuda,tensorrt bash tools/reliability/memcheck.sh value_bytes cuda_graph
     # Loading without LD_LIBRARY_PATH, in both modes, as a user would run the binary.
     cargo build -q --example resnet_cuda
     out=$(env -i ./target/debug/examples/resnet_cuda)

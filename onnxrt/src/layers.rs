@@ -24,7 +24,7 @@ const LAYERS: [&[&str]; 4] = [
     ],
     &["env", "memory", "run_options", "cuda_stream"],
     &["value", "providers", "custom_op"],
-    &["session", "io_binding", "allocator", "profiling"],
+    &["session", "io_binding", "allocator", "profiling", "cuda_graph"],
 ];
 
 fn layer(module: &str) -> Option<usize> {

@@ -61,7 +61,7 @@
 //    ffi_guard, allowed_keys, gpu_failure, preflight
 // L1 process objects: env, memory, run_options, cuda_stream
 // L2 values, providers, custom operators: value/, providers/, custom_op/
-// L3 sessions: session/, io_binding, allocator, profiling
+// L3 sessions: session/, io_binding, allocator, profiling, cuda_graph
 // L4 serving: the onnxrt-serve crate (batcher, GPU pool, HTTP server), on the public API only
 // Rustdoc lists a type's methods in the order of the modules that define them: values and
 // sessions first, so each page opens with what a newcomer calls first (`from_array`, `view`;
@@ -73,6 +73,8 @@ mod session;
 mod allocator;
 pub mod allowed_keys;
 mod api;
+#[cfg(feature = "cuda")]
+mod cuda_graph;
 #[cfg(feature = "cuda")]
 mod cuda_runtime;
 #[cfg(feature = "cuda")]
@@ -99,6 +101,8 @@ mod status;
 
 pub use allocator::Allocator;
 pub use api::{runtime_info, RuntimeInfo};
+#[cfg(feature = "cuda")]
+pub use cuda_graph::CudaGraph;
 #[cfg(feature = "cuda")]
 pub use cuda_stream::CudaStream;
 pub use element::{Element, ElementType};

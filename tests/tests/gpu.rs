@@ -192,6 +192,139 @@ fn cuda_graph_replays_with_new_input_contents() {
     assert!(max_abs_diff(&replayed, &expected_first) > 1e-2, "the replay must not return the first result");
 }
 
+/// `rows` samples of `x: [rows, 16]` through the graph (copied in on `stream`), its logits
+/// copied back to the host.
+fn graph_logits(graph: &mut onnxrt::CudaGraph, stream: &onnxrt::CudaStream, data: &[f32]) -> ArrayD<f32> {
+    let rows = graph.rows();
+    let host = Value::from_vec(&[rows as i64, 16], data.to_vec()).expect("input");
+    graph.copy_input_rows_from(0, 0..rows, &host, stream).expect("copy in");
+    graph.run().expect("graph run");
+    let mut logits = Value::zeros(&[rows as i64, 4], onnxrt::ElementType::F32).expect("host logits");
+    logits.copy_rows_from(0..rows, graph.output(0).expect("output 0"), stream).expect("copy out");
+    logits.to_array::<f32>().expect("f32")
+}
+
+#[test]
+fn cuda_graph_type_replays_new_contents_like_a_plain_session() {
+    let plain = cuda_session("mlp.onnx");
+    let stream = onnxrt::CudaStream::new(0).expect("stream");
+    let mut graph = onnxrt::CudaGraph::from_file(Session::builder(), CudaOptions::new(), model("mlp.onnx"), 8)
+        .expect("CUDA graph");
+    assert_eq!((graph.rows(), graph.inputs()[0].name.as_str(), graph.outputs()[0].name.as_str()), (8, "x", "logits"));
+    // Six runs with new contents each: the first captures, the rest replay. Each must answer its
+    // own batch (a replay that read the first run's buffers, or stale contents, fails here).
+    let mut previous: Option<ArrayD<f32>> = None;
+    let mut bitwise = 0;
+    for run in 0..6u64 {
+        let data = noise(8 * 16, 40_000 + run);
+        let got = graph_logits(&mut graph, &stream, &data);
+        let expected = run_f32(&plain, "x", &[8, 16], &data);
+        bitwise += usize::from(got == expected);
+        assert!(max_abs_diff(&got, &expected) <= 1e-5, "run {run}: graph and plain session differ");
+        if let Some(previous) = &previous {
+            assert!(max_abs_diff(&got, previous) > 1e-3, "run {run} returned the previous run's logits");
+        }
+        previous = Some(got);
+    }
+    println!("CudaGraph: 6 runs match the plain CUDA session ({bitwise} of 6 bitwise)");
+    // Rows 0..3 replaced, rows 3..8 keep the last batch: the replay reads the buffer as it is now.
+    let last = noise(8 * 16, 40_005);
+    let mut mixed = noise(8 * 16, 41_000);
+    mixed[3 * 16..].copy_from_slice(&last[3 * 16..]);
+    let head = Value::from_vec(&[3, 16], mixed[..3 * 16].to_vec()).expect("head");
+    graph.copy_input_rows_from(0, 0..3, &head, &stream).expect("rows 0..3");
+    graph.run().expect("replay");
+    let mut logits = Value::zeros(&[8, 4], onnxrt::ElementType::F32).expect("host logits");
+    logits.copy_rows_from(0..8, graph.output(0).expect("output"), &stream).expect("copy out");
+    let got = logits.to_array::<f32>().expect("f32");
+    assert!(max_abs_diff(&got, &run_f32(&plain, "x", &[8, 16], &mixed)) <= 1e-5, "partly refilled batch");
+    // Dropped and made again, several times: the session goes before its buffers.
+    drop(graph);
+    for round in 0..3u64 {
+        let mut graph = onnxrt::CudaGraph::from_file(Session::builder(), CudaOptions::new(), model("mlp.onnx"), 4)
+            .expect("CUDA graph");
+        let data = noise(4 * 16, 42_000 + round);
+        for _ in 0..3 {
+            let got = graph_logits(&mut graph, &stream, &data);
+            assert!(max_abs_diff(&got, &run_f32(&plain, "x", &[4, 16], &data)) <= 1e-5, "round {round}");
+        }
+    }
+}
+
+#[test]
+fn cuda_graph_type_refusals_are_typed_and_leave_the_graph_usable() {
+    let stream = onnxrt::CudaStream::new(0).expect("stream");
+    // A CPU-only operator: no graph (the session is strict), a typed error.
+    let strings = onnxrt::CudaGraph::from_file(Session::builder(), CudaOptions::new(), model("strings.onnx"), 4);
+    println!("CPU-only op: {:?}", strings.as_ref().err());
+    assert!(strings.is_err(), "a model with a CPU-only op has no CUDA graph");
+    // An output whose first axis is not the batch axis: the bound buffer has the wrong shape, so
+    // the capture run fails, every time, with ORT's error; nothing was captured.
+    let mut reshape =
+        onnxrt::CudaGraph::from_file(Session::builder(), CudaOptions::new(), model("batch_reshape.onnx"), 4)
+            .expect("buffers made from the declared shapes");
+    for attempt in 0..2 {
+        let error = reshape.run().expect_err("output shape differs from the bound buffer");
+        println!("batch_reshape run {attempt}: {error}");
+    }
+    drop(reshape);
+    // Bad copies change nothing and the next run still answers correctly.
+    let plain = cuda_session("mlp.onnx");
+    let mut graph = onnxrt::CudaGraph::from_file(Session::builder(), CudaOptions::new(), model("mlp.onnx"), 4)
+        .expect("CUDA graph");
+    let data = noise(64, 43_000);
+    let expected = run_f32(&plain, "x", &[4, 16], &data);
+    assert!(max_abs_diff(&graph_logits(&mut graph, &stream, &data), &expected) <= 1e-5);
+    let wide = Value::from_vec(&[4, 17], vec![1.0f32; 68]).expect("wide");
+    let long = Value::from_vec(&[6, 16], vec![1.0f32; 96]).expect("long");
+    let ints = Value::from_vec(&[4, 16], vec![1i32; 64]).expect("ints");
+    assert!(graph.copy_input_rows_from(0, 0..4, &wide, &stream).is_err(), "other row shape");
+    assert!(graph.copy_input_rows_from(0, 0..6, &long, &stream).is_err(), "rows past the graph's 4");
+    assert!(graph.copy_input_rows_from(0, 0..4, &ints, &stream).is_err(), "other element type");
+    assert!(graph.copy_input_rows_from(1, 0..4, &long, &stream).is_err(), "no input 1");
+    assert!(graph.output(1).is_err() && graph.input(1).is_err(), "no such index");
+    graph.run().expect("replay");
+    let mut logits = Value::zeros(&[4, 4], onnxrt::ElementType::F32).expect("host");
+    logits.copy_rows_from(0..4, graph.output(0).expect("output"), &stream).expect("copy out");
+    assert!(max_abs_diff(&logits.to_array::<f32>().expect("f32"), &expected) <= 1e-5, "refusals changed the input");
+}
+
+#[test]
+fn batcher_with_cuda_graphs_answers_each_request_with_its_own_row() {
+    use onnxrt_serve::batch::Batcher;
+    let cpu = Session::builder().commit_from_file(model("mlp.onnx")).expect("cpu");
+    let batcher = Batcher::builder(cuda_session("mlp.onnx"))
+        .max_batch(16)
+        .workers(2)
+        .pad_to_sizes(&[1, 4, 8, 16])
+        .hold_while_busy(true)
+        .device_inputs(0)
+        .cuda_graphs(|rows| {
+            // Size 8 cannot have a graph here (a model with a CPU-only op stands in for one
+            // whose nodes are not all on CUDA): its batches run on the plain session.
+            let file = if rows == 8 { "strings.onnx" } else { "mlp.onnx" };
+            onnxrt::CudaGraph::from_file(Session::builder(), CudaOptions::new(), model(file), rows)
+        })
+        .build()
+        .expect("batcher");
+    batcher.warm_up().expect("warm-up captures every graph");
+    let outcomes = batcher.cuda_graphs();
+    println!("graphs: {outcomes:?}");
+    let sizes: Vec<(usize, bool)> = outcomes.iter().map(|(rows, outcome)| (*rows, outcome.is_ok())).collect();
+    assert_eq!(sizes, [(1, true), (4, true), (8, false), (16, true)]);
+    each_caller_gets_its_own_row(&batcher, &cpu, 50_000, "graphs: ");
+    let stats = batcher.stats();
+    println!("cuda_graphs batcher: {stats:?}");
+    assert!(stats.graph_runs > 0 && stats.graph_runs <= stats.batches, "{} of {}", stats.graph_runs, stats.batches);
+    assert_eq!(stats.completed, 200);
+    let unpadded = Batcher::builder(cuda_session("mlp.onnx"))
+        .device_inputs(0)
+        .cuda_graphs(|rows| onnxrt::CudaGraph::from_file(Session::builder(), CudaOptions::new(), model("mlp.onnx"), rows))
+        .build()
+        .expect_err("graphs need padded sizes");
+    assert!(unpadded.to_string().contains("padded sizes"), "{unpadded}");
+}
+
 #[test]
 fn gpu_mem_limit_exceeded_is_out_of_memory() {
     let session = Session::builder()

@@ -98,7 +98,7 @@ print(r.ru_utime + r.ru_stime, file=open("'"$scratch"'/loadgen-cpu", "w"))' \
     rate=$(python3 -c "print(int(0.8 * $b128))")
     measure open80 --rate "$rate" --duration-requests $((rate * seconds)) --warmup 1
   fi
-  curl -s "http://$address/metrics" | grep -E '^batcher_(batches_total|batch_size_(sum|count))' | sed "s/^/$label /" | tee -a "$out/batches.txt"
+  curl -s "http://$address/metrics" | grep -E '^batcher_(batches_total|graph_runs_total|batch_size_(sum|count))' | sed "s/^/$label /" | tee -a "$out/batches.txt"
   kill -TERM "$pid"; wait "$pid"; echo "serve ($label) exited with status $?"
 }
 [ "${SKIP_BASE:-0}" = 1 ] || run_variant base '{}' "${CLIENTS_LIST:-1 64 256}"
@@ -125,7 +125,7 @@ fi
 # end the expansion early and leave a stray `}` word behind the caller's variants.)
 default_variants='no_hold:{"hold_while_busy":false} no_device:{"device_inputs":false}'
 for variant in ${VARIANTS-$default_variants}; do
-  run_variant "${variant%%:*}" "${variant#*:}" 256
+  run_variant "${variant%%:*}" "${variant#*:}" "${VARIANT_CLIENTS:-256}"
 done
 python3 - "$out" "${b128:-0}" "${b128_ms:-0}" <<'PY' | tee "$out/table.md"
 import pathlib, sys

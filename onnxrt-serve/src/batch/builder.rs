@@ -30,6 +30,8 @@ pub struct BatcherBuilder {
     // The CUDA device whose memory each worker copies its batches to (`device_inputs`).
     device_inputs: Option<i32>,
     hold_while_busy: bool,
+    #[cfg(feature = "cuda")]
+    graph_factory: Option<super::sessions::GraphFactory>,
 }
 
 impl std::fmt::Debug for BatcherBuilder {
@@ -46,7 +48,7 @@ impl std::fmt::Debug for BatcherBuilder {
             .field("session_per_batch_size", &self.session_factory.is_some())
             .field("device_inputs", &self.device_inputs)
             .field("hold_while_busy", &self.hold_while_busy)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
@@ -64,6 +66,8 @@ impl BatcherBuilder {
             session_factory: None,
             device_inputs: None,
             hold_while_busy: false,
+            #[cfg(feature = "cuda")]
+            graph_factory: None,
         }
     }
 
@@ -207,6 +211,29 @@ impl BatcherBuilder {
         self
     }
 
+    /// Runs each padded batch size as a CUDA graph made by `factory` for that many rows
+    /// (usually [`onnxrt::CudaGraph::from_file`] with the batcher's model and CUDA options), the
+    /// first time that size runs ([`Batcher::warm_up`] makes and captures them all). A replayed
+    /// graph launches the whole model at once instead of kernel by kernel, which saves most
+    /// for small batches.
+    ///
+    /// The worker copies its batch (already on the device: needs
+    /// [`device_inputs`](Self::device_inputs)) into the graph's input buffers, runs it, and
+    /// copies the outputs to its page-locked buffers; the workers share one graph per size and
+    /// take turns on it. Needs padded sizes ([`pad_to_power_of_two`](Self::pad_to_power_of_two)
+    /// or [`pad_to_sizes`](Self::pad_to_sizes)): each size holds a session, its weights and its
+    /// buffers on the device. A size whose graph cannot be made (a node without a CUDA kernel,
+    /// a free axis other than the batch axis) runs without one, and
+    /// [`Batcher::cuda_graphs`] says why.
+    #[cfg(feature = "cuda")]
+    pub fn cuda_graphs(
+        mut self,
+        factory: impl Fn(usize) -> onnxrt::Result<onnxrt::CudaGraph> + Send + Sync + 'static,
+    ) -> Self {
+        self.graph_factory = Some(Arc::new(factory));
+        self
+    }
+
     /// Checks the model and starts the workers.
     ///
     /// # Errors
@@ -232,12 +259,35 @@ impl BatcherBuilder {
             }
             .into());
         }
+        #[cfg(feature = "cuda")]
+        if self.graph_factory.is_some() {
+            let missing = if self.device_inputs.is_none() {
+                Some("device_inputs (the graph's inputs are filled from the worker's device buffers)")
+            } else if !self.pad_to_power_of_two && self.pad_to_sizes.is_none() {
+                Some("padded sizes (pad_to_power_of_two or pad_to_sizes: one graph per size)")
+            } else {
+                None
+            };
+            if let Some(missing) = missing {
+                return Err(onnxrt::Error::InvalidArgument {
+                    what: "Batcher cuda_graphs".into(),
+                    why: format!("it needs {missing}"),
+                }
+                .into());
+            }
+        }
         let plan = Arc::new(Plan::new(&self.session)?);
         let counters = Arc::new(Counters::new(self.max_batch));
         let (sender, receiver) = sync_channel(self.queue_capacity);
         let queue = Arc::new(Queue::new(sender, self.queue_capacity, counters));
         let receiver = Arc::new(Mutex::new(receiver));
-        let sessions = Arc::new(Sessions::new(self.session.clone(), self.session_factory.clone(), self.max_batch));
+        let sessions = Sessions::new(self.session.clone(), self.session_factory.clone(), self.max_batch);
+        #[cfg(feature = "cuda")]
+        let sessions = match &self.graph_factory {
+            Some(factory) => sessions.with_graphs(Arc::clone(factory), self.max_batch),
+            None => sessions,
+        };
+        let sessions = Arc::new(sessions);
         let pin = cfg!(feature = "cuda") && self.session.providers().contains(&"CUDAExecutionProvider");
         let device_inputs = self.device_inputs.filter(|_| pin);
         let mut handles = Vec::with_capacity(self.workers);

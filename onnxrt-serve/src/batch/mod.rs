@@ -294,6 +294,12 @@ impl Batcher {
     pub fn warm_up(&self) -> Result<Vec<usize>> {
         let sizes = self.settings.run_sizes();
         for &rows in &sizes {
+            // A size with a CUDA graph runs on it alone: capture it now (its buffers hold zeros).
+            #[cfg(feature = "cuda")]
+            if let Some(graph) = self.sessions.graph_for(rows) {
+                graph.lock().unwrap_or_else(|e| e.into_inner()).run()?;
+                continue;
+            }
             let session = self.sessions.for_rows(rows, &self.plan)?;
             let mut values = Vec::with_capacity(self.plan.inputs.len());
             for input in &self.plan.inputs {
@@ -313,6 +319,14 @@ impl Batcher {
             drop(session.run(values.iter().map(|(name, value)| (*name, value)))?);
         }
         Ok(sizes)
+    }
+
+    /// Per batch size tried so far with [`cuda_graphs`](BatcherBuilder::cuda_graphs), whether
+    /// it runs as a CUDA graph (`Ok`) or why it cannot (`Err`: that size runs on its session).
+    /// Empty without graphs; after [`warm_up`](Batcher::warm_up), every padded size is listed.
+    #[cfg(feature = "cuda")]
+    pub fn cuda_graphs(&self) -> Vec<(usize, std::result::Result<(), String>)> {
+        self.sessions.graph_outcomes()
     }
 
     /// How many sessions batches run on so far (1 unless

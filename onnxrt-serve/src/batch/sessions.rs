@@ -17,18 +17,80 @@ use onnxrt::Session;
 /// Makes a new session of the batcher's model (same inputs and outputs).
 pub(crate) type SessionFactory = Arc<dyn Fn() -> onnxrt::Result<Session> + Send + Sync>;
 
+/// Makes the batcher's model into a CUDA graph for a batch size (`BatcherBuilder::cuda_graphs`).
+#[cfg(feature = "cuda")]
+pub(crate) type GraphFactory = Arc<dyn Fn(usize) -> onnxrt::Result<onnxrt::CudaGraph> + Send + Sync>;
+
+/// A batch size's CUDA graph, shared by the workers (one runs it at a time: its buffers are
+/// filled, run and read under the lock).
+#[cfg(feature = "cuda")]
+pub(crate) type SharedGraph = Arc<Mutex<onnxrt::CudaGraph>>;
+
 /// The sessions batches run on.
 pub(crate) struct Sessions {
     first: Session,
     // With a factory: per batch size (index = rows in the run), the session made for it.
     factory: Option<SessionFactory>,
     by_size: Mutex<Vec<Option<Session>>>,
+    #[cfg(feature = "cuda")]
+    graphs: Option<Graphs>,
+}
+
+/// Per batch size, its CUDA graph once made, or why the model could not have one (then that
+/// size runs on its session, and the factory is not asked again).
+#[cfg(feature = "cuda")]
+struct Graphs {
+    factory: GraphFactory,
+    by_size: Mutex<Vec<Option<std::result::Result<SharedGraph, String>>>>,
 }
 
 impl Sessions {
     pub(crate) fn new(first: Session, factory: Option<SessionFactory>, max_batch: usize) -> Sessions {
         let by_size = if factory.is_some() { (0..=max_batch).map(|_| None).collect() } else { Vec::new() };
-        Sessions { first, factory, by_size: Mutex::new(by_size) }
+        Sessions {
+            first,
+            factory,
+            by_size: Mutex::new(by_size),
+            #[cfg(feature = "cuda")]
+            graphs: None,
+        }
+    }
+
+    /// Batches of a size with a graph run on it (`BatcherBuilder::cuda_graphs`).
+    #[cfg(feature = "cuda")]
+    pub(crate) fn with_graphs(mut self, factory: GraphFactory, max_batch: usize) -> Sessions {
+        self.graphs = Some(Graphs { factory, by_size: Mutex::new((0..=max_batch).map(|_| None).collect()) });
+        self
+    }
+
+    /// The CUDA graph for runs of `rows` rows, made at the first call for that size; `None`
+    /// without graphs, or when the model cannot have one for this size (the reason is kept for
+    /// [`graph_outcomes`](Sessions::graph_outcomes); the size then runs on its session, and the
+    /// factory is not asked again).
+    #[cfg(feature = "cuda")]
+    pub(crate) fn graph_for(&self, rows: usize) -> Option<SharedGraph> {
+        let graphs = self.graphs.as_ref()?;
+        let mut by_size = graphs.by_size.lock().unwrap_or_else(|e| e.into_inner());
+        let slot = by_size.get_mut(rows)?;
+        if slot.is_none() {
+            *slot = Some(match (graphs.factory)(rows) {
+                Ok(graph) => Ok(Arc::new(Mutex::new(graph))),
+                Err(error) => Err(error.to_string()),
+            });
+        }
+        slot.as_ref().and_then(|made| made.as_ref().ok()).cloned()
+    }
+
+    /// Per batch size asked for so far, whether it got a CUDA graph, or why not.
+    #[cfg(feature = "cuda")]
+    pub(crate) fn graph_outcomes(&self) -> Vec<(usize, std::result::Result<(), String>)> {
+        let Some(graphs) = &self.graphs else { return Vec::new() };
+        let by_size = graphs.by_size.lock().unwrap_or_else(|e| e.into_inner());
+        by_size
+            .iter()
+            .enumerate()
+            .filter_map(|(rows, slot)| Some((rows, slot.as_ref()?.as_ref().map(|_| ()).map_err(Clone::clone))))
+            .collect()
     }
 
     /// The session for runs of `rows` rows. Per size, the first size asked for gets the batcher's

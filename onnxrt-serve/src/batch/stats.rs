@@ -32,6 +32,8 @@ pub struct BatcherStats {
     pub queue_depth: usize,
     /// Batched runs started.
     pub batches: u64,
+    /// Of those, the runs that replayed a CUDA graph ([`BatcherBuilder::cuda_graphs`](super::BatcherBuilder::cuda_graphs)).
+    pub graph_runs: u64,
     /// `batch_sizes[n]`: how many runs had `n` requests (length `max_batch + 1`).
     pub batch_sizes: Vec<u64>,
     /// From a request's submission until its batch starts running.
@@ -169,6 +171,7 @@ pub(crate) struct Counters {
     run_failed: AtomicU64,
     pub(crate) queue_depth: AtomicUsize,
     batches: AtomicU64,
+    pub(crate) graph_runs: AtomicU64,
     batch_sizes: Vec<AtomicU64>,
     pub(crate) queue_time: TimeHistogram,
     pub(crate) run_time: TimeHistogram,
@@ -191,6 +194,7 @@ impl Counters {
             run_failed: AtomicU64::new(0),
             queue_depth: AtomicUsize::new(0),
             batches: AtomicU64::new(0),
+            graph_runs: AtomicU64::new(0),
             batch_sizes: (0..=max_batch).map(|_| AtomicU64::new(0)).collect(),
             queue_time: TimeHistogram::new(),
             run_time: TimeHistogram::new(),
@@ -234,6 +238,7 @@ impl Counters {
             },
             queue_depth: self.queue_depth.load(Ordering::Relaxed),
             batches: load(&self.batches),
+            graph_runs: load(&self.graph_runs),
             batch_sizes: self.batch_sizes.iter().map(load).collect(),
             queue_time: self.queue_time.snapshot(),
             run_time: self.run_time.snapshot(),

@@ -389,6 +389,16 @@ impl Worker {
                 None => None,
             });
         }
+        #[cfg(feature = "cuda")]
+        if let Some(stream) = &self.stream {
+            if fixed.iter().all(Option::is_some) {
+                if let Some(graph) = self.sessions.graph_for(m) {
+                    let fixed: Vec<Value<'_>> = fixed.into_iter().flatten().collect();
+                    let graph = GraphRun { graph: &graph, stream, queue: &self.queue, hold: self.hold_while_busy };
+                    return graph.run(&self.plan, &values, fixed, running, n);
+                }
+            }
+        }
         let model_started = Instant::now();
         let session = self.sessions.for_rows(m, &self.plan)?;
         let mut binding = session.io_binding()?;
@@ -414,29 +424,96 @@ impl Worker {
         drop(running);
         let outputs = binding.outputs()?;
         self.queue.counters.model_time.observe(model_started.elapsed());
-        let mut rows: Vec<Vec<Value<'static>>> = (0..n).map(|_| Vec::with_capacity(outputs.len())).collect();
-        for (plan, output) in self.plan.outputs.iter().zip(&outputs) {
-            let shape = output.tensor_info()?.shape;
-            if shape.first() != Some(&(m as i64)) {
-                return Err(onnxrt::Error::InvalidArgument {
-                    what: format!("output `{}` of a batch of {m}", plan.label),
-                    why: format!(
-                        "its shape is {:?}: its first axis does not follow the batch axis, so the batcher cannot split it",
-                        shape.as_slice()
-                    ),
-                }
-                .into());
-            }
-            let bytes = output.host_bytes()?;
-            let row = bytes.len() / m;
-            let mut row_shape = shape;
-            row_shape[0] = 1;
-            for (i, caller) in rows.iter_mut().enumerate() {
-                caller.push(Value::from_bytes(&row_shape, plan.element_type, &bytes[i * row..(i + 1) * row])?);
-            }
-        }
-        Ok(rows)
+        split_rows(&self.plan, &outputs, m, n)
     }
+}
+
+/// A batch's run on its size's CUDA graph (`BatcherBuilder::cuda_graphs`).
+#[cfg(feature = "cuda")]
+struct GraphRun<'a> {
+    graph: &'a crate::batch::sessions::SharedGraph,
+    stream: &'a onnxrt::CudaStream,
+    queue: &'a Queue,
+    // Take the device lock for the run (`hold_while_busy`).
+    hold: bool,
+}
+
+#[cfg(feature = "cuda")]
+impl GraphRun<'_> {
+    /// Copies the batch's device rows into the graph's inputs, replays it, and copies its
+    /// outputs into `host` (the worker's page-locked output rows); per request, its rows.
+    fn run(
+        self,
+        plan: &Plan,
+        device_rows: &[Value<'_>],
+        mut host: Vec<Value<'_>>,
+        running: Running,
+        n: usize,
+    ) -> Result<Vec<Vec<Value<'static>>>> {
+        let model_started = Instant::now();
+        // Held until the outputs are copied out: the other worker may run this size next.
+        let mut graph = self.graph.lock().unwrap_or_else(|e| e.into_inner());
+        let m = graph.rows();
+        for (input, rows) in plan.inputs.iter().zip(device_rows) {
+            let index = graph_index(graph.inputs(), &input.name)?;
+            graph.copy_input_rows_from(index, 0..m, rows, self.stream)?;
+        }
+        {
+            let waited = Instant::now();
+            let _device = self.hold.then(|| self.queue.device.lock().unwrap_or_else(|e| e.into_inner()));
+            self.queue.counters.device_wait.observe(waited.elapsed());
+            graph.run()?;
+        }
+        drop(running);
+        for (output, rows) in plan.outputs.iter().zip(host.iter_mut()) {
+            let index = graph_index(graph.outputs(), &output.label)?;
+            rows.copy_rows_from(0..m, graph.output(index)?, self.stream)?;
+        }
+        drop(graph);
+        self.queue.counters.graph_runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.queue.counters.model_time.observe(model_started.elapsed());
+        split_rows(plan, &host, m, n)
+    }
+}
+
+/// Where `name` is among a graph's inputs or outputs (the batcher's model and the graph's are
+/// the same file, but the order is not assumed).
+#[cfg(feature = "cuda")]
+fn graph_index(infos: &[onnxrt::ValueInfo], name: &str) -> Result<usize> {
+    infos.iter().position(|info| info.name == name).ok_or_else(|| {
+        onnxrt::Error::InvalidArgument {
+            what: format!("the CUDA graph for `{name}`"),
+            why: "the graph's model has no such input or output; the cuda_graphs factory must load the batcher's model".into(),
+        }
+        .into()
+    })
+}
+
+/// Each of the first `n` rows of every output (`m` rows each), as a value of its own shaped as
+/// a run of that sample alone would return it.
+fn split_rows(plan: &Plan, outputs: &[Value<'_>], m: usize, n: usize) -> Result<Vec<Vec<Value<'static>>>> {
+    let mut rows: Vec<Vec<Value<'static>>> = (0..n).map(|_| Vec::with_capacity(outputs.len())).collect();
+    for (plan, output) in plan.outputs.iter().zip(outputs) {
+        let shape = output.tensor_info()?.shape;
+        if shape.first() != Some(&(m as i64)) {
+            return Err(onnxrt::Error::InvalidArgument {
+                what: format!("output `{}` of a batch of {m}", plan.label),
+                why: format!(
+                    "its shape is {:?}: its first axis does not follow the batch axis, so the batcher cannot split it",
+                    shape.as_slice()
+                ),
+            }
+            .into());
+        }
+        let bytes = output.host_bytes()?;
+        let row = bytes.len() / m;
+        let mut row_shape = shape;
+        row_shape[0] = 1;
+        for (i, caller) in rows.iter_mut().enumerate() {
+            caller.push(Value::from_bytes(&row_shape, plan.element_type, &bytes[i * row..(i + 1) * row])?);
+        }
+    }
+    Ok(rows)
 }
 
 impl InputBuffers {

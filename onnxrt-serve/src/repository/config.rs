@@ -33,6 +33,10 @@ pub struct ModelConfig {
     /// on its own stream) and bind those, instead of letting ONNX Runtime copy it in the run
     /// (default: on for CUDA in a build with the `cuda` feature).
     pub device_inputs: Option<bool>,
+    /// CUDA, batched, with `device_inputs` and padded sizes: run each padded batch size as a
+    /// CUDA graph (captured at warm-up, replayed per batch); a size whose graph cannot be made
+    /// runs without one, and the log says why (default off).
+    pub cuda_graphs: Option<bool>,
     /// With several batch workers: after the delay, hold a batch open while another worker's
     /// batch runs and close it when that run ends (default off).
     pub hold_while_busy: Option<bool>,
@@ -107,6 +111,8 @@ pub struct Settings {
     pub gather_threads: usize,
     /// See [`ModelConfig::device_inputs`].
     pub device_inputs: bool,
+    /// See [`ModelConfig::cuda_graphs`].
+    pub cuda_graphs: bool,
     /// See [`ModelConfig::hold_while_busy`].
     pub hold_while_busy: bool,
     /// See [`ModelConfig::batch_workers`].
@@ -159,6 +165,7 @@ impl Settings {
                 .device_inputs
                 .or(defaults.device_inputs)
                 .unwrap_or(provider == "cuda" && cfg!(feature = "cuda")),
+            cuda_graphs: config.cuda_graphs.or(defaults.cuda_graphs).unwrap_or(false),
             hold_while_busy: config.hold_while_busy.or(defaults.hold_while_busy).unwrap_or(provider == "cuda"),
             batch_workers: config.batch_workers.or(defaults.batch_workers).unwrap_or(if provider == "cuda" {
                 2
@@ -178,6 +185,21 @@ impl Settings {
         }
         if settings.device_inputs && !cfg!(feature = "cuda") {
             return Err("`device_inputs`: this server was built without the `cuda` feature".into());
+        }
+        if settings.cuda_graphs {
+            let needs = [
+                (settings.provider == "cuda", "\"provider\": \"cuda\""),
+                (cfg!(feature = "cuda"), "a server built with the `cuda` feature"),
+                (settings.batching, "batching"),
+                (settings.device_inputs, "`device_inputs` (the graphs are filled from the batcher's device buffers)"),
+                (
+                    settings.pad_to_power_of_two || !settings.pad_sizes.is_empty(),
+                    "padded sizes (`pad_to_power_of_two` or `pad_sizes`: one graph per size)",
+                ),
+            ];
+            if let Some((_, what)) = needs.iter().find(|(met, _)| !met) {
+                return Err(format!("`cuda_graphs` needs {what}"));
+            }
         }
         for (what, value) in [
             ("max_batch", settings.max_batch),
@@ -253,5 +275,27 @@ mod tests {
         assert!(Settings::of(&cpu_device, &Defaults::default())
             .expect_err("refused")
             .contains("needs \"provider\": \"cuda\""));
+    }
+
+    #[test]
+    fn cuda_graphs_are_off_unless_asked_and_refused_without_what_they_need() {
+        let refusal = |config: ModelConfig| Settings::of(&config, &Defaults::default()).expect_err("refused");
+        let cuda = ModelConfig { provider: Some("cuda".into()), ..ModelConfig::default() };
+        assert!(!Settings::of(&cuda, &Defaults::default()).expect("test value").cuda_graphs);
+        let on_cpu = ModelConfig { cuda_graphs: Some(true), batching: Some(true), ..ModelConfig::default() };
+        assert!(refusal(on_cpu).contains("`cuda_graphs` needs \"provider\": \"cuda\""));
+        if cfg!(feature = "cuda") {
+            let graphs = ModelConfig { cuda_graphs: Some(true), ..cuda.clone() };
+            assert!(refusal(graphs.clone()).contains("padded sizes"));
+            let unbatched = ModelConfig { batching: Some(false), pad_to_power_of_two: Some(true), ..graphs.clone() };
+            assert!(refusal(unbatched).contains("needs batching"));
+            let host_only = ModelConfig { device_inputs: Some(false), pad_sizes: vec![8, 32], ..graphs.clone() };
+            assert!(refusal(host_only).contains("`device_inputs`"));
+            let padded = ModelConfig { pad_to_power_of_two: Some(true), ..graphs };
+            assert!(Settings::of(&padded, &Defaults::default()).expect("test value").cuda_graphs);
+        } else {
+            let graphs = ModelConfig { cuda_graphs: Some(true), pad_to_power_of_two: Some(true), ..cuda };
+            assert!(refusal(graphs).contains("built with the `cuda` feature"));
+        }
     }
 }

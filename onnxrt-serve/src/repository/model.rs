@@ -195,6 +195,11 @@ impl ServedModel {
             if settings.device_inputs {
                 builder = builder.device_inputs(settings.device);
             }
+            #[cfg(feature = "cuda")]
+            if settings.cuda_graphs {
+                let (path, settings) = (path.to_owned(), settings.clone());
+                builder = builder.cuda_graphs(move |rows| make_graph(&path, bytes, &settings, rows));
+            }
             if settings.session_per_batch_size {
                 let (path, settings) = (path.to_owned(), settings.clone());
                 builder = builder.session_per_batch_size(move || {
@@ -300,6 +305,13 @@ impl ServedModel {
             let fixed = self.inputs.iter().all(|i| i.shape.iter().skip(1).all(|&d| d >= 0));
             if fixed {
                 batcher.warm_up().map_err(|e| format!("warming up the batch sizes: {e}"))?;
+            }
+            #[cfg(feature = "cuda")]
+            for (rows, outcome) in batcher.cuda_graphs() {
+                match outcome {
+                    Ok(()) => tracing::debug!(model = %self.name, rows, "CUDA graph captured"),
+                    Err(why) => tracing::warn!(model = %self.name, rows, cause = %why, "no CUDA graph for this batch size: it runs without one"),
+                }
             }
         }
         Ok(())
@@ -597,6 +609,21 @@ fn make_session(path: &Path, bytes: Option<&[u8]>, settings: &Settings) -> Resul
         Some(bytes) => builder.commit_from_memory(bytes)?,
         None => builder.commit_from_file(path)?,
     })
+}
+
+/// `rows` rows of the model at `path` (or `bytes`) as a CUDA graph, with the session settings
+/// of `settings` (`cuda_graphs`).
+#[cfg(feature = "cuda")]
+fn make_graph(path: &Path, bytes: Option<&[u8]>, settings: &Settings, rows: usize) -> onnxrt::Result<onnxrt::CudaGraph> {
+    let mut builder = Session::builder();
+    if let Some(threads) = settings.threads {
+        builder = builder.intra_op_threads(threads);
+    }
+    let cuda = onnxrt::providers::cuda::CudaOptions::new().device_id(settings.device);
+    match bytes {
+        Some(bytes) => onnxrt::CudaGraph::from_memory(builder, cuda, bytes, rows),
+        None => onnxrt::CudaGraph::from_file(builder, cuda, path, rows),
+    }
 }
 
 #[cfg(feature = "cuda")]

@@ -202,6 +202,17 @@ pub const ADDRESS_KEYS: &[&str] = &[
 ];
 
 impl CudaOptions {
+    /// The device the options name (`device_id`; ORT's default, 0, when unset).
+    pub(crate) fn device(&self) -> crate::Result<i32> {
+        match self.options.entries.iter().find(|(key, _)| *key == "device_id") {
+            None => Ok(0),
+            Some((_, id)) => id.trim().parse().map_err(|_| crate::Error::InvalidArgument {
+                what: format!("CUDA device_id `{id}`"),
+                why: "it must be a device number (0, 1, ...)".into(),
+            }),
+        }
+    }
+
     /// The options as the append path reads them.
     pub(crate) fn request(&self) -> Request<'_> {
         let mut options = self.options.pairs();

@@ -466,6 +466,12 @@ impl SessionBuilder {
         self.strict_gpu = strict;
         self
     }
+
+    /// Whether an execution provider has been asked for (`cuda`, `tensorrt`, `provider`).
+    #[cfg(feature = "cuda")]
+    pub(crate) fn names_a_provider(&self) -> bool {
+        !self.providers.is_empty()
+    }
 }
 
 /// One configuration entry; `checked: false` only from the unsafe door or the crate itself.

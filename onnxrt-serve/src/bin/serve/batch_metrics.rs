@@ -17,11 +17,14 @@ pub fn render(batchers: &[(&str, BatcherStats)], out: &mut String) {
     if batchers.is_empty() {
         return;
     }
-    let simple: [(&str, &str, &str, Read); 4] = [
+    let simple: [(&str, &str, &str, Read); 5] = [
         ("batcher_requests_submitted_total", "Requests accepted into the queue.", "counter", |s| s.submitted),
         ("batcher_requests_completed_total", "Requests answered with outputs.", "counter", |s| s.completed),
         ("batcher_queue_depth", "Requests waiting for a batch.", "gauge", |s| s.queue_depth as u64),
         ("batcher_batches_total", "Batched runs.", "counter", |s| s.batches),
+        ("batcher_graph_runs_total", "Batched runs that replayed a CUDA graph (cuda_graphs).", "counter", |s| {
+            s.graph_runs
+        }),
     ];
     for (name, help, kind, read) in simple {
         family(out, name, help, kind);

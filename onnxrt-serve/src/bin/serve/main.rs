@@ -112,6 +112,10 @@ struct Args {
     /// and closes it when that run ends (default: true on CUDA, false on the CPU)
     #[arg(long, value_name = "BOOL")]
     hold_while_busy: Option<bool>,
+    /// CUDA, batched, with --pad-batches or --pad-sizes: run each padded size as a CUDA graph
+    /// (captured at warm-up; a size whose graph cannot be made runs without one, and the log says why)
+    #[arg(long)]
+    cuda_graphs: bool,
     /// Unbatched runs at once per model (default: one per CPU)
     #[arg(long, value_name = "N")]
     concurrency: Option<usize>,
@@ -181,6 +185,7 @@ fn defaults(args: &Args) -> Defaults {
         gather_threads: Some(args.gather_threads),
         batch_workers: args.batch_workers,
         hold_while_busy: args.hold_while_busy,
+        cuda_graphs: args.cuda_graphs.then_some(true),
         concurrency: args.concurrency,
         provider: Some(args.provider.clone()),
         device: Some(args.device),
