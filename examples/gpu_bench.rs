@@ -78,6 +78,9 @@ enum Mode {
     /// Host input and output bound through a new IoBinding per run
     #[value(name = "host_binding")]
     HostBinding,
+    /// `cuda_graph` through the safe `onnxrt::CudaGraph` (its own buffers, a binding per run)
+    #[value(name = "safe_graph")]
+    SafeGraph,
 }
 
 impl Mode {
@@ -89,6 +92,7 @@ impl Mode {
             Mode::Nhwc => "nhwc",
             Mode::Fast => "fast",
             Mode::HostBinding => "host_binding",
+            Mode::SafeGraph => "safe_graph",
         }
     }
 }
@@ -116,7 +120,7 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     if args.mixed {
-        for &mode in args.modes.iter().filter(|m| !matches!(m, Mode::CudaGraph | Mode::Fast)) {
+        for &mode in args.modes.iter().filter(|m| !matches!(m, Mode::CudaGraph | Mode::Fast | Mode::SafeGraph)) {
             for (batch, mut times) in measure_mixed(model, mode, &args.batches, args.iterations, args.warmup)? {
                 times.sort();
                 let (median, p90) = (times[times.len() / 2], times[times.len() * 9 / 10]);
@@ -187,6 +191,9 @@ fn measure(
     iterations: usize,
     warmup: usize,
 ) -> Result<Vec<Duration>, onnxrt::Error> {
+    if mode == Mode::SafeGraph {
+        return measure_safe_graph(model, batch, iterations, warmup);
+    }
     let session = session_for(model, mode)?;
     let shape = input_shape(&session, batch);
     let half = session.inputs()[0].element_type == Some(ElementType::F16);
@@ -223,6 +230,28 @@ fn measure(
     Ok(times)
 }
 
+/// `CudaGraph` runs of `batch` rows (its inputs hold zeros; the outputs stay on the device, as in
+/// `cuda_graph` mode, so the two differ only by the safe wrapper).
+fn measure_safe_graph(
+    model: &Path,
+    batch: i64,
+    iterations: usize,
+    warmup: usize,
+) -> Result<Vec<Duration>, onnxrt::Error> {
+    let rows = usize::try_from(batch).unwrap_or(1);
+    let mut graph = onnxrt::CudaGraph::from_file(Session::builder(), CudaOptions::new(), model, rows)?;
+    let mut times = Vec::with_capacity(iterations);
+    for i in 0..warmup + iterations {
+        let t = Instant::now();
+        graph.run()?;
+        if i >= warmup {
+            times.push(t.elapsed());
+        }
+    }
+    times.sort();
+    Ok(times)
+}
+
 /// One session, the batch sizes in rotation (a new size on every run) after `warmup` runs of
 /// each; per size, its timed runs. Device-resident modes keep one input and output per size.
 fn measure_mixed(
@@ -234,7 +263,10 @@ fn measure_mixed(
 ) -> Result<Vec<(i64, Vec<Duration>)>, onnxrt::Error> {
     // A CUDA graph replays its first batch size's buffers: rotating sizes would break
     // `enable_cuda_graph`'s contract (see `session_for`).
-    assert!(!matches!(mode, Mode::CudaGraph | Mode::Fast), "mixed batch sizes cannot run a CUDA graph");
+    assert!(
+        !matches!(mode, Mode::CudaGraph | Mode::Fast | Mode::SafeGraph),
+        "mixed batch sizes cannot run a CUDA graph"
+    );
     let session = session_for(model, mode)?;
     let from_host = matches!(mode, Mode::Run | Mode::HostBinding);
     let device = MemoryInfo::cuda(0)?;

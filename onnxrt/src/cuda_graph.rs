@@ -53,7 +53,12 @@ impl std::fmt::Debug for CudaGraph {
 impl CudaGraph {
     /// Loads the model at `path` on CUDA with `cuda` (plus the graph), for runs of `rows` rows.
     /// See [`from_memory`](CudaGraph::from_memory).
-    pub fn from_file(builder: SessionBuilder, cuda: CudaOptions, path: impl AsRef<Path>, rows: usize) -> Result<CudaGraph> {
+    pub fn from_file(
+        builder: SessionBuilder,
+        cuda: CudaOptions,
+        path: impl AsRef<Path>,
+        rows: usize,
+    ) -> Result<CudaGraph> {
         let device_id = check_builder(&builder, &cuda, rows)?;
         let session = builder.cuda(graph_options(cuda)).strict_gpu(true).commit_from_file(path)?;
         CudaGraph::around(session, device_id, rows)
@@ -224,25 +229,25 @@ mod tests {
             Some(ElementType::F32),
             ValueKind::Tensor,
         );
-        assert_eq!(graph_shape(&image, 8, "input").unwrap(), (vec![8, 3, 224, 224], ElementType::F32));
+        assert_eq!(graph_shape(&image, 8, "input").expect("accepted"), (vec![8, 3, 224, 224], ElementType::F32));
         let fixed = info(vec![Dim::Fixed(1), Dim::Fixed(4)], Some(ElementType::F16), ValueKind::Tensor);
-        assert_eq!(graph_shape(&fixed, 8, "input").unwrap().0, vec![1, 4]);
+        assert_eq!(graph_shape(&fixed, 8, "input").expect("accepted").0, vec![1, 4]);
         let tokens = info(vec![Dim::Unknown, Dim::Symbolic("T".into())], Some(ElementType::I64), ValueKind::Tensor);
-        let error = graph_shape(&tokens, 8, "input").unwrap_err().to_string();
+        let error = graph_shape(&tokens, 8, "input").expect_err("refused").to_string();
         assert!(error.contains("axis 1 is free"), "{error}");
         let text = info(vec![Dim::Unknown], Some(ElementType::String), ValueKind::Tensor);
-        assert!(graph_shape(&text, 8, "output").unwrap_err().to_string().contains("numeric tensors"));
+        assert!(graph_shape(&text, 8, "output").expect_err("refused").to_string().contains("numeric tensors"));
         let sequence = info(vec![], Some(ElementType::F32), ValueKind::Sequence);
         assert!(graph_shape(&sequence, 8, "output").is_err());
     }
 
     #[test]
     fn the_builder_is_refused_before_any_runtime_call() {
-        let zero = check_builder(&SessionBuilder::new(), &CudaOptions::new(), 0).unwrap_err();
+        let zero = check_builder(&SessionBuilder::new(), &CudaOptions::new(), 0).expect_err("refused");
         assert!(zero.to_string().contains("0 rows"), "{zero}");
         let with_cuda = SessionBuilder::new().cuda(CudaOptions::new());
-        let twice = check_builder(&with_cuda, &CudaOptions::new(), 4).unwrap_err();
+        let twice = check_builder(&with_cuda, &CudaOptions::new(), 4).expect_err("refused");
         assert!(twice.to_string().contains("already names a provider"), "{twice}");
-        assert_eq!(check_builder(&SessionBuilder::new(), &CudaOptions::new().device_id(1), 4).unwrap(), 1);
+        assert_eq!(check_builder(&SessionBuilder::new(), &CudaOptions::new().device_id(1), 4).expect("accepted"), 1);
     }
 }

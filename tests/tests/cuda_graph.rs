@@ -12,7 +12,8 @@ fn zero_rows_and_a_builder_with_a_provider_are_refused_before_the_runtime_is_ask
     let zero = CudaGraph::from_file(Session::builder(), CudaOptions::new(), model("mlp.onnx"), 0).expect_err("0 rows");
     assert!(matches!(&zero, Error::InvalidArgument { what, .. } if what.contains("0 rows")), "{zero:?}");
     let twice = Session::builder().cuda(CudaOptions::new());
-    let error = CudaGraph::from_file(twice, CudaOptions::new(), model("mlp.onnx"), 4).expect_err("provider given twice");
+    let error =
+        CudaGraph::from_file(twice, CudaOptions::new(), model("mlp.onnx"), 4).expect_err("provider given twice");
     assert!(error.to_string().contains("give the CUDA options to CudaGraph itself"), "{error}");
     let bad_device = CudaOptions::new().raw("device_id", "first");
     let error = CudaGraph::from_memory(Session::builder(), bad_device, b"", 4).expect_err("device");
@@ -26,13 +27,19 @@ fn a_runtime_without_cuda_is_a_typed_error_naming_the_provider() {
             .expect_err("no CUDA here");
         println!("{rows} rows: {error}");
         assert!(
-            matches!(error, Error::ProviderNotAvailable { .. } | Error::ProviderLoad { .. } | Error::NoSuchDevice { .. }),
+            matches!(
+                error,
+                Error::ProviderNotAvailable { .. } | Error::ProviderLoad { .. } | Error::NoSuchDevice { .. }
+            ),
             "{error:?}"
         );
     }
     let no_such = onnxrt_tests::models_dir().join("no_such.onnx");
     let missing = CudaGraph::from_file(Session::builder(), CudaOptions::new(), no_such, 4);
-    assert!(matches!(missing, Err(Error::ModelFile { .. } | Error::ProviderNotAvailable { .. } | Error::ProviderLoad { .. })));
+    assert!(matches!(
+        missing,
+        Err(Error::ModelFile { .. } | Error::ProviderNotAvailable { .. } | Error::ProviderLoad { .. })
+    ));
 }
 
 #[test]

@@ -208,8 +208,8 @@ fn graph_logits(graph: &mut onnxrt::CudaGraph, stream: &onnxrt::CudaStream, data
 fn cuda_graph_type_replays_new_contents_like_a_plain_session() {
     let plain = cuda_session("mlp.onnx");
     let stream = onnxrt::CudaStream::new(0).expect("stream");
-    let mut graph = onnxrt::CudaGraph::from_file(Session::builder(), CudaOptions::new(), model("mlp.onnx"), 8)
-        .expect("CUDA graph");
+    let mut graph =
+        onnxrt::CudaGraph::from_file(Session::builder(), CudaOptions::new(), model("mlp.onnx"), 8).expect("CUDA graph");
     assert_eq!((graph.rows(), graph.inputs()[0].name.as_str(), graph.outputs()[0].name.as_str()), (8, "x", "logits"));
     // Six runs with new contents each: the first captures, the rest replay. Each must answer its
     // own batch (a replay that read the first run's buffers, or stale contents, fails here).
@@ -270,8 +270,8 @@ fn cuda_graph_type_refusals_are_typed_and_leave_the_graph_usable() {
     drop(reshape);
     // Bad copies change nothing and the next run still answers correctly.
     let plain = cuda_session("mlp.onnx");
-    let mut graph = onnxrt::CudaGraph::from_file(Session::builder(), CudaOptions::new(), model("mlp.onnx"), 4)
-        .expect("CUDA graph");
+    let mut graph =
+        onnxrt::CudaGraph::from_file(Session::builder(), CudaOptions::new(), model("mlp.onnx"), 4).expect("CUDA graph");
     let data = noise(64, 43_000);
     let expected = run_f32(&plain, "x", &[4, 16], &data);
     assert!(max_abs_diff(&graph_logits(&mut graph, &stream, &data), &expected) <= 1e-5);
@@ -319,7 +319,9 @@ fn batcher_with_cuda_graphs_answers_each_request_with_its_own_row() {
     assert_eq!(stats.completed, 200);
     let unpadded = Batcher::builder(cuda_session("mlp.onnx"))
         .device_inputs(0)
-        .cuda_graphs(|rows| onnxrt::CudaGraph::from_file(Session::builder(), CudaOptions::new(), model("mlp.onnx"), rows))
+        .cuda_graphs(|rows| {
+            onnxrt::CudaGraph::from_file(Session::builder(), CudaOptions::new(), model("mlp.onnx"), rows)
+        })
         .build()
         .expect_err("graphs need padded sizes");
     assert!(unpadded.to_string().contains("padded sizes"), "{unpadded}");

@@ -483,7 +483,8 @@ fn graph_index(infos: &[onnxrt::ValueInfo], name: &str) -> Result<usize> {
     infos.iter().position(|info| info.name == name).ok_or_else(|| {
         onnxrt::Error::InvalidArgument {
             what: format!("the CUDA graph for `{name}`"),
-            why: "the graph's model has no such input or output; the cuda_graphs factory must load the batcher's model".into(),
+            why: "the graph's model has no such input or output; the cuda_graphs factory must load the batcher's model"
+                .into(),
         }
         .into()
     })

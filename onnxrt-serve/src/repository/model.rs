@@ -310,7 +310,9 @@ impl ServedModel {
             for (rows, outcome) in batcher.cuda_graphs() {
                 match outcome {
                     Ok(()) => tracing::debug!(model = %self.name, rows, "CUDA graph captured"),
-                    Err(why) => tracing::warn!(model = %self.name, rows, cause = %why, "no CUDA graph for this batch size: it runs without one"),
+                    Err(why) => {
+                        tracing::warn!(model = %self.name, rows, cause = %why, "no CUDA graph for this batch size: it runs without one")
+                    }
                 }
             }
         }
@@ -614,7 +616,12 @@ fn make_session(path: &Path, bytes: Option<&[u8]>, settings: &Settings) -> Resul
 /// `rows` rows of the model at `path` (or `bytes`) as a CUDA graph, with the session settings
 /// of `settings` (`cuda_graphs`).
 #[cfg(feature = "cuda")]
-fn make_graph(path: &Path, bytes: Option<&[u8]>, settings: &Settings, rows: usize) -> onnxrt::Result<onnxrt::CudaGraph> {
+fn make_graph(
+    path: &Path,
+    bytes: Option<&[u8]>,
+    settings: &Settings,
+    rows: usize,
+) -> onnxrt::Result<onnxrt::CudaGraph> {
     let mut builder = Session::builder();
     if let Some(threads) = settings.threads {
         builder = builder.intra_op_threads(threads);
