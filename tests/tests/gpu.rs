@@ -301,8 +301,13 @@ fn batcher_with_cuda_graphs_answers_each_request_with_its_own_row() {
         .device_inputs(0)
         .cuda_graphs(|rows| {
             // Size 8 cannot have a graph here (a model with a CPU-only op stands in for one
-            // whose nodes are not all on CUDA): its batches run on the plain session.
-            let file = if rows == 8 { "strings.onnx" } else { "mlp.onnx" };
+            // whose nodes are not all on CUDA), and size 4's capture run fails (an output that
+            // does not follow the batch axis): both run on the plain session.
+            let file = match rows {
+                8 => "strings.onnx",
+                4 => "batch_reshape.onnx",
+                _ => "mlp.onnx",
+            };
             onnxrt::CudaGraph::from_file(Session::builder(), CudaOptions::new(), model(file), rows)
         })
         .build()
@@ -311,7 +316,8 @@ fn batcher_with_cuda_graphs_answers_each_request_with_its_own_row() {
     let outcomes = batcher.cuda_graphs();
     println!("graphs: {outcomes:?}");
     let sizes: Vec<(usize, bool)> = outcomes.iter().map(|(rows, outcome)| (*rows, outcome.is_ok())).collect();
-    assert_eq!(sizes, [(1, true), (4, true), (8, false), (16, true)]);
+    assert_eq!(sizes, [(1, true), (4, false), (8, false), (16, true)]);
+    assert!(outcomes[1].1.as_ref().is_err_and(|why| why.contains("capture run failed")), "{outcomes:?}");
     each_caller_gets_its_own_row(&batcher, &cpu, 50_000, "graphs: ");
     let stats = batcher.stats();
     println!("cuda_graphs batcher: {stats:?}");

@@ -223,8 +223,8 @@ impl BatcherBuilder {
     /// take turns on it. Needs padded sizes ([`pad_to_power_of_two`](Self::pad_to_power_of_two)
     /// or [`pad_to_sizes`](Self::pad_to_sizes)): each size holds a session, its weights and its
     /// buffers on the device. A size whose graph cannot be made (a node without a CUDA kernel,
-    /// a free axis other than the batch axis) runs without one, and
-    /// [`Batcher::cuda_graphs`] says why.
+    /// a free axis other than the batch axis) or whose capture run fails at warm-up runs
+    /// without one, and [`Batcher::cuda_graphs`] says why.
     #[cfg(feature = "cuda")]
     pub fn cuda_graphs(
         mut self,

@@ -295,10 +295,14 @@ impl Batcher {
         let sizes = self.settings.run_sizes();
         for &rows in &sizes {
             // A size with a CUDA graph runs on it alone: capture it now (its buffers hold zeros).
+            // A graph whose capture run fails is given up, and the size warms up its session.
             #[cfg(feature = "cuda")]
             if let Some(graph) = self.sessions.graph_for(rows) {
-                graph.lock().unwrap_or_else(|e| e.into_inner()).run()?;
-                continue;
+                let captured = graph.lock().unwrap_or_else(|e| e.into_inner()).run();
+                match captured {
+                    Ok(()) => continue,
+                    Err(error) => self.sessions.refuse_graph(rows, format!("its capture run failed: {error}")),
+                }
             }
             let session = self.sessions.for_rows(rows, &self.plan)?;
             let mut values = Vec::with_capacity(self.plan.inputs.len());

@@ -81,6 +81,18 @@ impl Sessions {
         slot.as_ref().and_then(|made| made.as_ref().ok()).cloned()
     }
 
+    /// Gives up the CUDA graph of runs of `rows` rows (its capture run failed): that size runs
+    /// on its session from now on, and `why` is what [`graph_outcomes`](Sessions::graph_outcomes) says.
+    #[cfg(feature = "cuda")]
+    pub(crate) fn refuse_graph(&self, rows: usize, why: String) {
+        if let Some(graphs) = &self.graphs {
+            let mut by_size = graphs.by_size.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(slot) = by_size.get_mut(rows) {
+                *slot = Some(Err(why));
+            }
+        }
+    }
+
     /// Per batch size asked for so far, whether it got a CUDA graph, or why not.
     #[cfg(feature = "cuda")]
     pub(crate) fn graph_outcomes(&self) -> Vec<(usize, std::result::Result<(), String>)> {

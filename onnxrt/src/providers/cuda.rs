@@ -9,7 +9,8 @@
 //! mode `fast`): an fp16 model with fp16 inputs and outputs, [`CudaOptions::prefer_nhwc`],
 //! [`CudaOptions::enable_cuda_graph`] (`unsafe`: see its contract) with one `IoBinding` over
 //! device buffers whose addresses never change, and a few warm-up runs (cuDNN's exhaustive search
-//! and the graph capture happen in the first runs).
+//! and the graph capture happen in the first runs). [`CudaGraph`](crate::CudaGraph) is the same
+//! without `unsafe`: it owns the session and the buffers.
 
 use crate::providers::append::Request;
 use crate::providers::options::KeyValues;
@@ -113,6 +114,9 @@ impl CudaOptions {
     /// (`InferenceSession::Run` goes straight to `ReplayGraph`). From safe code that memory could
     /// be freed or reused by then, so this option is `unsafe`, and the same key through
     /// [`CudaOptions::raw`] or `SessionBuilder::provider` is [`Error::KeyRefused`](crate::Error::KeyRefused).
+    ///
+    /// [`CudaGraph`](crate::CudaGraph) keeps this contract for you (it owns the session and its
+    /// buffers); use this only where it does not fit.
     ///
     /// # Safety
     /// For every session built with these options (with `yes`):
