@@ -10,6 +10,7 @@
 
 use std::ops::Range;
 use std::path::Path;
+use std::thread::ThreadId;
 
 use crate::cuda_stream::CudaStream;
 use crate::element::ElementType;
@@ -42,6 +43,9 @@ pub struct CudaGraph {
     inputs: Vec<Value<'static>>,
     outputs: Vec<Value<'static>>,
     rows: usize,
+    // The threads this graph has run on: ORT's CUDA provider keeps its captured graphs per
+    // thread, so the first run on each thread captures again (`run_captures`).
+    ran_on: Vec<ThreadId>,
 }
 
 impl std::fmt::Debug for CudaGraph {
@@ -97,7 +101,7 @@ impl CudaGraph {
         };
         let inputs = buffers(session.inputs(), "input")?;
         let outputs = buffers(session.outputs(), "output")?;
-        Ok(CudaGraph { session, inputs, outputs, rows })
+        Ok(CudaGraph { session, inputs, outputs, rows, ran_on: Vec::new() })
     }
 
     /// The rows (batch size) every run has.
@@ -142,8 +146,23 @@ impl CudaGraph {
         input.copy_rows_from(rows, source, stream)
     }
 
-    /// Runs the model on the input buffers into the output buffers: the first run captures
-    /// the graph (ORT runs the model once or twice inside it), every later run replays it.
+    /// Whether the next [`run`](CudaGraph::run) on the calling thread captures the graph rather
+    /// than replays it: true until this graph has run on this thread. ORT's CUDA provider keeps
+    /// its captured graphs per thread (seen with 1.16 and 1.30), so each thread's first run
+    /// captures anew.
+    ///
+    /// A capture fails if other CUDA work of the process runs meanwhile (ORT captures in CUDA's
+    /// global mode: "operation failed due to a previous error during capture", seen on an H100
+    /// with a copy on another thread), and the run returns that error. Run a capturing run
+    /// while nothing else uses CUDA, e.g. under an exclusive lock that every other CUDA user of
+    /// the process shares (the serving batcher does this).
+    pub fn run_captures(&self) -> bool {
+        !self.ran_on.contains(&std::thread::current().id())
+    }
+
+    /// Runs the model on the input buffers into the output buffers: the first run on a thread
+    /// captures the graph (ORT runs the model once or twice inside it; see
+    /// [`run_captures`](CudaGraph::run_captures)), every later run on that thread replays it.
     /// Returns when the outputs are written.
     ///
     /// Corresponds to `OrtApi::RunWithBinding` on a session with `enable_cuda_graph`.
@@ -155,7 +174,13 @@ impl CudaGraph {
         for (info, value) in self.session.outputs().iter().zip(self.outputs.iter_mut()) {
             binding.bind_output(&info.name, value)?;
         }
-        binding.run(None)
+        binding.run(None)?;
+        // Only a run that succeeded has captured: after a failed one the next run captures again.
+        let thread = std::thread::current().id();
+        if !self.ran_on.contains(&thread) {
+            self.ran_on.push(thread);
+        }
+        Ok(())
     }
 }
 

@@ -333,6 +333,54 @@ fn batcher_with_cuda_graphs_answers_each_request_with_its_own_row() {
     assert!(unpadded.to_string().contains("padded sizes"), "{unpadded}");
 }
 
+/// ORT keeps captured graphs per thread, so each worker captures each size at its first batch
+/// of that size, while the other worker copies rows to the device: a capture meeting other CUDA
+/// work fails ("operation failed due to a previous error during capture", seen in serve29 on an
+/// H100 before the batcher held captures alone). 16 sizes, 2 workers, 8 callers: every request
+/// must be answered, and right.
+#[test]
+fn graph_captures_on_worker_threads_beside_copies_answer_every_request() {
+    use onnxrt_serve::batch::Batcher;
+    let cpu = Session::builder().commit_from_file(model("mlp.onnx")).expect("cpu");
+    let sizes: Vec<usize> = (1..=16).collect();
+    let batcher = Batcher::builder(cuda_session("mlp.onnx"))
+        .max_batch(16)
+        .workers(2)
+        .pad_to_sizes(&sizes)
+        .hold_while_busy(true)
+        .device_inputs(0)
+        .cuda_graphs(|rows| {
+            onnxrt::CudaGraph::from_file(Session::builder(), CudaOptions::new(), model("mlp.onnx"), rows)
+        })
+        .build()
+        .expect("batcher");
+    // No warm-up: every capture happens on a worker thread, under load.
+    std::thread::scope(|scope| {
+        for thread in 0..8u64 {
+            let (batcher, cpu) = (&batcher, &cpu);
+            scope.spawn(move || {
+                for round in 0..60u64 {
+                    let data = noise(16, 60_000 + thread * 1000 + round);
+                    let input = Value::from_vec(&[1, 16], data.clone()).expect("input");
+                    let outputs = batcher.run([("x", input)]).expect("every request is answered");
+                    let got = outputs[0].to_array::<f32>().expect("row");
+                    let expected = run_f32(cpu, "x", &[1, 16], &data);
+                    assert!(max_abs_diff(&got, &expected) <= 1e-3, "thread {thread} round {round}");
+                }
+            });
+        }
+    });
+    let stats = batcher.stats();
+    println!(
+        "lazy captures: {} graph runs of {} batches, {} sizes with a graph",
+        stats.graph_runs,
+        stats.batches,
+        batcher.cuda_graphs().len()
+    );
+    assert_eq!((stats.completed, stats.errors.run_failed), (480, 0));
+    assert!(stats.graph_runs > 0);
+}
+
 #[test]
 fn gpu_mem_limit_exceeded_is_out_of_memory() {
     let session = Session::builder()

@@ -298,7 +298,14 @@ impl Batcher {
             // A graph whose capture run fails is given up, and the size warms up its session.
             #[cfg(feature = "cuda")]
             if let Some(graph) = self.sessions.graph_for(rows) {
-                let captured = graph.lock().unwrap_or_else(|e| e.into_inner()).run();
+                // Lock order (as in the workers): the CUDA work hold, then the graph; both are
+                // released before `refuse_graph` takes the sizes' lock.
+                let capture = graph.lock().unwrap_or_else(|e| e.into_inner()).run_captures();
+                let captured = {
+                    let _cuda = self.sessions.cuda_work(capture);
+                    let run = graph.lock().unwrap_or_else(|e| e.into_inner()).run();
+                    run
+                };
                 match captured {
                     Ok(()) => continue,
                     Err(error) => self.sessions.refuse_graph(rows, format!("its capture run failed: {error}")),
@@ -320,6 +327,8 @@ impl Batcher {
                 let value = Value::zeros(&worker::batch_shape(rows, &sample), input.element_type)?;
                 values.push((input.name.as_str(), value));
             }
+            #[cfg(feature = "cuda")]
+            let _shared = self.sessions.cuda_work(false);
             drop(session.run(values.iter().map(|(name, value)| (*name, value)))?);
         }
         Ok(sizes)

@@ -42,6 +42,19 @@ pub(crate) struct Sessions {
 struct Graphs {
     factory: GraphFactory,
     by_size: Mutex<Vec<Option<std::result::Result<SharedGraph, String>>>>,
+    // The batcher's CUDA work (copies, runs, allocations) holds this shared; a run that
+    // captures a graph holds it alone, since other CUDA work during a capture breaks it
+    // (`CudaGraph::run_captures`).
+    cuda_work: std::sync::RwLock<()>,
+}
+
+/// A hold on the batcher's CUDA work (`Sessions::cuda_work`): shared, or alone for a capture.
+#[cfg(feature = "cuda")]
+pub(crate) enum CudaWork<'a> {
+    // No graphs: nothing to hold.
+    Free,
+    Shared(#[allow(dead_code)] std::sync::RwLockReadGuard<'a, ()>),
+    Alone(#[allow(dead_code)] std::sync::RwLockWriteGuard<'a, ()>),
 }
 
 impl Sessions {
@@ -59,8 +72,24 @@ impl Sessions {
     /// Batches of a size with a graph run on it (`BatcherBuilder::cuda_graphs`).
     #[cfg(feature = "cuda")]
     pub(crate) fn with_graphs(mut self, factory: GraphFactory, max_batch: usize) -> Sessions {
-        self.graphs = Some(Graphs { factory, by_size: Mutex::new((0..=max_batch).map(|_| None).collect()) });
+        self.graphs = Some(Graphs {
+            factory,
+            by_size: Mutex::new((0..=max_batch).map(|_| None).collect()),
+            cuda_work: std::sync::RwLock::new(()),
+        });
         self
+    }
+
+    /// With graphs: a hold on the batcher's CUDA work, alone when `capture` (the run about to
+    /// start captures a graph), else shared. Without graphs nothing is held.
+    #[cfg(feature = "cuda")]
+    pub(crate) fn cuda_work(&self, capture: bool) -> CudaWork<'_> {
+        let Some(graphs) = &self.graphs else { return CudaWork::Free };
+        if capture {
+            CudaWork::Alone(graphs.cuda_work.write().unwrap_or_else(|e| e.into_inner()))
+        } else {
+            CudaWork::Shared(graphs.cuda_work.read().unwrap_or_else(|e| e.into_inner()))
+        }
     }
 
     /// The CUDA graph for runs of `rows` rows, made at the first call for that size; `None`
@@ -73,6 +102,8 @@ impl Sessions {
         let mut by_size = graphs.by_size.lock().unwrap_or_else(|e| e.into_inner());
         let slot = by_size.get_mut(rows)?;
         if slot.is_none() {
+            // Making a session allocates device memory: not during another thread's capture.
+            let _shared = graphs.cuda_work.read().unwrap_or_else(|e| e.into_inner());
             *slot = Some(match (graphs.factory)(rows) {
                 Ok(graph) => Ok(Arc::new(Mutex::new(graph))),
                 Err(error) => Err(error.to_string()),

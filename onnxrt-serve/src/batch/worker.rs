@@ -255,6 +255,11 @@ impl Worker {
         if !self.hold_while_busy || self.staged != row {
             return;
         }
+        // Not during another worker's graph capture.
+        #[cfg(feature = "cuda")]
+        let sessions = Arc::clone(&self.sessions);
+        #[cfg(feature = "cuda")]
+        let _cuda = sessions.cuda_work(false);
         #[cfg(feature = "cuda")]
         if self.ensure_stream().is_err() {
             return;
@@ -333,12 +338,21 @@ impl Worker {
         }
     }
 
-    /// One batched run; per request, its row of every output.
     /// One batched run; per request, its row of every output. `running` ends with the model run.
     fn execute(&mut self, batch: &[Request], running: Running) -> Result<Vec<Vec<Value<'static>>>> {
         // `n` requests run as `m` rows: the padding rows repeat the last request's sample.
         let n = batch.len();
         let m = self.sizes.as_ref().and_then(|sizes| sizes.iter().copied().find(|&k| k >= n)).unwrap_or(n);
+        // With CUDA graphs: this size's graph (made at its first batch), and a hold on the
+        // batcher's CUDA work for the whole batch, alone when this thread's run will capture.
+        #[cfg(feature = "cuda")]
+        let graph = self.placement.device_inputs.and_then(|_| self.sessions.graph_for(m));
+        #[cfg(feature = "cuda")]
+        let capture = graph.as_ref().is_some_and(|g| g.lock().unwrap_or_else(|e| e.into_inner()).run_captures());
+        #[cfg(feature = "cuda")]
+        let sessions = Arc::clone(&self.sessions);
+        #[cfg(feature = "cuda")]
+        let _cuda = sessions.cuda_work(capture);
         // Rows whose samples were copied while the batch was held open (with device inputs, on
         // to the device too).
         let staged = std::mem::take(&mut self.staged).min(n);
@@ -392,9 +406,9 @@ impl Worker {
         #[cfg(feature = "cuda")]
         if let Some(stream) = &self.stream {
             if fixed.iter().all(Option::is_some) {
-                if let Some(graph) = self.sessions.graph_for(m) {
+                if let Some(graph) = &graph {
                     let fixed: Vec<Value<'_>> = fixed.into_iter().flatten().collect();
-                    let graph = GraphRun { graph: &graph, stream, queue: &self.queue, hold: self.hold_while_busy };
+                    let graph = GraphRun { graph, stream, queue: &self.queue, hold: self.hold_while_busy };
                     return graph.run(&self.plan, &values, fixed, running, n);
                 }
             }
