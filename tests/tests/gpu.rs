@@ -333,11 +333,11 @@ fn batcher_with_cuda_graphs_answers_each_request_with_its_own_row() {
     assert!(unpadded.to_string().contains("padded sizes"), "{unpadded}");
 }
 
-/// ORT keeps captured graphs per thread, so each worker captures each size at its first batch
-/// of that size, while the other worker copies rows to the device: a capture meeting other CUDA
-/// work fails ("operation failed due to a previous error during capture", seen in serve29 on an
-/// H100 before the batcher held captures alone). 16 sizes, 2 workers, 8 callers: every request
-/// must be answered, and right.
+/// ORT keeps captured graphs per thread, so each worker captures each size on its own thread,
+/// while the other worker may copy rows to the device: a capture meeting other CUDA work fails
+/// ("operation failed due to a previous error during capture", seen in serve29 on an H100
+/// before the batcher held captures alone). 16 sizes, 2 workers, 8 callers: every request must
+/// be answered, and right.
 #[test]
 fn graph_captures_on_worker_threads_beside_copies_answer_every_request() {
     use onnxrt_serve::batch::Batcher;
@@ -354,7 +354,8 @@ fn graph_captures_on_worker_threads_beside_copies_answer_every_request() {
         })
         .build()
         .expect("batcher");
-    // No warm-up: every capture happens on a worker thread, under load.
+    // No warm-up: requests arrive while the workers make and capture their graphs (one worker
+    // may copy rows while the other captures).
     std::thread::scope(|scope| {
         for thread in 0..8u64 {
             let (batcher, cpu) = (&batcher, &cpu);

@@ -212,10 +212,14 @@ impl BatcherBuilder {
     }
 
     /// Runs each padded batch size as a CUDA graph made by `factory` for that many rows
-    /// (usually [`onnxrt::CudaGraph::from_file`] with the batcher's model and CUDA options), the
-    /// first time that size runs ([`Batcher::warm_up`] makes and captures them all). A replayed
-    /// graph launches the whole model at once instead of kernel by kernel, which saves most
-    /// for small batches.
+    /// (usually [`onnxrt::CudaGraph::from_file`] with the batcher's model and CUDA options). A
+    /// replayed graph launches the whole model at once instead of kernel by kernel, which saves
+    /// most for small batches.
+    ///
+    /// ORT keeps captured graphs per thread, and a capture fails if other CUDA work runs
+    /// meanwhile. So each worker, when it starts, makes (once for all workers) and captures
+    /// every size's graph on its own thread before it takes a request, one capture at a time
+    /// with the batcher's other CUDA work held off; [`Batcher::warm_up`] waits for that.
     ///
     /// The worker copies its batch (already on the device: needs
     /// [`device_inputs`](Self::device_inputs)) into the graph's input buffers, runs it, and
@@ -284,7 +288,7 @@ impl BatcherBuilder {
         let sessions = Sessions::new(self.session.clone(), self.session_factory.clone(), self.max_batch);
         #[cfg(feature = "cuda")]
         let sessions = match &self.graph_factory {
-            Some(factory) => sessions.with_graphs(Arc::clone(factory), self.max_batch),
+            Some(factory) => sessions.with_graphs(Arc::clone(factory), self.max_batch, self.workers),
             None => sessions,
         };
         let sessions = Arc::new(sessions);

@@ -287,29 +287,27 @@ impl Batcher {
     /// `max_batch` when padded, else every size from 1), on the session that size runs on, so
     /// sessions are made and per-shape tuning (cuDNN's algorithm search) is done before real
     /// requests arrive (Triton's model warm-up). Runs on the caller's thread; returns the sizes run.
+    /// With [`cuda_graphs`](BatcherBuilder::cuda_graphs) it first waits until every worker has
+    /// made and captured each size's graph on its own thread (which they do when they start);
+    /// sizes with a graph are not run again here.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`](onnxrt::Error::InvalidArgument) when an input's sample shape is not fixed (there is no shape to
     /// warm up with); the run's error otherwise.
     pub fn warm_up(&self) -> Result<Vec<usize>> {
         let sizes = self.settings.run_sizes();
+        // Each worker makes and captures every CUDA graph on its own thread when it starts
+        // (ORT keeps them per thread); sizes whose graph could not be made or captured are
+        // known once they are done, and warm up their sessions below.
+        #[cfg(feature = "cuda")]
+        self.sessions.wait_for_worker_captures();
         for &rows in &sizes {
             // A size with a CUDA graph runs on it alone: capture it now (its buffers hold zeros).
             // A graph whose capture run fails is given up, and the size warms up its session.
+            // A size with a CUDA graph runs on it alone, and the workers have captured it.
             #[cfg(feature = "cuda")]
-            if let Some(graph) = self.sessions.graph_for(rows) {
-                // Lock order (as in the workers): the CUDA work hold, then the graph; both are
-                // released before `refuse_graph` takes the sizes' lock.
-                let capture = graph.lock().unwrap_or_else(|e| e.into_inner()).run_captures();
-                let captured = {
-                    let _cuda = self.sessions.cuda_work(capture);
-                    let run = graph.lock().unwrap_or_else(|e| e.into_inner()).run();
-                    run
-                };
-                match captured {
-                    Ok(()) => continue,
-                    Err(error) => self.sessions.refuse_graph(rows, format!("its capture run failed: {error}")),
-                }
+            if self.sessions.graph_for(rows).is_some() {
+                continue;
             }
             let session = self.sessions.for_rows(rows, &self.plan)?;
             let mut values = Vec::with_capacity(self.plan.inputs.len());

@@ -46,6 +46,9 @@ struct Graphs {
     // captures a graph holds it alone, since other CUDA work during a capture breaks it
     // (`CudaGraph::run_captures`).
     cuda_work: std::sync::RwLock<()>,
+    // Workers that have not yet captured every size on their own thread (`capture_all`).
+    capturing_workers: Mutex<usize>,
+    captured: std::sync::Condvar,
 }
 
 /// A hold on the batcher's CUDA work (`Sessions::cuda_work`): shared, or alone for a capture.
@@ -71,13 +74,64 @@ impl Sessions {
 
     /// Batches of a size with a graph run on it (`BatcherBuilder::cuda_graphs`).
     #[cfg(feature = "cuda")]
-    pub(crate) fn with_graphs(mut self, factory: GraphFactory, max_batch: usize) -> Sessions {
+    pub(crate) fn with_graphs(mut self, factory: GraphFactory, max_batch: usize, workers: usize) -> Sessions {
         self.graphs = Some(Graphs {
             factory,
             by_size: Mutex::new((0..=max_batch).map(|_| None).collect()),
             cuda_work: std::sync::RwLock::new(()),
+            capturing_workers: Mutex::new(workers),
+            captured: std::sync::Condvar::new(),
         });
         self
+    }
+
+    /// Makes the graph of every size in `sizes` and runs it once on the calling thread, so
+    /// that thread's later runs replay (ORT captures per thread: a capture while requests flow
+    /// would stall every other CUDA user of the batcher for two runs). A graph whose capture
+    /// run fails is given up (`refuse_graph`). A worker calls it at its start, with `worker`;
+    /// [`wait_for_worker_captures`](Sessions::wait_for_worker_captures) waits for all of them.
+    #[cfg(feature = "cuda")]
+    pub(crate) fn capture_all(&self, sizes: &[usize], worker: bool) {
+        let Some(graphs) = &self.graphs else { return };
+        // Counted down however this ends (a panic in a capture included), so no wait hangs.
+        struct Done<'a>(Option<&'a Graphs>);
+        impl Drop for Done<'_> {
+            fn drop(&mut self) {
+                if let Some(graphs) = self.0 {
+                    let mut left = graphs.capturing_workers.lock().unwrap_or_else(|e| e.into_inner());
+                    *left = left.saturating_sub(1);
+                    graphs.captured.notify_all();
+                }
+            }
+        }
+        let _done = Done(worker.then_some(graphs));
+        for &rows in sizes {
+            let Some(graph) = self.graph_for(rows) else { continue };
+            // Lock order, as in the workers: the CUDA work hold, then the graph; both are
+            // released before `refuse_graph` takes the sizes' lock.
+            let capture = graph.lock().unwrap_or_else(|e| e.into_inner()).run_captures();
+            if !capture {
+                continue;
+            }
+            let captured = {
+                let _alone = self.cuda_work(true);
+                let run = graph.lock().unwrap_or_else(|e| e.into_inner()).run();
+                run
+            };
+            if let Err(error) = captured {
+                self.refuse_graph(rows, format!("its capture run failed: {error}"));
+            }
+        }
+    }
+
+    /// Returns once every worker has captured its graphs (at once without graphs).
+    #[cfg(feature = "cuda")]
+    pub(crate) fn wait_for_worker_captures(&self) {
+        let Some(graphs) = &self.graphs else { return };
+        let mut left = graphs.capturing_workers.lock().unwrap_or_else(|e| e.into_inner());
+        while *left > 0 {
+            left = graphs.captured.wait(left).unwrap_or_else(|e| e.into_inner());
+        }
     }
 
     /// With graphs: a hold on the batcher's CUDA work, alone when `capture` (the run about to

@@ -140,6 +140,16 @@ impl Worker {
 
     /// Runs until shut down (or every sender is gone).
     pub(crate) fn run(mut self) {
+        // With CUDA graphs: capture every size on this thread before taking requests (none
+        // where batches do not run on the device: then only counted as done).
+        #[cfg(feature = "cuda")]
+        {
+            let sizes = match (&self.sizes, self.placement.device_inputs) {
+                (Some(sizes), Some(_)) => sizes.to_vec(),
+                _ => Vec::new(),
+            };
+            self.sessions.capture_all(&sizes, true);
+        }
         let mut carry: Option<Request> = None;
         let mut draining = false;
         loop {
