@@ -382,6 +382,49 @@ fn graph_captures_on_worker_threads_beside_copies_answer_every_request() {
     assert!(stats.graph_runs > 0);
 }
 
+/// Two models' batchers built back to back (as a repository of two models is loaded): their
+/// workers' captures, and the second batcher's session made meanwhile, meet in one process. The
+/// process-wide hold keeps every capture alone: every size of both gets its graph, every request
+/// its own answer.
+#[test]
+fn two_batchers_with_graphs_capture_beside_each_other() {
+    use onnxrt_serve::batch::Batcher;
+    let cpu = Session::builder().commit_from_file(model("mlp.onnx")).expect("cpu");
+    let make = || {
+        Batcher::builder(cuda_session("mlp.onnx"))
+            .max_batch(8)
+            .workers(2)
+            .pad_to_power_of_two(true)
+            .hold_while_busy(true)
+            .device_inputs(0)
+            .cuda_graphs(|rows| {
+                onnxrt::CudaGraph::from_file(Session::builder(), CudaOptions::new(), model("mlp.onnx"), rows)
+            })
+            .build()
+            .expect("batcher")
+    };
+    let batchers = [make(), make()];
+    for batcher in &batchers {
+        batcher.warm_up().expect("warm-up");
+        let outcomes = batcher.cuda_graphs();
+        assert!(outcomes.iter().all(|(_, outcome)| outcome.is_ok()), "{outcomes:?}");
+        assert_eq!(outcomes.len(), 4, "sizes 1, 2, 4, 8");
+    }
+    std::thread::scope(|scope| {
+        for (index, batcher) in batchers.iter().enumerate() {
+            let cpu = &cpu;
+            scope.spawn(move || {
+                each_caller_gets_its_own_row(batcher, cpu, 70_000 + index as u64 * 1000, "two batchers: ")
+            });
+        }
+    });
+    for batcher in &batchers {
+        let stats = batcher.stats();
+        assert_eq!((stats.completed, stats.errors.run_failed), (200, 0));
+        assert_eq!(stats.graph_runs, stats.batches, "every batch replayed a graph");
+    }
+}
+
 #[test]
 fn gpu_mem_limit_exceeded_is_out_of_memory() {
     let session = Session::builder()

@@ -285,14 +285,15 @@ impl BatcherBuilder {
         let (sender, receiver) = sync_channel(self.queue_capacity);
         let queue = Arc::new(Queue::new(sender, self.queue_capacity, counters));
         let receiver = Arc::new(Mutex::new(receiver));
+        let pin = cfg!(feature = "cuda") && self.session.providers().contains(&"CUDAExecutionProvider");
         let sessions = Sessions::new(self.session.clone(), self.session_factory.clone(), self.max_batch);
         #[cfg(feature = "cuda")]
         let sessions = match &self.graph_factory {
             Some(factory) => sessions.with_graphs(Arc::clone(factory), self.max_batch, self.workers),
             None => sessions,
-        };
+        }
+        .on_cuda(pin);
         let sessions = Arc::new(sessions);
-        let pin = cfg!(feature = "cuda") && self.session.providers().contains(&"CUDAExecutionProvider");
         let device_inputs = self.device_inputs.filter(|_| pin);
         let mut handles = Vec::with_capacity(self.workers);
         let settings = Settings::new(self.max_batch, self.pad_to_power_of_two, self.pad_to_sizes.as_deref());

@@ -309,6 +309,9 @@ impl Batcher {
             if self.sessions.graph_for(rows).is_some() {
                 continue;
             }
+            // Making the session and running it: not beside another batcher's capture.
+            #[cfg(feature = "cuda")]
+            let _shared = self.sessions.cuda_work(false);
             let session = self.sessions.for_rows(rows, &self.plan)?;
             let mut values = Vec::with_capacity(self.plan.inputs.len());
             for input in &self.plan.inputs {
@@ -325,11 +328,18 @@ impl Batcher {
                 let value = Value::zeros(&worker::batch_shape(rows, &sample), input.element_type)?;
                 values.push((input.name.as_str(), value));
             }
-            #[cfg(feature = "cuda")]
-            let _shared = self.sessions.cuda_work(false);
             drop(session.run(values.iter().map(|(name, value)| (*name, value)))?);
         }
         Ok(sizes)
+    }
+
+    /// With [`cuda_graphs`](BatcherBuilder::cuda_graphs): returns once every worker has made
+    /// and captured its graphs (they start when the batcher is built); at once without. Until
+    /// then, run nothing else on the device: CUDA refuses a capture when other CUDA work of the
+    /// process runs meanwhile, and that size then runs without a graph.
+    #[cfg(feature = "cuda")]
+    pub fn wait_for_cuda_graphs(&self) {
+        self.sessions.wait_for_worker_captures();
     }
 
     /// Per batch size tried so far with [`cuda_graphs`](BatcherBuilder::cuda_graphs), whether

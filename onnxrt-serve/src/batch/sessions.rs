@@ -34,6 +34,8 @@ pub(crate) struct Sessions {
     by_size: Mutex<Vec<Option<Session>>>,
     #[cfg(feature = "cuda")]
     graphs: Option<Graphs>,
+    #[cfg(feature = "cuda")]
+    on_cuda: bool,
 }
 
 /// Per batch size, its CUDA graph once made, or why the model could not have one (then that
@@ -42,22 +44,26 @@ pub(crate) struct Sessions {
 struct Graphs {
     factory: GraphFactory,
     by_size: Mutex<Vec<Option<std::result::Result<SharedGraph, String>>>>,
-    // The batcher's CUDA work (copies, runs, allocations) holds this shared; a run that
-    // captures a graph holds it alone, since other CUDA work during a capture breaks it
-    // (`CudaGraph::run_captures`).
-    cuda_work: std::sync::RwLock<()>,
     // Workers that have not yet captured every size on their own thread (`capture_all`).
     capturing_workers: Mutex<usize>,
     captured: std::sync::Condvar,
 }
 
-/// A hold on the batcher's CUDA work (`Sessions::cuda_work`): shared, or alone for a capture.
+/// The CUDA work of every batcher in the process (copies, runs, allocations) holds this shared;
+/// a run that captures a graph holds it alone: other CUDA work during a capture breaks it
+/// (`CudaGraph::run_captures`), and the two workers of one batcher, or the batchers of two
+/// models, would otherwise meet.
 #[cfg(feature = "cuda")]
-pub(crate) enum CudaWork<'a> {
-    // No graphs: nothing to hold.
+static CUDA_WORK: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// A hold on the process's batcher CUDA work (`Sessions::cuda_work`): shared, or alone for a
+/// capture.
+#[cfg(feature = "cuda")]
+pub(crate) enum CudaWork {
+    // A batcher that runs on the CPU: nothing to hold.
     Free,
-    Shared(#[allow(dead_code)] std::sync::RwLockReadGuard<'a, ()>),
-    Alone(#[allow(dead_code)] std::sync::RwLockWriteGuard<'a, ()>),
+    Shared(#[allow(dead_code)] std::sync::RwLockReadGuard<'static, ()>),
+    Alone(#[allow(dead_code)] std::sync::RwLockWriteGuard<'static, ()>),
 }
 
 impl Sessions {
@@ -69,6 +75,8 @@ impl Sessions {
             by_size: Mutex::new(by_size),
             #[cfg(feature = "cuda")]
             graphs: None,
+            #[cfg(feature = "cuda")]
+            on_cuda: false,
         }
     }
 
@@ -78,7 +86,6 @@ impl Sessions {
         self.graphs = Some(Graphs {
             factory,
             by_size: Mutex::new((0..=max_batch).map(|_| None).collect()),
-            cuda_work: std::sync::RwLock::new(()),
             capturing_workers: Mutex::new(workers),
             captured: std::sync::Condvar::new(),
         });
@@ -134,16 +141,25 @@ impl Sessions {
         }
     }
 
-    /// With graphs: a hold on the batcher's CUDA work, alone when `capture` (the run about to
-    /// start captures a graph), else shared. Without graphs nothing is held.
+    /// A hold on the process's batcher CUDA work ([`CUDA_WORK`]), alone when `capture` (the
+    /// run about to start captures a graph), else shared; nothing for a batcher on the CPU.
     #[cfg(feature = "cuda")]
-    pub(crate) fn cuda_work(&self, capture: bool) -> CudaWork<'_> {
-        let Some(graphs) = &self.graphs else { return CudaWork::Free };
-        if capture {
-            CudaWork::Alone(graphs.cuda_work.write().unwrap_or_else(|e| e.into_inner()))
-        } else {
-            CudaWork::Shared(graphs.cuda_work.read().unwrap_or_else(|e| e.into_inner()))
+    pub(crate) fn cuda_work(&self, capture: bool) -> CudaWork {
+        if !self.on_cuda && self.graphs.is_none() {
+            return CudaWork::Free;
         }
+        if capture {
+            CudaWork::Alone(CUDA_WORK.write().unwrap_or_else(|e| e.into_inner()))
+        } else {
+            CudaWork::Shared(CUDA_WORK.read().unwrap_or_else(|e| e.into_inner()))
+        }
+    }
+
+    /// The batches run on CUDA (their CUDA work is held as [`cuda_work`](Sessions::cuda_work) says).
+    #[cfg(feature = "cuda")]
+    pub(crate) fn on_cuda(mut self, yes: bool) -> Sessions {
+        self.on_cuda = yes;
+        self
     }
 
     /// The CUDA graph for runs of `rows` rows, made at the first call for that size; `None`
@@ -157,7 +173,7 @@ impl Sessions {
         let slot = by_size.get_mut(rows)?;
         if slot.is_none() {
             // Making a session allocates device memory: not during another thread's capture.
-            let _shared = graphs.cuda_work.read().unwrap_or_else(|e| e.into_inner());
+            let _shared = self.cuda_work(false);
             *slot = Some(match (graphs.factory)(rows) {
                 Ok(graph) => Ok(Arc::new(Mutex::new(graph))),
                 Err(error) => Err(error.to_string()),

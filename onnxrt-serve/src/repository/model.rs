@@ -212,6 +212,10 @@ impl ServedModel {
             let batcher = builder.build().map_err(|e| {
                 format!("{e}\n(or turn batching off for this model: \"batching\": false in config.json)")
             })?;
+            // Its workers capture their CUDA graphs now; the next model's session must not be
+            // made beside a capture (it would break it).
+            #[cfg(feature = "cuda")]
+            batcher.wait_for_cuda_graphs();
             Runner::Batched { batcher: Arc::new(batcher) }
         } else {
             Runner::Direct { session: Arc::new(session) }
@@ -264,6 +268,11 @@ impl ServedModel {
     }
 
     fn warm_up_runs(&self) -> Result<(), String> {
+        // The batch workers capture their CUDA graphs first: a run beside a capture breaks it.
+        #[cfg(feature = "cuda")]
+        if let Some(batcher) = self.batcher() {
+            batcher.wait_for_cuda_graphs();
+        }
         let mut values = Vec::with_capacity(self.inputs.len());
         for input in &self.inputs {
             let shape = match self.settings.warmup.get(&input.name) {
