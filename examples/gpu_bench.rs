@@ -7,7 +7,10 @@
 //!   in `half::f16`, re-exported as `onnxrt::half`), as `tools/gpu/export_resnet.py` writes it;
 //! - `host_binding`: host input and host output bound through an `IoBinding` made for each run
 //!   (what the dynamic batcher's worker does): ORT copies the input to the device and the output
-//!   back inside the run.
+//!   back inside the run;
+//! - `safe_graph`: `cuda_graph` through `onnxrt::CudaGraph`, which owns its session and device
+//!   buffers (no `unsafe` in the caller; a binding made per run). Beside `cuda_graph` it shows
+//!   what the safe wrapper costs.
 //!
 //! `--mixed` adds, per mode, one session that runs the batch sizes in rotation (the size changes
 //! on every run, as in a server's batcher) after warming each up; its lines are `mixed_<mode>`.
