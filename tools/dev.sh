@@ -103,6 +103,9 @@ case "${1:-}" in
     # the refusals checked before any CUDA call, and the same under valgrind.
     cargo test -p onnxrt-tests --features cuda,tensorrt --test value_bytes --test config_keys --test cuda_graph
     MEMCHECK_FEATURES=cuda,tensorrt bash tools/reliability/memcheck.sh value_bytes cuda_graph
+    # The batcher and the server's settings built with CUDA (device buffers, CUDA graphs): on a
+    # machine without CUDA their refusals, fallbacks and capture bookkeeping.
+    cargo test -p onnxrt-serve --features cuda --lib --test batch
     # Loading without LD_LIBRARY_PATH, in both modes, as a user would run the binary.
     cargo build -q --example resnet_cuda
     out=$(env -i ./target/debug/examples/resnet_cuda)

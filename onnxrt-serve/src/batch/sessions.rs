@@ -258,3 +258,52 @@ fn check_same_model(plan: &Plan, session: &Session) -> Result<()> {
         .into())
     }
 }
+
+#[cfg(all(test, feature = "cuda"))]
+mod tests {
+    use super::*;
+
+    fn sessions(workers: usize, factory: GraphFactory) -> Arc<Sessions> {
+        let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/mlp.onnx");
+        let session = Session::builder().commit_from_file(model).expect("session");
+        Arc::new(Sessions::new(session, None, 4).with_graphs(factory, 4, workers).on_cuda(false))
+    }
+
+    #[test]
+    fn the_wait_for_worker_captures_ends_however_each_worker_ends() {
+        // Size 2's factory panics in the first worker that asks: that worker's count still goes
+        // down, and the sizes' lock it held is taken again by the other worker.
+        let panicked = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = Arc::clone(&panicked);
+        let factory: GraphFactory = Arc::new(move |rows| {
+            if rows == 2 && !flag.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                panic!("a factory that panics");
+            }
+            Err(onnxrt::Error::InvalidArgument { what: format!("{rows} rows"), why: "no CUDA here".into() })
+        });
+        let sessions = sessions(3, factory);
+        let workers: Vec<_> = (0..3)
+            .map(|_| {
+                let sessions = Arc::clone(&sessions);
+                std::thread::spawn(move || sessions.capture_all(&[1, 2, 4], true))
+            })
+            .collect();
+        sessions.wait_for_worker_captures();
+        let ended: Vec<bool> = workers.into_iter().map(|worker| worker.join().is_ok()).collect();
+        assert_eq!(ended.iter().filter(|ok| !**ok).count(), 1, "one worker panicked: {ended:?}");
+        let outcomes = sessions.graph_outcomes();
+        assert_eq!(outcomes.iter().map(|(rows, _)| *rows).collect::<Vec<_>>(), [1, 2, 4], "{outcomes:?}");
+        assert!(outcomes.iter().all(|(_, outcome)| outcome.as_ref().is_err_and(|why| why.contains("no CUDA here"))));
+    }
+
+    #[test]
+    fn without_graphs_nothing_is_waited_for_or_held() {
+        let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/mlp.onnx");
+        let session = Session::builder().commit_from_file(model).expect("session");
+        let sessions = Sessions::new(session, None, 4).on_cuda(false);
+        sessions.wait_for_worker_captures();
+        sessions.capture_all(&[1, 2], true);
+        assert!(matches!(sessions.cuda_work(true), CudaWork::Free));
+        assert!(sessions.graph_for(1).is_none() && sessions.graph_outcomes().is_empty());
+    }
+}
