@@ -148,7 +148,7 @@ impl CudaGraph {
 
     /// Whether the next [`run`](CudaGraph::run) on the calling thread captures the graph rather
     /// than replays it: true until this graph has run on this thread. ORT's CUDA provider keeps
-    /// its captured graphs per thread (seen with 1.16 and 1.30), so each thread's first run
+    /// its captured graphs per thread (seen with 1.30 on an H100), so each thread's first run
     /// captures anew.
     ///
     /// A capture fails if other CUDA work of the process runs meanwhile (ORT captures in CUDA's
