@@ -151,9 +151,10 @@ impl CudaGraph {
     /// its captured graphs per thread (seen with 1.30 on an H100), so each thread's first run
     /// captures anew.
     ///
-    /// A capture fails if other CUDA work of the process runs meanwhile (ORT captures in CUDA's
-    /// global mode: "operation failed due to a previous error during capture", seen on an H100
-    /// with a copy on another thread), and the run returns that error. Run a capturing run
+    /// A capture fails if other CUDA work of the process runs meanwhile (the ORT sources read
+    /// begin a capture in CUDA's global capture mode; "operation failed due to a previous error
+    /// during capture" was seen on an H100 with a copy on another thread), and the run returns
+    /// that error. Run a capturing run
     /// while nothing else uses CUDA, e.g. under an exclusive lock that every other CUDA user of
     /// the process shares (the serving batcher does this).
     pub fn run_captures(&self) -> bool {
