@@ -302,8 +302,6 @@ impl Batcher {
         #[cfg(feature = "cuda")]
         self.sessions.wait_for_worker_captures();
         for &rows in &sizes {
-            // A size with a CUDA graph runs on it alone: capture it now (its buffers hold zeros).
-            // A graph whose capture run fails is given up, and the size warms up its session.
             // A size with a CUDA graph runs on it alone, and the workers have captured it.
             #[cfg(feature = "cuda")]
             if self.sessions.graph_for(rows).is_some() {

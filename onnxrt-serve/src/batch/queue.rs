@@ -181,6 +181,16 @@ impl Queue {
         }
     }
 
+    /// With `hold` (`hold_while_busy`), the device to itself until the guard is dropped: one
+    /// batch on the device at a time (the lock guards no data: a worker that panicked in a run
+    /// leaves nothing half-done to it). The wait is recorded in `device_wait`.
+    pub(crate) fn device_turn(&self, hold: bool) -> Option<std::sync::MutexGuard<'_, ()>> {
+        let waited = std::time::Instant::now();
+        let turn = hold.then(|| self.device.lock().unwrap_or_else(|e| e.into_inner()));
+        self.counters.device_wait.observe(waited.elapsed());
+        turn
+    }
+
     /// A worker closed its batch: it counts as running until the guard is dropped (after its
     /// model run), and then wakes a worker that holds its batch open for that.
     pub(crate) fn run_started(self: &Arc<Self>) -> Running {

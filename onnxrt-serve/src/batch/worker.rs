@@ -437,11 +437,7 @@ impl Worker {
             }
         }
         {
-            // One batch on the device at a time with `hold_while_busy` (the lock guards no data:
-            // a worker that panicked in a run leaves nothing half-done to it).
-            let waited = Instant::now();
-            let _device = self.hold_while_busy.then(|| self.queue.device.lock().unwrap_or_else(|e| e.into_inner()));
-            self.queue.counters.device_wait.observe(waited.elapsed());
+            let _device = self.queue.device_turn(self.hold_while_busy);
             binding.run(None)?;
         }
         // The device is free for the next batch (a worker holding one open closes it now).
@@ -483,9 +479,7 @@ impl GraphRun<'_> {
             graph.copy_input_rows_from(index, 0..m, rows, self.stream)?;
         }
         {
-            let waited = Instant::now();
-            let _device = self.hold.then(|| self.queue.device.lock().unwrap_or_else(|e| e.into_inner()));
-            self.queue.counters.device_wait.observe(waited.elapsed());
+            let _device = self.queue.device_turn(self.hold);
             graph.run()?;
         }
         drop(running);

@@ -34,7 +34,7 @@ pub struct ModelConfig {
     /// (default: on for CUDA in a build with the `cuda` feature).
     pub device_inputs: Option<bool>,
     /// CUDA, batched, with `device_inputs` and padded sizes: run each padded batch size as a
-    /// CUDA graph (captured at warm-up, replayed per batch); a size whose graph cannot be made
+    /// CUDA graph (captured before the model is ready, replayed per batch); a size whose graph cannot be made
     /// runs without one, and the log says why (default off).
     pub cuda_graphs: Option<bool>,
     /// With several batch workers: after the delay, hold a batch open while another worker's

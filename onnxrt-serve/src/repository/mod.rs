@@ -129,12 +129,6 @@ impl Repository {
     /// Warms every model up (one run each; see [`ServedModel::warm_up`]); the first failure is
     /// returned, naming the model.
     pub fn warm_up(&self) -> Result<Vec<(String, std::time::Duration)>, LoadError> {
-        // Every batcher's workers capture their CUDA graphs before any model's warm-up run: a
-        // run of one model beside a capture of another breaks that capture.
-        #[cfg(feature = "cuda")]
-        for batcher in self.models.values().filter_map(|model| model.batcher()) {
-            batcher.wait_for_cuda_graphs();
-        }
         let mut took = Vec::with_capacity(self.models.len());
         for model in self.models.values() {
             let elapsed = model

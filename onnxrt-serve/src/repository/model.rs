@@ -212,8 +212,8 @@ impl ServedModel {
             let batcher = builder.build().map_err(|e| {
                 format!("{e}\n(or turn batching off for this model: \"batching\": false in config.json)")
             })?;
-            // Its workers capture their CUDA graphs now; the next model's session must not be
-            // made beside a capture (it would break it).
+            // Its workers capture their CUDA graphs now. Neither the next model's session nor a
+            // warm-up run may meet a capture (it would break it): both come after this.
             #[cfg(feature = "cuda")]
             batcher.wait_for_cuda_graphs();
             Runner::Batched { batcher: Arc::new(batcher) }
@@ -268,11 +268,6 @@ impl ServedModel {
     }
 
     fn warm_up_runs(&self) -> Result<(), String> {
-        // The batch workers capture their CUDA graphs first: a run beside a capture breaks it.
-        #[cfg(feature = "cuda")]
-        if let Some(batcher) = self.batcher() {
-            batcher.wait_for_cuda_graphs();
-        }
         let mut values = Vec::with_capacity(self.inputs.len());
         for input in &self.inputs {
             let shape = match self.settings.warmup.get(&input.name) {
@@ -609,10 +604,7 @@ impl Drop for Decrement<'_> {
 
 /// The session for `settings`: on the CPU, or on a CUDA device (strict: every node on the GPU).
 fn make_session(path: &Path, bytes: Option<&[u8]>, settings: &Settings) -> Result<Session, Box<dyn std::error::Error>> {
-    let mut builder = Session::builder();
-    if let Some(threads) = settings.threads {
-        builder = builder.intra_op_threads(threads);
-    }
+    let mut builder = session_builder(settings);
     if settings.provider == "cuda" {
         builder = with_cuda(builder, settings.device)?;
     }
@@ -620,6 +612,15 @@ fn make_session(path: &Path, bytes: Option<&[u8]>, settings: &Settings) -> Resul
         Some(bytes) => builder.commit_from_memory(bytes)?,
         None => builder.commit_from_file(path)?,
     })
+}
+
+/// A session builder with the settings every session of the model shares (no provider yet).
+fn session_builder(settings: &Settings) -> onnxrt::SessionBuilder {
+    let builder = Session::builder();
+    match settings.threads {
+        Some(threads) => builder.intra_op_threads(threads),
+        None => builder,
+    }
 }
 
 /// `rows` rows of the model at `path` (or `bytes`) as a CUDA graph, with the session settings
@@ -631,10 +632,7 @@ fn make_graph(
     settings: &Settings,
     rows: usize,
 ) -> onnxrt::Result<onnxrt::CudaGraph> {
-    let mut builder = Session::builder();
-    if let Some(threads) = settings.threads {
-        builder = builder.intra_op_threads(threads);
-    }
+    let builder = session_builder(settings);
     let cuda = onnxrt::providers::cuda::CudaOptions::new().device_id(settings.device);
     match bytes {
         Some(bytes) => onnxrt::CudaGraph::from_memory(builder, cuda, bytes, rows),

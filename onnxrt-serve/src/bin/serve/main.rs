@@ -113,7 +113,7 @@ struct Args {
     #[arg(long, value_name = "BOOL")]
     hold_while_busy: Option<bool>,
     /// CUDA, batched, with --pad-batches or --pad-sizes: run each padded size as a CUDA graph
-    /// (captured at warm-up; a size whose graph cannot be made runs without one, and the log says why)
+    /// (captured before the model is ready; a size whose graph cannot be made runs without one, and the log says why)
     #[arg(long)]
     cuda_graphs: bool,
     /// Unbatched runs at once per model (default: one per CPU)
