@@ -373,7 +373,7 @@ fn graph_captures_on_worker_threads_beside_copies_answer_every_request() {
     });
     let stats = batcher.stats();
     println!(
-        "lazy captures: {} graph runs of {} batches, {} sizes with a graph",
+        "captures beside requests: {} graph runs of {} batches, {} sizes with a graph",
         stats.graph_runs,
         stats.batches,
         batcher.cuda_graphs().len()
