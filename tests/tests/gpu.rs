@@ -380,6 +380,9 @@ fn graph_captures_on_worker_threads_beside_copies_answer_every_request() {
     );
     assert_eq!((stats.completed, stats.errors.run_failed), (480, 0));
     assert!(stats.graph_runs > 0);
+    // One `device_wait` observation per batch, a graph's run included (its wait at the graph's
+    // lock and at the device lock count once, together).
+    assert_eq!(stats.device_wait.count, stats.batches, "device_wait per batch");
 }
 
 /// Two models' batchers built back to back (as a repository of two models is loaded): their

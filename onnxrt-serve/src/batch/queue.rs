@@ -185,9 +185,20 @@ impl Queue {
     /// batch on the device at a time (the lock guards no data: a worker that panicked in a run
     /// leaves nothing half-done to it). The wait is recorded in `device_wait`.
     pub(crate) fn device_turn(&self, hold: bool) -> Option<std::sync::MutexGuard<'_, ()>> {
+        self.device_turn_after(hold, std::time::Duration::ZERO)
+    }
+
+    /// [`device_turn`](Self::device_turn) for a batch that has already waited `before` for
+    /// another worker (a CUDA graph's run waits for the other worker at the graph's lock first);
+    /// one `device_wait` observation for both.
+    pub(crate) fn device_turn_after(
+        &self,
+        hold: bool,
+        before: std::time::Duration,
+    ) -> Option<std::sync::MutexGuard<'_, ()>> {
         let waited = std::time::Instant::now();
         let turn = hold.then(|| self.device.lock().unwrap_or_else(|e| e.into_inner()));
-        self.counters.device_wait.observe(waited.elapsed());
+        self.counters.device_wait.observe(before + waited.elapsed());
         turn
     }
 

@@ -47,8 +47,9 @@ pub struct BatcherStats {
     /// and reading the outputs back, per batch.
     pub model_time: HistogramSnapshot,
     /// The part of `model_time` a batch waited for another worker's run to leave the device
-    /// (`BatcherBuilder::hold_while_busy`; zero without it): long waits mean batches fill up
-    /// before the device is free, so requests wait more than one run.
+    /// (`BatcherBuilder::hold_while_busy`), or, on a CUDA graph, for the other worker to finish
+    /// with that size's graph; zero without either. Long waits mean batches fill up before the
+    /// device is free, so requests wait more than one run.
     pub device_wait: HistogramSnapshot,
 }
 

@@ -471,15 +471,18 @@ impl GraphRun<'_> {
         n: usize,
     ) -> Result<Vec<Vec<Value<'static>>>> {
         let model_started = Instant::now();
-        // Held until the outputs are copied out: the other worker may run this size next.
+        // Held until the outputs are copied out: the other worker may run this size next. A
+        // wait here is a wait for the other worker's run, counted in `device_wait`.
+        let graph_wait = Instant::now();
         let mut graph = self.graph.lock().unwrap_or_else(|e| e.into_inner());
+        let graph_wait = graph_wait.elapsed();
         let m = graph.rows();
         for (input, rows) in plan.inputs.iter().zip(device_rows) {
             let index = graph_index(graph.inputs(), &input.name)?;
             graph.copy_input_rows_from(index, 0..m, rows, self.stream)?;
         }
         {
-            let _device = self.queue.device_turn(self.hold);
+            let _device = self.queue.device_turn_after(self.hold, graph_wait);
             graph.run()?;
         }
         drop(running);

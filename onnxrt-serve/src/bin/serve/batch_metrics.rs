@@ -72,7 +72,7 @@ pub fn render(batchers: &[(&str, BatcherStats)], out: &mut String) {
         ("batcher_model_seconds", "The model run of a batch (binding, run, outputs).", |s| &s.model_time),
         (
             "batcher_device_wait_seconds",
-            "The part of the model run spent waiting for another worker's batch to leave the device (hold_while_busy).",
+            "The part of the model run spent waiting for another worker's batch to leave the device (hold_while_busy) or its CUDA graph.",
             |s| &s.device_wait,
         ),
     ];
