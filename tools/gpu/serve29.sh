@@ -125,7 +125,9 @@ fi
 # compares them; VARIANTS="" for none.
 # (The default is spelled out on its own line: inside ${VARIANTS-...} its closing brace would
 # end the expansion early and leave a stray `}` word behind the caller's variants.)
-default_variants='no_hold:{"hold_while_busy":false} no_device:{"device_inputs":false}'
+# Since 2026-12-06 the defaults include CUDA graphs per padded size (`base` has padded sizes), so
+# `no_graphs` is the base without them.
+default_variants='no_graphs:{"cuda_graphs":false} no_hold:{"hold_while_busy":false} no_device:{"device_inputs":false}'
 for variant in ${VARIANTS-$default_variants}; do
   run_variant "${variant%%:*}" "${variant#*:}" "${VARIANT_CLIENTS:-256}"
 done

@@ -59,6 +59,11 @@ pub(crate) struct Worker {
     // The worker's stream for its copies to the device (made at its first batch).
     #[cfg(feature = "cuda")]
     stream: Option<onnxrt::CudaStream>,
+    // Batch sizes whose CUDA graph has run on this worker's thread, so its runs only replay:
+    // for those, the worker need not ask the graph (whose lock the other worker may hold for
+    // its whole run) whether its next run captures.
+    #[cfg(feature = "cuda")]
+    replays: std::collections::HashSet<usize>,
     pub(crate) plan: Arc<Plan>,
     pub(crate) queue: Arc<Queue>,
     pub(crate) receiver: Arc<Mutex<Receiver<Msg>>>,
@@ -124,6 +129,8 @@ impl Worker {
             placement,
             #[cfg(feature = "cuda")]
             stream: None,
+            #[cfg(feature = "cuda")]
+            replays: std::collections::HashSet::new(),
             plan,
             queue,
             receiver,
@@ -358,7 +365,9 @@ impl Worker {
         #[cfg(feature = "cuda")]
         let graph = self.placement.device_inputs.and_then(|_| self.sessions.graph_for(m));
         #[cfg(feature = "cuda")]
-        let capture = graph.as_ref().is_some_and(|g| g.lock().unwrap_or_else(|e| e.into_inner()).run_captures());
+        let capture = graph
+            .as_ref()
+            .is_some_and(|g| !self.replays.contains(&m) && g.lock().unwrap_or_else(|e| e.into_inner()).run_captures());
         #[cfg(feature = "cuda")]
         let sessions = Arc::clone(&self.sessions);
         #[cfg(feature = "cuda")]
@@ -419,7 +428,12 @@ impl Worker {
                 if let Some(graph) = &graph {
                     let fixed: Vec<Value<'_>> = fixed.into_iter().flatten().collect();
                     let graph = GraphRun { graph, stream, queue: &self.queue, hold: self.hold_while_busy };
-                    return graph.run(&self.plan, &values, fixed, running, n);
+                    let answer = graph.run(&self.plan, &values, fixed, running, n);
+                    if answer.is_ok() {
+                        // ORT keeps the captured graph for this thread: later runs replay it.
+                        self.replays.insert(m);
+                    }
+                    return answer;
                 }
             }
         }

@@ -35,7 +35,8 @@ pub struct ModelConfig {
     pub device_inputs: Option<bool>,
     /// CUDA, batched, with `device_inputs` and padded sizes: run each padded batch size as a
     /// CUDA graph (captured before the model is ready, replayed per batch); a size whose graph cannot be made
-    /// runs without one, and the log says why (default off).
+    /// runs without one, and the log says why (default: on where it can be, i.e. when all of
+    /// those hold; `false` turns it off).
     pub cuda_graphs: Option<bool>,
     /// With several batch workers: after the delay, hold a batch open while another worker's
     /// batch runs and close it when that run ends (default off).
@@ -139,7 +140,8 @@ impl Settings {
     /// one gather thread, batch workers 2 holding batches while the other runs
     /// (`hold_while_busy`) and copying them to their own device buffers (`device_inputs`, in a
     /// build with the `cuda` feature) on CUDA and 1 on the CPU, `concurrency` one run per core,
-    /// the CPU, device 0.
+    /// the CPU, device 0; CUDA graphs per padded size where they can be (CUDA, batching,
+    /// `device_inputs`, padded sizes).
     ///
     /// The CUDA values are what measured best on an H200 (BENCHMARKS.md, 2026-12-05): with
     /// them 256 clients kept 95 % of the offline batch-128 rate, against 70 % without the hold.
@@ -151,7 +153,7 @@ impl Settings {
         }
         let batching = config.batching.or(defaults.batching).unwrap_or(provider == "cuda");
         let pad_sizes = [&config.pad_sizes, &defaults.pad_sizes].into_iter().find(|s| !s.is_empty()).cloned();
-        let settings = Settings {
+        let mut settings = Settings {
             batching,
             max_batch: config.max_batch.or(defaults.max_batch).unwrap_or(32),
             max_delay_us: config.max_delay_us.or(defaults.max_delay_us).unwrap_or(0),
@@ -165,7 +167,8 @@ impl Settings {
                 .device_inputs
                 .or(defaults.device_inputs)
                 .unwrap_or(provider == "cuda" && cfg!(feature = "cuda")),
-            cuda_graphs: config.cuda_graphs.or(defaults.cuda_graphs).unwrap_or(false),
+            // Decided below, once the settings it needs are known.
+            cuda_graphs: false,
             hold_while_busy: config.hold_while_busy.or(defaults.hold_while_busy).unwrap_or(provider == "cuda"),
             batch_workers: config.batch_workers.or(defaults.batch_workers).unwrap_or(if provider == "cuda" {
                 2
@@ -180,6 +183,15 @@ impl Settings {
             warmup_fill: config.warmup_fill.clone(),
             shapes: config.shapes.clone(),
         };
+        let asked_for_graphs = config.cuda_graphs.or(defaults.cuda_graphs);
+        if asked_for_graphs.is_some() {
+            settings.cuda_graphs = asked_for_graphs == Some(true);
+        } else {
+            // On by default where it can be: graphs served one client 1.2-1.8x faster and kept
+            // the open-loop p99 at 80 % under the goal in every H100 call, where the same
+            // settings without them missed it on a busy host (BENCHMARKS.md, 2026-12-06).
+            settings.cuda_graphs = graph_needs(&settings).iter().all(|(met, _)| *met);
+        }
         if settings.device_inputs && settings.provider != "cuda" {
             return Err("`device_inputs` copies batches to a CUDA device: it needs \"provider\": \"cuda\"".into());
         }
@@ -187,17 +199,7 @@ impl Settings {
             return Err("`device_inputs`: this server was built without the `cuda` feature".into());
         }
         if settings.cuda_graphs {
-            let needs = [
-                (settings.provider == "cuda", "\"provider\": \"cuda\""),
-                (cfg!(feature = "cuda"), "a server built with the `cuda` feature"),
-                (settings.batching, "batching"),
-                (settings.device_inputs, "`device_inputs` (the graphs are filled from the batcher's device buffers)"),
-                (
-                    settings.pad_to_power_of_two || !settings.pad_sizes.is_empty(),
-                    "padded sizes (`pad_to_power_of_two` or `pad_sizes`: one graph per size)",
-                ),
-            ];
-            if let Some((_, what)) = needs.iter().find(|(met, _)| !met) {
+            if let Some((_, what)) = graph_needs(&settings).iter().find(|(met, _)| !met) {
                 return Err(format!("`cuda_graphs` needs {what}"));
             }
         }
@@ -214,6 +216,20 @@ impl Settings {
         }
         Ok(settings)
     }
+}
+
+/// What CUDA graphs per batch size need, each with whether `settings` has it.
+fn graph_needs(settings: &Settings) -> [(bool, &'static str); 5] {
+    [
+        (settings.provider == "cuda", "\"provider\": \"cuda\""),
+        (cfg!(feature = "cuda"), "a server built with the `cuda` feature"),
+        (settings.batching, "batching"),
+        (settings.device_inputs, "`device_inputs` (the graphs are filled from the batcher's device buffers)"),
+        (
+            settings.pad_to_power_of_two || !settings.pad_sizes.is_empty(),
+            "padded sizes (`pad_to_power_of_two` or `pad_sizes`: one graph per size)",
+        ),
+    ]
 }
 
 #[cfg(test)]
@@ -278,10 +294,26 @@ mod tests {
     }
 
     #[test]
-    fn cuda_graphs_are_off_unless_asked_and_refused_without_what_they_need() {
+    fn cuda_graphs_are_on_where_they_can_be_and_refused_without_what_they_need() {
         let refusal = |config: ModelConfig| Settings::of(&config, &Defaults::default()).expect_err("refused");
+        let graphs = |config: &ModelConfig| Settings::of(config, &Defaults::default()).expect("test value").cuda_graphs;
         let cuda = ModelConfig { provider: Some("cuda".into()), ..ModelConfig::default() };
-        assert!(!Settings::of(&cuda, &Defaults::default()).expect("test value").cuda_graphs);
+        // Not asked for: off without padded sizes, and always on the CPU.
+        assert!(!graphs(&cuda));
+        let cpu_padded =
+            ModelConfig { batching: Some(true), pad_to_power_of_two: Some(true), ..ModelConfig::default() };
+        assert!(!graphs(&cpu_padded));
+        let cuda_padded = ModelConfig { pad_sizes: vec![1, 8, 32], ..cuda.clone() };
+        // Not asked for, and everything they need is there: on exactly in a build with CUDA.
+        assert_eq!(graphs(&cuda_padded), cfg!(feature = "cuda"));
+        assert!(!graphs(&ModelConfig { cuda_graphs: Some(false), ..cuda_padded.clone() }), "false turns them off");
+        let off_by_default = Defaults { cuda_graphs: Some(false), ..Defaults::default() };
+        assert!(!Settings::of(&cuda_padded, &off_by_default).expect("test value").cuda_graphs, "--cuda-graphs false");
+        // Any of their needs turned off: off, not refused.
+        assert!(!graphs(&ModelConfig { batching: Some(false), ..cuda_padded.clone() }));
+        if cfg!(feature = "cuda") {
+            assert!(!graphs(&ModelConfig { device_inputs: Some(false), ..cuda_padded.clone() }));
+        }
         let on_cpu = ModelConfig { cuda_graphs: Some(true), batching: Some(true), ..ModelConfig::default() };
         assert!(refusal(on_cpu).contains("`cuda_graphs` needs \"provider\": \"cuda\""));
         if cfg!(feature = "cuda") {

@@ -315,7 +315,7 @@ impl ServedModel {
                 match outcome {
                     Ok(()) => tracing::debug!(model = %self.name, rows, "CUDA graph captured"),
                     Err(why) => {
-                        tracing::warn!(model = %self.name, rows, cause = %why, "no CUDA graph for this batch size: it runs without one")
+                        tracing::warn!(model = %self.name, rows, cause = %why, "no CUDA graph for this batch size: it runs without one (\"cuda_graphs\": false in its config.json stops trying)")
                     }
                 }
             }

@@ -114,8 +114,9 @@ struct Args {
     hold_while_busy: Option<bool>,
     /// CUDA, batched, with --pad-batches or --pad-sizes: run each padded size as a CUDA graph
     /// (captured before the model is ready; a size whose graph cannot be made runs without one, and the log says why)
-    #[arg(long)]
-    cuda_graphs: bool,
+    /// (default: true where all of that holds)
+    #[arg(long, value_name = "BOOL")]
+    cuda_graphs: Option<bool>,
     /// Unbatched runs at once per model (default: one per CPU)
     #[arg(long, value_name = "N")]
     concurrency: Option<usize>,
@@ -185,7 +186,7 @@ fn defaults(args: &Args) -> Defaults {
         gather_threads: Some(args.gather_threads),
         batch_workers: args.batch_workers,
         hold_while_busy: args.hold_while_busy,
-        cuda_graphs: args.cuda_graphs.then_some(true),
+        cuda_graphs: args.cuda_graphs,
         concurrency: args.concurrency,
         provider: Some(args.provider.clone()),
         device: Some(args.device),
