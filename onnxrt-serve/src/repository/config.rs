@@ -183,15 +183,13 @@ impl Settings {
             warmup_fill: config.warmup_fill.clone(),
             shapes: config.shapes.clone(),
         };
-        let asked_for_graphs = config.cuda_graphs.or(defaults.cuda_graphs);
-        if asked_for_graphs.is_some() {
-            settings.cuda_graphs = asked_for_graphs == Some(true);
-        } else {
-            // On by default where it can be: graphs served one client 1.2-1.8x faster and kept
-            // the open-loop p99 at 80 % under the goal in every H100 call, where the same
-            // settings without them missed it on a busy host (BENCHMARKS.md, 2026-12-06).
-            settings.cuda_graphs = graph_needs(&settings).iter().all(|(met, _)| *met);
-        }
+        // On by default where it can be: graphs served one client 1.2-1.8x faster and kept the
+        // open-loop p99 at 80 % under the goal in every H100 call, where the same settings
+        // without them missed it on a busy host (BENCHMARKS.md, 2026-12-06).
+        settings.cuda_graphs = config
+            .cuda_graphs
+            .or(defaults.cuda_graphs)
+            .unwrap_or_else(|| graph_needs(&settings).iter().all(|(met, _)| *met));
         if settings.device_inputs && settings.provider != "cuda" {
             return Err("`device_inputs` copies batches to a CUDA device: it needs \"provider\": \"cuda\"".into());
         }
