@@ -39,6 +39,7 @@ pub fn cached(config: &Config) -> Vec<String> {
         .manifest
         .dists
         .iter()
+        .filter(|d| !d.test_only)
         .filter(|d| cache_key(config, d).is_some_and(|k| matches!(cache.lookup(&k), Ok(Some(_)))))
         .map(|d| d.name.clone())
         .collect()
@@ -56,7 +57,7 @@ fn cache_key(config: &Config, dist: &Dist) -> Option<String> {
 
 /// The paragraph printed after a provisioning failure.
 pub fn choosing(config: &Config) -> String {
-    let known: Vec<&str> = config.manifest.dists.iter().map(|d| d.name.as_str()).collect();
+    let known: Vec<&str> = config.manifest.dists.iter().filter(|d| !d.test_only).map(|d| d.name.as_str()).collect();
     let cached = cached(config);
     let held = if cached.is_empty() { "none of them".to_owned() } else { cached.join(", ") };
     let suggestion = cached

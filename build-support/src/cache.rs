@@ -132,12 +132,15 @@ impl Cache {
     }
 
     /// Removes work left by processes that died holding this key (call under its lock).
+    /// That includes what a discard of the entry `key` left when it was killed between its rename
+    /// and its delete (`<key>.damaged-<pid>-<random>`).
     pub fn sweep(&self, key: &str) {
         let Ok(entries) = fs::read_dir(self.dir.join(".tmp")) else { return };
         let mine = format!("-{}-", std::process::id());
+        let prefixes = [format!("{key}-"), format!("{key}.damaged-")];
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            if name.starts_with(&format!("{key}-")) && !name.contains(&mine) {
+            if prefixes.iter().any(|p| name.starts_with(p)) && !name.contains(&mine) {
                 // Neither follows a link: a planted one is removed, not its target.
                 let _ = fs::remove_dir_all(entry.path());
                 let _ = fs::remove_file(entry.path());
@@ -148,6 +151,7 @@ impl Cache {
     /// Moves a damaged entry out of the way (one rename, so no build sees it half-removed), then
     /// deletes it. Call under the key's lock.
     pub fn discard(&self, sha256: &str) -> Result<()> {
+        self.sweep(sha256);
         let entry = self.entry_path(sha256);
         let aside = self.temp_dir(&format!("{sha256}.damaged"))?;
         let target = aside.path().join("entry");
@@ -159,6 +163,8 @@ impl Cache {
     /// Publishes a filled work folder as the entry for `sha256`: record of its files, fixed
     /// mtimes, marker, then one rename.
     pub fn publish(&self, work: TempDir, sha256: &str) -> Result<PathBuf> {
+        // Whatever umask the build runs under, no folder or file of an entry is writable by others.
+        crate::trust::normalise_modes(work.path())?;
         let items = crate::record::write(work.path())?;
         for (path, item) in &items {
             if let crate::record::Item::File { .. } = item {
@@ -166,7 +172,7 @@ impl Cache {
             }
         }
         let marker = work.path().join(COMPLETE_MARKER);
-        fs::write(&marker, sha256).map_err(Error::io(format!("writing {}", marker.display())))?;
+        crate::trust::write_new(&marker, sha256.as_bytes(), 0o644)?;
         let entry = self.entry_path(sha256);
         // An entry without its marker can only be debris of a manual edit: replace it. A link
         // or a folder of someone else is refused by `lookup`, never removed here.

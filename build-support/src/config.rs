@@ -6,12 +6,13 @@
 //! | `ONNXRT_INCLUDE_DIR` | headers for `ONNXRT_LIB_DIR` (default: `../include` beside it) |
 //! | `ONNXRT_ARCHIVE` | a local copy of the archive (air-gapped delivery), verified like a download |
 //! | `ONNXRT_ARCHIVE_SHA256` | your pin for a distribution the manifest leaves unpinned |
-//! | `ONNXRT_CACHE_DIR` | cache folder (default `$XDG_CACHE_HOME/onnxrt` or `~/.cache/onnxrt`) |
+//! | `ONNXRT_CACHE_DIR` | cache folder (default `$XDG_CACHE_HOME/onnxrt` or `~/.cache/onnxrt`); must be absolute (a relative one is refused: the build script runs in the package's folder, the program later elsewhere), and a relative `XDG_CACHE_HOME` is ignored, as the XDG specification says |
 //! | `ONNXRT_MIRROR` | base URL that serves the same file names as the official release |
 //! | `ONNXRT_OFFLINE=1` (or `CARGO_NET_OFFLINE=true`) | never download |
 //! | `ONNXRT_DIST` | which manifest entry (default: the manifest's `default`) |
 //! | `ONNXRT_DOWNLOAD_TIMEOUT` | seconds of too little progress before a download attempt fails (default 60): waiting this long for the next bytes of the body or for a whole response head fails, and so does an attempt that receives less than 64 KiB (or the rest of the body) in any such window |
-//! | `ONNXRT_DOWNLOAD_DEADLINE` | seconds one download attempt may take in all, however it progresses: connecting, redirects, headers and body (default 1800) |
+//! | `ONNXRT_DOWNLOAD_DEADLINE` | seconds one download attempt may take in all, however it progresses: connecting, redirects, headers and body (default 1800). A download makes at most 3 attempts, so it ends within 3 × this plus under a second of pauses: 90 minutes by default |
+//! | `https_proxy`/`HTTPS_PROXY`, `http_proxy`/`HTTP_PROXY`, `all_proxy`/`ALL_PROXY`, `no_proxy`/`NO_PROXY` | the proxy of downloads, as curl, pip and cargo read them (lower case first; see [`Proxies`]); the build log names the proxy used. The bytes are verified against the pin as always, so a proxy can make a download fail, never supply other bytes |
 //! | `ONNXRT_ALLOW_HTTP=1` | allow plain-http URLs (mirrors on a trusted network, tests); https is required otherwise, and an https URL never redirects to http |
 //! | `ONNXRT_VERIFY=1` | re-hash every file of the cache entry on every build (default: sizes every build, hashes when a build first uses the entry or a file's mtime changed) |
 //!
@@ -59,6 +60,8 @@ pub struct Config {
     pub stamp_dir: Option<PathBuf>,
     /// Attempts per download (network errors and 5xx are retried, nothing else).
     pub attempts: u32,
+    /// The proxies of downloads (none unless read from the environment).
+    pub proxies: Proxies,
     /// Names of the variables read, for `cargo:rerun-if-env-changed`.
     pub vars_read: Vec<&'static str>,
     /// Told about a download's progress (`None`: nobody). In a build script [`Config::from_env`]
@@ -140,20 +143,8 @@ impl Config {
         let deadline = seconds(&mut env, "ONNXRT_DOWNLOAD_DEADLINE", 1800)?;
         let allow_http = flag(&mut env, "ONNXRT_ALLOW_HTTP");
         let verify = flag(&mut env, "ONNXRT_VERIFY");
-        let cache_dir = match env.var("ONNXRT_CACHE_DIR") {
-            Some(dir) => PathBuf::from(dir),
-            None => match (env.var("XDG_CACHE_HOME"), env.var("HOME")) {
-                (Some(xdg), _) => PathBuf::from(xdg).join("onnxrt"),
-                (None, Some(home)) => PathBuf::from(home).join(".cache").join("onnxrt"),
-                (None, None) => {
-                    return Err(Error::BadVariable {
-                        var: "HOME",
-                        value: String::new(),
-                        why: "unset, so there is no default cache; set ONNXRT_CACHE_DIR".into(),
-                    })
-                }
-            },
-        };
+        let cache_dir = cache_dir(&mut env)?;
+        let proxies = Proxies::from_env(&mut env)?;
         Ok(Config {
             lib_dir: env.var("ONNXRT_LIB_DIR").map(PathBuf::from),
             include_dir: env.var("ONNXRT_INCLUDE_DIR").map(PathBuf::from),
@@ -171,6 +162,7 @@ impl Config {
             // Set by cargo for build scripts only; not a user setting, so not a rerun trigger.
             stamp_dir: std::env::var_os("OUT_DIR").map(PathBuf::from),
             attempts: 3,
+            proxies,
             vars_read: env.read,
             progress: std::env::var_os("OUT_DIR").map(|_| crate::Reporter::log("onnxrt-sys build")),
             hooks: Hooks::default(),
@@ -196,10 +188,146 @@ impl Config {
             verify: false,
             stamp_dir: None,
             attempts: 3,
+            proxies: Proxies::default(),
             vars_read: Vec::new(),
             progress: None,
             hooks: Hooks::default(),
         })
+    }
+}
+
+/// The cache folder: `ONNXRT_CACHE_DIR`, else `$XDG_CACHE_HOME/onnxrt`, else `~/.cache/onnxrt`.
+/// Only an absolute path is accepted: the folder is compiled into the binary, whose loader would
+/// resolve a relative one against whatever folder the program later runs in. A relative
+/// `ONNXRT_CACHE_DIR` or `HOME` is refused; a relative `XDG_CACHE_HOME` is ignored (the XDG
+/// specification says to), so the default under `HOME` is used.
+fn cache_dir(env: &mut EnvReader) -> Result<PathBuf> {
+    let relative = |var: &'static str, value: String| Error::BadVariable {
+        var,
+        value,
+        why: "is a relative path; the cache's folder is compiled into the binary, and cargo runs the build script \
+              in the package's own folder, so give an absolute path"
+            .into(),
+    };
+    if let Some(dir) = env.var("ONNXRT_CACHE_DIR") {
+        return if Path::new(&dir).is_absolute() {
+            Ok(PathBuf::from(dir))
+        } else {
+            Err(relative("ONNXRT_CACHE_DIR", dir))
+        };
+    }
+    if let Some(xdg) = env.var("XDG_CACHE_HOME").filter(|x| Path::new(x).is_absolute()) {
+        return Ok(PathBuf::from(xdg).join("onnxrt"));
+    }
+    match env.var("HOME") {
+        Some(home) if Path::new(&home).is_absolute() => Ok(PathBuf::from(home).join(".cache").join("onnxrt")),
+        Some(home) => Err(relative("HOME", home)),
+        None => Err(Error::BadVariable {
+            var: "HOME",
+            value: String::new(),
+            why: "unset, so there is no default cache; set ONNXRT_CACHE_DIR".into(),
+        }),
+    }
+}
+
+/// The proxies of downloads, read as curl, pip and cargo read them: `https_proxy` for https
+/// URLs, `http_proxy` for http ones, `all_proxy` for either when that is unset (each in lower case
+/// first, then upper case), none for a host that `no_proxy` names (`*` for all; a name matches
+/// itself and its subdomains, a leading dot is ignored, a `:port` suffix is ignored; an IP
+/// address matches only itself, CIDR ranges are not read).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Proxies {
+    /// For https URLs: the proxy and the variable it came from.
+    pub https: Option<(String, &'static str)>,
+    /// For http URLs.
+    pub http: Option<(String, &'static str)>,
+    /// For either, where the scheme's own is unset.
+    pub all: Option<(String, &'static str)>,
+    /// Hosts reached directly.
+    pub no_proxy: Vec<String>,
+}
+
+impl Proxies {
+    fn from_env(env: &mut EnvReader) -> Result<Proxies> {
+        let mut one = |lower: &'static str, upper: &'static str| -> Result<Option<(String, &'static str)>> {
+            let found = match env.var(lower) {
+                Some(v) => Some((v, lower)),
+                None => env.var(upper).map(|v| (v, upper)),
+            };
+            if let Some((value, var)) = found.clone() {
+                if value.to_ascii_lowercase().starts_with("socks") {
+                    let why = "is a SOCKS proxy, which downloads here cannot use; name an HTTP proxy".into();
+                    return Err(Error::BadVariable { var, value, why });
+                }
+                if let Err(e) = ureq::Proxy::new(&value) {
+                    return Err(Error::BadVariable { var, value, why: format!("is not a proxy URL: {e}") });
+                }
+            }
+            Ok(found)
+        };
+        let https = one("https_proxy", "HTTPS_PROXY")?;
+        let http = one("http_proxy", "HTTP_PROXY")?;
+        let all = one("all_proxy", "ALL_PROXY")?;
+        let no_proxy = env
+            .var("no_proxy")
+            .or_else(|| env.var("NO_PROXY"))
+            .map(|v| {
+                v.split([',', ' ', '\t'])
+                    .map(|h| h.trim().trim_start_matches('.').to_ascii_lowercase())
+                    .filter(|h| !h.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(Proxies { https, http, all, no_proxy })
+    }
+
+    /// The proxy for `url` and the variable that named it, or `None` to connect directly.
+    pub fn for_url(&self, url: &str) -> Option<&(String, &'static str)> {
+        let (scheme, rest) = url.split_once("://")?;
+        let own = match scheme.to_ascii_lowercase().as_str() {
+            "https" => self.https.as_ref(),
+            "http" => self.http.as_ref(),
+            _ => None,
+        };
+        let proxy = own.or(self.all.as_ref())?;
+        let host = host_of(rest);
+        let bypassed = self.no_proxy.iter().any(|entry| {
+            let entry = strip_port(entry);
+            entry == "*" || host == entry || host.ends_with(&format!(".{entry}"))
+        });
+        (!bypassed).then_some(proxy)
+    }
+}
+
+/// The host of `authority/path...`, lower case, without user, port or IPv6 brackets.
+fn host_of(rest: &str) -> String {
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or(rest);
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    strip_port(host_port).to_ascii_lowercase()
+}
+
+/// `host` without a `:port` suffix and without IPv6 brackets.
+fn strip_port(host: &str) -> &str {
+    if let Some(inner) = host.strip_prefix('[') {
+        return inner.split(']').next().unwrap_or(inner);
+    }
+    match host.rsplit_once(':') {
+        Some((name, port)) if !name.contains(':') && port.chars().all(|c| c.is_ascii_digit()) => name,
+        _ => host,
+    }
+}
+
+/// A proxy URL as the log shows it: without a password.
+pub fn shown_proxy(proxy: &str) -> String {
+    match proxy.split_once("://") {
+        Some((scheme, rest)) => match rest.split_once('@') {
+            Some((_, host)) => format!("{scheme}://***@{host}"),
+            None => proxy.to_owned(),
+        },
+        None => match proxy.split_once('@') {
+            Some((_, host)) => format!("***@{host}"),
+            None => proxy.to_owned(),
+        },
     }
 }
 
@@ -219,4 +347,33 @@ fn seconds(env: &mut EnvReader, var: &'static str, default: u64) -> Result<Durat
 /// Whether `var` is set to something other than `0`.
 fn flag(env: &mut EnvReader, var: &'static str) -> bool {
     env.var(var).is_some_and(|v| v != "0")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn proxies(no_proxy: &[&str]) -> Proxies {
+        Proxies {
+            https: Some(("http://proxy.example:3128".into(), "https_proxy")),
+            http: None,
+            all: Some(("http://all.example:1080".into(), "ALL_PROXY")),
+            no_proxy: no_proxy.iter().map(|s| (*s).to_owned()).collect(),
+        }
+    }
+
+    #[test]
+    fn the_proxy_follows_the_scheme_then_all_proxy_and_no_proxy_bypasses() {
+        let p = proxies(&["internal.example", "10.0.0.1", "mirror.example:8443"]);
+        assert_eq!(p.for_url("https://github.com/x.tgz").map(|x| x.1), Some("https_proxy"));
+        assert_eq!(p.for_url("http://mirror.local/x.tgz").map(|x| x.1), Some("ALL_PROXY"));
+        assert_eq!(p.for_url("https://files.internal.example/x.tgz"), None);
+        assert_eq!(p.for_url("https://internal.example:443/x.tgz"), None);
+        assert_eq!(p.for_url("https://user@10.0.0.1/x.tgz"), None);
+        assert_eq!(p.for_url("https://mirror.example/x.tgz"), None);
+        assert!(p.for_url("https://notinternal.example/x.tgz").is_some());
+        assert_eq!(proxies(&["*"]).for_url("https://github.com/x.tgz"), None);
+        assert_eq!(Proxies::default().for_url("https://github.com/x.tgz"), None);
+        assert_eq!(shown_proxy("http://user:secret@proxy:3128"), "http://***@proxy:3128");
+    }
 }

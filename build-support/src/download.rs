@@ -19,6 +19,12 @@
 //! Transport: `https` only, unless plain http is allowed (`ONNXRT_ALLOW_HTTP=1`). Redirects are
 //! followed here, not by the HTTP client, so each hop is checked: an https URL never leads to an
 //! http one. The URL finally fetched is reported (official release URLs redirect to another host).
+//!
+//! Proxies: each request goes through the proxy the environment names for its URL
+//! ([`crate::config::Proxies`]: `https_proxy`, `http_proxy`, `all_proxy`, `no_proxy`), chosen
+//! again at each redirect; an https URL is tunnelled (`CONNECT`), so the proxy sees only
+//! ciphertext. The proxy used is reported. Whatever a proxy sends is hashed and verified like
+//! any other bytes: a proxy that alters them makes the download fail, nothing is installed.
 
 use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
@@ -43,6 +49,8 @@ pub struct Downloaded {
     pub sha256: String,
     /// The URL the bytes came from, after redirects.
     pub final_url: String,
+    /// The proxy the bytes came through (without its password) and the variable that named it.
+    pub proxy: Option<String>,
 }
 
 /// What a download reports while it runs (see [`download_reporting`]).
@@ -74,7 +82,7 @@ pub enum Event<'a> {
 }
 
 /// Limits of one download.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Limits {
     /// Refuse bodies larger than this.
     pub max_bytes: u64,
@@ -87,6 +95,8 @@ pub struct Limits {
     pub attempts: u32,
     /// Whether plain-http URLs are allowed.
     pub allow_http: bool,
+    /// The proxies to go through.
+    pub proxies: crate::config::Proxies,
 }
 
 /// Downloads `url` into `dest`, an open file (truncated first; emptied again on error). The
@@ -100,15 +110,9 @@ pub fn download(url: &str, dest: &mut File, limits: Limits) -> Result<Downloaded
 /// reported are the ones hashed; whether they match the pin is decided by the caller afterwards.
 pub fn download_reporting(url: &str, dest: &mut File, limits: Limits, progress: &dyn Fn(&Event)) -> Result<Downloaded> {
     check_scheme(url, None, limits.allow_http)?;
-    // Reads and writes are bounded by each request's deadline (`Request::timeout`, which makes
-    // ureq ignore a read timeout); the progress window is enforced by the waiting side.
-    let agent = ureq::AgentBuilder::new()
-        .timeout_connect(Duration::from_secs(30).min(limits.stall_timeout.max(Duration::from_secs(5))))
-        .redirects(0)
-        .build();
     let mut last_error = None;
     for attempt in 1..=limits.attempts.max(1) {
-        match attempt_once(&agent, url, dest, limits, attempt, progress) {
+        match attempt_once(url, dest, &limits, attempt, progress) {
             Ok(done) => return Ok(done),
             Err(Retry::No(error)) => {
                 let _ = dest.set_len(0);
@@ -170,18 +174,41 @@ fn resolve(base: &str, location: &str) -> String {
     format!("{folder}/{location}")
 }
 
+/// The client for one request to `url`: through the proxy the environment names for it, if any
+/// (returned as shown in the log). Reads and writes are bounded by each request's deadline
+/// (`Request::timeout`, which makes ureq ignore a read timeout); the progress window is enforced
+/// by the waiting side.
+fn agent_for(url: &str, limits: &Limits) -> Result<(ureq::Agent, Option<String>), Retry> {
+    let mut builder = ureq::AgentBuilder::new()
+        .timeout_connect(Duration::from_secs(30).min(limits.stall_timeout.max(Duration::from_secs(5))))
+        .redirects(0);
+    let mut shown = None;
+    if let Some((proxy, var)) = limits.proxies.for_url(url) {
+        let parsed = ureq::Proxy::new(proxy).map_err(|e| {
+            Retry::No(Error::Download { url: url.to_owned(), attempts: 1, why: format!("the proxy {var}: {e}") })
+        })?;
+        builder = builder.proxy(parsed);
+        shown = Some(format!("{} (from {var})", crate::config::shown_proxy(proxy)));
+    }
+    Ok((builder.build(), shown))
+}
+
 /// GETs `url`, following redirects one checked hop at a time, each request bounded by
-/// `deadline`; `hop` is told of each redirect answered.
+/// `deadline`; `hop` is told of each redirect answered. Also returns the proxy of the last hop.
 fn get(
-    agent: &ureq::Agent,
     url: &str,
-    limits: Limits,
+    limits: &Limits,
     deadline: Instant,
     hop: &dyn Fn(),
-) -> Result<(ureq::Response, String), Retry> {
+) -> Result<(ureq::Response, String, Option<String>), Retry> {
     let mut current = url.to_owned();
     for _ in 0..=MAX_REDIRECTS {
         let left = deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(1));
+        let (agent, proxy) = agent_for(&current, limits)?;
+        let via = |why: String| match &proxy {
+            Some(p) => format!("{why} (through the proxy {p})"),
+            None => why,
+        };
         let response = match agent.get(&current).timeout(left).call() {
             Ok(response) => response,
             Err(ureq::Error::Status(status, _)) if status >= 500 => {
@@ -189,11 +216,11 @@ fn get(
             }
             Err(ureq::Error::Status(status, _)) => return Err(Retry::No(Error::HttpStatus { url: current, status })),
             Err(ureq::Error::Transport(t)) => {
-                return Err(Retry::Yes(Error::Download { url: current, attempts: 1, why: t.to_string() }))
+                return Err(Retry::Yes(Error::Download { url: current, attempts: 1, why: via(t.to_string()) }))
             }
         };
         if !(300..400).contains(&response.status()) {
-            return Ok((response, current));
+            return Ok((response, current, proxy));
         }
         let Some(location) = response.header("Location") else {
             return Err(Retry::No(Error::HttpStatus { url: current, status: response.status() }));
@@ -221,8 +248,8 @@ enum Retry {
 enum Message {
     /// A redirect was answered; the next response head has a progress window of its own.
     Redirected,
-    /// The final response head: the URL answering and the announced size.
-    Head { final_url: String, announced: Option<u64> },
+    /// The final response head: the URL answering, the proxy it came through, the announced size.
+    Head { final_url: String, proxy: Option<String>, announced: Option<u64> },
     /// Bytes of the body, in order.
     Chunk(Vec<u8>),
     /// The body ended.
@@ -235,11 +262,11 @@ enum Message {
 
 /// The network side of one attempt: requests, follows redirects, reads the body in chunks and
 /// sends everything to `send`; stops as soon as nobody listens.
-fn network(agent: ureq::Agent, url: String, limits: Limits, deadline: Instant, send: SyncSender<Message>) {
+fn network(url: String, limits: Limits, deadline: Instant, send: SyncSender<Message>) {
     let hop = || {
         let _ = send.send(Message::Redirected);
     };
-    let (response, final_url) = match get(&agent, &url, limits, deadline, &hop) {
+    let (response, final_url, proxy) = match get(&url, &limits, deadline, &hop) {
         Ok(answered) => answered,
         Err(failure) => {
             let _ = send.send(Message::Failed(failure));
@@ -247,7 +274,7 @@ fn network(agent: ureq::Agent, url: String, limits: Limits, deadline: Instant, s
         }
     };
     let announced: Option<u64> = response.header("Content-Length").and_then(|v| v.trim().parse().ok());
-    if send.send(Message::Head { final_url, announced }).is_err() {
+    if send.send(Message::Head { final_url, proxy, announced }).is_err() {
         return;
     }
     // Read one byte past the cap so an over-long body is detected rather than silently cut.
@@ -274,10 +301,9 @@ fn too_slow(url: &str, why: String) -> Retry {
 }
 
 fn attempt_once(
-    agent: &ureq::Agent,
     url: &str,
     dest: &mut File,
-    limits: Limits,
+    limits: &Limits,
     attempt: u32,
     progress: &dyn Fn(&Event),
 ) -> Result<Downloaded, Retry> {
@@ -290,10 +316,10 @@ fn attempt_once(
     dest.set_len(0).map_err(io_error("emptying"))?;
     dest.seek(SeekFrom::Start(0)).map_err(io_error("rewinding"))?;
     let (send, messages) = mpsc::sync_channel(4);
-    let (worker_agent, worker_url) = (agent.clone(), url.to_owned());
+    let (worker_limits, worker_url) = (limits.clone(), url.to_owned());
     std::thread::Builder::new()
         .name("onnxrt-download".into())
-        .spawn(move || network(worker_agent, worker_url, limits, deadline, send))
+        .spawn(move || network(worker_url, worker_limits, deadline, send))
         .map_err(|e| Retry::No(Error::io("starting the download thread")(e)))?;
     let window_secs = limits.stall_timeout.as_secs();
     // The next message, within the progress window and the deadline.
@@ -315,10 +341,10 @@ fn attempt_once(
             })),
         }
     };
-    let (final_url, announced) = loop {
+    let (final_url, proxy, announced) = loop {
         match next("no complete response (status line and headers) arrived")? {
             Message::Redirected => continue,
-            Message::Head { final_url, announced } => break (final_url, announced),
+            Message::Head { final_url, proxy, announced } => break (final_url, proxy, announced),
             Message::Failed(_) if Instant::now() >= deadline => return Err(Retry::Yes(past_deadline(url, limits))),
             Message::Failed(failure) => return Err(failure),
             _ => {
@@ -390,10 +416,10 @@ fn attempt_once(
     writer.into_inner().map_err(|e| io_error("writing")(e.into_error()))?;
     dest.sync_all().map_err(io_error("syncing"))?;
     progress(&Event::Finished { bytes, elapsed: started.elapsed() });
-    Ok(Downloaded { bytes, sha256, final_url })
+    Ok(Downloaded { bytes, sha256, final_url, proxy })
 }
 
-fn past_deadline(url: &str, limits: Limits) -> Error {
+fn past_deadline(url: &str, limits: &Limits) -> Error {
     let why = format!(
         "the transfer was too slow: not finished within the {} s deadline (ONNXRT_DOWNLOAD_DEADLINE)",
         limits.deadline.as_secs()

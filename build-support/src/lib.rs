@@ -275,7 +275,7 @@ pub(crate) fn cached(config: &Config, dist: &Dist, cache: &Cache, key: &str) -> 
     let required = required_files(dist);
     let stamp = config.stamp_dir.as_ref().map(|dir| dir.join(STAMP));
     let fingerprint = record::fingerprint(&entry, &items);
-    let stamped = stamp.as_ref().is_some_and(|s| std::fs::read_to_string(s).is_ok_and(|t| t == fingerprint));
+    let stamped = stamp.as_ref().is_some_and(|s| read_stamp(s).is_some_and(|t| t == fingerprint));
     let depth = if config.verify || !stamped { record::Depth::Hashes } else { record::Depth::Sizes };
     let files = match record::check(&entry, &items, &required, depth) {
         Ok(files) => files,
@@ -283,8 +283,8 @@ pub(crate) fn cached(config: &Config, dist: &Dist, cache: &Cache, key: &str) -> 
     };
     let checked = match depth {
         record::Depth::Hashes => {
-            if let Some(stamp) = &stamp {
-                let _ = std::fs::write(stamp, &fingerprint);
+            if let Some(dir) = &config.stamp_dir {
+                write_stamp(dir, &fingerprint);
             }
             Checked::Hashes { files }
         }
@@ -293,8 +293,28 @@ pub(crate) fn cached(config: &Config, dist: &Dist, cache: &Cache, key: &str) -> 
     Ok(Cached::Hit(Box::new(finish(dist, &entry, Source::Cache { entry: entry.clone(), checked, trust })?)))
 }
 
-/// File in the build's OUT_DIR that remembers the entry files it last hashed (path, size, mtime).
+/// File in the build's OUT_DIR that remembers the entry files it last hashed (path, size, mtime,
+/// inode, ctime).
 const STAMP: &str = "onnxrt-entry-hashed";
+
+/// Largest stamp read (one short line per file of an entry).
+const STAMP_CAP: u64 = 4 << 20;
+
+/// The stamp's text, if it is a regular file (never read through a link or from a FIFO).
+fn read_stamp(path: &Path) -> Option<String> {
+    crate::trust::read_bounded(path, STAMP_CAP).ok().flatten().and_then(|b| String::from_utf8(b).ok())
+}
+
+/// Replaces the stamp in `dir` with `text`: a new file of random name, renamed over the old one,
+/// so a link planted at the stamp's name is replaced, never written through. Best effort: a
+/// stamp that cannot be written only means the next build hashes again.
+fn write_stamp(dir: &Path, text: &str) {
+    use std::io::Write;
+    let Ok(mut file) = tempfile::Builder::new().prefix(".onnxrt-entry-hashed-").tempfile_in(dir) else { return };
+    if file.write_all(text.as_bytes()).is_ok() {
+        let _ = file.persist(dir.join(STAMP));
+    }
+}
 
 /// The library, providers and headers of `dist`, relative to an entry.
 fn required_files(dist: &Dist) -> Vec<PathBuf> {
@@ -370,11 +390,15 @@ fn download_and_install(config: &Config, dist: &Dist, cache: &Cache, pin: Option
         deadline: config.deadline,
         attempts: config.attempts,
         allow_http: config.allow_http,
+        proxies: config.proxies.clone(),
     };
     let got = match &config.progress {
         Some(reporter) => download::download_reporting(&url, file.as_file_mut(), limits, &|e| reporter.report(e))?,
         None => download::download(&url, file.as_file_mut(), limits)?,
     };
+    if let Some(proxy) = &got.proxy {
+        notes.push(format!("downloaded through the proxy {proxy}"));
+    }
     let Some(expected) = pin else {
         return Err(Error::Unpinned { dist: dist.name.clone(), computed: got.sha256 });
     };
@@ -389,16 +413,28 @@ fn download_and_install(config: &Config, dist: &Dist, cache: &Cache, pin: Option
 
 fn from_archive(config: &Config, dist: &Dist, cache: &Cache, archive: &Path) -> Result<Provisioned> {
     let pin = pin(config, dist)?;
+    // An entry whose record the manifest vouches for is used as it is; one trusted only since its
+    // install is re-derived from the delivered archive below (the archive is the better witness)
+    // whenever this build has not already checked these very files.
+    let mut rederive = false;
     if let Some(sha) = pin.as_deref() {
         if let Cached::Hit(p) = cached(config, dist, cache, sha)? {
-            return Ok(*p);
+            if !trusted_since_install(&p) {
+                return Ok(*p);
+            }
+            // The check just made stamped the files: the re-check under the lock sees only sizes.
+            rederive = true;
         }
     }
     let _lock = cache.lock(&dist.name)?;
     let mut notes = Vec::new();
-    if let Some(p) = recheck_under_lock(config, dist, cache, pin.as_deref(), &mut notes)? {
-        return Ok(p);
-    }
+    let held = recheck_under_lock(config, dist, cache, pin.as_deref(), &mut notes)?;
+    let held = match held {
+        Some(p) if rederive && matches!(p.source, Source::Cache { trust: Trust::Install, .. }) => Some(p),
+        Some(p) if trusted_since_install(&p) => Some(p),
+        Some(p) => return Ok(p),
+        None => None,
+    };
     // One stream of bytes: the archive is read once, into a work file that is hashed on the way
     // and then extracted through the same descriptor, never opened by path again.
     let key = format!("{}.archive", dist.name);
@@ -416,8 +452,56 @@ fn from_archive(config: &Config, dist: &Dist, cache: &Cache, archive: &Path) -> 
                 not the pinned release: replace it with the release archive";
     verify::check_with(&archive.display().to_string(), &expected, &actual, note)?;
     config.hooks.verified(copy.path());
+    if let Some(p) = held {
+        // The entry's files and record against the files the verified archive gives.
+        let difference = rederive::difference(dist, cache, &key, copy.as_file_mut(), &p_entry(&p));
+        if difference.is_err() {
+            // The stamp written by the check above must not spare the next build this comparison.
+            if let Some(dir) = &config.stamp_dir {
+                let _ = std::fs::remove_file(dir.join(STAMP));
+            }
+        }
+        match difference? {
+            None => {
+                let files = record::read(&p_entry(&p)).ok().flatten().map_or(0, |items| items.len());
+                let source = Source::Cache {
+                    entry: p_entry(&p),
+                    checked: Checked::Hashes { files },
+                    trust: Trust::Archive(archive.to_owned()),
+                };
+                return Ok(Provisioned { source, ..p });
+            }
+            Some((file, why)) => {
+                cache.discard(&expected)?;
+                notes.push(format!(
+                    "the cache entry {} did not hold what {} gives ({} {why}); it was moved aside and deleted, and is \
+                     reinstalled from that archive now",
+                    cache.entry_path(&expected).display(),
+                    archive.display(),
+                    file.display()
+                ));
+            }
+        }
+    }
     let entry = install_archive(config, dist, cache, copy.as_file_mut(), &expected)?;
     finish(dist, &entry, Source::Archive { path: archive.to_owned() }).map(|p| Provisioned { notes, ..p })
+}
+
+/// Whether a cache hit rests only on the record written at its install and was hashed now
+/// against that record, so anything may have changed since this build last used it. A hit
+/// whose sizes alone were checked was stamped by this build after a full check, and its files
+/// have not changed since (same inode, ctime and mtime): re-deriving it again would only
+/// re-read the archive on every run of the build script.
+fn trusted_since_install(p: &Provisioned) -> bool {
+    matches!(p.source, Source::Cache { trust: Trust::Install, checked: Checked::Hashes { .. }, .. })
+}
+
+/// The entry folder of a cache hit.
+fn p_entry(p: &Provisioned) -> PathBuf {
+    match &p.source {
+        Source::Cache { entry, .. } => entry.clone(),
+        _ => PathBuf::new(),
+    }
 }
 
 /// The manifest's pinned size, where it has one, must be the size received.
@@ -440,7 +524,7 @@ fn install_archive(config: &Config, dist: &Dist, cache: &Cache, archive: &mut Fi
     binding::check_tree(dist, work.path())?;
     let entry = cache.publish(work, sha256)?;
     if let (Some(dir), Ok(Some(items))) = (&config.stamp_dir, record::read(&entry)) {
-        let _ = std::fs::write(dir.join(STAMP), record::fingerprint(&entry, &items));
+        write_stamp(dir, &record::fingerprint(&entry, &items));
     }
     Ok(entry)
 }

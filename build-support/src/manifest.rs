@@ -85,6 +85,10 @@ pub struct Dist {
     /// What the runtime needs on the machine (GPU builds).
     #[serde(default)]
     pub requires: Option<Requires>,
+    /// Only the provisioning tests use it: never pinned, so a test can pin its own synthetic
+    /// archive whatever the manifest pins elsewhere; not offered to users (listings skip it).
+    #[serde(default)]
+    pub test_only: bool,
 }
 
 fn default_max_bytes() -> u64 {
@@ -176,7 +180,7 @@ impl Manifest {
     pub fn dist(&self, name: &str) -> Result<&Dist> {
         self.dists.iter().find(|d| d.name == name).ok_or_else(|| Error::UnknownDist {
             name: name.to_owned(),
-            known: self.dists.iter().map(|d| d.name.clone()).collect(),
+            known: self.dists.iter().filter(|d| !d.test_only).map(|d| d.name.clone()).collect(),
         })
     }
 
@@ -200,6 +204,9 @@ impl Manifest {
             }
             if dist.parts.iter().any(|p| !is_sha256(&p.sha256)) {
                 return bad("every part needs a sha256");
+            }
+            if dist.test_only && (!dist.sha256.is_empty() || !dist.files.is_empty() || dist.name == self.default) {
+                return bad("a test-only distribution is never pinned and never the default");
             }
             if let Err(why) = dist.check_file_pins() {
                 return bad(&why);

@@ -1,6 +1,9 @@
 //! Packs a provisioned distribution as a `.tgz` with the official archive's layout, so the
 //! archive path (`ONNXRT_ARCHIVE`) can be exercised end to end and a folder can be carried to
 //! an air-gapped machine. The output is deterministic: sorted entries, fixed owner and time.
+//!
+//! A cache entry is packed only as its record lists it: a file put beside the recorded ones is
+//! refused (the entry is damaged), never packed into an archive whose sha256 users would pin.
 
 use std::fs;
 use std::io::Write;
@@ -13,8 +16,9 @@ use crate::{verify, Provisioned};
 pub fn pack(p: &Provisioned, out: &Path) -> Result<String> {
     let root = p.lib_dir.parent().ok_or_else(|| Error::Manifest("library folder has no parent".into()))?;
     let root_name = root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let recorded = recorded_paths(root)?;
     let tmp = out.with_extension("tgz.partial");
-    let result = write_archive(root, &root_name, &tmp);
+    let result = write_archive(root, &root_name, &tmp, recorded.as_deref());
     if let Err(e) = result {
         let _ = fs::remove_file(&tmp);
         return Err(e);
@@ -23,7 +27,33 @@ pub fn pack(p: &Provisioned, out: &Path) -> Result<String> {
     verify::sha256_file(out)
 }
 
-fn write_archive(root: &Path, root_name: &str, tmp: &Path) -> Result<()> {
+/// For a folder inside a cache entry: the recorded paths below it, after checking that the entry
+/// holds nothing else. `None` for a folder that is no cache entry (an install of the user's own).
+fn recorded_paths(root: &Path) -> Result<Option<Vec<PathBuf>>> {
+    for entry in [Some(root), root.parent()].into_iter().flatten() {
+        let items = match crate::record::read(entry) {
+            Ok(Some(items)) => items,
+            Ok(None) => continue,
+            Err(damage) => return Err(damaged(entry, damage)),
+        };
+        crate::record::check_folder(entry, &items).map_err(|damage| damaged(entry, damage))?;
+        let below = root.strip_prefix(entry).unwrap_or(Path::new(""));
+        let paths = items.into_iter().filter_map(|(p, _)| p.strip_prefix(below).ok().map(Path::to_path_buf)).collect();
+        return Ok(Some(paths));
+    }
+    Ok(None)
+}
+
+fn damaged(entry: &Path, damage: crate::record::Damage) -> Error {
+    Error::DamagedEntry {
+        entry: entry.to_owned(),
+        file: damage.file.display().to_string(),
+        why: damage.why,
+        remedy: "Nothing was packed. Delete that folder and fetch the distribution again, then pack".into(),
+    }
+}
+
+fn write_archive(root: &Path, root_name: &str, tmp: &Path, recorded: Option<&[PathBuf]>) -> Result<()> {
     let file = fs::File::create(tmp).map_err(Error::io(format!("creating {}", tmp.display())))?;
     let gz = flate2::GzBuilder::new().mtime(0).write(file, flate2::Compression::default());
     let mut tar = tar::Builder::new(gz);
@@ -32,11 +62,22 @@ fn write_archive(root: &Path, root_name: &str, tmp: &Path) -> Result<()> {
     files.sort();
     for path in files {
         let relative = path.strip_prefix(root).map_err(|_| Error::Manifest("walk left the root".into()))?;
-        if relative.as_os_str() == crate::cache::COMPLETE_MARKER {
+        if relative.as_os_str() == crate::cache::COMPLETE_MARKER || relative.as_os_str() == crate::record::RECORD {
             continue;
         }
         let name = Path::new(root_name).join(relative);
         let meta = fs::symlink_metadata(&path).map_err(Error::io(format!("reading {}", path.display())))?;
+        // Only what the record lists (and the folders that hold it) is packed from an entry.
+        if let Some(recorded) = recorded {
+            let listed = if meta.is_dir() {
+                recorded.iter().any(|p| p.starts_with(relative))
+            } else {
+                recorded.iter().any(|p| p == relative)
+            };
+            if !listed {
+                continue;
+            }
+        }
         let mut header = tar::Header::new_gnu();
         header.set_mtime(0);
         header.set_uid(0);

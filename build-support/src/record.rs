@@ -5,6 +5,11 @@
 //! build checks the sizes and link targets every time it runs (cheap) and every sha256 when the
 //! entry is first used by that build, when any file's mtime changed since it last hashed them,
 //! or when asked (`ONNXRT_VERIFY=1`, `onnxrt-dist verify`).
+//!
+//! Every check also walks the entry's folders ([`check_folder`]): a path the record does not list
+//! (a header or library planted beside the installed ones, where bindgen's include path and the
+//! runtime's RUNPATH would find it) is damage, and so is a folder or file that another user owns
+//! or that group or others can write (an entry installed under a loose umask).
 
 use std::fs;
 use std::io::Read;
@@ -20,6 +25,12 @@ pub const RECORD: &str = ".onnxrt-files";
 
 /// Files the record does not list (bookkeeping of the cache itself).
 const UNLISTED: [&str; 2] = [RECORD, crate::cache::COMPLETE_MARKER];
+
+/// Largest record read: a record lists a few dozen files, one short line each.
+pub const RECORD_CAP: u64 = 4 << 20;
+
+/// Most paths walked in an entry (the largest distribution has a few dozen).
+const MAX_PATHS: usize = 100_000;
 
 /// One recorded path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,7 +84,7 @@ pub fn write(entry: &Path) -> Result<Vec<(PathBuf, Item)>> {
         }
     }
     let tmp = entry.join(format!("{RECORD}.{}", std::process::id()));
-    fs::write(&tmp, text).map_err(Error::io(format!("writing {}", tmp.display())))?;
+    crate::trust::write_new(&tmp, text.as_bytes(), 0o644)?;
     let record = entry.join(RECORD);
     fs::rename(&tmp, &record).map_err(Error::io(format!("renaming into {}", record.display())))?;
     Ok(items)
@@ -82,9 +93,12 @@ pub fn write(entry: &Path) -> Result<Vec<(PathBuf, Item)>> {
 /// Reads the record of `entry`; `None` when the entry has none (made by an older version, or
 /// deleted: the caller treats that as damage, never writes a new record from the files).
 pub fn read(entry: &Path) -> std::result::Result<Option<Vec<(PathBuf, Item)>>, Damage> {
-    let text = match fs::read_to_string(entry.join(RECORD)) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+    // Bounded, never through a link, and never waiting on a FIFO planted in its place.
+    let text = match crate::trust::read_bounded(&entry.join(RECORD), RECORD_CAP) {
+        Ok(Some(bytes)) => {
+            String::from_utf8(bytes).map_err(|_| Damage { file: RECORD.into(), why: "malformed".into() })?
+        }
+        Ok(None) => return Ok(None),
         Err(e) => return Err(Damage { file: RECORD.into(), why: format!("unreadable: {e}") }),
     };
     let bad = || Damage { file: RECORD.into(), why: "malformed".into() };
@@ -120,6 +134,7 @@ pub fn check(
             return Err(Damage { file: path.clone(), why: "not in the entry's record of its files".into() });
         }
     }
+    check_folder(entry, items)?;
     for (path, item) in items {
         let full = entry.join(path);
         let damage = |why: String| Damage { file: path.clone(), why };
@@ -160,17 +175,84 @@ impl std::fmt::Display for Item {
     }
 }
 
-/// A fingerprint of the entry's files as they are now (path, size, mtime), to tell whether
-/// anything changed since they were last hashed.
+/// A fingerprint of the entry's files as they are now (path, size, mtime, inode and ctime), to
+/// tell whether anything changed since they were last hashed. The inode and ctime catch a swap
+/// that keeps the size and resets the mtime (`touch -d`): a rename brings another inode, and any
+/// write or `utimes` sets the ctime, which no user can set back.
 pub fn fingerprint(entry: &Path, items: &[(PathBuf, Item)]) -> String {
     let mut out = format!("{}\n", entry.display());
     for (path, _) in items {
-        let (size, mtime) = fs::symlink_metadata(entry.join(path))
-            .map(|m| (m.len(), format!("{}.{}", m.mtime(), m.mtime_nsec())))
-            .unwrap_or((0, "-".into()));
-        out.push_str(&format!("{size} {mtime} {}\n", path.display()));
+        let (size, mtime, inode, ctime) = fs::symlink_metadata(entry.join(path))
+            .map(|m| {
+                (
+                    m.len(),
+                    format!("{}.{}", m.mtime(), m.mtime_nsec()),
+                    format!("{}:{}", m.dev(), m.ino()),
+                    format!("{}.{}", m.ctime(), m.ctime_nsec()),
+                )
+            })
+            .unwrap_or((0, "-".into(), "-".into(), "-".into()));
+        out.push_str(&format!("{size} {mtime} {inode} {ctime} {}\n", path.display()));
     }
     out
+}
+
+/// Walks the entry's folders: every path in them must be in the record (folders excepted), and
+/// every folder, file and the record itself must be the user's own (or root's) and writable by
+/// nobody else. Links are not followed; their targets are checked with the record.
+pub fn check_folder(entry: &Path, items: &[(PathBuf, Item)]) -> std::result::Result<(), Damage> {
+    let mut stack = vec![PathBuf::new()];
+    let mut seen = 0usize;
+    while let Some(relative) = stack.pop() {
+        let folder = entry.join(&relative);
+        let listing = fs::read_dir(&folder)
+            .map_err(|e| Damage { file: relative.clone(), why: format!("cannot be listed ({e})") })?;
+        for child in listing {
+            let child = child.map_err(|e| Damage { file: relative.clone(), why: format!("cannot be listed ({e})") })?;
+            seen += 1;
+            if seen > MAX_PATHS {
+                let why = format!("holds more than {MAX_PATHS} paths, far more than any distribution");
+                return Err(Damage { file: PathBuf::new(), why });
+            }
+            let path = relative.join(child.file_name());
+            let damage = |why: String| Damage { file: path.clone(), why };
+            let meta = fs::symlink_metadata(entry.join(&path)).map_err(|e| damage(format!("unreadable ({e})")))?;
+            let bookkeeping = relative.as_os_str().is_empty() && UNLISTED.iter().any(|u| child.file_name() == *u);
+            if meta.is_dir() {
+                check_owner_and_mode(&meta).map_err(damage)?;
+                stack.push(path);
+                continue;
+            }
+            if meta.is_file() {
+                check_owner_and_mode(&meta).map_err(damage)?;
+            } else if !meta.file_type().is_symlink() {
+                return Err(damage("is neither a file, a folder nor a link (a FIFO, socket or device?)".into()));
+            }
+            if !bookkeeping && !items.iter().any(|(p, _)| *p == path) {
+                return Err(damage(
+                    "is not in the entry's record of its files: it was put beside the installed files (planted?), \
+                     where the include path or the library folder would find it"
+                        .into(),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Another user's file, or one that group or others can write, could be anyone's.
+fn check_owner_and_mode(meta: &fs::Metadata) -> std::result::Result<(), String> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me && meta.uid() != 0 {
+        return Err(format!("belongs to uid {}, not to you (uid {me}), so it could be anyone's", meta.uid()));
+    }
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o022 != 0 {
+        let who = if mode & 0o002 != 0 { "everyone" } else { "its group" };
+        return Err(format!("can be written by {who} (mode {mode:o}), so it could be anyone's"));
+    }
+    Ok(())
 }
 
 fn walk(entry: &Path, relative: &Path, items: &mut Vec<(PathBuf, Item)>) -> Result<()> {
@@ -198,7 +280,8 @@ fn walk(entry: &Path, relative: &Path, items: &mut Vec<(PathBuf, Item)>) -> Resu
 }
 
 fn hash_file(path: &Path) -> std::io::Result<String> {
-    let mut file = fs::File::open(path)?;
+    // Never through a link and never waiting on a FIFO swapped in after the stat.
+    let mut file = crate::trust::open_regular(path)?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
     loop {

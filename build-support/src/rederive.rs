@@ -47,13 +47,6 @@ pub fn verify_against_archive(config: &Config, archive: &Path) -> Result<Provisi
         archive: archive.to_owned(),
     })?;
 
-    // Extracted from the very descriptor that was hashed, never by reopening the path.
-    let work = cache.temp_dir(&key)?;
-    let file = copy.as_file_mut();
-    file.seek(SeekFrom::Start(0)).map_err(Error::io("rewinding the verified archive"))?;
-    extract::extract_tgz(BufReader::new(file), work.path(), &dist.root, extract::Bounds::for_dist(dist))?;
-    let derived = record::list(work.path())?;
-
     let remedy = format!(
         "Delete that folder and install it again from the archive: ONNXRT_ARCHIVE={shown} onnxrt-dist fetch {}",
         dist.name
@@ -64,22 +57,46 @@ pub fn verify_against_archive(config: &Config, archive: &Path) -> Result<Provisi
         why,
         remedy: remedy.clone(),
     };
-    if let Some((path, why)) = first_difference(&derived, &record::list(&entry)?, "is") {
+    if let Some((path, why)) = difference(dist, &cache, &key, copy.as_file_mut(), &entry)? {
         return Err(damaged(&path, why));
     }
-    match record::read(&entry) {
+    let files = record::read(&entry).ok().flatten().map_or(0, |items| items.len());
+    let checked = Checked::Hashes { files };
+    let source = Source::Cache { entry: entry.clone(), checked, trust: Trust::Archive(archive.to_owned()) };
+    crate::finish(dist, &entry, source)
+}
+
+/// Extracts the verified archive `file` (from its start, through that descriptor) into a work
+/// folder and compares the entry with it: its files, its record, and that its folders hold
+/// nothing else and nothing writable by others. The first difference, if any.
+pub(crate) fn difference(
+    dist: &crate::Dist,
+    cache: &Cache,
+    key: &str,
+    file: &mut std::fs::File,
+    entry: &Path,
+) -> Result<Option<(PathBuf, String)>> {
+    let work = cache.temp_dir(key)?;
+    file.seek(SeekFrom::Start(0)).map_err(Error::io("rewinding the verified archive"))?;
+    extract::extract_tgz(BufReader::new(file), work.path(), &dist.root, extract::Bounds::for_dist(dist))?;
+    let derived = record::list(work.path())?;
+    if let Some(found) = first_difference(&derived, &record::list(entry)?, "is") {
+        return Ok(Some(found));
+    }
+    match record::read(entry) {
         Ok(Some(items)) => {
             if let Some((path, why)) = first_difference(&derived, &items, "is recorded as") {
                 let why = format!("differs from the archive's files: {} {why}", path.display());
-                return Err(damaged(Path::new(record::RECORD), why));
+                return Ok(Some((PathBuf::from(record::RECORD), why)));
+            }
+            if let Err(damage) = record::check_folder(entry, &items) {
+                return Ok(Some((damage.file, damage.why)));
             }
         }
-        Ok(None) => return Err(damaged(Path::new(record::RECORD), "is missing".into())),
-        Err(damage) => return Err(damaged(&damage.file, damage.why)),
+        Ok(None) => return Ok(Some((PathBuf::from(record::RECORD), "is missing".into()))),
+        Err(damage) => return Ok(Some((damage.file, damage.why))),
     }
-    let checked = Checked::Hashes { files: derived.len() };
-    let source = Source::Cache { entry: entry.clone(), checked, trust: Trust::Archive(archive.to_owned()) };
-    crate::finish(dist, &entry, source)
+    Ok(None)
 }
 
 /// The first path where `found` differs from `derived`, and how.

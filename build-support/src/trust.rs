@@ -129,10 +129,83 @@ pub(crate) fn open_error(path: &Path, e: std::io::Error) -> Error {
 
 /// Opens a file inside the cache for reading, never through a symlink, and checks it.
 pub(crate) fn open_private(path: &Path) -> Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = File::options().read(true).custom_flags(libc::O_NOFOLLOW).open(path).map_err(|e| open_error(path, e))?;
+    let file = open_regular(path).map_err(|e| open_error(path, e))?;
     check_file(&file, path)?;
     Ok(file)
+}
+
+/// Opens `path` for reading, never through a final symlink (`ELOOP`), and without waiting: a
+/// FIFO swapped in after a `stat` would block a plain `open` until a writer comes, so the open is
+/// non-blocking and what was opened must be a regular file, checked on the descriptor. For a
+/// regular file `O_NONBLOCK` changes nothing.
+pub(crate) fn open_regular(path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = File::options().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "is not a regular file"));
+    }
+    Ok(file)
+}
+
+/// Reads at most `cap` bytes of the regular file `path` (opened as [`open_regular`] does);
+/// `None` when it does not exist, an error when it is larger.
+pub(crate) fn read_bounded(path: &Path, cap: u64) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::Read;
+    let file = match open_regular(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut bytes = Vec::new();
+    file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > cap {
+        return Err(std::io::Error::other(format!("larger than {cap} bytes, far more than it ever holds")));
+    }
+    Ok(Some(bytes))
+}
+
+/// Creates `path` (which must not exist; never through a link) with exactly `mode`, whatever the
+/// umask, and writes `bytes` into it.
+pub(crate) fn write_new(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let io = || Error::io(format!("writing {}", path.display()));
+    let mut file = File::options()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+        .map_err(io())?;
+    // The umask narrowed the mode given to open; set it exactly.
+    file.set_permissions(fs::Permissions::from_mode(mode)).map_err(io())?;
+    file.write_all(bytes).map_err(io())
+}
+
+/// Gives every folder of a filled work folder mode 0755 and takes group and others' write
+/// permission from every file, whatever umask they were created under (the work folder itself is
+/// 0700, so nobody else could reach them meanwhile). Links are left alone.
+pub(crate) fn normalise_modes(dir: &Path) -> Result<()> {
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(folder) = stack.pop() {
+        for child in fs::read_dir(&folder).map_err(Error::io(format!("listing {}", folder.display())))? {
+            let path = child.map_err(Error::io(format!("listing {}", folder.display())))?.path();
+            let meta = fs::symlink_metadata(&path).map_err(Error::io(format!("reading {}", path.display())))?;
+            let mode = if meta.is_dir() {
+                stack.push(path.clone());
+                0o755
+            } else if meta.is_file() {
+                meta.mode() & 0o755
+            } else {
+                continue;
+            };
+            if meta.mode() & 0o7777 != mode {
+                fs::set_permissions(&path, fs::Permissions::from_mode(mode))
+                    .map_err(Error::io(format!("setting the mode of {}", path.display())))?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Gives a published entry the usual folder mode (work folders are created 0700).

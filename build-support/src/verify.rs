@@ -76,11 +76,11 @@ pub fn copy_regular_file(source: &Path, dest: &mut File, max_bytes: u64) -> Resu
         value: source.display().to_string(),
         why: "is not a regular file (a FIFO, device or folder?); give the path of the archive file itself".into(),
     };
-    // Checked before opening too, so that opening a FIFO does not wait for a writer.
-    if !std::fs::metadata(source).map_err(Error::io(what.clone()))?.is_file() {
-        return Err(not_regular());
-    }
-    let file = File::open(source).map_err(Error::io(what.clone()))?;
+    // Opened without waiting (a FIFO swapped in after any earlier `stat` would block a plain
+    // open until a writer came), then checked on the descriptor: what is read is what was checked.
+    use std::os::unix::fs::OpenOptionsExt;
+    let file =
+        File::options().read(true).custom_flags(libc::O_NONBLOCK).open(source).map_err(Error::io(what.clone()))?;
     if !file.metadata().map_err(Error::io(what.clone()))?.is_file() {
         return Err(not_regular());
     }

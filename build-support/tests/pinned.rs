@@ -88,3 +88,36 @@ fn right_name_wrong_size_is_refused_for_both_pinned_archives() {
         assert_cache_clean(&cache);
     }
 }
+
+#[test]
+fn the_test_only_distribution_stays_unpinned_and_cannot_be_pinned() {
+    let manifest = Manifest::builtin().expect("builtin manifest");
+    let dist = manifest.dist("test-unpinned").expect("the test-only dist");
+    assert!(dist.test_only && dist.pinned_sha256().is_none() && dist.files.is_empty());
+    // The manifest refuses a pin on a test-only entry, so the tests that pin their own archive
+    // keep a distribution they can run on whatever gets pinned elsewhere.
+    let dist = |name: &str, sha: &str, extra: &str| {
+        format!(
+            r#"[[dist]]
+name = "{name}"
+description = "d"
+ort_version = "1.32.0"
+api_version = 16
+target = "x86_64-unknown-linux-gnu"
+kind = "archive"
+url = "https://onnxrt-test.invalid/x.tgz"
+sha256 = "{sha}"
+root = "r"
+library = "lib/l.so"
+{extra}
+"#
+        )
+    };
+    let text = |test_sha: &str| {
+        format!("schema = 1\ndefault = \"a\"\n{}{}", dist("a", "", ""), dist("t", test_sha, "test_only = true"))
+    };
+    Manifest::parse(&text("")).expect("an unpinned test-only entry is accepted");
+    let pinned = text(&"a".repeat(64));
+    let err = Manifest::parse(&pinned).expect_err("a pinned test-only entry");
+    assert!(err.to_string().contains("test-only"), "{err}");
+}

@@ -68,7 +68,7 @@ pub fn run(dist: Option<&str>, offline: bool) -> Result<()> {
 /// own paragraph is written for a cargo build). `named`: the distribution was given on the
 /// command line, so it is not "the default".
 fn choosing(config: &Config, named: bool) -> String {
-    let known: Vec<&str> = config.manifest.dists.iter().map(|d| d.name.as_str()).collect();
+    let known: Vec<&str> = config.manifest.dists.iter().filter(|d| !d.test_only).map(|d| d.name.as_str()).collect();
     let cached = advice::cached(config);
     let held = if cached.is_empty() { "none of them".to_owned() } else { cached.join(", ") };
     let why = match (named, config.dist == config.manifest.default) {

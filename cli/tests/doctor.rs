@@ -23,6 +23,10 @@ fn on_this_cpu_machine_every_row_says_plainly_what_is_there() {
     assert_eq!(runtime.1, "OK");
     assert!(runtime.2.contains("ONNX Runtime 1.16.2") && runtime.2.contains("libonnxruntime.so.1.16.2"), "{runtime:?}");
     assert!(row(&found, "search paths").2.contains("recorded at build time"));
+    // Where the build got the runtime, which cargo's hidden build warnings cannot show.
+    let built = row(&found, "built from");
+    assert_eq!(built.1, "OK", "{built:?}");
+    assert!(built.2.contains("ONNX Runtime 1.16.2 from") && built.2.contains("sha256"), "{built:?}");
     assert!(row(&found, "providers compiled in").2.contains("CPUExecutionProvider"));
     let providers = row(&found, "provider libraries");
     assert_eq!(providers.1, "OK");

@@ -14,7 +14,8 @@ use common::{onnxrt, run};
 // The builtin manifest's archive that is not pinned yet, so the test can pin its own stand-in with
 // ONNXRT_ARCHIVE_SHA256 (the 1.16.2 and CUDA 13 1.30.0 archives are pinned, and a contradicting
 // pin is refused).
-const DIST: &str = "cpu-1.32.0";
+/// The manifest's test-only distribution: never pinned, so the test's own pin is always accepted.
+const DIST: &str = "test-unpinned";
 const ROOT: &str = "onnxruntime-linux-x64-1.32.0";
 const FILE: &str = "onnxruntime-linux-x64-1.32.0.tgz";
 const LIBRARY: &str = "libonnxruntime.so.1.32.0";

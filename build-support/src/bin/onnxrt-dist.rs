@@ -116,7 +116,12 @@ fn reachable(config: Config) -> build_support::Result<()> {
         return Ok(());
     }
     let quick = Duration::from_secs(10);
-    let agent = ureq::AgentBuilder::new().timeout_connect(quick).timeout(quick).build();
+    let mut builder = ureq::AgentBuilder::new().timeout_connect(quick).timeout(quick);
+    // Through the same proxy a download would use.
+    if let Some(proxy) = config.proxies.for_url(&url).and_then(|(p, _)| ureq::Proxy::new(p).ok()) {
+        builder = builder.proxy(proxy);
+    }
+    let agent = builder.build();
     match agent.head(&url).call() {
         Ok(response) => {
             println!("{url}: HTTP {}", response.status());

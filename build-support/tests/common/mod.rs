@@ -90,6 +90,11 @@ impl Server {
         Server { addr, hits, unknown, stop, accept: Some(accept), workers }
     }
 
+    /// The server's address on 127.0.0.1.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
     /// `http://127.0.0.1:<port>` (a mirror base).
     pub fn base(&self) -> String {
         format!("http://{}", self.addr)
@@ -379,11 +384,12 @@ pub fn good_entries() -> Vec<(String, Kind)> {
     ]
 }
 
-/// The archive distribution of the builtin manifest that nobody has pinned yet (the official
-/// CPU archive of the newest ORT): tests that run the `onnxrt-dist` tool (which reads the builtin
-/// manifest) with their own `ONNXRT_ARCHIVE_SHA256` use it, since a user's pin that contradicts
-/// the manifest's is refused (the 1.16.2 archives and the CUDA 13 1.30.0 archive are pinned).
-pub const UNPINNED_DIST: &str = "cpu-1.32.0";
+/// The test-only archive distribution of the builtin manifest (`test_only = true`, which the
+/// manifest never lets carry a pin): tests that run the `onnxrt-dist` tool (which reads the
+/// builtin manifest) with their own `ONNXRT_ARCHIVE_SHA256` use it, since a user's pin that
+/// contradicts the manifest's is refused. It used to be `cpu-1.32.0`, whose future pin would
+/// have stopped these tests at their first step.
+pub const UNPINNED_DIST: &str = "test-unpinned";
 /// Its top-level folder.
 pub const UNPINNED_ROOT: &str = "onnxruntime-linux-x64-1.32.0";
 /// Its file name.

@@ -65,7 +65,12 @@ pub fn deb(header: &[u8]) -> Vec<u8> {
 
 /// The manifest of [`REG_DIST`], pinned to these two registry files.
 pub fn manifest(npm: &[u8], deb: &[u8]) -> Manifest {
-    let text = format!(
+    Manifest::parse(&manifest_text(npm, deb)).expect("the registry test manifest parses")
+}
+
+/// The text of [`manifest`].
+pub fn manifest_text(npm: &[u8], deb: &[u8]) -> String {
+    format!(
         r#"schema = 1
 default = "{REG_DIST}"
 
@@ -102,8 +107,7 @@ dest = "include"
         sha256(npm),
         sha256(LIB_BYTES),
         sha256(deb)
-    );
-    Manifest::parse(&text).expect("the registry test manifest parses")
+    )
 }
 
 /// A configuration that assembles [`REG_DIST`] in `cache` from the good registry files, which

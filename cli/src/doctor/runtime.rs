@@ -68,6 +68,23 @@ fn damaged_runtime() -> Option<String> {
     ))
 }
 
+/// Where the build got the runtime it compiled against (recorded by onnxrt-sys's build script):
+/// cargo hides a dependency's build warnings, so this is where a user of the published crates
+/// sees that `ONNXRT_LIB_DIR` (perhaps set by an `[env]` table of a parent `.cargo/config.toml`)
+/// replaced the verified runtime.
+fn provenance(version: &str, source: &str) -> Row {
+    let detail = format!("ONNX Runtime {version} from {source}");
+    if source.starts_with("ONNXRT_LIB_DIR") {
+        Row::new("built from", Status::Warn, detail).fix(
+            "the build used ONNXRT_LIB_DIR instead of a verified runtime; unset it (check `[env]` in every \
+             .cargo/config.toml above the project) and rebuild to use the pinned, verified one"
+                .to_owned(),
+        )
+    } else {
+        Row::new("built from", Status::Ok, detail)
+    }
+}
+
 /// The runtime, search-path and compiled-in provider rows.
 pub fn rows(facts: &Facts) -> Vec<Row> {
     let mut rows = Vec::new();
@@ -83,6 +100,7 @@ pub fn rows(facts: &Facts) -> Vec<Row> {
                 detail.push_str(&format!(" (the crate was built against {})", info.build_version));
             }
             rows.push(Row::new("runtime", Status::Ok, detail));
+            rows.push(provenance(info.build_version, info.build_source));
         }
         Err(error) => {
             let (detail, fix) = split_fix(&error.to_string());
