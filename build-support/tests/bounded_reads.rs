@@ -6,7 +6,7 @@
 mod common;
 mod registry;
 
-use std::io::Write;
+use std::io::{Seek, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -191,6 +191,10 @@ fn exchange(a: &Path, b: &Path) {
     unsafe { libc::renameat2(libc::AT_FDCWD, a.as_ptr(), libc::AT_FDCWD, b.as_ptr(), libc::RENAME_EXCHANGE) };
 }
 
+/// Copies made while the swap runs: enough that the code before the fix, which checked the path
+/// with `stat` and then opened it, met the FIFO at its `open` in every run we made.
+const COPIES: usize = 20_000;
+
 #[test]
 fn an_archive_swapped_for_a_fifo_between_stat_and_open_never_hangs() {
     let tmp = tempdir();
@@ -212,8 +216,10 @@ fn an_archive_swapped_for_a_fifo_between_stat_and_open_never_hangs() {
     let outcomes = must_not_block(
         move || {
             let mut outcomes = (0usize, 0usize);
-            for _ in 0..2_000 {
-                let mut dest = tempfile::tempfile().expect("a work file");
+            let mut dest = tempfile::tempfile().expect("a work file");
+            for _ in 0..COPIES {
+                dest.set_len(0).expect("emptying the work file");
+                dest.seek(std::io::SeekFrom::Start(0)).expect("rewinding the work file");
                 match build_support::verify::copy_regular_file(&p, &mut dest, MAX_BYTES) {
                     Ok(_) => outcomes.0 += 1,
                     Err(e) => {
@@ -232,5 +238,5 @@ fn an_archive_swapped_for_a_fifo_between_stat_and_open_never_hangs() {
     );
     stop.store(true, Ordering::SeqCst);
     swapper.join().expect("the swapping thread");
-    assert_eq!(outcomes.0 + outcomes.1, 2_000, "{outcomes:?}");
+    assert_eq!(outcomes.0 + outcomes.1, COPIES, "{outcomes:?}");
 }
