@@ -2,7 +2,7 @@
 # Builds the cargo-fuzz targets (nightly, libFuzzer + AddressSanitizer) and runs each one.
 #
 #   cargo install cargo-fuzz        # once
-#   source /work/env.sh             # or whatever ONNXRT_* settings your builds use
+#   export ONNXRT_DIST=cpu-1.16.2-registry   # or whatever ONNXRT_* settings your builds use
 #   tools/reliability/fuzz.sh [model_bytes|tensor_build|archive_extract|api_sequence ...]   # default: all four
 #
 # Settings (environment): RUNS (executions for tensor_build and archive_extract, default 100000),

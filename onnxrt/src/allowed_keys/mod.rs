@@ -117,8 +117,8 @@ impl KeyTable {
     }
 }
 
-/// `docs/allowed-keys.md`, rendered from the tables above: per place, the keys that pass, the
-/// keys refused with their class and why, where the classes were read; then the callbacks.
+/// `docs/allowed-keys.md`, rendered from the tables above: per place, where the classes were
+/// read, the keys that pass and the keys refused with their class; then the callbacks.
 pub fn audit_markdown() -> String {
     let mut out = String::from(
         "# String keys onnxrt hands to ONNX Runtime\n\n\
@@ -128,24 +128,31 @@ pub fn audit_markdown() -> String {
          listed with its class or unknown, is `Error::KeyRefused` naming the key, why, and the keys that pass. \
          Classes: *ownership* (ORT keeps pointing into memory lent for one call), *address* (parsed as an \
          integer and used as a pointer), *code loading* (a library ORT loads and calls). Each place's `unsafe` \
-         door takes keys unchecked. How to add a key: ARCHITECTURE.md, \"Where to add a provider option\".\n",
+         door takes keys unchecked. Which ORT files each table was read from: its `read_from`. How to add a key: \
+         ARCHITECTURE.md, \"Where to add a provider option\".\n",
     );
     let mut tables: Vec<&KeyTable> = vec![&SESSION_CONFIG, &RUN_CONFIG];
     tables.extend(PROVIDERS.iter().map(|(_, t)| *t));
+    let mut door = "";
     for table in &tables {
-        out.push_str(&format!(
-            "\n## {}\n\nUnchecked: `{}`. Read from: {}.\n\n",
-            table.scope, table.unchecked, table.read_from
-        ));
+        out.push_str(&format!("\n## {}\n\n", table.scope));
+        // The door is named where it changes (every provider shares one).
+        if table.unchecked != door {
+            door = table.unchecked;
+            out.push_str(&format!("Unchecked: `{door}`. "));
+        }
+        out.push_str(&format!("Read from: {}.\n\n", table.version));
         let plain: Vec<String> = table.allowed().map(|k| format!("`{k}`")).collect();
         let plain = if plain.is_empty() { "none".to_owned() } else { plain.join(", ") };
         out.push_str(&format!("Pass: {plain}.\n"));
-        let refused: Vec<&Key> = table.keys.iter().filter(|k| k.class != KeyClass::Plain).collect();
+        let refused: Vec<String> = table
+            .keys
+            .iter()
+            .filter(|k| k.class != KeyClass::Plain)
+            .map(|k| format!("`{}` ({})", k.name, k.class.label()))
+            .collect();
         if !refused.is_empty() {
-            out.push_str("\n| refused | class | why |\n|---|---|---|\n");
-            for key in refused {
-                out.push_str(&format!("| `{}` | {} | {} |\n", key.name, key.class.label(), key.why));
-            }
+            out.push_str(&format!("\nRefused: {}.\n", refused.join(", ")));
         }
     }
     out.push_str("\n## Callbacks: code ORT runs, each body inside one `catch_unwind`\n\n| function | when ORT calls it |\n|---|---|\n");
