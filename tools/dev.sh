@@ -89,7 +89,7 @@ case "${1:-}" in
     bash tools/serve/check-clients.sh
     # The CLI's provisioning commands (`onnxrt fetch`, `bundle --dist`) are behind its `fetch` feature.
     cargo test -p onnxrt-cli --features fetch --test fetch --test fetch_feature
-    # Soundness regressions (RELIABILITY.md, soundness): the mistakes the compiler must refuse run
+    # Soundness regressions (docs/soundness.md): the mistakes the compiler must refuse run
     # in `cargo test` above (tests/tests/compile_fail.rs); the runtime ones run under valgrind (invalid reads, uninitialised memory, freed loggers).
     command -v valgrind >/dev/null || { say "installing valgrind"; apt_install valgrind; }
     # (env_race: two threads, 20 environments between them; bounded by that count, not by time:

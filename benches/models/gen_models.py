@@ -7,7 +7,8 @@ add_1mb.onnx  Add of two float32 [262144] tensors  (1 MiB per input and per outp
 The MLP benchmark uses tests/data/models/mlp.onnx (x[batch,16] -> logits[batch,4]).
 mul_1.onnx (X[3,2] * W, W = [[1,2],[3,4],[5,6]]) and sigmoid.onnx (x[3,4,5]) are not generated: they
 are ONNX Runtime's own test models, copied unchanged from the `datasets` folder of the PyPI wheel
-onnxruntime==1.16.3 (sha256 71f431c4e932... and 5340aba67a7e...; full hashes in BENCHMARKS.md).
+onnxruntime==1.16.3 (sha256 71f431c4e9321ec6fbeb158d02ed240459a7dcc98673fa79a4f439ce42efaf10 and
+5340aba67a7e3475162ad794378af55f1718f55f9a5d74b4af60ecc7f7a624b6).
 IR version 8, opset 17, so ONNX Runtime 1.16 loads them. Output is deterministic.
 """
 

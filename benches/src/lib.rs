@@ -13,7 +13,7 @@
 //!
 //! [`timing::measure`] times the variants of one case interleaved (A B C A B C ...), so a drift
 //! of the machine's speed hits all of them alike. Timings are reported, never asserted
-//! (DESIGN.md, Testing).
+//! (docs/testing.md).
 
 pub mod raw_c;
 pub mod raw_ffi;

@@ -1,11 +1,12 @@
-//! The layer rule of DESIGN.md, checked: a module imports only from its own layer or below.
+//! The layer rule (ARCHITECTURE.md), checked: a module imports only from its own layer or below.
 //! Reads every `crate::` path in `src/` (comments and `#[cfg(test)]` modules left out; a path
 //! through a re-export of `lib.rs` counts as the module it re-exports). Paths that climb out of
 //! a top-level module with `super::super::` are not read: the crate writes `crate::` instead.
 
 use std::path::Path;
 
-/// The layers, bottom up. `lib.rs` (re-exports) and this file stand above them all.
+/// The layers, bottom up: the one list (ARCHITECTURE.md's module table is checked against it).
+/// `lib.rs` (re-exports) and this file stand above them all.
 const LAYERS: [&[&str]; 4] = [
     &[
         "loader",
@@ -136,5 +137,36 @@ fn every_import_points_down() {
     let roots = reexports(&std::fs::read_to_string(src.join("lib.rs")).expect("lib.rs is readable"));
     let mut problems = Vec::new();
     visit(&src, &src, &roots, &mut problems);
-    assert!(problems.is_empty(), "imports against the layers of DESIGN.md:\n{}", problems.join("\n"));
+    assert!(problems.is_empty(), "imports against the layers of ARCHITECTURE.md:\n{}", problems.join("\n"));
+}
+
+/// ARCHITECTURE.md's module table (rows `| L<n> | `module` | what it holds |`) lists exactly the
+/// modules of `LAYERS`, each in its layer.
+#[test]
+fn architecture_md_lists_every_module_in_its_layer() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../ARCHITECTURE.md");
+    let text = std::fs::read_to_string(path).expect("ARCHITECTURE.md is readable");
+    let listed: Vec<(usize, String)> = text
+        .lines()
+        .filter_map(|line| {
+            let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+            let layer = cells.get(1)?.strip_prefix('L')?.parse().ok()?;
+            let module = cells.get(2)?.strip_prefix('`')?.strip_suffix('`')?;
+            Some((layer, module.to_owned()))
+        })
+        .collect();
+    let expected: Vec<(usize, String)> = LAYERS
+        .iter()
+        .enumerate()
+        .flat_map(|(layer, names)| names.iter().map(move |name| (layer, (*name).to_owned())))
+        .collect();
+    let missing: Vec<_> = expected.iter().filter(|m| !listed.contains(m)).collect();
+    let extra: Vec<_> = listed.iter().filter(|m| !expected.contains(m)).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty() && listed.len() == expected.len(),
+        "ARCHITECTURE.md's module table against LAYERS in onnxrt/src/layers.rs (layer, module): \
+         missing {missing:?}, not in LAYERS {extra:?}, {} rows for {} modules",
+        listed.len(),
+        expected.len()
+    );
 }

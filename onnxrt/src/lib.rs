@@ -56,13 +56,8 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-// Layers: a module imports only from its own layer or below (checked by `layers.rs`).
-// L0 runtime boundary: loader, api, status, handle, error, element, float8, cuda_runtime,
-//    ffi_guard, allowed_keys, gpu_failure, preflight
-// L1 process objects: env, memory, run_options, cuda_stream
-// L2 values, providers, custom operators: value/, providers/, custom_op/
-// L3 sessions: session/, io_binding, allocator, profiling, cuda_graph
-// L4 serving: the onnxrt-serve crate (batcher, GPU pool, HTTP server), on the public API only
+// Layers: a module imports only from its own layer or below; the list is `LAYERS` in
+// `layers.rs` (checked there), described in ARCHITECTURE.md. onnxrt-serve sits above, as L4.
 // Rustdoc lists a type's methods in the order of the modules that define them: values and
 // sessions first, so each page opens with what a newcomer calls first (`from_array`, `view`;
 // `commit_from_file`, `run`) and the IoBinding and allocator methods come last.

@@ -395,7 +395,7 @@ def custom_scale():
 
 def passthrough():
     # No nodes: every output is a graph input, which ORT returns as the input's own value (the
-    # aliasing case of RELIABILITY.md's soundness section).
+    # aliasing case of docs/soundness.md).
     g = helper.make_graph(
         [],
         "passthrough",

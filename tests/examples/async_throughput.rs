@@ -1,6 +1,6 @@
 //! Runs/s of a compute-bound model from a tokio service: `spawn_blocking(run)` against
 //! `run_async`, with ORT's default intra-op threads and with `SessionBuilder::async_threads()`
-//! (BENCHMARKS.md, "Async"). `cargo run -p onnxrt-tests --example async_throughput [steps] [secs]`.
+//! (the reason for `async_threads`). `cargo run -p onnxrt-tests --example async_throughput [steps] [secs]`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;

@@ -1,6 +1,6 @@
 //! A table-driven sweep of wrong calls. Each case is one mistake a caller (or a hostile model) can
 //! make; the sweep runs every case, records which `Error` variant came back, prints the table
-//! (copied into RELIABILITY.md) and fails if any case got another variant, panicked, or succeeded
+//! (`--nocapture` shows it) and fails if any case got another variant, panicked, or succeeded
 //! where it should not. A few cases are not errors and must succeed (NaN and ±Inf inputs, empty
 //! tensors on dynamic axes, a session whose caller dropped its environment handle first).
 //!
@@ -468,7 +468,7 @@ fn model_cases() -> Vec<Case> {
         case("model path with a NUL byte", err("ModelFile"), || {
             builder().commit_from_file("/tmp/model\0.onnx").map(drop)
         }),
-        // ORT reads the folder and reports a protobuf error; see RELIABILITY.md (bugs) for a typed one.
+        // ORT would read the folder and report a protobuf error; the builder refuses it first.
         case("model path that is a directory", err("ModelFile"), || {
             let dir = TempDir::new("model-dir");
             builder().commit_from_file(dir.path()).map(drop)
@@ -582,7 +582,7 @@ fn binding_cases() -> Vec<Case> {
             binding.bind_input("x", &x)?;
             binding.run(None)
         }),
-        // Found by ORT only when the kernel runs; see RELIABILITY.md (improvements).
+        // ORT would find it only when the kernel runs; the binding tracks bound inputs.
         case("IoBinding: run with an output bound but a missing input", err("MissingInput"), || {
             let s = session("add_f32.onnx");
             let (a, _) = add_inputs();

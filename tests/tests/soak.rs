@@ -4,7 +4,7 @@
 //!
 //! Memory is read from `VmRSS` in `/proc/self/status` after a warm-up (ORT and the allocator reach
 //! their steady state: kernel registries, arenas, thread-local caches) and again at the end. The
-//! bound is deliberately generous (30 MB); the figures printed are what RELIABILITY.md reports.
+//! bound is deliberately generous (30 MB); the figures printed are what docs/testing.md reports.
 //! The tests take a lock so that one test's allocations never show in another's figures.
 
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -2,7 +2,7 @@
 # Builds the cargo-fuzz targets (nightly, libFuzzer + AddressSanitizer) and runs each one.
 #
 #   cargo install cargo-fuzz        # once
-#   source /work/env.sh             # or whatever ONNXRT_* settings your builds use
+#   export ONNXRT_DIST=cpu-1.16.2-registry   # or whatever ONNXRT_* settings your builds use
 #   tools/reliability/fuzz.sh [model_bytes|tensor_build|archive_extract|api_sequence ...]   # default: all four
 #
 # Settings (environment): RUNS (executions for tensor_build and archive_extract, default 100000),
@@ -14,7 +14,7 @@
 # committed fuzz/corpus, which libFuzzer only reads).
 #
 # model_bytes runs in fork mode with -ignore_crashes: ONNX Runtime 1.16.2 itself crashes on some
-# models (fuzz/artifacts-known, RELIABILITY.md), and fork mode keeps fuzzing past them; every
+# models (fuzz/artifacts-known, docs/upstream-ort-bugs.md), and fork mode keeps fuzzing past them; every
 # crash is still written to FUZZ_WORK/model_bytes/artifacts for triage. archive_extract runs as
 # `nobody` when started as root, so that a real escape could not overwrite anything that matters.
 set -euo pipefail

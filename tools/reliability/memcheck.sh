@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # valgrind memcheck over a representative subset of the integration tests (the compiled test
 # binaries, run directly). Leaks that count as errors: definitely lost only; ORT's own
-# process-lifetime allocations are suppressed by ort.supp (see RELIABILITY.md for what and why).
+# process-lifetime allocations are suppressed by ort.supp (see docs/testing.md for what and why).
 #
-#   source /work/env.sh   # or whatever ONNXRT_* settings your builds use
+#   export ONNXRT_DIST=cpu-1.16.2-registry   # or whatever ONNXRT_* settings your builds use
 #   tools/reliability/memcheck.sh [test-binary-name ...]   # default: session values errors bad_inputs env_global
 #
 # Logs: $CARGO_TARGET_DIR (default target/) /memcheck/<name>.log; prints a summary per binary and

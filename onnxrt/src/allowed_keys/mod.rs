@@ -12,8 +12,8 @@
 //!
 //! The tables were read from ORT's option parsers (each table's [`KeyTable::read_from`] says which
 //! files, at which version). A key a table does not list is refused even if it is harmless: adding
-//! it here, after reading how ORT parses it, is the way to let it through. RELIABILITY.md's audit
-//! table is rendered from these tables, and a test keeps the two equal.
+//! it here, after reading how ORT parses it, is the way to let it through. `docs/allowed-keys.md`
+//! is rendered from these tables, and a test keeps the two equal.
 
 use crate::error::{Error, Names, Result};
 
@@ -117,35 +117,47 @@ impl KeyTable {
     }
 }
 
-/// The audit table of RELIABILITY.md, rendered from the tables above, then where each table
-/// was read from.
+/// `docs/allowed-keys.md`, rendered from the tables above: per place, where the classes were
+/// read, the keys that pass and the keys refused with their class; then the callbacks.
 pub fn audit_markdown() -> String {
-    let mut out = String::from("| Where | Key or callback | Class | Read from |\n|---|---|---|---|\n");
+    let mut out = String::from(
+        "# String keys onnxrt hands to ONNX Runtime\n\n\
+         Generated from `onnxrt/src/allowed_keys/tables.rs` by `cargo test -p onnxrt --lib allowed_keys`, \
+         which fails when the two differ; `ONNXRT_BLESS=1` rewrites this file. Do not edit it by hand.\n\n\
+         A key passes from safe code only when its place's table lists it as a plain value. Any other key, \
+         listed with its class or unknown, is `Error::KeyRefused` naming the key, why, and the keys that pass. \
+         Classes: *ownership* (ORT keeps pointing into memory lent for one call), *address* (parsed as an \
+         integer and used as a pointer), *code loading* (a library ORT loads and calls). Each place's `unsafe` \
+         door takes keys unchecked. Which ORT files each table was read from: its `read_from`. How to add a key: \
+         ARCHITECTURE.md, \"Where to add a provider option\".\n",
+    );
     let mut tables: Vec<&KeyTable> = vec![&SESSION_CONFIG, &RUN_CONFIG];
     tables.extend(PROVIDERS.iter().map(|(_, t)| *t));
+    let mut door = "";
     for table in &tables {
-        if table.keys.is_empty() {
-            out.push_str(&format!("| {} | (none pass) | — | {} |\n", table.scope, table.version));
+        out.push_str(&format!("\n## {}\n\n", table.scope));
+        // The door is named where it changes (every provider shares one).
+        if table.unchecked != door {
+            door = table.unchecked;
+            out.push_str(&format!("Unchecked: `{door}`. "));
         }
-        for key in table.keys {
-            out.push_str(&format!(
-                "| {} | `{}` | {} | {} |\n",
-                table.scope,
-                key.name,
-                key.class.label(),
-                table.version
-            ));
+        out.push_str(&format!("Read from: {}.\n\n", table.version));
+        let plain: Vec<String> = table.allowed().map(|k| format!("`{k}`")).collect();
+        let plain = if plain.is_empty() { "none".to_owned() } else { plain.join(", ") };
+        out.push_str(&format!("Pass: {plain}.\n"));
+        let refused: Vec<String> = table
+            .keys
+            .iter()
+            .filter(|k| k.class != KeyClass::Plain)
+            .map(|k| format!("`{}` ({})", k.name, k.class.label()))
+            .collect();
+        if !refused.is_empty() {
+            out.push_str(&format!("\nRefused: {}.\n", refused.join(", ")));
         }
     }
+    out.push_str("\n## Callbacks: code ORT runs, each body inside one `catch_unwind`\n\n| function | when ORT calls it |\n|---|---|\n");
     for callback in CALLBACKS {
-        out.push_str(&format!(
-            "| callback: {} | `{}` | code ORT runs (body in one `catch_unwind`) | onnxrt/src |\n",
-            callback.when, callback.function
-        ));
-    }
-    out.push_str("\nRead from:\n\n");
-    for table in &tables {
-        out.push_str(&format!("- {}: {}\n", table.scope, table.read_from));
+        out.push_str(&format!("| `{}` | {} |\n", callback.function, callback.when));
     }
     out
 }
@@ -193,24 +205,20 @@ mod tests {
         assert!(OTHER.check("anything").is_err() && provider("QNN").check("vtcm_mb").is_ok());
     }
 
-    /// RELIABILITY.md's audit section is exactly what `audit_markdown` renders; with
-    /// `ONNXRT_BLESS=1` the test rewrites the section instead.
+    /// `docs/allowed-keys.md` is exactly what `audit_markdown` renders; with `ONNXRT_BLESS=1` the
+    /// test rewrites the file instead.
     #[test]
-    fn reliability_md_lists_exactly_these_keys() {
-        const START: &str = "<!-- audit-table: generated from onnxrt/src/allowed_keys/tables.rs -->\n";
-        const END: &str = "<!-- /audit-table -->";
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../RELIABILITY.md");
-        let text = std::fs::read_to_string(&path).expect("RELIABILITY.md");
-        let start = text.find(START).expect("RELIABILITY.md has the audit table's start marker") + START.len();
-        let end = start + text[start..].find(END).expect("and its end marker");
+    fn allowed_keys_md_lists_exactly_these_keys() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/allowed-keys.md");
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
         let expected = audit_markdown();
-        if text[start..end] != expected && std::env::var("ONNXRT_BLESS").is_ok_and(|v| v == "1") {
-            std::fs::write(&path, format!("{}{expected}{}", &text[..start], &text[end..])).expect("write");
+        if text != expected && std::env::var("ONNXRT_BLESS").is_ok_and(|v| v == "1") {
+            std::fs::write(&path, &expected).expect("write docs/allowed-keys.md");
             return;
         }
         assert!(
-            text[start..end] == expected,
-            "RELIABILITY.md's audit table differs from onnxrt/src/allowed_keys/tables.rs; rerun with ONNXRT_BLESS=1 to rewrite it"
+            text == expected,
+            "docs/allowed-keys.md differs from onnxrt/src/allowed_keys/tables.rs; rerun with ONNXRT_BLESS=1 to rewrite it"
         );
     }
 }

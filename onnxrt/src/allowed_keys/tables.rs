@@ -18,7 +18,7 @@ use KeyClass::{Address, CodeLoading, Ownership};
 pub const SESSION_CONFIG: KeyTable = KeyTable {
     scope: "session config entry",
     version: "1.21.0 header; 1.16.2 library",
-    read_from: "onnxruntime_session_options_config_keys.h of ORT 1.21.0 (Debian libonnxruntime-dev 1.21.0+dfsg-1, the headers this crate builds with) and its readers in inference_session.cc (a 1.16-era version in the stored source index, file id 21456748); the key strings of libonnxruntime.so.1.16.2; the ORT 1.30 tree could not be fetched (see RELIABILITY.md)",
+    read_from: "onnxruntime_session_options_config_keys.h of ORT 1.21.0 (Debian libonnxruntime-dev 1.21.0+dfsg-1, the headers this crate builds with) and its readers in inference_session.cc (a 1.16-era version); the key strings of libonnxruntime.so.1.16.2; not checked against a 1.30 tree, which could not be fetched",
     unchecked: "SessionBuilder::config_entry_unchecked",
     keys: &[
         plain("session.disable_prepacking"),
@@ -378,7 +378,7 @@ pub struct Callback {
 }
 
 /// Every `extern "C"` function of the crate that ORT calls (class: code ORT runs; each body must
-/// stay inside one `catch_unwind`, DESIGN.md).
+/// stay inside one `catch_unwind`, `ffi_guard`).
 pub const CALLBACKS: &[Callback] = &[
     Callback { function: "env::logging::log_callback", when: "every ORT log line (OrtLoggingFunction)" },
     Callback { function: "session::run_async::on_done", when: "completion of RunAsync (RunAsyncCallbackFn)" },

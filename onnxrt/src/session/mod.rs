@@ -144,7 +144,7 @@ unsafe impl Send for Handoff {}
 
 // SAFETY: ORT documents OrtSession::Run (and RunAsync, IoBinding runs) as safe to call
 // concurrently from several threads on one session; the other calls we make on &Session only read
-// metadata. Providers for which ORT does not guarantee this get `run_lock` (see DESIGN.md).
+// metadata. Providers for which ORT does not guarantee this get `run_lock` (`providers/mod.rs`).
 unsafe impl Send for Inner {}
 // SAFETY: as above.
 unsafe impl Sync for Inner {}

@@ -4,7 +4,7 @@
 //! output that is one of its inputs (a graph output that is a graph input), the outputs of an
 //! `IoBinding` (new references to the tensors the binding keeps), and the bound values
 //! themselves. Shared memory is either copied here ([`Value::detached`]) or marked read-only
-//! ([`Value::shared`]) and tied by a lifetime to what it shares; see RELIABILITY.md (soundness).
+//! ([`Value::shared`]) and tied by a lifetime to what it shares; see docs/soundness.md.
 
 use std::ffi::c_void;
 

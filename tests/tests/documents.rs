@@ -1,0 +1,264 @@
+//! The documents stay true to the tree: every relative link of every markdown file resolves (and
+//! its `#anchor` names a heading of the target), and every repository path a document or a code
+//! comment cites exists. Records of how results were reached (`docs/history/`,
+//! `benches/results/`) are checked for their links only: they may quote names of their day.
+//!
+//! A cited path is a word that starts with a top-level folder of the repository
+//! (`onnxrt/src/layers.rs`, `tools/gpu/`) or an upper-case markdown name (`SECURITY.md`); it must
+//! exist relative to the repository, to the citing file's folder or to a workspace crate
+//! (`tests/regenerate.rs` of onnx-proto); a Rust target may be cited without `.rs`
+//! (`examples/resnet_cuda`). Words with placeholders (`<file>`, `*`, `$VAR`, `…`) are not paths.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// Documents another branch writes, linked here before that branch is merged. Remove an entry
+/// once the file is in the tree.
+const ARRIVING: &[&str] = &["docs/soundness.md"];
+
+/// Folders whose files are records of their day: links checked, cited paths not.
+const RECORDS: &[&str] = &["docs/history", "benches/results"];
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ has a parent").to_owned()
+}
+
+/// Every file under `dir` with one of `extensions`, skipping build output and hidden folders
+/// (except `.ci`).
+fn files(dir: &Path, extensions: &[&str], found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("readable folder") {
+        let path = entry.expect("directory entry").path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        if path.is_dir() {
+            let skipped = (name.starts_with('.') && name != ".ci")
+                || ["target", "node_modules", "corpus", "artifacts-known"].contains(&name);
+            if !skipped {
+                files(&path, extensions, found);
+            }
+        } else if extensions.iter().any(|e| name.ends_with(e)) {
+            found.push(path);
+        }
+    }
+}
+
+fn relative(path: &Path) -> String {
+    path.strip_prefix(repo()).unwrap_or(path).to_string_lossy().into_owned()
+}
+
+fn is_record(path: &Path) -> bool {
+    let rel = relative(path);
+    RECORDS.iter().any(|r| rel.starts_with(r))
+}
+
+/// The workspace's crate folders (where a crate-relative citation may start).
+fn crate_dirs() -> Vec<PathBuf> {
+    let mut manifests = Vec::new();
+    files(&repo(), &["Cargo.toml"], &mut manifests);
+    manifests.iter().filter_map(|m| m.parent().map(Path::to_owned)).collect()
+}
+
+/// GitHub's anchor of a heading: lower case, spaces to `-`, punctuation other than `-` and `_`
+/// dropped.
+fn slug(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+fn anchors(markdown: &str) -> BTreeSet<String> {
+    let mut in_code = false;
+    let mut found = BTreeSet::new();
+    for line in markdown.lines() {
+        if line.trim_start().starts_with("```") {
+            in_code = !in_code;
+        } else if !in_code && line.starts_with('#') {
+            found.insert(slug(line.trim_start_matches('#')));
+        }
+    }
+    found
+}
+
+fn arriving(path: &Path) -> bool {
+    let rel = relative(path);
+    ARRIVING.iter().any(|a| rel == *a)
+}
+
+/// Relative links `[text](target)` outside code blocks and code spans.
+fn links(markdown: &str) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    let mut in_code = false;
+    for (n, line) in markdown.lines().enumerate() {
+        if line.trim_start().starts_with("```") {
+            in_code = !in_code;
+            continue;
+        }
+        if in_code {
+            continue;
+        }
+        // Code spans are not links.
+        let text: String = line.split('`').step_by(2).collect::<Vec<_>>().join(" ");
+        let mut rest = text.as_str();
+        while let Some(at) = rest.find("](") {
+            let after = &rest[at + 2..];
+            let end = after.find(')').unwrap_or(after.len());
+            let target = after[..end].split_whitespace().next().unwrap_or_default();
+            if !target.is_empty() && !target.contains("://") && !target.starts_with("mailto:") {
+                found.push((n + 1, target.to_owned()));
+            }
+            rest = &after[end.min(after.len())..];
+        }
+    }
+    found
+}
+
+#[test]
+fn every_relative_link_resolves() {
+    let mut markdown = Vec::new();
+    files(&repo(), &[".md"], &mut markdown);
+    assert!(markdown.len() > 10, "found only {} markdown files", markdown.len());
+    let mut broken = Vec::new();
+    for file in &markdown {
+        let text = std::fs::read_to_string(file).expect("readable markdown");
+        for (line, target) in links(&text) {
+            let (path, anchor) = target.split_once('#').unwrap_or((&target, ""));
+            let resolved = if path.is_empty() { file.clone() } else { file.parent().expect("parent").join(path) };
+            if arriving(&resolved) {
+                continue;
+            }
+            if !resolved.exists() {
+                broken.push(format!("{}:{line}: {target} does not exist", relative(file)));
+            } else if !anchor.is_empty() && resolved.extension().is_some_and(|e| e == "md") {
+                let target_text = std::fs::read_to_string(&resolved).expect("readable markdown");
+                if !anchors(&target_text).contains(anchor) {
+                    broken.push(format!("{}:{line}: {target}: no heading with that anchor", relative(file)));
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+/// The words of `text` that look like repository paths (see the module docs).
+fn cited_paths(text: &str, top_level: &BTreeSet<String>) -> Vec<String> {
+    let is_path_char = |c: char| c.is_alphanumeric() || "_-./".contains(c);
+    let mut found = Vec::new();
+    for word in text.split(|c: char| !is_path_char(c) && !"<>*$…{}~".contains(c)) {
+        if word.is_empty() || word.contains(['<', '>', '*', '$', '…', '{', '}', '~']) || word.contains("...") {
+            continue;
+        }
+        let word = word.trim_end_matches(['.', ',', ':', ';']);
+        let first = word.split('/').next().unwrap_or_default();
+        if word.starts_with("../") {
+            found.push(word.to_owned());
+            continue;
+        }
+        let upper_md = !word.contains('/')
+            && word.ends_with(".md")
+            && word.trim_end_matches(".md").chars().all(|c| c.is_ascii_uppercase() || c == '_' || c == '-')
+            && word.len() > 3;
+        if (word.contains('/') && top_level.contains(first)) || upper_md {
+            found.push(word.to_owned());
+        }
+    }
+    found
+}
+
+fn comment_text(file: &Path, source: &str) -> Vec<(usize, String)> {
+    let rust = file.extension().is_some_and(|e| e == "rs");
+    source
+        .lines()
+        .enumerate()
+        .filter_map(|(n, line)| {
+            let at = if rust { line.find("//") } else { line.find('#') }?;
+            // `#` inside a quoted string or a URL is not a comment; nor is `//` in `://`.
+            if rust && line[..at].ends_with(':') {
+                return None;
+            }
+            Some((n + 1, line[at..].to_owned()))
+        })
+        .collect()
+}
+
+/// `line` with the targets of its `[text](target)` links left out.
+fn without_link_targets(line: &str) -> String {
+    let mut out = String::new();
+    let mut rest = line;
+    while let Some(at) = rest.find("](") {
+        out.push_str(&rest[..at + 1]);
+        rest = rest[at + 2..].find(')').map_or("", |end| &rest[at + 2 + end + 1..]);
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Whether `cited`, read from `dir`, climbs out of the repository.
+fn escapes(dir: &Path, cited: &str) -> bool {
+    let mut depth = relative(dir).split('/').filter(|c| !c.is_empty()).count() as i64;
+    for part in cited.split('/') {
+        match part {
+            ".." => depth -= 1,
+            "" | "." => {}
+            _ => depth += 1,
+        }
+        if depth < 0 {
+            return true;
+        }
+    }
+    false
+}
+
+#[test]
+fn every_cited_path_exists() {
+    let root = repo();
+    let top_level: BTreeSet<String> = std::fs::read_dir(&root)
+        .expect("readable repository")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().is_dir())
+        .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+        .filter(|n| n == ".ci" || (!n.starts_with('.') && n != "target"))
+        .collect();
+    let crates = crate_dirs();
+    let mut sources = Vec::new();
+    files(&root, &[".md", ".rs", ".sh", ".py", ".toml"], &mut sources);
+    let mut missing = Vec::new();
+    for file in sources.iter().filter(|f| !is_record(f)) {
+        let Ok(text) = std::fs::read_to_string(file) else { continue };
+        let markdown = file.extension().is_some_and(|e| e == "md");
+        let lines: Vec<(usize, String)> = if markdown {
+            // Link targets are the link test's; the words around them are cites.
+            text.lines().enumerate().map(|(n, l)| (n + 1, without_link_targets(l))).collect()
+        } else {
+            comment_text(file, &text)
+        };
+        for (line, content) in lines {
+            for cited in cited_paths(&content, &top_level) {
+                if cited.starts_with("../") {
+                    // A document's commands run from the repository root; a comment's path is the file's.
+                    if escapes(file.parent().expect("parent"), &cited) || (markdown && escapes(&root, &cited)) {
+                        missing.push(format!("{}:{line}: {cited} (outside the repository)", relative(file)));
+                    }
+                    continue;
+                }
+                let bases = std::iter::once(root.clone())
+                    .chain(file.parent().map(Path::to_owned))
+                    .chain(crates.iter().cloned())
+                    .chain(std::iter::once(root.join("docs")));
+                let exists = bases.into_iter().any(|base| {
+                    let path = base.join(&cited);
+                    path.exists() || path.with_extension("rs").exists() || arriving(&path)
+                });
+                if !exists {
+                    missing.push(format!("{}:{line}: {cited}", relative(file)));
+                }
+            }
+        }
+    }
+    assert!(missing.is_empty(), "cited paths that are not in the tree:\n{}", missing.join("\n"));
+}
