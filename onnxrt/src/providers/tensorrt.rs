@@ -102,13 +102,14 @@ impl TensorRtOptions {
     }
 }
 
-/// TensorRT keys refused through [`TensorRtOptions::raw`]: ORT parses the first ones as
-/// addresses (`tensorrt_execution_provider_info.cc`, 1.16 and later), loads the libraries
+/// TensorRT keys refused through [`TensorRtOptions::raw`]: the CUDA graph key (a captured graph
+/// replays the first runs' memory), then those ORT parses as addresses (`tensorrt_execution_provider_info.cc`, 1.16 and later), loads the libraries
 /// named by the next ones and calls into them (plugins, engine decryption), and the last ones make
 /// TensorRT load compiled engines from files (the `unsafe` [`TensorRtOptions::engine_cache`]),
 /// which no safe function can vouch for. The same as the keys [`allowed_keys::TENSORRT`](crate::allowed_keys::TENSORRT)
 /// refuses (a test keeps the two in step).
 pub const UNSAFE_KEYS: &[&str] = &[
+    "trt_cuda_graph_enable",
     "user_compute_stream",
     "has_user_compute_stream",
     "trt_onnx_bytestream",
