@@ -94,14 +94,14 @@ case "${1:-}" in
     command -v valgrind >/dev/null || { say "installing valgrind"; apt_install valgrind; }
     # (env_race: two threads, 20 environments between them; bounded by that count, not by time:
     # under valgrind a session takes about a second to load, far longer on a loaded machine.)
-    ONNXRT_ENV_RACE_ENVS=20 ONNXRT_ENV_RACE_THREADS=2 bash tools/reliability/memcheck.sh soundness soundness_round3 callback_soundness config_keys optional_inputs optional_env env_race preallocated_outputs value_bytes view_mut
+    ONNXRT_ENV_RACE_ENVS=20 ONNXRT_ENV_RACE_THREADS=2 bash tools/reliability/memcheck.sh soundness soundness_round3 callback_soundness config_keys optional_inputs optional_env env_race preallocated_outputs value_bytes view_mut soundness_async_wakers soundness_bool_bytes soundness_element_types soundness_optional_outputs soundness_key_classes
     # Provider-load diagnosis against the real CUDA 13 build of ORT 1.30 (its provider libraries
     # present, CUDA absent, as on a misconfigured server): assembled from the onnxruntime-gpu wheel.
     cargo run -q -p onnxrt-build-support --bin onnxrt-dist -- assemble gpu-cuda13-1.30.0-wheel >/dev/null
     ONNXRT_REQUIRE_GPU_WHEEL=1 cargo test -p onnxrt-tests --features cuda,tensorrt --test provider_load --test named_provider
     # The CUDA-only API (device memory, streams, copies) on a machine without CUDA: typed errors,
     # the refusals checked before any CUDA call, and the same under valgrind.
-    cargo test -p onnxrt-tests --features cuda,tensorrt --test value_bytes --test config_keys --test cuda_graph
+    cargo test -p onnxrt-tests --features cuda,tensorrt --test value_bytes --test config_keys --test cuda_graph --test soundness_key_classes
     MEMCHECK_FEATURES=cuda,tensorrt bash tools/reliability/memcheck.sh value_bytes cuda_graph
     # The batcher and the server's settings built with CUDA (device buffers, CUDA graphs): on a
     # machine without CUDA their refusals, fallbacks and capture bookkeeping.

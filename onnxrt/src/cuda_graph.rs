@@ -217,7 +217,7 @@ fn graph_options(cuda: CudaOptions) -> CudaOptions {
 fn graph_shape(info: &ValueInfo, rows: usize, what: &str) -> Result<(Vec<i64>, ElementType)> {
     let refuse = |why: String| Error::InvalidArgument { what: format!("{what} `{}` of a CudaGraph", info.name), why };
     let element_type = match (info.kind, info.element_type) {
-        (ValueKind::Tensor, Some(t)) if t.size() > 0 => t,
+        (ValueKind::Tensor, Some(t)) if t.byte_size().is_ok() => t,
         _ => return Err(refuse("a graph binds numeric tensors only".into())),
     };
     let mut shape = Vec::with_capacity(info.shape.len());

@@ -1,5 +1,13 @@
 //! The few CUDA runtime calls the crate needs (device count, copies between host and device),
 //! loaded from `libcudart` at first use. ORT's C API 16 has no tensor copy between devices.
+//!
+//! Streams and ordering (docs/soundness.md, "CUDA work"): every call below that queues GPU work
+//! names its stream and says how it is ordered with ORT's compute stream, which is a non-blocking
+//! stream (it does not wait for the legacy default stream, nor that stream for it). The rule that
+//! makes this simple: nothing the crate queues is left running when the function returns. Each
+//! function waits for its own work before it returns, and ORT's `Run` has waited for its compute
+//! stream before it returns (the run key that would skip that wait is refused), so the crate's
+//! work and ORT's never overlap on memory a value hands out.
 
 use std::ffi::{c_int, c_void};
 use std::sync::OnceLock;
@@ -22,7 +30,7 @@ struct CudaRuntime {
     set_device: unsafe extern "C" fn(c_int) -> c_int,
     malloc: unsafe extern "C" fn(*mut *mut c_void, usize) -> c_int,
     free: unsafe extern "C" fn(*mut c_void) -> c_int,
-    memset: unsafe extern "C" fn(*mut c_void, c_int, usize) -> c_int,
+    memset_async: unsafe extern "C" fn(*mut c_void, c_int, usize, *mut c_void) -> c_int,
     memcpy_async: unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int, *mut c_void) -> c_int,
     stream_create: unsafe extern "C" fn(*mut *mut c_void, u32) -> c_int,
     stream_synchronize: unsafe extern "C" fn(*mut c_void) -> c_int,
@@ -52,7 +60,7 @@ fn runtime() -> Result<&'static CudaRuntime> {
                                     set_device: *library.get(b"cudaSetDevice\0")?,
                                     malloc: *library.get(b"cudaMalloc\0")?,
                                     free: *library.get(b"cudaFree\0")?,
-                                    memset: *library.get(b"cudaMemset\0")?,
+                                    memset_async: *library.get(b"cudaMemsetAsync\0")?,
                                     memcpy_async: *library.get(b"cudaMemcpyAsync\0")?,
                                     stream_create: *library.get(b"cudaStreamCreateWithFlags\0")?,
                                     stream_synchronize: *library.get(b"cudaStreamSynchronize\0")?,
@@ -119,6 +127,11 @@ pub fn device_count() -> Result<i32> {
 
 /// Copies `bytes` between host and device memory (direction inferred), then waits for it.
 ///
+/// Stream: the legacy default stream (`cudaMemcpy`), then `cudaDeviceSynchronize`, so the copy
+/// and everything before it on the device are done when this returns. Ordering with ORT: a run
+/// whose output is read here has finished its GPU work (above), and a run started after this
+/// returns queues its work after a finished copy.
+///
 /// # Safety
 /// `dst` and `src` are valid for `bytes` bytes in their memory spaces and do not overlap.
 pub(crate) unsafe fn copy(dst: *mut c_void, src: *const c_void, bytes: usize) -> Result<()> {
@@ -136,7 +149,9 @@ pub(crate) struct PinnedHostMemory {
 }
 
 impl PinnedHostMemory {
-    /// Page-locks `bytes` bytes at `ptr`.
+    /// Page-locks `bytes` bytes at `ptr`. No stream: registering queues no GPU work; unregistering
+    /// (on drop) happens only after every copy from or to the memory was waited for (each copy
+    /// function waits before it returns, and ORT's runs end with their GPU work done).
     ///
     /// # Safety
     /// `ptr` is host memory valid for `bytes` bytes that outlives the returned guard.
@@ -191,14 +206,27 @@ pub(crate) struct DeviceMemory {
 }
 
 impl DeviceMemory {
+    /// Allocates and zeroes the memory, and returns once the zeroes are in place.
+    ///
+    /// Stream: the zeroing runs on a non-blocking stream made for it (`cudaMemsetAsync`), and
+    /// that stream is waited for before the memory is handed out. Ordering: `cudaMemset` would
+    /// queue the zeroing on the legacy default stream and return at once, and neither ORT's
+    /// compute stream nor a [`CudaStream`](crate::CudaStream) waits for that stream, so a copy
+    /// or a run queued right after could run first and be wiped by the late zeroing (or read the
+    /// memory's previous owner's data). Waiting here leaves nothing to order.
     pub(crate) fn zeroed(device: i32, bytes: usize) -> Result<DeviceMemory> {
         on_device(device, |runtime| {
             let mut ptr = std::ptr::null_mut();
             // SAFETY: the out-pointer is valid; CUDA allocates at least one byte.
             check("cudaMalloc", unsafe { (runtime.malloc)(&mut ptr, bytes.max(1)) })?;
             let memory = DeviceMemory { ptr, bytes };
-            // SAFETY: `ptr` is a fresh device allocation of at least `bytes` bytes.
-            check("cudaMemset", unsafe { (runtime.memset)(ptr, 0, bytes) })?;
+            let stream = RawStream::new(device)?;
+            // SAFETY: `ptr` is a fresh device allocation of at least `bytes` bytes; the stream is live.
+            let queued = check("cudaMemsetAsync", unsafe { (runtime.memset_async)(ptr, 0, bytes, stream.raw) });
+            // Waited for even when queuing failed, so nothing of it outlives `memory` on error.
+            // SAFETY: the stream is live.
+            let waited = check("cudaStreamSynchronize", unsafe { (runtime.stream_synchronize)(stream.raw) });
+            queued.and(waited)?;
             Ok(memory)
         })
     }
@@ -215,8 +243,8 @@ impl DeviceMemory {
 impl Drop for DeviceMemory {
     fn drop(&mut self) {
         if let Ok(runtime) = runtime() {
-            // SAFETY: allocated by cudaMalloc in `zeroed`, freed once. cudaFree waits for work
-            // still using it to finish.
+            // SAFETY: allocated by cudaMalloc in `zeroed`, freed once. No stream: cudaFree
+            // synchronizes the device first, so no queued work still uses it.
             let _ = unsafe { (runtime.free)(self.ptr) };
         }
     }
@@ -248,6 +276,10 @@ impl RawStream {
 
     /// Copies `bytes` bytes on this stream (direction inferred from the pointers), then waits for
     /// this stream only: other streams' work (another thread's ORT run) goes on meanwhile.
+    ///
+    /// Stream: this one (`cudaMemcpyAsync`, then `cudaStreamSynchronize`). Ordering with ORT: the
+    /// copy is done when this returns, before any run the caller starts after it; a run whose
+    /// buffers it reads or writes has finished its GPU work before returning (module docs).
     ///
     /// # Safety
     /// `dst` and `src` are valid for `bytes` bytes in their memory spaces, do not overlap, and

@@ -109,7 +109,48 @@ impl ElementType {
         }
     }
 
-    /// Size of one element in bytes (strings: not fixed, 0).
+    /// The size of one element in bytes: the one place where an element type becomes a byte
+    /// count for memory the crate allocates, zeroes, copies or views (docs/soundness.md, "Element
+    /// types"). Refuses what the crate cannot size: strings (ORT owns their storage) and codes it
+    /// does not know ([`ElementType::Unknown`]: 4-bit integers and later types, whose packing the
+    /// crate cannot vouch for).
+    ///
+    /// ```
+    /// # use onnxrt::ElementType;
+    /// assert_eq!(ElementType::F32.byte_size()?, 4);
+    /// assert!(ElementType::Unknown(21).byte_size().is_err());
+    /// # Ok::<(), onnxrt::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for `String` and `Unknown` codes.
+    pub fn byte_size(self) -> crate::Result<usize> {
+        match self {
+            ElementType::String => Err(crate::Error::InvalidArgument {
+                what: "the byte size of a string element".into(),
+                why: "strings have no fixed size; ONNX Runtime owns their storage (Value::from_strings)".into(),
+            }),
+            ElementType::Unknown(code) => Err(crate::Error::InvalidArgument {
+                what: format!("memory for elements of type #{code}"),
+                why: "this crate does not know that element type's layout (4-bit and newer types), so it neither \
+                      allocates, zeroes, copies nor views such tensors"
+                    .into(),
+            }),
+            known => Ok(known.size()),
+        }
+    }
+
+    /// Refuses codes the crate does not know before one reaches an allocation (strings pass:
+    /// ORT constructs them).
+    pub(crate) fn check_known(self) -> crate::Result<()> {
+        match self {
+            ElementType::String => Ok(()),
+            other => other.byte_size().map(drop),
+        }
+    }
+
+    /// Size of one element in bytes (strings and unknown codes: not known, 0). For display and
+    /// estimates; memory is sized with [`ElementType::byte_size`], which refuses both.
     pub fn size(self) -> usize {
         match self {
             ElementType::U8

@@ -66,11 +66,10 @@ fn options_the_runtime_knows_pass_the_gate() {
     let options = CudaOptions::new()
         .cudnn_conv_algo_search(ConvAlgoSearch::Heuristic)
         .cudnn_conv_use_max_workspace(true)
-        .do_copy_in_default_stream(true)
         .tunable_op(true, false)
         .tunable_op_max_tuning_duration_ms(100);
     // SAFETY: no run is made on a session built with these options.
-    let options = unsafe { options.enable_cuda_graph(true) };
+    let options = unsafe { options.do_copy_in_default_stream(true).enable_cuda_graph(true) };
     // Past the gate the CPU-only runtime has no CUDA provider: that, not `Unsupported`.
     match build(options) {
         Err(Error::Unsupported { feature, .. }) => panic!("an option 1.16 knows was gated: {feature}"),

@@ -404,8 +404,10 @@ impl Batcher {
             if slots[index].is_some() {
                 return Err(onnxrt::Error::DuplicateInput { name: input.name().to_owned() }.into());
             }
-            let sample = self.plan.check_value(index, input.value())?;
-            slots[index] = Some((input.into_held(), sample));
+            // Ownership first: the value checked is the value queued (and gathered by the worker).
+            let held = input.into_held();
+            let sample = self.plan.check_value(index, held.value())?;
+            slots[index] = Some((held, sample));
         }
         slots.into_iter().enumerate().map(|(index, slot)| slot.ok_or_else(|| self.plan.missing(index))).collect()
     }

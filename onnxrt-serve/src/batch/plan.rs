@@ -41,7 +41,7 @@ fn batchable(info: &ValueInfo) -> Result<ElementType> {
         return Err(refuse(format!("is a {:?}, not a tensor", info.kind)));
     }
     let element_type = info.element_type.unwrap_or(ElementType::Unknown(0));
-    if element_type.size() == 0 {
+    if element_type.byte_size().is_err() {
         return Err(refuse(format!("holds {element_type} elements; only fixed-size (numeric) tensors are batched")));
     }
     match info.shape.first() {
@@ -126,12 +126,22 @@ impl Plan {
             }
             .into());
         }
-        if value.host_bytes().is_err() {
+        let Ok(bytes) = value.host_bytes() else {
             return Err(onnxrt::Error::InvalidArgument {
                 what: format!("input `{}` in device memory", input.name),
                 why: "the batcher gathers requests on the host; pass a host tensor (Value::from_vec)".into(),
             }
             .into());
+        };
+        // Refused here, alone, rather than failing the whole batch at the run's own check.
+        if input.element_type == ElementType::Bool {
+            if let Some(index) = bytes.iter().position(|&b| b > 1) {
+                return Err(onnxrt::Error::InvalidArgument {
+                    what: format!("input `{}`: bool element {index} = {}", input.name, bytes[index]),
+                    why: "ONNX bools are bytes 0 or 1".into(),
+                }
+                .into());
+            }
         }
         Ok(Shape::from_slice(sample))
     }

@@ -223,7 +223,12 @@ impl Worker {
             let running = self.queue.run_started();
             // Let another worker gather the next batch while this one runs.
             drop(receiver);
-            self.run_batch(batch, running);
+            // A panic (a bug: every request was checked when queued) answers this batch's
+            // callers as its requests drop and leaves the worker serving the next batch.
+            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.run_batch(batch, running)));
+            if ran.is_err() {
+                self.staged = 0;
+            }
         }
     }
 
@@ -289,6 +294,10 @@ impl Worker {
                 return;
             };
             let size = sample.len();
+            // A sample that is not one row of the buffer is not staged (the gather refuses it).
+            if size.checked_mul(self.max_batch) != Some(rows.len()) {
+                return;
+            }
             match rows.get_mut(row * size..(row + 1) * size) {
                 Some(dst) => dst.copy_from_slice(sample),
                 None => return,
@@ -389,12 +398,10 @@ impl Worker {
             let threads = gather_threads_for(rows.len(), gather_threads);
             if threads == 1 {
                 for (request, dst) in padded.zip(rows.chunks_exact_mut(row.max(1))) {
-                    dst.copy_from_slice(request.values[index].value().host_bytes()?);
+                    dst.copy_from_slice(sample_bytes(request, index, dst.len())?);
                 }
             } else {
-                let sources = padded
-                    .map(|request| request.values[index].value().host_bytes())
-                    .collect::<onnxrt::Result<Vec<_>>>()?;
+                let sources = padded.map(|request| sample_bytes(request, index, row)).collect::<Result<Vec<_>>>()?;
                 copy_rows_on_threads(&sources, rows.chunks_exact_mut(row.max(1)).collect(), threads);
             }
         }
@@ -621,6 +628,21 @@ fn gather_threads_for(bytes: usize, threads: usize) -> usize {
 }
 
 /// Copies each source row into its destination row, `threads` scoped threads sharing the rows.
+/// Input `index` of `request` as the bytes of one row of `row` bytes. The batcher checked every
+/// sample against the model's sample shape when it was queued (on the value it holds); a sample of
+/// another size still fails the batch with an error rather than panicking the worker.
+fn sample_bytes(request: &Request, index: usize, row: usize) -> Result<&[u8]> {
+    let bytes = request.values[index].value().host_bytes()?;
+    if bytes.len() != row {
+        return Err(onnxrt::Error::InvalidArgument {
+            what: format!("a queued sample of input {index}"),
+            why: format!("it holds {} bytes where a row of the batch holds {row}", bytes.len()),
+        }
+        .into());
+    }
+    Ok(bytes)
+}
+
 fn copy_rows_on_threads(sources: &[&[u8]], mut destinations: Vec<&mut [u8]>, threads: usize) {
     let per_thread = sources.len().div_ceil(threads).max(1);
     std::thread::scope(|scope| {
@@ -661,6 +683,35 @@ fn cancel_all(receiver: &Receiver<Msg>, queue: &Queue) {
         if let Msg::Request(request) = message {
             queue.taken();
             drop(request);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::batch::request::Reply;
+    use crate::batch::stats::Counters;
+    use onnxrt::AsyncInput;
+
+    #[test]
+    fn a_sample_that_is_not_one_row_fails_the_batch_instead_of_panicking() {
+        let value = Value::from_vec(&[3], vec![1.0f32, 2.0, 3.0]).expect("sample");
+        let (reply, _slot) = Reply::new(Arc::new(Counters::new(4)));
+        let request = Request {
+            values: vec![("x", value).into_held()],
+            key: Shape::new(),
+            enqueued: Instant::now(),
+            deadline: None,
+            reply,
+        };
+        assert_eq!(sample_bytes(&request, 0, 12).expect("one row").len(), 12);
+        for row in [0, 8, 16] {
+            let error = sample_bytes(&request, 0, row).expect_err("not one row");
+            assert!(
+                error.to_string().contains(&format!("holds 12 bytes where a row of the batch holds {row}")),
+                "{error}"
+            );
         }
     }
 }

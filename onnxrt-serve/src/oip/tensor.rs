@@ -85,7 +85,7 @@ pub fn value_from_json(name: &str, datatype: &str, shape: &[i64], data: &Json) -
     let element = element_type(name, datatype)?;
     let count = element_count(name, shape)?;
     let mut flat = Vec::with_capacity(count.min(1 << 20));
-    flatten(data, &mut flat);
+    flatten(name, shape, data, &mut flat)?;
     if flat.len() != count {
         return Err(format!("input `{name}`: shape {shape:?} holds {count} element(s), `data` holds {}", flat.len()));
     }
@@ -128,10 +128,44 @@ pub fn filled(name: &str, element: ElementType, shape: &[i64], fill: f64) -> Res
     Ok(value)
 }
 
-fn flatten<'j>(data: &'j Json, out: &mut Vec<&'j Json>) {
+/// The elements of a `data` array in row-major order: a flat array (no element an array), a
+/// single element, or arrays nested exactly as `shape` (each level as long as its axis, elements
+/// only at the last). A ragged nesting is refused even when its element count happens to match.
+fn flatten<'j>(name: &str, shape: &[i64], data: &'j Json, out: &mut Vec<&'j Json>) -> Result<(), String> {
     match data {
-        Json::Array(items) => items.iter().for_each(|item| flatten(item, out)),
-        other => out.push(other),
+        Json::Array(items) if items.iter().all(|item| !item.is_array()) => {
+            out.extend(items);
+            Ok(())
+        }
+        Json::Array(_) => nested(name, shape, 0, data, out),
+        other => {
+            out.push(other);
+            Ok(())
+        }
+    }
+}
+
+/// One level of a nested `data` array, checked against axis `depth` of `shape`.
+fn nested<'j>(name: &str, shape: &[i64], depth: usize, data: &'j Json, out: &mut Vec<&'j Json>) -> Result<(), String> {
+    let ragged = |what: String| {
+        format!("input `{name}`: nested `data` does not follow shape {shape:?}: {what}; send a flat array or arrays nested as the shape")
+    };
+    match (data, shape.get(depth)) {
+        (Json::Array(items), Some(&axis)) => {
+            if i64::try_from(items.len()).ok() != Some(axis) {
+                return Err(ragged(format!(
+                    "an array of {} at depth {depth} where axis {depth} is {axis}",
+                    items.len()
+                )));
+            }
+            items.iter().try_for_each(|item| nested(name, shape, depth + 1, item, out))
+        }
+        (Json::Array(_), None) => Err(ragged(format!("an array at depth {depth}, below the last axis"))),
+        (_, Some(_)) => Err(ragged(format!("an element at depth {depth}, above the last axis"))),
+        (item, None) => {
+            out.push(item);
+            Ok(())
+        }
     }
 }
 
@@ -226,6 +260,26 @@ mod tests {
         assert_eq!(from_json.host_bytes().expect("test value"), from_raw.host_bytes().expect("test value"));
         assert_eq!(raw_of("x", &from_json).expect("test value"), raw);
         assert_eq!(json_of("x", &from_raw).expect("test value"), json!([1, -2, 3, 4]));
+    }
+
+    #[test]
+    fn ragged_nested_data_is_refused_even_when_the_count_matches() {
+        // Six elements for a [2, 3] tensor, nested 2 + 4: the count matches, the nesting does not.
+        let ragged = [json!([[1, 2], [3, 4, 5, 6]]), json!([[1, 2, 3], [4, 5], [6]]), json!([[1, 2, 3], 4, 5, 6])];
+        for data in ragged {
+            let error = value_from_json("x", "INT32", &[2, 3], &data).expect_err("ragged data refused");
+            assert!(error.contains("does not follow shape [2, 3]") && error.contains("`x`"), "{data}: {error}");
+        }
+        let deep = value_from_json("x", "INT32", &[2, 3], &json!([[[1], [2], [3]], [[4], [5], [6]]]));
+        assert!(deep.expect_err("too deep").contains("below the last axis"));
+        // Flat, nested as the shape, and a bare element for a scalar still pass.
+        for data in [json!([1, 2, 3, 4, 5, 6]), json!([[1, 2, 3], [4, 5, 6]])] {
+            let value = value_from_json("x", "INT32", &[2, 3], &data).expect("well-formed data");
+            assert_eq!(value.view::<i32>().expect("i32").iter().copied().collect::<Vec<_>>(), [1, 2, 3, 4, 5, 6]);
+        }
+        assert!(value_from_json("x", "INT32", &[], &json!(7)).is_ok());
+        assert!(value_from_json("x", "INT32", &[2, 0], &json!([[], []])).is_ok());
+        assert!(value_from_json("x", "INT32", &[2, 0], &json!([])).is_ok());
     }
 
     #[test]

@@ -25,7 +25,10 @@ pub use tables::*;
 pub enum KeyClass {
     /// A number, flag, name or path of a data file: let through from safe code.
     Plain,
-    /// Makes ORT keep pointing into memory the caller lent for one call.
+    /// Makes ORT use memory outside the call that lent it, or out of order with the work that
+    /// writes it: it keeps pointing into caller memory, replays a captured graph on the first
+    /// runs' buffers, copies on streams its kernels do not wait for, or returns before its GPU
+    /// work ends.
     Ownership,
     /// Parsed as an integer and used as a pointer.
     Address,

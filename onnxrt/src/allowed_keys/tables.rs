@@ -101,6 +101,7 @@ const CUDA_STREAM: &str =
 /// Both providers' CUDA graphs: ORT records the device (and pinned host) addresses of the first
 /// runs' inputs, outputs and copies, and from then on a run of the session only replays them.
 const CUDA_GRAPH: &str = "ONNX Runtime captures the first runs in a CUDA graph that holds the addresses of their inputs, outputs and copies, and from then on every run of the session replays it without reading the new inputs or outputs (inference_session.cc: a captured graph's Run goes straight to ReplayGraph), so later runs read and write memory lent for the first one, freed or reused since; use the unsafe CudaOptions::enable_cuda_graph and bind the same buffers, alive and in place, for every run";
+const CUDA_COPY_STREAM: &str = "with 0, ONNX Runtime copies inputs and outputs on streams of their own that its compute stream does not wait for (its own notes warn of the race), so a kernel can read an input before its copy lands; use the unsafe CudaOptions::do_copy_in_default_stream";
 const CUDA_ALLOCATOR: &str =
     "ONNX Runtime casts the value to an allocator function pointer and calls it; there is no safe equivalent";
 
@@ -115,7 +116,7 @@ pub const CUDA: KeyTable = KeyTable {
         plain("gpu_mem_limit"),
         plain("arena_extend_strategy"),
         plain("cudnn_conv_algo_search"),
-        plain("do_copy_in_default_stream"),
+        refused("do_copy_in_default_stream", Ownership, CUDA_COPY_STREAM),
         plain("cudnn_conv_use_max_workspace"),
         refused("enable_cuda_graph", Ownership, CUDA_GRAPH),
         plain("cudnn_conv1d_pad_to_nc1d"),
@@ -138,6 +139,7 @@ pub const CUDA: KeyTable = KeyTable {
 const TRT_STREAM: &str = "ONNX Runtime casts the value to a CUDA stream pointer; there is no safe equivalent";
 const TRT_BYTES: &str =
     "ONNX Runtime casts the value to a pointer to model bytes it reads later; give the model to commit_from_* instead";
+const TRT_ENGINE_CACHE: &str = "TensorRT deserializes the engines it finds in the cache and runs them as GPU code, unchecked (no signature; the decryption library is the only hook); use the unsafe TensorRtOptions::engine_cache";
 const TRT_LIBRARY: &str =
     "ONNX Runtime loads the library named and calls into it, which no safe function can vouch for";
 
@@ -159,9 +161,6 @@ pub const TENSORRT: KeyTable = KeyTable {
         plain("trt_dla_enable"),
         plain("trt_dla_core"),
         plain("trt_dump_subgraphs"),
-        plain("trt_engine_cache_enable"),
-        plain("trt_engine_cache_path"),
-        plain("trt_engine_cache_prefix"),
         plain("trt_force_sequential_engine_build"),
         plain("trt_context_memory_sharing_enable"),
         plain("trt_layer_norm_fp32_fallback"),
@@ -192,6 +191,9 @@ pub const TENSORRT: KeyTable = KeyTable {
         refused("trt_extra_plugin_lib_paths", CodeLoading, TRT_LIBRARY),
         refused("trt_engine_decryption_lib_path", CodeLoading, TRT_LIBRARY),
         refused("trt_engine_decryption_enable", CodeLoading, TRT_LIBRARY),
+        refused("trt_engine_cache_enable", CodeLoading, TRT_ENGINE_CACHE),
+        refused("trt_engine_cache_path", CodeLoading, TRT_ENGINE_CACHE),
+        refused("trt_engine_cache_prefix", CodeLoading, TRT_ENGINE_CACHE),
     ],
 };
 
@@ -296,9 +298,15 @@ pub const DML: KeyTable = KeyTable {
         plain("performance_preference"),
         plain("device_filter"),
         plain("disable_metacommands"),
-        plain("enable_graph_capture"),
+        refused(
+            "enable_graph_capture",
+            Ownership,
+            "DirectML's graph capture has the CUDA graph's replay hazard: once captured, a run replays the first runs' work on their memory without reading the new inputs or outputs; there is no safe equivalent",
+        ),
     ],
 };
+
+const MIGRAPHX_COMPILED: &str = "ONNX Runtime loads a compiled MIGraphX program (GPU code) from the file named and runs it unchecked; there is no safe equivalent";
 
 /// MIGraphX provider options by name (`provider("MIGraphX", …)`).
 pub const MIGRAPHX: KeyTable = KeyTable {
@@ -316,8 +324,8 @@ pub const MIGRAPHX: KeyTable = KeyTable {
         plain("migraphx_exhaustive_tune"),
         plain("migraphx_save_compiled_model"),
         plain("migraphx_save_model_path"),
-        plain("migraphx_load_compiled_model"),
-        plain("migraphx_load_model_path"),
+        refused("migraphx_load_compiled_model", CodeLoading, MIGRAPHX_COMPILED),
+        refused("migraphx_load_model_path", CodeLoading, MIGRAPHX_COMPILED),
     ],
 };
 

@@ -230,8 +230,10 @@ impl<'a> KernelContext<'a> {
         }
         *slot = Output::Allocated { value, dims: dims.into(), element: None };
         let element = tensor_meta(api, value)?.element_type;
-        // Strings (size 0 here) are objects ORT constructed, never raw bytes: left alone.
-        let bytes = len.checked_mul(element.size()).ok_or_else(|| Error::InvalidArgument {
+        // Strings are objects ORT constructed, never raw bytes: left alone. Any other type must
+        // be one the crate can size (an unknown code fails here, and the output stays unwritten).
+        let size = if element == ElementType::String { 0 } else { element.byte_size()? };
+        let bytes = len.checked_mul(size).ok_or_else(|| Error::InvalidArgument {
             what: format!("output {index} of `{}`", self.label),
             why: "its size in bytes overflows".into(),
         })?;

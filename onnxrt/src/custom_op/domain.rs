@@ -53,7 +53,14 @@ impl OpDomain {
             }
         };
         let (inputs, outputs) = (op.inputs(), op.outputs());
-        if let Some(why) = variadic_problem(&inputs).or_else(|| variadic_problem(&outputs)) {
+        if let Some(why) = variadic_problem(&inputs).or_else(|| variadic_problem(&outputs)).or_else(|| {
+            inputs.iter().chain(&outputs).find_map(|s| match s.element {
+                Some(crate::ElementType::Unknown(code)) => {
+                    Some(format!("element type #{code} is not one this crate knows, so it cannot size it"))
+                }
+                _ => None,
+            })
+        }) {
             self.problem.get_or_insert_with(|| Error::InvalidArgument { what: format!("custom op `{label}`"), why });
             return self;
         }
@@ -101,6 +108,22 @@ pub(crate) struct Registered {
     // Released before the entries they point to (fields drop in order).
     domains: Vec<Owned<OrtCustomOpDomain>>,
     _entries: Vec<Arc<OpEntry>>,
+    // Whether a kernel of the session may return without making one of its outputs: an
+    // operator of ours with an optional output, or any operator of a loaded library (opaque).
+    may_skip_outputs: bool,
+}
+
+impl Registered {
+    /// Whether some node of the session may leave an output unwritten (so the output pool must not
+    /// preallocate: ORT would hand back our buffer untouched; see session/output_pool.rs).
+    pub(crate) fn may_skip_outputs(&self) -> bool {
+        self.may_skip_outputs
+    }
+
+    /// Records that operators of a shared library were registered too (nothing is known of them).
+    pub(crate) fn add_opaque_library(&mut self) {
+        self.may_skip_outputs = true;
+    }
 }
 
 // SAFETY: an OrtCustomOpDomain is a plain list ORT reads while creating a session and frees in
@@ -127,6 +150,7 @@ pub(crate) fn register(api: &Api, options: *mut OrtSessionOptions, domains: &[Op
             // SAFETY: `owned` is live; `entry.raw` lives on the heap, never moves, and is kept
             // alive by `registered` for as long as the session (the rule on `Registered`).
             unsafe { ort!(api, CustomOpDomain_Add(owned.as_ptr(), &entry.raw)) }?;
+            registered.may_skip_outputs |= entry.outputs.iter().any(|s| s.arity == super::Arity::Optional);
             registered._entries.push(Arc::clone(entry));
         }
         // SAFETY: `options` is the live options object of the caller; the domain outlives it

@@ -51,6 +51,9 @@ pub struct CudaOptions {
     // Set only through the unsafe `enable_cuda_graph`; not in `options`, whose keys the
     // allow-list checks (where `enable_cuda_graph` is refused).
     cuda_graph: Option<bool>,
+    // Keys set through other `unsafe` setters (`do_copy_in_default_stream`): refused by the
+    // allow-list, so kept apart from `options` and passed as vouched for.
+    vouched: KeyValues,
 }
 
 impl CudaOptions {
@@ -97,9 +100,22 @@ impl CudaOptions {
         )
     }
 
-    /// Copy inputs/outputs in the default stream (ORT's default: true).
-    pub fn do_copy_in_default_stream(self, yes: bool) -> Self {
-        self.set("do_copy_in_default_stream", u8::from(yes))
+    /// Whether ORT copies inputs and outputs on its compute stream (`true`, ORT's default) or on
+    /// separate copy streams (`false`).
+    ///
+    /// With `false`, ORT's own notes warn that a copy and the kernels reading it may race: a run
+    /// can read an input before its copy has landed, or an output can be read before it is
+    /// written. So this setter is `unsafe`, and the key through [`CudaOptions::raw`] or
+    /// `SessionBuilder::provider` is [`Error::KeyRefused`](crate::Error::KeyRefused)
+    /// (docs/soundness.md, "String keys").
+    ///
+    /// # Safety
+    /// With `false`: the runtime loaded orders its copy streams with its compute stream for every
+    /// model run with these options (you have checked that for your ORT version and models).
+    /// With `true` (the default), nothing.
+    pub unsafe fn do_copy_in_default_stream(mut self, yes: bool) -> Self {
+        self.vouched.set("do_copy_in_default_stream", u8::from(yes));
+        self
     }
 
     /// Let cuDNN use as much workspace as the fastest algorithm wants.
@@ -221,13 +237,13 @@ impl CudaOptions {
     pub(crate) fn request(&self) -> Request<'_> {
         let mut options = self.options.pairs();
         // After the checked keys: `Request::vouched` counts from the end.
-        let vouched = match self.cuda_graph {
-            Some(yes) => {
-                options.push(("enable_cuda_graph", if yes { "1" } else { "0" }));
-                1
-            }
-            None => 0,
-        };
+        let mut vouched = self.vouched.pairs();
+        if let Some(yes) = self.cuda_graph {
+            vouched.push(("enable_cuda_graph", if yes { "1" } else { "0" }));
+        }
+        let vouched_count = vouched.len();
+        options.extend(vouched);
+        let vouched = vouched_count;
         Request { name: "CUDA", options, checked: true, user_stream: self.user_stream, vouched }
     }
 }
@@ -239,12 +255,13 @@ mod tests {
         use crate::allowed_keys::{KeyClass, CUDA};
         let addresses: Vec<_> = CUDA.keys.iter().filter(|k| k.class == KeyClass::Address).map(|k| k.name).collect();
         assert_eq!(addresses, super::ADDRESS_KEYS);
-        // The one other refused key: the CUDA graph, whose replay keeps the first run's memory.
+        // The other refused keys: copies off the compute stream (a copy/compute race), and the
+        // CUDA graph, whose replay keeps the first run's memory. Both have `unsafe` setters.
         let others: Vec<_> =
             CUDA.keys.iter().filter(|k| !matches!(k.class, KeyClass::Plain | KeyClass::Address)).collect();
         assert_eq!(
             others.iter().map(|k| (k.name, k.class)).collect::<Vec<_>>(),
-            [("enable_cuda_graph", KeyClass::Ownership)]
+            [("do_copy_in_default_stream", KeyClass::Ownership), ("enable_cuda_graph", KeyClass::Ownership)]
         );
     }
 
@@ -256,14 +273,13 @@ mod tests {
             .gpu_mem_limit(1 << 30)
             .arena_extend_strategy(ArenaExtendStrategy::SameAsRequested)
             .cudnn_conv_algo_search(ConvAlgoSearch::Heuristic)
-            .do_copy_in_default_stream(true)
             .cudnn_conv_use_max_workspace(true)
             .use_tf32(true)
             .prefer_nhwc(true)
             .use_ep_level_unified_stream(false)
             .tunable_op(true, false)
             .tunable_op_max_tuning_duration_ms(10);
-        assert_eq!(all.entries().len(), 12);
+        assert_eq!(all.entries().len(), 11);
         all.options.check(&crate::allowed_keys::CUDA).expect("every typed key is plain");
     }
 

@@ -12,6 +12,9 @@ use crate::providers::options::KeyValues;
 #[derive(Debug, Clone, Default)]
 pub struct TensorRtOptions {
     options: KeyValues,
+    // Keys set through `unsafe` setters (`engine_cache`): refused by the allow-list, so kept
+    // apart from `options` and passed as vouched for.
+    vouched: KeyValues,
 }
 
 impl TensorRtOptions {
@@ -46,8 +49,21 @@ impl TensorRtOptions {
     }
 
     /// Cache built engines in `dir` (building takes minutes for large models).
-    pub fn engine_cache(self, dir: &Path) -> Self {
-        self.set("trt_engine_cache_enable", 1).set("trt_engine_cache_path", dir.display())
+    ///
+    /// A cached engine is compiled GPU code that TensorRT deserializes and runs as it finds it:
+    /// ORT checks no signature (the engine decryption library hook exists for that reason). So
+    /// the cache is code loading, this setter is `unsafe`, and the keys
+    /// (`trt_engine_cache_enable`, `trt_engine_cache_path`, `trt_engine_cache_prefix`) through
+    /// [`TensorRtOptions::raw`] or `SessionBuilder::provider` are
+    /// [`Error::KeyRefused`](crate::Error::KeyRefused) (docs/soundness.md, "String keys").
+    ///
+    /// # Safety
+    /// Every file in `dir` that TensorRT may load as an engine was written by TensorRT for this
+    /// model (by this program or a build you trust), and nothing else can write there.
+    pub unsafe fn engine_cache(mut self, dir: &Path) -> Self {
+        self.vouched.set("trt_engine_cache_enable", 1);
+        self.vouched.set("trt_engine_cache_path", dir.display());
+        self
     }
 
     /// Cache TensorRT's layer timings in `dir`.
@@ -86,12 +102,14 @@ impl TensorRtOptions {
     }
 }
 
-/// TensorRT keys refused through [`TensorRtOptions::raw`]: ORT parses the first ones as
-/// addresses (`tensorrt_execution_provider_info.cc`, 1.16 and later), and loads the libraries
-/// named by the last ones and calls into them (plugins, engine decryption), which no safe
-/// function can vouch for. The same as the keys [`allowed_keys::TENSORRT`](crate::allowed_keys::TENSORRT)
+/// TensorRT keys refused through [`TensorRtOptions::raw`]: the CUDA graph key (a captured graph
+/// replays the first runs' memory), then those ORT parses as addresses (`tensorrt_execution_provider_info.cc`, 1.16 and later), loads the libraries
+/// named by the next ones and calls into them (plugins, engine decryption), and the last ones make
+/// TensorRT load compiled engines from files (the `unsafe` [`TensorRtOptions::engine_cache`]),
+/// which no safe function can vouch for. The same as the keys [`allowed_keys::TENSORRT`](crate::allowed_keys::TENSORRT)
 /// refuses (a test keeps the two in step).
 pub const UNSAFE_KEYS: &[&str] = &[
+    "trt_cuda_graph_enable",
     "user_compute_stream",
     "has_user_compute_stream",
     "trt_onnx_bytestream",
@@ -101,12 +119,20 @@ pub const UNSAFE_KEYS: &[&str] = &[
     "trt_extra_plugin_lib_paths",
     "trt_engine_decryption_lib_path",
     "trt_engine_decryption_enable",
+    "trt_engine_cache_enable",
+    "trt_engine_cache_path",
+    "trt_engine_cache_prefix",
 ];
 
 impl TensorRtOptions {
     /// The options as the append path reads them.
     pub(crate) fn request(&self) -> Request<'_> {
-        Request { name: "TensorRT", options: self.options.pairs(), checked: true, user_stream: None, vouched: 0 }
+        let mut options = self.options.pairs();
+        // After the checked keys: `Request::vouched` counts from the end.
+        let vouched = self.vouched.pairs();
+        let count = vouched.len();
+        options.extend(vouched);
+        Request { name: "TensorRT", options, checked: true, user_stream: None, vouched: count }
     }
 }
 
@@ -127,12 +153,11 @@ mod tests {
             .max_workspace_size(1 << 30)
             .fp16(true)
             .int8(dir)
-            .engine_cache(dir)
             .timing_cache(dir)
             .max_partition_iterations(10)
             .min_subgraph_size(1)
             .dla(0);
-        assert_eq!(all.entries().len(), 13);
+        assert_eq!(all.entries().len(), 11);
         all.options.check(&crate::allowed_keys::TENSORRT).expect("every typed key is plain");
     }
 }

@@ -25,8 +25,13 @@ impl Held {
 }
 
 /// One named input of [`Session::run_async`](crate::Session::run_async): `(name, Value<'static>)`
-/// or `(name, Arc<Value<'static>>)`, the name a `String`, `&str` or `Arc<str>`.
-pub trait AsyncInput {
+/// or `(name, Arc<Value<'static>>)`, the name a `String`, `&str`, `Arc<str>` or `Cow<str>`.
+///
+/// Sealed: its impls decide which value an asynchronous run hands ORT and which one it keeps
+/// alive until ORT calls back, so only the crate's own impls (above), which return the same
+/// value from every method, exist. A run takes each input apart once (name and held value) and
+/// derives ORT's pointers from the value it holds (docs/soundness.md, "Sealed traits").
+pub trait AsyncInput: sealed::Sealed {
     /// The input's name.
     fn name(&self) -> &str;
     /// The input's value.
@@ -48,7 +53,21 @@ impl HeldValue {
     }
 }
 
-/// Names an input can have.
+pub(crate) mod sealed {
+    use super::{HeldValue, InputName};
+
+    /// The crate's side of [`AsyncInput`](super::AsyncInput): nameable only inside the crate, so
+    /// no other crate can implement it.
+    pub trait Sealed {
+        /// The name's type.
+        type Name: InputName;
+        /// The name and the value, taken apart once: what a run validates is what it holds.
+        fn into_parts(self) -> (Self::Name, HeldValue);
+    }
+}
+
+/// Names an input can have. Unsealed: a name is only compared with the model's input names (the
+/// run looks it up once and hands ORT the session's own copy of it), never handed to ORT.
 pub trait InputName {
     /// The name as text.
     fn as_name(&self) -> &str;
@@ -75,6 +94,20 @@ impl InputName for Arc<str> {
 impl InputName for Cow<'_, str> {
     fn as_name(&self) -> &str {
         self
+    }
+}
+
+impl<N: InputName> sealed::Sealed for (N, Value<'static>) {
+    type Name = N;
+    fn into_parts(self) -> (N, HeldValue) {
+        (self.0, HeldValue(Held::Owned(self.1)))
+    }
+}
+
+impl<N: InputName> sealed::Sealed for (N, Arc<Value<'static>>) {
+    type Name = N;
+    fn into_parts(self) -> (N, HeldValue) {
+        (self.0, HeldValue(Held::Shared(self.1)))
     }
 }
 

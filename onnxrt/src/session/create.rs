@@ -294,7 +294,10 @@ impl SessionBuilder {
         }
         let prepared = crate::providers::append_all(api, &env, o, &self.providers, self.strict_gpu)?;
         // Last: nothing fails after it here, and the caller releases `options` before it.
-        let custom_ops = custom_op::register(api, o, &self.op_domains)?;
+        let mut custom_ops = custom_op::register(api, o, &self.op_domains)?;
+        if !self.custom_op_libraries.is_empty() {
+            custom_ops.add_opaque_library();
+        }
         Ok((env, options, prepared, custom_ops))
     }
 }

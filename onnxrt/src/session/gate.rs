@@ -85,8 +85,12 @@ impl Gate {
             }
         };
         drop(slots);
+        // The waker is user code (an executor's, or one made with `std::task::Wake`): the slot is
+        // already handed over above, and a panic in it is caught here, so it neither skips the
+        // caller's bookkeeping after `leave` (the completion callback's `finish`, without which the
+        // session is never released) nor unwinds into ORT's thread.
         if let Some(waker) = waker {
-            waker.wake();
+            let _ = crate::ffi_guard::catch(move || waker.wake());
         }
     }
 

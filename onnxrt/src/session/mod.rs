@@ -249,7 +249,9 @@ impl Session {
         let run_lock = prepared.serialize_runs.then(|| Mutex::new(()));
         let passthrough: Vec<bool> = outputs.iter().map(|o| inputs.iter().any(|i| i.name == o.name)).collect();
         let cpu_only = prepared.registered == ["CPUExecutionProvider"];
-        let output_pool = output_pool::OutputPool::new(&outputs, &passthrough, cpu_only);
+        // The preallocation rule (session/output_pool.rs): only where every node must write.
+        let every_output_written = !custom_ops.may_skip_outputs();
+        let output_pool = output_pool::OutputPool::new(&outputs, &passthrough, cpu_only && every_output_written);
         Ok(Session {
             inner: Arc::new(Inner {
                 raw: ManuallyDrop::new(raw),

@@ -8,6 +8,18 @@
 //! enforces the shape (a kernel that produces another shape fails the run), so the value's type,
 //! shape and data pointer are known without asking.
 //!
+//! The rule ("ORT wrote it" is a fact, or the buffer is not preallocated): an output is
+//! preallocated only where every node that may produce it must write it. After a run the crate
+//! cannot tell a written buffer from an untouched one (ORT hands the value passed in back either
+//! way), so a buffer some kernel may skip would come back holding the previous run's data. Hence:
+//! - ORT's own kernels make every output the graph names (a graph output is never an unused
+//!   optional output), so sessions of ORT's kernels alone may preallocate;
+//! - a session with a custom operator that may leave an output out (an optional output of a Rust
+//!   operator, which `KernelContext::check_written` lets go unmade; or any operator of a loaded
+//!   library, which the crate cannot inspect) never preallocates (`Registered::may_skip_outputs`);
+//!   required outputs of Rust operators are checked after every compute, so they are written;
+//! - an output named twice in one run is never preallocated (below, and `run_once`).
+//!
 //! When: only in sessions that run on the CPU provider alone; only for tensor outputs with a fixed
 //! declared shape, a fixed-size element type and at least one element, that are not also graph
 //! inputs. The first successful run is a probe: an output joins only when what ORT returned
@@ -17,10 +29,11 @@
 //! repeat happens at most once per session. Any other failure is returned as it is, once.
 //!
 //! Soundness: a pooled buffer is lent only where no other live value can point at it.
-//! - ORT writes a preallocated output in place and never replaces the value passed in (its `Run`
-//!   fills in only the outputs passed as null). Where it used our tensor, the value still points
-//!   to our buffer (checked after every run); otherwise it now holds ORT's own tensor, keeps our
-//!   buffer until it is dropped, and is treated like any output ORT allocated.
+//! - ORT never replaces the value passed in (its `Run` fills in only the outputs passed as null).
+//!   The value still pointing to our buffer (checked after every run) says only that ORT did not
+//!   swap in a tensor of its own, not that a kernel wrote it: that it was written is what the rule
+//!   above guarantees. Where ORT swapped the tensor, the value keeps our buffer until it is
+//!   dropped and is treated like any output ORT allocated.
 //! - An output named more than once in one run is never preallocated: ORT keeps one value per
 //!   graph output and would write only one of the tensors, leaving the others holding an
 //!   earlier run's data. ORT's own value is returned instead and copied per position.
@@ -90,12 +103,13 @@ impl Home for Slot {
 }
 
 impl OutputPool {
-    /// The pool for a session's outputs; `cpu_only` says whether the CPU provider is its only one.
-    pub(crate) fn new(outputs: &[ValueInfo], passthrough: &[bool], cpu_only: bool) -> OutputPool {
+    /// The pool for a session's outputs; `allowed` says whether the session may preallocate at all:
+    /// the CPU provider is its only one, and every node must write its outputs (the rule above).
+    pub(crate) fn new(outputs: &[ValueInfo], passthrough: &[bool], allowed: bool) -> OutputPool {
         let slots: Vec<Option<Arc<Slot>>> = outputs
             .iter()
             .zip(passthrough)
-            .map(|(info, &passthrough)| Slot::for_output(info).filter(|_| cpu_only && !passthrough).map(Arc::new))
+            .map(|(info, &passthrough)| Slot::for_output(info).filter(|_| allowed && !passthrough).map(Arc::new))
             .collect();
         let state = if slots.iter().any(Option::is_some) { PROBING } else { OFF };
         OutputPool { state: AtomicU8::new(state), slots }
@@ -158,9 +172,9 @@ impl Slot {
     /// A slot for an output that can be preallocated, or `None`.
     fn for_output(info: &ValueInfo) -> Option<Slot> {
         let element_type = info.element_type?;
-        // Strings and unknown types have size 0.
-        let fixed_size =
-            element_type.size() > 0 && !matches!(element_type, ElementType::Complex64 | ElementType::Complex128);
+        // Strings and unknown codes have no size the crate vouches for.
+        let fixed_size = element_type.byte_size().is_ok()
+            && !matches!(element_type, ElementType::Complex64 | ElementType::Complex128);
         if info.kind != ValueKind::Tensor || !fixed_size {
             return None;
         }
@@ -173,7 +187,7 @@ impl Slot {
             })
             .collect::<Option<_>>()?;
         let count = crate::value::element_count(&shape).ok()?;
-        let bytes = count.checked_mul(element_type.size())?;
+        let bytes = count.checked_mul(element_type.byte_size().ok()?)?;
         Some(Slot {
             meta: TensorMeta { element_type, shape },
             bytes,

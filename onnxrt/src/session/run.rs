@@ -59,6 +59,8 @@ impl Session {
         I::Item: SessionInput<'v, 'd>,
     {
         // The pairs (names may be owned, values are borrowed), on the stack for up to 8 inputs.
+        // `SessionInput` is not sealed: `value()` is called once per input, and the checks and
+        // ORT's pointer both come from that one reference, borrowed for the whole call.
         let held: SmallVec<[I::Item; 8]> = inputs.into_iter().collect();
         let pairs: SmallVec<[(&str, &'v Value<'d>); 8]> = held.iter().map(|i| (i.name(), i.value())).collect();
         let inputs = &pairs[..];

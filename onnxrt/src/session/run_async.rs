@@ -22,7 +22,8 @@ use crate::api::api;
 use crate::error::{Error, Result};
 use crate::handle::Owned;
 use crate::run_options::RunOptions;
-use crate::session::async_input::{AsyncInput, Held};
+use crate::session::async_input::sealed::Sealed;
+use crate::session::async_input::{AsyncInput, Held, HeldValue, InputName};
 use crate::session::gate::{Gate, Ticket};
 use crate::session::outputs::Outputs;
 use crate::session::{validate, Session};
@@ -79,7 +80,8 @@ struct State {
     gate: Arc<Gate>,
     // This run's own options: ORT reads them until the callback; dropping the future terminates.
     options: RunOptions,
-    // Keep-alive: ORT reads the inputs until the callback.
+    // Keep-alive: ORT reads the inputs until the callback. `input_values` point into these
+    // very values (taken from them before they moved here), never into what an input showed.
     inputs: Vec<Held>,
     input_names: Vec<*const c_char>,
     input_values: Vec<*const OrtValue>,
@@ -275,8 +277,12 @@ impl Session {
         if let Some(threads @ 1) = self.inner.intra_op_threads {
             return Err(Error::AsyncNeedsThreadPool { threads });
         }
-        let given: SmallVec<[I::Item; 8]> = inputs.into_iter().collect();
-        let borrowed: SmallVec<[(&str, &Value<'static>); 8]> = given.iter().map(|i| (i.name(), i.value())).collect();
+        // Ownership first: every pointer ORT gets is derived from a value this run holds (and
+        // keeps in `State::inputs` until the callback), never from what an input lent for a look.
+        let given: SmallVec<[(<I::Item as Sealed>::Name, HeldValue); 8]> =
+            inputs.into_iter().map(Sealed::into_parts).collect();
+        let borrowed: SmallVec<[(&str, &Value<'static>); 8]> =
+            given.iter().map(|(name, held)| (name.as_name(), held.value())).collect();
         let mut order: Vec<usize> = Vec::with_capacity(borrowed.len());
         // Only the values validation accepts: an absent optional input is left out of the run.
         let mut input_values = Vec::with_capacity(borrowed.len());
@@ -296,7 +302,8 @@ impl Session {
             options,
             input_names: order.iter().map(|&i| self.inner.input_names[i].as_ptr()).collect(),
             input_values,
-            inputs: given.into_iter().map(|i| i.into_held().0).collect(),
+            // Moving a `Held` moves no tensor: the pointers taken above stay valid.
+            inputs: given.into_iter().map(|(_, held)| held.0).collect(),
             output_names: output_indices.iter().map(|&i| self.inner.output_names[i].as_ptr()).collect(),
             output_values: Mutex::new(vec![std::ptr::null_mut(); output_indices.len()]),
             labels: output_indices.iter().map(|&i| Arc::clone(&self.inner.output_labels[i])).collect(),
@@ -376,6 +383,9 @@ unsafe extern "C" fn on_done(
         || {
             // SAFETY: `user_data` is the reference created by Arc::into_raw in run_async; consumed once.
             let state = unsafe { Arc::from_raw(user_data.cast::<State>().cast_const()) };
+            // Last, on every path (a panic of ours included): from here on the session may be
+            // released (on the thread that drops it, not here).
+            let _finish = Finish(Arc::clone(&state.in_flight));
             // SAFETY: `status` is the run's status, ours to read and release.
             let checked = unsafe { crate::status::check("RunAsync", status) };
             let mut values = Vec::with_capacity(count);
@@ -407,17 +417,26 @@ unsafe extern "C" fn on_done(
             done.result = Some(result);
             let waker = done.waker.take();
             drop(done);
-            // A waker may drop the last `Session` here, on ORT's thread, before `finish` below:
+            // A waker may drop the last `Session` here, on ORT's thread, before `_finish` drops:
             // `Drop for Inner` sees the flag and releases the session on another thread.
             IN_CALLBACK.with(|flag| flag.set(true));
             if let Some(waker) = waker {
                 let _ = crate::ffi_guard::catch(move || waker.wake());
             }
-            // The slot goes to the oldest waiting future (woken here), or back to the pool.
+            // The slot goes to the oldest waiting future (woken here, its waker's panic caught
+            // inside `leave`), or back to the pool.
             state.gate.leave();
             IN_CALLBACK.with(|flag| flag.set(false));
-            // Last: from here on the session may be released (on the thread that drops it, not here).
-            state.in_flight.finish();
         },
     );
+}
+
+/// Ends a run's count in flight when dropped, so the completion callback ends it however its body
+/// ends (a local of its body: dropped after everything else the body did).
+struct Finish(Arc<InFlight>);
+
+impl Drop for Finish {
+    fn drop(&mut self) {
+        self.0.finish();
+    }
 }

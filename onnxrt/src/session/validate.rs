@@ -33,6 +33,7 @@ pub(crate) fn inputs<'v, 'd>(
             continue;
         }
         check_value(&declared[index], value)?;
+        value.check_valid_bytes(|| format!("input `{}`", declared[index].name))?;
         accept(index, value);
     }
     let required = |i: &usize| declared[*i].kind != ValueKind::Optional;
@@ -164,7 +165,8 @@ pub(crate) fn output_partial(session: &Session, name: &str, value: &Value<'_>) -
 /// Checks one value against input `name` (for IoBinding, where inputs are bound one by one).
 pub(crate) fn inputs_partial(session: &Session, name: &str, value: &Value<'_>) -> Result<()> {
     let index = session.input_index(name)?;
-    check_value(&session.inputs()[index], value)
+    check_value(&session.inputs()[index], value)?;
+    value.check_valid_bytes(|| format!("input `{name}`"))
 }
 
 /// Which inputs were given, without allocating for ordinary models.

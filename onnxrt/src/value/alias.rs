@@ -44,7 +44,13 @@ impl<'a> Value<'a> {
             return Ok(None);
         }
         let start = data as usize;
-        let bytes = info.len().saturating_mul(info.element_type.size()).max(1);
+        // A code the crate cannot size counts as the widest type (16 bytes), so an overlap is
+        // never missed; strings (objects) count one byte each at least.
+        let size = match info.element_type {
+            ElementType::Unknown(_) => 16,
+            other => other.size(),
+        };
+        let bytes = info.len().saturating_mul(size).max(1);
         Ok(Some((start, start.saturating_add(bytes))))
     }
 
@@ -81,7 +87,7 @@ impl<'a> Value<'a> {
         }
         let bytes = info
             .len()
-            .checked_mul(info.element_type.size())
+            .checked_mul(info.element_type.byte_size()?)
             .ok_or_else(|| Error::BadShape { shape: info.shape.to_vec(), why: "byte size overflows" })?;
         let api = api()?;
         let copy = Value::new(super::allocated_tensor(&info.shape, info.element_type)?, None, Some(info));

@@ -36,7 +36,8 @@ impl Value<'_> {
 
     /// As [`host_bytes`](Value::host_bytes), writable: fills a tensor this value owns from raw
     /// bytes (e.g. rows gathered from several requests). A `bool` tensor written with bytes other
-    /// than 0 and 1 is refused by later reads ([`Value::view`]), never misread.
+    /// than 0 and 1 never reaches ONNX Runtime or a typed read: it is refused as a run or binding
+    /// input, as a sequence member, as the source of a copy, and by reads ([`Value::view`]).
     ///
     /// Refused for values that do not own their memory for writing: a tensor over borrowed
     /// memory ([`Value::from_view`]) and the outputs of an [`IoBinding`](crate::IoBinding) (they
@@ -70,15 +71,32 @@ impl Value<'_> {
         Ok(unsafe { std::slice::from_raw_parts_mut(data, bytes) })
     }
 
+    /// For a bool tensor in host memory: refuses bytes other than 0 and 1 (safe code can write
+    /// any byte through [`host_bytes_mut`](Value::host_bytes_mut)), so none reaches ORT, which
+    /// reads them as C++ `bool`. Called where host data leaves for ORT or the device: run and
+    /// binding inputs, sequence members, copies (docs/soundness.md, "Valid bytes"). Other types:
+    /// every byte pattern is a valid value (the 8-bit floats included: NaN patterns are values).
+    /// Device tensors are only written from checked or typed data, so they are not read back.
+    pub(crate) fn check_valid_bytes(&self, what: impl FnOnce() -> String) -> Result<()> {
+        let Ok(meta) = self.tensor_meta() else { return Ok(()) };
+        if meta.element_type != ElementType::Bool || self.host_data_if_host()?.is_none() {
+            return Ok(());
+        }
+        check_bools(self.host_bytes()?).map_err(|error| match error {
+            Error::InvalidArgument { what: element, why } => Error::InvalidArgument {
+                what: format!("{}: {element}", what()),
+                why: format!("{why}; a bool tensor written byte by byte (host_bytes_mut) must hold only 0 and 1"),
+            },
+            other => other,
+        })
+    }
+
     pub(crate) fn numeric_host_data(&self) -> Result<(*mut u8, usize)> {
         let meta = self.tensor_meta()?;
-        let size = meta.element_type.size();
-        if size == 0 {
-            return Err(Error::InvalidArgument {
-                what: format!("the bytes of a {} tensor", meta.element_type),
-                why: "only fixed-size (numeric) elements have a byte layout".into(),
-            });
-        }
+        let size = meta.element_type.byte_size().map_err(|_| Error::InvalidArgument {
+            what: format!("the bytes of a {} tensor", meta.element_type),
+            why: "only fixed-size (numeric) elements of a type this crate knows have a byte layout".into(),
+        })?;
         let bytes = meta.len() * size;
         let data = self.host_data()?;
         Ok((data.cast::<u8>(), bytes))
@@ -131,7 +149,7 @@ impl Value<'static> {
                 what: format!("{} bytes for a {element_type} tensor of shape {shape:?}", bytes.len()),
                 why: format!(
                     "the shape holds {} elements of {} bytes: {expected} bytes",
-                    expected / element_type.size(),
+                    expected / element_type.size().max(1),
                     element_type.size()
                 ),
             });
@@ -230,7 +248,7 @@ impl<'a> Value<'a> {
         let mut shape = meta.shape.clone();
         shape[0] = rows as i64;
         let element_type = meta.element_type;
-        let bytes = element_count(&shape)? * element_type.size();
+        let bytes = element_count(&shape)? * element_type.byte_size()?;
         let raw = match self.numeric_host_data() {
             Ok((data, capacity)) => {
                 debug_assert!(bytes <= capacity);
@@ -259,7 +277,11 @@ impl Value<'_> {
     /// as they are.
     pub(crate) fn zero_if_host(&mut self) -> Result<()> {
         let info = self.tensor_meta()?.clone();
-        let bytes = info.len().saturating_mul(info.element_type.size());
+        // Strings are objects ORT constructed; any other type must be one the crate can size.
+        if info.element_type == ElementType::String {
+            return Ok(());
+        }
+        let bytes = info.len().saturating_mul(info.element_type.byte_size()?);
         if bytes == 0 {
             return Ok(());
         }
@@ -279,15 +301,15 @@ impl Value<'_> {
 /// [`Error::InvalidArgument`] for a string tensor (ORT owns string storage).
 pub(crate) fn numeric_byte_size(shape: &[i64], element_type: ElementType, what: &str) -> Result<usize> {
     let count = element_count(shape)?;
-    if element_type.size() == 0 {
-        return Err(Error::InvalidArgument {
-            what: format!("{what} of {element_type} elements"),
-            why:
-                "only fixed-size (numeric) elements have a byte layout the crate can fill; strings: Value::from_strings"
-                    .into(),
-        });
-    }
-    count
-        .checked_mul(element_type.size())
-        .ok_or_else(|| Error::BadShape { shape: shape.to_vec(), why: "byte size overflows" })
+    let size = element_type.byte_size().map_err(|e| Error::InvalidArgument {
+        what: format!("{what} of {element_type} elements"),
+        why: format!(
+            "only fixed-size (numeric) elements have a byte layout the crate can fill ({}); strings: Value::from_strings",
+            match e {
+                Error::InvalidArgument { why, .. } => why,
+                other => other.to_string(),
+            }
+        ),
+    })?;
+    count.checked_mul(size).ok_or_else(|| Error::BadShape { shape: shape.to_vec(), why: "byte size overflows" })
 }

@@ -114,6 +114,7 @@ impl Value<'static> {
                     hint: String::new(),
                 });
             }
+            value.check_valid_bytes(|| format!("sequence element {index}"))?;
         }
         let api = api()?;
         let pointers: Vec<*const OrtValue> = values.iter().map(|v| v.raw.as_ptr().cast_const()).collect();
@@ -180,8 +181,16 @@ pub(crate) unsafe fn tensor_over_in(
 ) -> Result<Owned<OrtValue>> {
     let api = api()?;
     let count = element_count(shape)?;
-    if count.checked_mul(element_type.size()).is_none() {
+    let Some(needed) = count.checked_mul(element_type.byte_size()?) else {
         return Err(Error::BadShape { shape: shape.to_vec(), why: "byte size overflows" });
+    };
+    // Every caller sizes `bytes` from the same shape and type; a shorter buffer would let ORT
+    // read past it.
+    if bytes < needed {
+        return Err(Error::InvalidArgument {
+            what: format!("a {element_type} tensor of shape {shape:?} over {bytes} bytes"),
+            why: format!("it needs {needed} bytes"),
+        });
     }
     // ORT rejects a null pointer even for empty tensors.
     let data = if data.is_null() { std::ptr::NonNull::<u64>::dangling().as_ptr().cast() } else { data };
@@ -208,6 +217,8 @@ pub(crate) unsafe fn tensor_over_in(
 /// A new tensor of `shape` and `element_type` in ORT's default allocator (host memory, not yet
 /// written: callers fill it before anyone can read it).
 pub(crate) fn allocated_tensor(shape: &[i64], element_type: ElementType) -> Result<Owned<OrtValue>> {
+    // No code the crate cannot size reaches an allocation: it could not zero or read it.
+    element_type.check_known()?;
     let api = api()?;
     let allocator = default_allocator()?;
     let mut raw = std::ptr::null_mut();

@@ -82,13 +82,12 @@ impl Value<'_> {
                 hint: "; copy_from copies whole tensors of one shape (cut rows with first_rows_mut)".into(),
             });
         }
-        if to.element_type.size() == 0 {
-            return Err(Error::InvalidArgument {
-                what: format!("copy_from of a {} tensor", to.element_type),
-                why: "only fixed-size (numeric) elements are copied as bytes".into(),
-            });
-        }
-        let bytes = to.len() * to.element_type.size();
+        let size = to.element_type.byte_size().map_err(|_| Error::InvalidArgument {
+            what: format!("copy_from of a {} tensor", to.element_type),
+            why: "only fixed-size (numeric) elements of a type this crate knows are copied as bytes".into(),
+        })?;
+        let bytes = to.len() * size;
+        source.check_valid_bytes(|| "the source of copy_from".into())?;
         if bytes == 0 {
             return Ok(());
         }
@@ -128,6 +127,7 @@ impl Value<'_> {
         if bytes == 0 {
             return Ok(());
         }
+        source.check_valid_bytes(|| "the source of copy_rows_from".into())?;
         let (destination, _) = self.data_anywhere()?;
         let (origin, _) = source.data_anywhere()?;
         // SAFETY: `row_span` checked that rows `rows` lie inside both tensors, which have one

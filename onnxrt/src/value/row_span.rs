@@ -19,13 +19,10 @@ pub(crate) fn row_span(to: &TensorMeta, from: &TensorMeta, rows: &Range<usize>, 
             hint: "; copy_rows_from copies bytes and does not convert".into(),
         });
     }
-    let element = to.element_type.size();
-    if element == 0 {
-        return Err(Error::InvalidArgument {
-            what: format!("copy_rows_from of a {} tensor", to.element_type),
-            why: "only fixed-size (numeric) elements are copied as bytes".into(),
-        });
-    }
+    let element = to.element_type.byte_size().map_err(|_| Error::InvalidArgument {
+        what: format!("copy_rows_from of a {} tensor", to.element_type),
+        why: "only fixed-size (numeric) elements of a type this crate knows are copied as bytes".into(),
+    })?;
     let (Some(&to_rows), Some(&from_rows)) = (to.shape.first(), from.shape.first()) else {
         return Err(Error::InvalidArgument {
             what: "rows of a scalar tensor".into(),
