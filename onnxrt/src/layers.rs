@@ -23,8 +23,8 @@ const LAYERS: [&[&str]; 4] = [
         "guide",
     ],
     &["env", "memory", "run_options", "cuda_stream"],
-    &["value", "providers", "custom_op"],
-    &["session", "io_binding", "allocator", "profiling", "cuda_graph"],
+    &["value", "providers", "custom_op", "ep_device"],
+    &["session", "io_binding", "allocator", "profiling", "cuda_graph", "compile"],
 ];
 
 fn layer(module: &str) -> Option<usize> {

@@ -82,6 +82,7 @@ mod cuda_stream;
 pub mod custom_op;
 mod element;
 mod env;
+pub mod ep_device;
 mod error;
 mod ffi_guard;
 pub mod float8;

@@ -100,6 +100,8 @@ pub struct SessionBuilder {
     pub(super) strict_gpu: bool,
     pub(super) optimized_model: Option<PathBuf>,
     pub(super) held: SessionHeld,
+    /// Providers by device, ORT's selection policy or a selector (C API 22, `ep_device`).
+    pub(crate) devices: crate::ep_device::DeviceRequests,
 }
 
 impl Default for SessionBuilder {
@@ -133,6 +135,7 @@ impl SessionBuilder {
             strict_gpu: false,
             optimized_model: None,
             held: SessionHeld::default(),
+            devices: Default::default(),
         }
     }
 

@@ -8,6 +8,7 @@
 //! ranks and fixed dimensions each give a typed error that says what the model expects.
 
 // First in the rendered docs: how a session is made (commit_from_*), then how it runs.
+mod by_device;
 mod create;
 
 mod run;
