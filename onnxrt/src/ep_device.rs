@@ -192,7 +192,7 @@ fn raw_devices(api: &Api, env: &Environment) -> Result<Vec<*const OrtEpDevice>> 
 }
 
 /// Maps devices the caller holds to ORT's current objects, refusing any that ORT no longer lists.
-fn resolve(api: &Api, env: &Environment, devices: &[EpDevice]) -> Result<Vec<*const OrtEpDevice>> {
+pub(crate) fn resolve(api: &Api, env: &Environment, devices: &[EpDevice]) -> Result<Vec<*const OrtEpDevice>> {
     let current = raw_devices(api, env)?;
     devices
         .iter()

@@ -73,6 +73,7 @@ mod session;
 mod allocator;
 pub mod allowed_keys;
 mod api;
+pub mod compile;
 #[cfg(feature = "cuda")]
 mod cuda_graph;
 #[cfg(feature = "cuda")]
