@@ -21,17 +21,6 @@ fn logits(session: &Session) -> Vec<f32> {
     out.get("logits").expect("logits").to_array::<f32>().expect("f32").iter().copied().collect()
 }
 
-/// A panic payload whose own `Drop` panics: the guard must not let either escape into ORT.
-struct PanicsOnDrop;
-
-impl Drop for PanicsOnDrop {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            panic!("payload drop");
-        }
-    }
-}
-
 #[test]
 fn devices_outlive_everything_they_came_from() {
     let env = Environment::global().expect("env");
@@ -85,7 +74,9 @@ fn selectors_that_misbehave_fail_cleanly() {
         Box::new(|_| Vec::new()),
         Box::new(|d| vec![0; d.len() + 1]),
         Box::new(|_| vec![usize::MAX]),
-        Box::new(|_| std::panic::panic_any(PanicsOnDrop)),
+        // A payload that is no string (a payload whose Drop panics too is ffi_guard's own unit
+        // test: it leaks its second payload by design, which valgrind would report here).
+        Box::new(|_| std::panic::panic_any(42u32)),
         Box::new(move |_| vec![held.len() % 1]),
     ];
     for (i, case) in cases.into_iter().enumerate() {
