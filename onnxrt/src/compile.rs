@@ -359,6 +359,6 @@ pub fn compatibility(env: &Environment, model: &Path, devices: &[EpDevice]) -> R
             Compatibility::PreferRecompilation
         }
         onnxrt_sys::OrtCompiledModelCompatibility_EP_UNSUPPORTED => Compatibility::Unsupported,
-        other => Compatibility::Other(other as u32),
+        other => Compatibility::Other(other),
     })
 }

@@ -50,7 +50,7 @@ impl DeviceKind {
             onnxrt_sys::OrtHardwareDeviceType_CPU => DeviceKind::Cpu,
             onnxrt_sys::OrtHardwareDeviceType_GPU => DeviceKind::Gpu,
             onnxrt_sys::OrtHardwareDeviceType_NPU => DeviceKind::Npu,
-            other => DeviceKind::Other(other as u32),
+            other => DeviceKind::Other(other),
         }
     }
 }
@@ -292,11 +292,14 @@ impl DevicePolicy {
 /// best first; at most 8.
 pub type DeviceSelector = dyn Fn(&[EpDevice]) -> Vec<usize> + Send + Sync;
 
+/// Devices of one provider and the provider options to append them with.
+pub(crate) type DevicesWithOptions = (Vec<EpDevice>, Vec<(String, String)>);
+
 /// What a [`SessionBuilder`](crate::SessionBuilder) asked for by device.
 #[derive(Clone, Default)]
 pub(crate) struct DeviceRequests {
     /// Providers appended for chosen devices, with their options, in order.
-    pub(crate) appended: Vec<(Vec<EpDevice>, Vec<(String, String)>)>,
+    pub(crate) appended: Vec<DevicesWithOptions>,
     /// ORT's automatic selection.
     pub(crate) policy: Option<DevicePolicy>,
     /// A Rust closure as the selection (wins over `policy`).

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use onnxrt::compile::ModelCompiler;
-use onnxrt::ep_device::{DevicePolicy, EpDevice};
+use onnxrt::ep_device::{DevicePolicy, DeviceSelector, EpDevice};
 use onnxrt::{Environment, Error, Session, Value};
 use onnxrt_tests::{mlp_input, model};
 
@@ -70,17 +70,20 @@ fn selectors_that_misbehave_fail_cleanly() {
     }
     let big = Arc::new(vec![7u8; 1 << 16]);
     let held = Arc::clone(&big);
-    let cases: Vec<Box<dyn Fn(&[EpDevice]) -> Vec<usize> + Send + Sync>> = vec![
+    let cases: Vec<Box<DeviceSelector>> = vec![
         Box::new(|_| Vec::new()),
         Box::new(|d| vec![0; d.len() + 1]),
         Box::new(|_| vec![usize::MAX]),
         // A payload that is no string (a payload whose Drop panics too is ffi_guard's own unit
         // test: it leaks its second payload by design, which valgrind would report here).
         Box::new(|_| std::panic::panic_any(42u32)),
-        Box::new(move |_| vec![held.len() % 1]),
+        Box::new(move |_| {
+            assert_eq!(held.len(), 1 << 16);
+            vec![0]
+        }),
     ];
     for (i, case) in cases.into_iter().enumerate() {
-        let case: Arc<dyn Fn(&[EpDevice]) -> Vec<usize> + Send + Sync> = Arc::from(case);
+        let case: Arc<DeviceSelector> = Arc::from(case);
         let result = Session::builder().device_selector(move |d| case(d)).commit_from_file(model("mlp.onnx"));
         match i {
             // Choosing nothing, or the CPU device twice: ORT decides; either way no crash.

@@ -99,8 +99,8 @@ enum Field {
 
 fn node_text(api: &crate::api::Api, node: *const OrtEpAssignedNode, field: Field) -> Result<String> {
     let mut out = std::ptr::null();
-    // SAFETY: `node` is a live node of the session's assignment info; the out-pointer is valid.
     match field {
+        // SAFETY: `node` is a live node of the session's assignment info; the out-pointer is valid.
         Field::Name => unsafe { ort!(api, EpAssignedNode_GetName(node, &mut out)) }?,
         // SAFETY: as above.
         Field::OpType => unsafe { ort!(api, EpAssignedNode_GetOperatorType(node, &mut out)) }?,
