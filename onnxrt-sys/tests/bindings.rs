@@ -3,7 +3,8 @@
 //! generated its own into OUT_DIR when libclang was there; the two must be byte-identical.
 //! `ONNXRT_REQUIRE_BINDGEN=1` (set by `tools/dev.sh test`) makes a build without libclang fail here
 //! instead of skipping. The comparison runs on a build of `cpu-1.32.0-registry` (tools/dev.sh's
-//! `newest` stage); other distributions' headers are older, so their builds use the checked-in copy.
+//! `newest` stage); other distributions' headers declare other C API versions, so their builds use
+//! the checked-in copy.
 
 use std::path::Path;
 
