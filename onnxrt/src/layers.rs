@@ -24,7 +24,7 @@ const LAYERS: [&[&str]; 4] = [
     ],
     &["env", "memory", "run_options", "cuda_stream"],
     &["value", "providers", "custom_op", "ep_device"],
-    &["session", "io_binding", "allocator", "profiling", "cuda_graph", "compile"],
+    &["session", "io_binding", "allocator", "allocator_stats", "profiling", "cuda_graph", "compile"],
 ];
 
 fn layer(module: &str) -> Option<usize> {

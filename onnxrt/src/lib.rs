@@ -71,6 +71,7 @@ mod value;
 mod session;
 
 mod allocator;
+mod allocator_stats;
 pub mod allowed_keys;
 mod api;
 pub mod compile;
