@@ -118,6 +118,7 @@ pub use gpu_failure::GpuFamily;
 pub use io_binding::IoBinding;
 pub use memory::{Device, MemoryInfo};
 pub use run_options::{RunOptions, RunTerminator};
+pub use session::LoadCanceller;
 pub use session::{
     config_keys, AsyncInput, Dim, ExecutionMode, HeldValue, InputName, ModelBytes, ModelMetadata, OptimizationLevel,
     Outputs, PrepackedWeights, RunFuture, Session, SessionBuilder, SessionInput, SharedInitializers, ValueInfo,

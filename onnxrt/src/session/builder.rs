@@ -102,6 +102,8 @@ pub struct SessionBuilder {
     pub(super) held: SessionHeld,
     /// Providers by device, ORT's selection policy or a selector (C API 22, `ep_device`).
     pub(crate) devices: crate::ep_device::DeviceRequests,
+    /// Stops the load from another thread (C API 22, `session::cancel`).
+    pub(crate) load_canceller: Option<super::cancel::LoadCanceller>,
 }
 
 impl Default for SessionBuilder {
@@ -136,6 +138,7 @@ impl SessionBuilder {
             optimized_model: None,
             held: SessionHeld::default(),
             devices: Default::default(),
+            load_canceller: None,
         }
     }
 

@@ -140,6 +140,8 @@ impl SessionBuilder {
         let mut held = self.held.clone();
         let saved = self.optimized_model.as_deref().map(SavedModel::new).transpose()?;
         let adds_domains = !self.op_domains.is_empty() || !self.custom_op_libraries.is_empty();
+        let canceller = self.load_canceller.clone();
+        super::cancel::check(canceller.as_ref())?;
         let (env, options, mut prepared, custom_ops) = self.prepare()?;
         held.device_selector = prepared.device_selector.take();
         let o = options.as_ptr();
@@ -147,7 +149,15 @@ impl SessionBuilder {
         let registering = adds_domains.then(DomainRegistration::take_turn);
         // Every step that can fail once the options exist ends up in `created`, so the options are
         // released (below) before anything they point to, whichever step fails.
-        let created = create(source, &env, o, &held, saved.as_ref(), external, &mut raw);
+        let created = match super::cancel::watch(canceller.as_ref(), o) {
+            Ok(watching) => {
+                let created = create(source, &env, o, &held, saved.as_ref(), external, &mut raw);
+                // Unregistered before the options are released.
+                drop(watching);
+                created
+            }
+            Err(e) => Err(Failure::Setup(e)),
+        };
         drop(registering);
         // Before `custom_ops`, which the options point to (see custom_op::Registered), on every path.
         drop(options);
