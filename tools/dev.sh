@@ -79,7 +79,7 @@ test_newest() {
     ONNXRT_DIST="$NEWEST_DIST" cargo test -p onnxrt-cli --test compile --test doctor_devices
   command -v valgrind >/dev/null || { say "installing valgrind"; apt_install valgrind; }
   env -u ONNXRT_LIB_DIR -u ONNXRT_INCLUDE_DIR -u ONNXRT_ARCHIVE -u ONNXRT_ARCHIVE_SHA256 \
-    ONNXRT_DIST="$NEWEST_DIST" bash tools/reliability/memcheck.sh device_api_soundness ep_devices compile_model placement_info
+    ONNXRT_DIST="$NEWEST_DIST" bash tools/reliability/memcheck.sh device_api_soundness ep_devices compile_model placement_info lora_adapters allocator_stats load_cancel
 }
 
 case "${1:-}" in

@@ -22,7 +22,7 @@ const LAYERS: [&[&str]; 4] = [
         "preflight",
         "guide",
     ],
-    &["env", "memory", "run_options", "cuda_stream"],
+    &["env", "memory", "run_options", "cuda_stream", "lora"],
     &["value", "providers", "custom_op", "ep_device"],
     &["session", "io_binding", "allocator", "allocator_stats", "profiling", "cuda_graph", "compile"],
 ];

@@ -95,6 +95,7 @@ mod io_binding;
 #[cfg(test)]
 mod layers;
 mod loader;
+pub mod lora;
 mod memory;
 pub mod preflight;
 pub mod profiling;
