@@ -51,9 +51,8 @@ impl RunOptions {
         // SAFETY: the out-pointer is valid.
         unsafe { ort!(api, CreateRunOptions(&mut raw)) }?;
         // SAFETY: on success we own the options.
-        Ok(RunOptions {
-            shared: Arc::new(Shared { raw: unsafe { Owned::from_raw(raw) }?, adapters: Default::default() }),
-        })
+        let raw = unsafe { Owned::from_raw(raw) }?;
+        Ok(RunOptions { shared: Arc::new(Shared { raw, adapters: Default::default() }) })
     }
 
     /// Makes the runs with these options feed `adapter`'s parameters to the model in place of the
