@@ -70,6 +70,16 @@ test_newest() {
   # local archive would take precedence over ONNXRT_DIST, so neither is passed on.
   env -u ONNXRT_LIB_DIR -u ONNXRT_INCLUDE_DIR -u ONNXRT_ARCHIVE -u ONNXRT_ARCHIVE_SHA256 \
     ONNXRT_DIST="$NEWEST_DIST" ONNXRT_REQUIRE_CONFORMANCE=1 cargo test -p onnxrt-tests --no-fail-fast
+  # The C API 22+ surface on a runtime that has it: the checked-in bindings against bindgen's output
+  # for this distribution's headers (the newest the registries carry), the CLI's `compile` and the
+  # doctor's device row, and the safe-code attacks on that surface under valgrind.
+  env -u ONNXRT_LIB_DIR -u ONNXRT_INCLUDE_DIR -u ONNXRT_ARCHIVE -u ONNXRT_ARCHIVE_SHA256 \
+    ONNXRT_DIST="$NEWEST_DIST" cargo test -p onnxrt-sys
+  env -u ONNXRT_LIB_DIR -u ONNXRT_INCLUDE_DIR -u ONNXRT_ARCHIVE -u ONNXRT_ARCHIVE_SHA256 \
+    ONNXRT_DIST="$NEWEST_DIST" cargo test -p onnxrt-cli --test compile --test doctor_devices
+  command -v valgrind >/dev/null || { say "installing valgrind"; apt_install valgrind; }
+  env -u ONNXRT_LIB_DIR -u ONNXRT_INCLUDE_DIR -u ONNXRT_ARCHIVE -u ONNXRT_ARCHIVE_SHA256 \
+    ONNXRT_DIST="$NEWEST_DIST" bash tools/reliability/memcheck.sh device_api_soundness ep_devices compile_model placement_info lora_adapters allocator_stats load_cancel
 }
 
 case "${1:-}" in

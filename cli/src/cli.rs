@@ -52,6 +52,15 @@ tiny embedded model on the CPU, and on CUDA with strict GPU placement when the r
         after_help = "Exit status 1 if any row is FAIL."
     )]
     Doctor(Doctor),
+    /// Compile a model for a provider (an EPContext model), to load ready on every start (ORT 1.22+)
+    #[command(long_about = "\
+Compiles MODEL for a provider through ONNX Runtime's Compile API and writes the result to OUTPUT:
+an EPContext model whose provider-specific parts (e.g. a TensorRT engine) are embedded in it
+(--embed) or written beside it. Load OUTPUT like any model; the provider does not rebuild it.
+Provider options go with --option KEY=VALUE. Needs ONNX Runtime 1.22 or newer (build with
+ONNXRT_DIST=cpu-1.32.0-registry, or point ONNXRT_DYLIB_PATH at a newer library); an older runtime
+is refused with what to use. On failure no OUTPUT file is left behind.")]
+    Compile(Compile),
     /// Provision a runtime distribution like the build does, with progress (feature `fetch`)
     #[command(long_about = "\
 Provisions a runtime distribution (default: ONNXRT_DIST, else the manifest's default) exactly as the
@@ -201,6 +210,36 @@ fn parse_shape(text: &str) -> Result<(String, Vec<i64>), String> {
 
 fn parse_input(text: &str) -> Result<(String, PathBuf), String> {
     crate::run::parse_input(text).map_err(|e| e.to_string())
+}
+
+/// `onnxrt compile`.
+#[derive(Debug, Args)]
+pub struct Compile {
+    /// The .onnx file to compile
+    pub model: PathBuf,
+    /// Where to write the compiled model
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+    /// The provider to compile for: cpu, or any provider name ONNX Runtime knows (TensorRT,
+    /// OpenVINO, …)
+    #[arg(long, value_name = "NAME", default_value = "cpu", value_parser = ProviderName)]
+    pub provider: String,
+    /// A provider option (repeat for each)
+    #[arg(long = "option", value_name = "KEY=VALUE", value_parser = parse_option)]
+    pub options: Vec<(String, String)>,
+    /// Embed the provider's compiled parts in OUTPUT instead of writing them beside it
+    #[arg(long)]
+    pub embed: bool,
+    /// Fail when the provider compiled no node (ORT 1.23+), instead of writing the model again
+    #[arg(long)]
+    pub require_compiled: bool,
+}
+
+fn parse_option(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.is_empty() => Ok((key.to_owned(), value.to_owned())),
+        _ => Err(format!("--option takes KEY=VALUE, got `{text}`")),
+    }
 }
 
 /// `onnxrt doctor`.

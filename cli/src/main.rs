@@ -7,6 +7,7 @@
 mod assembly_progress;
 mod bundle;
 mod cli;
+mod compile;
 mod dists;
 mod doctor;
 mod error;
@@ -45,6 +46,7 @@ fn dispatch(command: Command) -> Result<()> {
             concurrency: usize::from(a.concurrency),
             placement: a.placement,
         }),
+        Command::Compile(a) => compile::run(&a),
         Command::Doctor(a) => {
             doctor::run(&doctor::Options { json: a.json, dist: a.dist, provider_dir: a.provider_dir })
         }

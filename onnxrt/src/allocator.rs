@@ -16,7 +16,7 @@ use crate::value::{element_count, Value};
 
 /// An allocator of a session for one memory location. Tensors it makes borrow it.
 pub struct Allocator<'s> {
-    raw: Owned<OrtAllocator>,
+    pub(crate) raw: Owned<OrtAllocator>,
     _session: PhantomData<&'s Session>,
 }
 

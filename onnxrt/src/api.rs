@@ -98,6 +98,20 @@ impl Api {
     }
 }
 
+impl Api {
+    /// The table, if the runtime serves C API `level`, else [`Error::NeedsNewerRuntime`]: the gate
+    /// in front of every function added after C API 21 (execution-provider devices, the Compile
+    /// API, placement as data, allocator statistics). Reading a field past the end of an older
+    /// runtime's table would read memory that is not part of it.
+    pub(crate) fn needs(&self, level: u32, feature: &'static str) -> Result<&'static OrtApi> {
+        if self.api_level >= level {
+            Ok(self.ort)
+        } else {
+            Err(Error::NeedsNewerRuntime { feature: feature.to_owned(), needs: level, found: self.version.clone() })
+        }
+    }
+}
+
 /// Facts about the runtime in use.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuntimeInfo {

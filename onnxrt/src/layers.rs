@@ -23,9 +23,9 @@ const LAYERS: [&[&str]; 4] = [
         "preflight",
         "guide",
     ],
-    &["env", "memory", "run_options", "cuda_stream"],
-    &["value", "providers", "custom_op"],
-    &["session", "io_binding", "allocator", "profiling", "cuda_graph"],
+    &["env", "memory", "run_options", "cuda_stream", "lora"],
+    &["value", "providers", "custom_op", "ep_device"],
+    &["session", "io_binding", "allocator", "allocator_stats", "profiling", "cuda_graph", "compile"],
 ];
 
 fn layer(module: &str) -> Option<usize> {

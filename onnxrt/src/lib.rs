@@ -66,8 +66,10 @@ mod value;
 mod session;
 
 mod allocator;
+mod allocator_stats;
 pub mod allowed_keys;
 mod api;
+pub mod compile;
 #[cfg(feature = "cuda")]
 mod cuda_graph;
 #[cfg(feature = "cuda")]
@@ -77,6 +79,7 @@ mod cuda_stream;
 pub mod custom_op;
 mod element;
 mod env;
+pub mod ep_device;
 mod error;
 mod ffi_guard;
 pub mod float8;
@@ -87,6 +90,7 @@ mod io_binding;
 #[cfg(test)]
 mod layers;
 mod loader;
+pub mod lora;
 mod memory;
 pub mod preflight;
 pub mod profiling;
@@ -110,6 +114,7 @@ pub use gpu_failure::GpuFamily;
 pub use io_binding::IoBinding;
 pub use memory::{Device, MemoryInfo};
 pub use run_options::{RunOptions, RunTerminator};
+pub use session::LoadCanceller;
 pub use session::{
     config_keys, AsyncInput, Dim, ExecutionMode, HeldValue, InputName, ModelBytes, ModelMetadata, OptimizationLevel,
     Outputs, PrepackedWeights, RunFuture, Session, SessionBuilder, SessionInput, SharedInitializers, ValueInfo,

@@ -13,6 +13,8 @@ use crate::status::ort;
 
 struct Shared {
     raw: Owned<OrtRunOptions>,
+    /// Adapters the options point to (`add_lora_adapter`); dropped after `raw`.
+    adapters: std::sync::Mutex<Vec<Arc<crate::lora::LoraAdapter>>>,
 }
 
 // SAFETY: ORT's RunOptionsSetTerminate exists to be called from another thread while Run reads
@@ -49,7 +51,27 @@ impl RunOptions {
         // SAFETY: the out-pointer is valid.
         unsafe { ort!(api, CreateRunOptions(&mut raw)) }?;
         // SAFETY: on success we own the options.
-        Ok(RunOptions { shared: Arc::new(Shared { raw: unsafe { Owned::from_raw(raw) }? }) })
+        let raw = unsafe { Owned::from_raw(raw) }?;
+        Ok(RunOptions { shared: Arc::new(Shared { raw, adapters: Default::default() }) })
+    }
+
+    /// Makes the runs with these options feed `adapter`'s parameters to the model in place of the
+    /// inputs (or overridable initializers) of the same names; the options keep it alive.
+    ///
+    /// # Errors
+    /// [`Error::NeedsNewerRuntime`] before ONNX Runtime 1.20; ORT's errors.
+    ///
+    /// Corresponds to `OrtApi::RunOptionsAddActiveLoraAdapter`.
+    #[doc(alias = "RunOptionsAddActiveLoraAdapter")]
+    pub fn add_lora_adapter(&mut self, adapter: &Arc<crate::lora::LoraAdapter>) -> Result<()> {
+        let api = api()?;
+        api.needs(20, "RunOptions::add_lora_adapter (RunOptionsAddActiveLoraAdapter)")?;
+        let mut adapters = self.shared.adapters.lock().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: the options and the adapter are live; ORT keeps a pointer to the adapter, which
+        // `adapters` holds until the options are released (`raw` drops first).
+        unsafe { ort!(api, RunOptionsAddActiveLoraAdapter(self.shared.raw.as_ptr(), adapter.as_ptr())) }?;
+        adapters.push(Arc::clone(adapter));
+        Ok(())
     }
 
     /// A tag that appears in ORT's log lines for these runs.

@@ -16,6 +16,7 @@
 mod cuda_env;
 mod cudnn;
 mod devices;
+mod ep_devices;
 pub use onnxrt::preflight::elf;
 mod gpu;
 mod providers;
@@ -182,6 +183,7 @@ pub fn checks(options: &Options) -> Result<Vec<Row>> {
         )),
     }
     rows.push(cuda_env::row(&searcher.ld_library_path, dist.as_ref()));
+    rows.push(ep_devices::row(&facts, gpu_found));
     rows.push(session::cpu_row(&facts));
     rows.push(session::gpu_row(&facts, gpu_found));
     explain_gpu_session(&mut rows);

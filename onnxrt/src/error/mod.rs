@@ -96,6 +96,18 @@ pub enum Error {
         found: String,
     },
 
+    /// A call of the C API newer than the loaded runtime serves (execution-provider devices, the
+    /// Compile API, placement as data...): refused before anything reaches ORT.
+    #[error("{feature} needs ONNX Runtime 1.{needs} or newer (C API {needs}); the loaded runtime is {found}. Use a newer runtime: build with ONNXRT_DIST=cpu-1.32.0-registry (or load one with ONNXRT_DYLIB_PATH / onnxrt::init_from)")]
+    NeedsNewerRuntime {
+        /// What was asked for (the crate's function and the C API function behind it).
+        feature: String,
+        /// The C API version (= ORT 1.x minor version) that first has it.
+        needs: u32,
+        /// The loaded runtime's version.
+        found: String,
+    },
+
     /// No model input has this name.
     #[error("no input named `{name}`; the model's inputs are {valid}")]
     UnknownInput {
@@ -450,6 +462,7 @@ impl Error {
             Error::RuntimeTooOld { .. } => "RuntimeTooOld",
             Error::AlreadyLoaded { .. } => "AlreadyLoaded",
             Error::Unsupported { .. } => "Unsupported",
+            Error::NeedsNewerRuntime { .. } => "NeedsNewerRuntime",
             Error::UnknownInput { .. } => "UnknownInput",
             Error::UnknownOutput { .. } => "UnknownOutput",
             Error::DuplicateInput { .. } => "DuplicateInput",

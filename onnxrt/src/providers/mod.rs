@@ -69,6 +69,8 @@ pub(crate) struct Prepared {
     pub(crate) serialize_runs: bool,
     /// Whether a GPU provider was requested strictly.
     pub(crate) strict: bool,
+    /// The device selector the options point to, moved into the session's `SessionHeld`.
+    pub(crate) device_selector: Option<crate::ep_device::SelectorHold>,
 }
 
 impl Prepared {
@@ -118,7 +120,7 @@ pub(crate) fn append_all(
         return Err(Error::StrictGpuWithoutProvider);
     }
     registered.push("CPUExecutionProvider");
-    Ok(Prepared { registered, serialize_runs, strict })
+    Ok(Prepared { registered, serialize_runs, strict, device_selector: None })
 }
 
 impl ProviderRequest {

@@ -100,6 +100,10 @@ pub struct SessionBuilder {
     pub(super) strict_gpu: bool,
     pub(super) optimized_model: Option<PathBuf>,
     pub(super) held: SessionHeld,
+    /// Providers by device, ORT's selection policy or a selector (C API 22, `ep_device`).
+    pub(crate) devices: crate::ep_device::DeviceRequests,
+    /// Stops the load from another thread (C API 22, `session::cancel`).
+    pub(crate) load_canceller: Option<super::cancel::LoadCanceller>,
 }
 
 impl Default for SessionBuilder {
@@ -133,6 +137,8 @@ impl SessionBuilder {
             strict_gpu: false,
             optimized_model: None,
             held: SessionHeld::default(),
+            devices: Default::default(),
+            load_canceller: None,
         }
     }
 

@@ -137,16 +137,27 @@ impl SessionBuilder {
     /// Makes the session: options, shared weights, external data, then ORT's create call.
     fn commit(self, source: Source<'_>, external: &[(&str, &Value<'_>)]) -> Result<Session> {
         let asyncs = self.async_settings();
-        let held = self.held.clone();
+        let mut held = self.held.clone();
         let saved = self.optimized_model.as_deref().map(SavedModel::new).transpose()?;
         let adds_domains = !self.op_domains.is_empty() || !self.custom_op_libraries.is_empty();
-        let (env, options, prepared, custom_ops) = self.prepare()?;
+        let canceller = self.load_canceller.clone();
+        super::cancel::check(canceller.as_ref())?;
+        let (env, options, mut prepared, custom_ops) = self.prepare()?;
+        held.device_selector = prepared.device_selector.take();
         let o = options.as_ptr();
         let mut raw = std::ptr::null_mut();
         let registering = adds_domains.then(DomainRegistration::take_turn);
         // Every step that can fail once the options exist ends up in `created`, so the options are
         // released (below) before anything they point to, whichever step fails.
-        let created = create(source, &env, o, &held, saved.as_ref(), external, &mut raw);
+        let created = match super::cancel::watch(canceller.as_ref(), o) {
+            Ok(watching) => {
+                let created = create(source, &env, o, &held, saved.as_ref(), external, &mut raw);
+                // Unregistered before the options are released.
+                drop(watching);
+                created
+            }
+            Err(e) => Err(Failure::Setup(e)),
+        };
         drop(registering);
         // Before `custom_ops`, which the options point to (see custom_op::Registered), on every path.
         drop(options);
@@ -170,7 +181,7 @@ impl SessionBuilder {
     }
 
     /// Creates the ORT session options from the settings, with the custom op domains they point to.
-    fn prepare(
+    pub(crate) fn prepare(
         self,
     ) -> Result<(Arc<Environment>, Owned<OrtSessionOptions>, crate::providers::Prepared, custom_op::Registered)> {
         let env = match &self.env {
@@ -292,7 +303,8 @@ impl SessionBuilder {
             // SAFETY: see above. ORT loads the library and keeps it for the session's life.
             unsafe { ort!(api, RegisterCustomOpsLibrary_V2(o, lib_c.as_ptr())) }?;
         }
-        let prepared = crate::providers::append_all(api, &env, o, &self.providers, self.strict_gpu)?;
+        let mut prepared = crate::providers::append_all(api, &env, o, &self.providers, self.strict_gpu)?;
+        prepared.device_selector = crate::ep_device::apply(api, &env, o, &self.devices)?;
         // Last: nothing fails after it here, and the caller releases `options` before it.
         let mut custom_ops = custom_op::register(api, o, &self.op_domains)?;
         if !self.custom_op_libraries.is_empty() {

@@ -8,7 +8,10 @@
 //! ranks and fixed dimensions each give a typed error that says what the model expects.
 
 // First in the rendered docs: how a session is made (commit_from_*), then how it runs.
+mod by_device;
+mod cancel;
 mod create;
+mod placement;
 
 mod run;
 
@@ -54,6 +57,7 @@ type OutputValues = SmallVec<[Value<'static>; 4]>;
 
 pub use async_input::{AsyncInput, HeldValue, InputName};
 pub use builder::{config_keys, ExecutionMode, OptimizationLevel, SessionBuilder, DEFAULT_MAX_ASYNC_RUNS};
+pub use cancel::LoadCanceller;
 pub use info::{Dim, ValueInfo};
 pub use input::SessionInput;
 pub use metadata::ModelMetadata;

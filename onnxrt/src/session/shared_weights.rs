@@ -179,4 +179,6 @@ pub(crate) struct SessionHeld {
     pub(crate) prepacked: Option<Arc<PrepackedWeights>>,
     /// Model bytes ORT uses in place (`SessionBuilder::commit_from_owned_bytes`).
     pub(crate) model_bytes: Option<Arc<super::ModelBytes>>,
+    /// The device selector the session's options point to (`SessionBuilder::device_selector`).
+    pub(crate) device_selector: Option<crate::ep_device::SelectorHold>,
 }

@@ -1,0 +1,60 @@
+//! [`SessionBuilder`] settings that choose execution providers by device (C API 22+): see
+//! [`crate::ep_device`]. On older runtimes building the session fails with
+//! [`Error::NeedsNewerRuntime`](crate::Error::NeedsNewerRuntime).
+
+use std::sync::Arc;
+
+use crate::ep_device::{DevicePolicy, EpDevice};
+use crate::session::SessionBuilder;
+
+impl SessionBuilder {
+    /// Appends the provider of `devices` (all of one provider, from
+    /// [`Environment::ep_devices`](crate::Environment::ep_devices) of this builder's environment)
+    /// for those devices, with provider `options` (string keys and values the provider reads).
+    /// Providers appended this way and the classic ones ([`provider`](SessionBuilder::provider),
+    /// `cuda`...) are tried in the order given, then the CPU.
+    ///
+    /// ```
+    /// # let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/mlp.onnx");
+    /// let env = onnxrt::Environment::global()?;
+    /// match env.ep_devices() {
+    ///     Ok(devices) => {
+    ///         let cpu: Vec<_> = devices.into_iter().filter(|d| d.provider == "CPUExecutionProvider").collect();
+    ///         onnxrt::Session::builder().providers_for_devices(&cpu, &[]).commit_from_file(model)?;
+    ///     }
+    ///     Err(onnxrt::Error::NeedsNewerRuntime { .. }) => {} // ONNX Runtime before 1.22
+    ///     Err(e) => return Err(e),
+    /// }
+    /// # Ok::<(), onnxrt::Error>(())
+    /// ```
+    ///
+    /// Corresponds to `OrtApi::SessionOptionsAppendExecutionProvider_V2`.
+    #[doc(alias = "SessionOptionsAppendExecutionProvider_V2")]
+    pub fn providers_for_devices(mut self, devices: &[EpDevice], options: &[(&str, &str)]) -> Self {
+        let options = options.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        self.devices.appended.push((devices.to_vec(), options));
+        self
+    }
+
+    /// Lets ORT choose the providers and devices by `policy` among the devices every registered
+    /// provider offers (used where no provider is appended explicitly).
+    ///
+    /// Corresponds to `OrtApi::SessionOptionsSetEpSelectionPolicy`.
+    #[doc(alias = "SessionOptionsSetEpSelectionPolicy")]
+    pub fn device_policy(mut self, policy: DevicePolicy) -> Self {
+        self.devices.policy = Some(policy);
+        self
+    }
+
+    /// Chooses the devices with a Rust closure: ORT calls it while it creates the session with
+    /// the devices it offers; it returns the indices of those to use (at most 8), best first.
+    /// It wins over [`device_policy`](SessionBuilder::device_policy). A panic or an index out of
+    /// range fails the session's creation with ORT's error naming it; nothing unwinds into ORT.
+    ///
+    /// Corresponds to `OrtApi::SessionOptionsSetEpSelectionPolicyDelegate`.
+    #[doc(alias = "SessionOptionsSetEpSelectionPolicyDelegate")]
+    pub fn device_selector(mut self, selector: impl Fn(&[EpDevice]) -> Vec<usize> + Send + Sync + 'static) -> Self {
+        self.devices.selector = Some(Arc::new(selector));
+        self
+    }
+}
