@@ -17,6 +17,10 @@ pub const INT64: i32 = DataType::Int64 as i32;
 pub const STRING: i32 = DataType::String as i32;
 /// `bool`.
 pub const BOOL: i32 = DataType::Bool as i32;
+/// `int32`.
+pub const INT32: i32 = DataType::Int32 as i32;
+/// `uint8`.
+pub const UINT8: i32 = DataType::Uint8 as i32;
 
 /// `ValueInfoProto` of a tensor with fixed dims.
 pub fn tensor_info(name: &str, elem_type: i32, dims: &[i64]) -> ValueInfoProto {

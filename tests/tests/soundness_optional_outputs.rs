@@ -132,3 +132,46 @@ fn a_required_output_left_unmade_fails_the_run_instead() {
         assert_eq!(z_of(&run(&session, 7.0).expect("z written")), Some(vec![7.0, 1.0]));
     }
 }
+
+/// `y = MatMulInteger(uint8(xᵀ), uint8(x))` for `x` of shape `[n, 3]`: `y` is `[3, 3]` whatever
+/// `n`, so the pool preallocates it. With `n = 0` (an empty inner axis) ORT's kernel makes `y` but
+/// never writes it (1.16.2 and 1.32.0; found by the outside audit of this round), so a recycled
+/// buffer came back holding the previous run's product. The right answer is all zeros.
+fn empty_product_session() -> Session {
+    let model = proto::model_with_opsets(
+        8,
+        &[("", 17)],
+        &[
+            proto::node("Transpose", &["x"], &["xt"], &[]),
+            proto::node("Cast", &["xt"], &["a"], &[proto::int_attribute("to", proto::UINT8 as i64)]),
+            proto::node("Cast", &["x"], &["b"], &[proto::int_attribute("to", proto::UINT8 as i64)]),
+            proto::node("MatMulInteger", &["a", "b"], &["y"], &[]),
+        ],
+        &[proto::batched_tensor_info("x", proto::FLOAT, &[3])],
+        &[proto::tensor_info("y", proto::INT32, &[3, 3])],
+    );
+    builder().commit_from_memory(&model).expect("session")
+}
+
+fn product(session: &Session, rows: usize, start: f32) -> Vec<i32> {
+    let x = Value::from_vec(&[rows as i64, 3], (0..rows * 3).map(|i| start + i as f32).collect()).expect("x");
+    let outputs = session.run(&[("x", &x)]).expect("run");
+    let y = outputs.get("y").expect("y").view::<i32>().expect("i32").iter().copied().collect();
+    y
+}
+
+#[test]
+fn an_output_a_builtin_kernel_leaves_unwritten_is_zeros_not_the_previous_run() {
+    let session = empty_product_session();
+    // The probe run, then runs on pooled buffers that write real products and give them back.
+    for round in 0..4 {
+        let written = product(&session, 2, 2.0 + round as f32);
+        assert!(written.iter().any(|&v| v != 0), "a product of non-zero rows: {written:?}");
+        let empty = product(&session, 0, 0.0);
+        assert_eq!(
+            empty,
+            vec![0; 9],
+            "round {round}: an empty product returned {empty:?} (the run before: {written:?})"
+        );
+    }
+}

@@ -8,12 +8,14 @@
 //! enforces the shape (a kernel that produces another shape fails the run), so the value's type,
 //! shape and data pointer are known without asking.
 //!
-//! The rule ("ORT wrote it" is a fact, or the buffer is not preallocated): an output is
-//! preallocated only where every node that may produce it must write it. After a run the crate
-//! cannot tell a written buffer from an untouched one (ORT hands the value passed in back either
-//! way), so a buffer some kernel may skip would come back holding the previous run's data. Hence:
-//! - ORT's own kernels make every output the graph names (a graph output is never an unused
-//!   optional output), so sessions of ORT's kernels alone may preallocate;
+//! The rule ("ORT wrote it" is a fact, or the buffer holds nothing of another run): after a run
+//! the crate cannot tell a written buffer from an untouched one (ORT hands the value passed in
+//! back either way). Hence:
+//! - every buffer is zeroed before it is lent (fresh ones are allocated zeroed; a recycled one is
+//!   zeroed when it comes back, `Home::give_back` below). ORT's own kernels make every output the
+//!   graph names, but some make it and leave it unwritten: `MatMulInteger`, `QLinearMatMul` and
+//!   `MatMulIntegerToFloat` over an empty inner axis (K = 0) on 1.16.2 and 1.32.0
+//!   (docs/upstream-ort-bugs.md). Such an output reads as zeros, never as an earlier run's data;
 //! - a session with a custom operator that may leave an output out (an optional output of a Rust
 //!   operator, which `KernelContext::check_written` lets go unmade; or any operator of a loaded
 //!   library, which the crate cannot inspect) never preallocates (`Registered::may_skip_outputs`);
@@ -94,7 +96,13 @@ pub(crate) struct Slot {
 pub(crate) type Lent = (Arc<Slot>, PooledTensor);
 
 impl Home for Slot {
-    fn give_back(&self, tensor: PooledTensor) {
+    fn give_back(&self, mut tensor: PooledTensor) {
+        if self.free.lock().unwrap_or_else(|e| e.into_inner()).len() >= MAX_FREE {
+            return;
+        }
+        // Zeroed outside the lock, before another run can be lent it: a kernel that makes an
+        // output but skips writing it then leaves zeros, never this run's data (the rule above).
+        tensor.zero();
         let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
         if free.len() < MAX_FREE {
             free.push(tensor);

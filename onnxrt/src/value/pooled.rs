@@ -84,6 +84,13 @@ impl PooledTensor {
         Ok(Some(PooledTensor { raw, buffer }))
     }
 
+    /// Sets every byte of the buffer to 0 (before it is lent to another run).
+    pub(crate) fn zero(&mut self) {
+        // SAFETY: the buffer holds `layout.size()` bytes owned by this tensor; `&mut self` means no
+        // run holds it (a tensor is lent by value and comes back only when its value is dropped).
+        unsafe { std::ptr::write_bytes(self.buffer.ptr.as_ptr(), 0, self.buffer.layout.size()) }
+    }
+
     /// The value to hand ORT as a preallocated output.
     pub(crate) fn as_ptr(&self) -> *mut OrtValue {
         self.raw.as_ptr()
