@@ -111,8 +111,12 @@ pub fn assemble(config: &Config, downloads: &Path) -> Result<Provisioned> {
     }
 }
 
-/// Version file and the library's usual symlinks, as in the official archive.
+/// Version file and the library's usual symlinks, as in the official archive (nothing for a
+/// plugin bundle, which holds no runtime).
 fn finish_layout(dist: &Dist, root: &Path) -> Result<()> {
+    if dist.plugin {
+        return Ok(());
+    }
     fs::write(root.join("VERSION_NUMBER"), format!("{}\n", dist.ort_version))
         .map_err(Error::io("writing VERSION_NUMBER"))?;
     let library = root.join(&dist.library);
@@ -146,9 +150,14 @@ fn fetch(part: &Part, downloads: &Path) -> Result<(File, PathBuf)> {
             .arg(downloads))?,
         "pypi" => {
             let (python, platform) = wheel_tags(&part.file)?;
-            run(Command::new("python3")
-                .args(["-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:", "--implementation", "cp"])
-                .args(["--python-version", &python, "--platform", &platform, "-d"])
+            let mut pip = Command::new("python3");
+            pip.args(["-m", "pip", "download", "-q", "--no-deps", "--only-binary=:all:"]);
+            // A pure `py3-none` wheel (a plugin library) fits any CPython: no version to name.
+            if let Some(python) = &python {
+                pip.args(["--implementation", "cp", "--python-version", python]);
+            }
+            run(pip
+                .args(["--platform", &platform, "-d"])
                 .arg(downloads)
                 .arg(format!("{}=={}", part.package, part.version)))?
         }
@@ -182,14 +191,16 @@ fn open_pinned(part: &Part, path: &Path) -> Result<std::result::Result<File, Err
     Ok(Ok(file))
 }
 
-/// `cp312` and the platform tag from a wheel's file name.
-fn wheel_tags(file: &str) -> Result<(String, String)> {
+/// The CPython version (`3.12` for `cp312`; none for a `py3-none` wheel) and the platform tag
+/// from a wheel's file name.
+fn wheel_tags(file: &str) -> Result<(Option<String>, String)> {
     let stem = file.trim_end_matches(".whl");
     let tags: Vec<&str> = stem.split('-').collect();
     match tags.as_slice() {
         [.., python, _abi, platform] if python.starts_with("cp") && python.len() > 3 => {
-            Ok((format!("{}.{}", &python[2..3], &python[3..]), (*platform).to_owned()))
+            Ok((Some(format!("{}.{}", &python[2..3], &python[3..])), (*platform).to_owned()))
         }
+        [.., "py3", "none", platform] => Ok((None, (*platform).to_owned())),
         _ => Err(Error::Manifest(format!("cannot read the wheel tags of {file}"))),
     }
 }
@@ -431,7 +442,11 @@ mod tests {
     #[test]
     fn wheel_tags_are_read_from_the_file_name() {
         let (py, platform) = wheel_tags("onnxruntime_gpu-1.30.0-cp312-cp312-manylinux_2_28_x86_64.whl").expect("tags");
-        assert_eq!(py, "3.12");
+        assert_eq!(py.as_deref(), Some("3.12"));
+        assert_eq!(platform, "manylinux_2_28_x86_64");
+        let (py, platform) =
+            wheel_tags("onnxruntime_ep_webgpu-0.4.0-py3-none-manylinux_2_28_x86_64.whl").expect("tags");
+        assert_eq!(py, None);
         assert_eq!(platform, "manylinux_2_28_x86_64");
     }
 

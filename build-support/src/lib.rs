@@ -173,6 +173,12 @@ pub struct Provisioned {
 /// Resolves, and where needed downloads, verifies and installs, the configured distribution.
 pub fn provision(config: &Config) -> Result<Provisioned> {
     let dist = config.manifest.dist(&config.dist)?;
+    if dist.plugin {
+        return Err(Error::Manifest(format!(
+            "`{}` is a plugin provider bundle, not a runtime: assemble it with `onnxrt-dist assemble {}` and register its library with Environment::register_provider_library",
+            dist.name, dist.name
+        )));
+    }
     if let Some(dir) = &config.lib_dir {
         return from_lib_dir(config, dist, dir);
     }

@@ -89,6 +89,11 @@ pub struct Dist {
     /// archive whatever the manifest pins elsewhere; not offered to users (listings skip it).
     #[serde(default)]
     pub test_only: bool,
+    /// A plugin execution-provider bundle, not a runtime: `library` is the plugin and
+    /// `ort_version` the oldest runtime it loads into. `onnxrt-dist assemble` makes it;
+    /// `ONNXRT_DIST` refuses it.
+    #[serde(default)]
+    pub plugin: bool,
 }
 
 fn default_max_bytes() -> u64 {
@@ -207,6 +212,9 @@ impl Manifest {
             }
             if dist.test_only && (!dist.sha256.is_empty() || !dist.files.is_empty() || dist.name == self.default) {
                 return bad("a test-only distribution is never pinned and never the default");
+            }
+            if dist.plugin && (dist.kind != DistKind::Registry || dist.name == self.default) {
+                return bad("a plugin bundle is assembled from registries and is never the default");
             }
             if let Err(why) = dist.check_file_pins() {
                 return bad(&why);
@@ -337,7 +345,7 @@ mod tests {
         let newest = m
             .dists
             .iter()
-            .filter(|d| d.kind == DistKind::Registry && d.providers.is_empty())
+            .filter(|d| d.kind == DistKind::Registry && d.providers.is_empty() && !d.plugin)
             .max_by_key(|d| version(d))
             .expect("a CPU registry dist");
         assert!(script.contains(&format!("NEWEST_DIST={}\n", newest.name)), "tools/dev.sh should test {}", newest.name);
