@@ -272,6 +272,11 @@ pub enum DevicePolicy {
     MaxEfficiency,
     /// The lowest power draw overall.
     MinOverallPower,
+    /// A GPU or nothing: as [`PreferGpu`](DevicePolicy::PreferGpu) where a registered provider
+    /// lists a GPU device; where none does, building the session fails with
+    /// [`Error::NoGpuDevice`] (what discovery listed, and whether `/sys/class/drm`, which ORT's
+    /// Linux discovery reads, exists) instead of running on the CPU.
+    RequireGpu,
 }
 
 impl DevicePolicy {
@@ -280,7 +285,9 @@ impl DevicePolicy {
             DevicePolicy::Default => onnxrt_sys::OrtExecutionProviderDevicePolicy_DEFAULT,
             DevicePolicy::PreferCpu => onnxrt_sys::OrtExecutionProviderDevicePolicy_PREFER_CPU,
             DevicePolicy::PreferNpu => onnxrt_sys::OrtExecutionProviderDevicePolicy_PREFER_NPU,
-            DevicePolicy::PreferGpu => onnxrt_sys::OrtExecutionProviderDevicePolicy_PREFER_GPU,
+            DevicePolicy::PreferGpu | DevicePolicy::RequireGpu => {
+                onnxrt_sys::OrtExecutionProviderDevicePolicy_PREFER_GPU
+            }
             DevicePolicy::MaxPerformance => onnxrt_sys::OrtExecutionProviderDevicePolicy_MAX_PERFORMANCE,
             DevicePolicy::MaxEfficiency => onnxrt_sys::OrtExecutionProviderDevicePolicy_MAX_EFFICIENCY,
             DevicePolicy::MinOverallPower => onnxrt_sys::OrtExecutionProviderDevicePolicy_MIN_OVERALL_POWER,
@@ -387,10 +394,56 @@ pub(crate) fn apply(
     }
     if let Some(policy) = requests.policy {
         api.needs(DEVICES_API, "SessionBuilder::device_policy (SessionOptionsSetEpSelectionPolicy)")?;
+        if policy == DevicePolicy::RequireGpu {
+            require_gpu(api, env)?;
+        }
         // SAFETY: `o` is live; the policy is one of ORT's enum values.
         unsafe { ort!(api, SessionOptionsSetEpSelectionPolicy(o, policy.to_raw())) }?;
     }
     Ok(None)
+}
+
+/// Refuses, with what discovery saw, where no registered provider lists a GPU device.
+fn require_gpu(api: &Api, env: &Environment) -> Result<()> {
+    let raw = raw_devices(api, env)?;
+    // SAFETY: each pointer was just listed by ORT for this environment, which keeps it.
+    let devices: Vec<EpDevice> = raw.into_iter().map(|d| unsafe { EpDevice::read(api, d) }).collect::<Result<_>>()?;
+    if devices.iter().any(|d| d.kind == DeviceKind::Gpu) {
+        return Ok(());
+    }
+    Err(Error::NoGpuDevice { seen: devices.iter().map(ToString::to_string).collect(), why: drm_note(Path::new(DRM)) })
+}
+
+/// Where ORT's Linux device discovery looks for GPUs.
+const DRM: &str = "/sys/class/drm";
+
+/// What `drm` (`/sys/class/drm`) says about why no GPU device was discovered.
+pub(crate) fn drm_note(drm: &Path) -> String {
+    let entries = match std::fs::read_dir(drm) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return format!(
+                "{} does not exist here (as in many containers and VMs): ORT's Linux device discovery reads it to find GPUs, so no provider can claim one",
+                drm.display()
+            )
+        }
+        Err(e) => return format!("{} cannot be read ({e}): ORT's Linux device discovery reads it to find GPUs", drm.display()),
+    };
+    let mut cards: Vec<String> = entries
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("card") && name[4..].bytes().all(|b| b.is_ascii_digit()) && name.len() > 4)
+        .collect();
+    cards.sort();
+    if cards.is_empty() {
+        format!("{} exists but lists no card: ORT's Linux device discovery finds no GPU there", drm.display())
+    } else {
+        format!(
+            "{} lists {}, but no registered provider claims it as a GPU device (its provider may not take part in the device API, or may not support this GPU)",
+            drm.display(),
+            cards.join(", ")
+        )
+    }
 }
 
 /// The selection delegate ORT calls while it creates the session. The whole body runs inside
@@ -485,5 +538,25 @@ fn status(text: &CStr) -> *mut OrtStatus {
         // ORT is calling us, so its table is loaded and has CreateStatus; a null status would
         // report a selection that was never made.
         None => std::process::abort(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::drm_note;
+
+    #[test]
+    fn the_drm_note_names_what_the_folder_holds() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let missing = dir.path().join("drm");
+        assert!(drm_note(&missing).contains("does not exist"), "{}", drm_note(&missing));
+        std::fs::create_dir(&missing).expect("mkdir");
+        std::fs::create_dir(missing.join("renderD128")).expect("mkdir");
+        std::fs::create_dir(missing.join("card0-HDMI-A-1")).expect("mkdir");
+        assert!(drm_note(&missing).contains("lists no card"), "{}", drm_note(&missing));
+        std::fs::create_dir(missing.join("card1")).expect("mkdir");
+        std::fs::create_dir(missing.join("card0")).expect("mkdir");
+        let note = drm_note(&missing);
+        assert!(note.contains("lists card0, card1, but no registered provider"), "{note}");
     }
 }

@@ -90,6 +90,35 @@ fn a_policy_chooses_the_cpu_here() {
 }
 
 #[test]
+fn requiring_a_gpu_where_discovery_lists_none_is_an_error_that_says_why() {
+    let builder = Session::builder().device_policy(DevicePolicy::RequireGpu);
+    if !has_device_api() {
+        return assert_needs_newer(builder.commit_from_file(model("mlp.onnx")).expect_err("refused"), "device_policy");
+    }
+    let env = Environment::global().expect("env");
+    let devices = env.ep_devices().expect("ep_devices");
+    if devices.iter().any(|d| d.kind == DeviceKind::Gpu) {
+        // A machine whose discovery lists a GPU: the requirement is met.
+        builder.commit_from_file(model("mlp.onnx")).expect("a GPU is listed");
+        return;
+    }
+    let error = builder.commit_from_file(model("mlp.onnx")).expect_err("no GPU device: refused, not run on the CPU");
+    let Error::NoGpuDevice { seen, why } = &error else { panic!("expected NoGpuDevice, got {error:?}") };
+    assert_eq!(seen.len(), devices.len(), "{error}");
+    assert!(seen.iter().any(|d| d.starts_with("CPUExecutionProvider on CPU")), "{error}");
+    assert!(why.contains("/sys/class/drm"), "{error}");
+    if !std::path::Path::new("/sys/class/drm").exists() {
+        assert!(why.contains("/sys/class/drm does not exist"), "{error}");
+    }
+    let text = error.to_string();
+    assert!(text.contains("SessionBuilder::cuda"), "names the classic path that still reaches the GPU: {text}");
+    // PreferGpu stays a preference: it runs on what there is.
+    let session =
+        Session::builder().device_policy(DevicePolicy::PreferGpu).commit_from_file(model("mlp.onnx")).expect("session");
+    assert_eq!(run_mlp(&session), default_logits());
+}
+
+#[test]
 fn a_rust_closure_chooses_the_device() {
     let calls = Arc::new(AtomicUsize::new(0));
     let seen = Arc::clone(&calls);

@@ -375,6 +375,16 @@ pub enum Error {
     #[error("strict_gpu is set but no execution provider was requested\nFix: add one with SessionBuilder::cuda or ::tensorrt (or ::provider), or leave strict_gpu off")]
     StrictGpuWithoutProvider,
 
+    /// [`DevicePolicy::RequireGpu`](crate::ep_device::DevicePolicy::RequireGpu) where no
+    /// registered execution provider lists a GPU device: refused instead of running on the CPU.
+    #[error("a GPU was required through the device API, but no execution provider lists a GPU device; ORT's device discovery listed {seen:?}. {why}\nFix: the classic append path (SessionBuilder::cuda / ::tensorrt, with strict_gpu) does not depend on device discovery and still reaches the GPU; or register a GPU provider's plugin library (Environment::register_provider_library) where /sys/class/drm lists the GPU")]
+    NoGpuDevice {
+        /// Every device the providers listed (`provider on KIND vendor (vendor:device)`).
+        seen: Vec<String>,
+        /// Why discovery found no GPU, as far as the crate can tell (what `/sys/class/drm` holds).
+        why: String,
+    },
+
     /// A write into a value that is read-only: one over memory it only borrows for reading
     /// ([`Value::from_view`](crate::Value::from_view)) or one that shares its tensor (an
     /// `IoBinding` output).
@@ -488,6 +498,7 @@ impl Error {
             Error::BadSetting { .. } => "BadSetting",
             Error::NoSuchDevice { .. } => "NoSuchDevice",
             Error::StrictGpuWithoutProvider => "StrictGpuWithoutProvider",
+            Error::NoGpuDevice { .. } => "NoGpuDevice",
             Error::ReadOnlyValue { .. } => "ReadOnlyValue",
             Error::NotHostMemory { .. } => "NotHostMemory",
             Error::InvalidArgument { .. } => "InvalidArgument",
