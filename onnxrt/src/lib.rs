@@ -98,7 +98,7 @@ pub mod providers;
 mod run_options;
 mod status;
 
-pub use allocator::Allocator;
+pub use allocator::{Allocator, SharedAllocator};
 pub use api::{runtime_info, RuntimeInfo};
 #[cfg(feature = "cuda")]
 pub use cuda_graph::CudaGraph;

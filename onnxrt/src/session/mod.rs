@@ -10,6 +10,7 @@
 // First in the rendered docs: how a session is made (commit_from_*), then how it runs.
 mod by_device;
 mod cancel;
+mod captured_graph;
 mod create;
 mod placement;
 
