@@ -1,5 +1,5 @@
 //! Safe code that tries to break the C API 22+ surface (devices, the selection callback, the
-//! Compile API, placement as data), run under valgrind in CI (tools/reliability/memcheck.sh
+//! Compile API, placement as data, shared allocators, captured graphs), run under valgrind in CI (tools/reliability/memcheck.sh
 //! device_api_soundness): every attempt must end in a typed error or a correct result, with no
 //! invalid read or write, no uninitialised memory and no leak. On 1.16.2 each is refused with
 //! `Error::NeedsNewerRuntime` before anything reaches ORT. Bounded by counts.
@@ -135,5 +135,68 @@ fn placement_outlives_its_session() {
             assert!(placement.anything_on_cpu());
         }
         Err(e) => assert!(matches!(e, Error::NeedsNewerRuntime { needs: 24, .. }), "{e:?}"),
+    }
+}
+
+#[test]
+fn shared_allocator_tensors_outlive_the_sessions_that_used_them() {
+    let env = Environment::global().expect("env");
+    let cpu = onnxrt::MemoryInfo::cpu().expect("cpu");
+    let Ok(shared) = env.shared_allocator(&cpu) else {
+        assert!(level() < 23);
+        return;
+    };
+    let shared = shared.expect("the CPU has a shared allocator");
+    let reference = logits(&Session::builder().commit_from_file(model("mlp.onnx")).expect("session"));
+    let mut kept = Vec::new();
+    for round in 0..10 {
+        // A session on the environment's allocators comes and goes; tensors of the shared
+        // allocator made around it stay valid and read back what was written.
+        let session = Session::builder()
+            .config_entry("session.use_env_allocators", "1")
+            .commit_from_file(model("mlp.onnx"))
+            .expect("session");
+        let mut x = shared.tensor::<f32>(&[2, 16]).expect("tensor");
+        x.view_mut::<f32>().expect("writable").assign(&mlp_input().into_dyn());
+        let out = session.run(&[("x", &x)]).expect("run");
+        let got: Vec<f32> =
+            out.get("logits").expect("logits").to_array::<f32>().expect("f32").iter().copied().collect();
+        assert_eq!(got, reference, "round {round}");
+        drop(out);
+        drop(session);
+        kept.push(x);
+    }
+    for x in &kept {
+        assert_eq!(
+            x.view::<f32>().expect("view").iter().copied().collect::<Vec<_>>(),
+            mlp_input().iter().copied().collect::<Vec<_>>()
+        );
+    }
+    // Zero-sized and refused shapes.
+    assert!(shared.tensor::<f32>(&[0, 16]).is_ok());
+    assert!(shared.tensor::<f32>(&[-1, 16]).is_err());
+    assert!(shared.tensor::<f32>(&[i64::MAX, i64::MAX]).is_err());
+}
+
+#[test]
+fn a_captured_graph_is_never_released_under_a_run() {
+    let mut session = Session::builder().commit_from_file(model("mlp.onnx")).expect("session");
+    if level() < 27 {
+        assert!(matches!(session.release_captured_graph(0), Err(Error::NeedsNewerRuntime { needs: 27, .. })));
+        return;
+    }
+    // Clones running on other threads: refused while one exists (the worker's clone may be gone
+    // already when the call comes: then it is allowed), never anything else.
+    let reference = logits(&session);
+    for _ in 0..3 {
+        let clone = session.clone();
+        let kept = session.clone();
+        let worker = std::thread::spawn(move || logits(&clone));
+        let refused = session.release_captured_graph(0);
+        assert!(matches!(refused, Err(Error::BadSetting { .. })), "a clone is alive: {refused:?}");
+        assert_eq!(worker.join().expect("worker"), reference);
+        drop(kept);
+        session.release_captured_graph(0).expect("the last handle, nothing in flight");
+        assert_eq!(logits(&session), reference);
     }
 }
