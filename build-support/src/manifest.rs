@@ -286,6 +286,22 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_plugin_bundle_is_assembled_never_provisioned_as_the_runtime() {
+        let m = Manifest::builtin().expect("builtin manifest");
+        let plugin = m.dist("webgpu-plugin-0.4.0-registry").expect("the WebGPU plugin bundle");
+        assert!(plugin.plugin && plugin.kind == DistKind::Registry && plugin.files.len() == 2);
+        let cache = tempfile::tempdir().expect("temp dir");
+        let config = crate::Config::new(m.clone(), &plugin.name, cache.path().to_owned()).expect("config");
+        let error = crate::provision(&config).expect_err("not a runtime");
+        assert!(error.to_string().contains("plugin provider bundle, not a runtime"), "{error}");
+        assert!(std::fs::read_dir(cache.path()).expect("cache").next().is_none(), "nothing fetched");
+        let as_default = BUILTIN.replacen("default = \"gpu-1.16.2\"", "default = \"webgpu-plugin-0.4.0-registry\"", 1);
+        assert_ne!(as_default, BUILTIN);
+        let error = Manifest::parse(&as_default).expect_err("a plugin is never the default");
+        assert!(error.to_string().contains("never the default"), "{error}");
+    }
+
+    #[test]
     fn builtin_manifest_parses_and_defaults_to_the_users_pin() {
         let m = Manifest::builtin().expect("builtin manifest");
         let d = m.dist(&m.default).expect("default dist");
