@@ -13,7 +13,7 @@
 # package, whose libonnxruntime.so.1.30.0 both onnxrt and Python use) and the release binaries
 # built here in .gpu-run/ (or $BIN). Results land in $OUT (default /tmp/out), which comes back.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 1
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
 capi=/tmp/ort-gpu/onnxruntime/capi
