@@ -144,7 +144,7 @@ impl Settings {
     /// `device_inputs`, padded sizes).
     ///
     /// The CUDA values are what measured best on an H200: with them 256 clients kept 95 % of the
-    /// offline batch-128 rate, against 70 % without the hold (`tools/gpu/serve29.sh`).
+    /// offline batch-128 rate, against 70 % without the hold (`tools/gpu/run.sh serve`).
     pub fn of(config: &ModelConfig, defaults: &Defaults) -> Result<Settings, String> {
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
         let provider = config.provider.clone().or_else(|| defaults.provider.clone()).unwrap_or_else(|| "cpu".into());
@@ -185,7 +185,7 @@ impl Settings {
         };
         // On by default where it can be: graphs served one client 1.2-1.8x faster and kept the
         // open-loop p99 at 80 % under the goal in every H100 call, where the same settings
-        // without them missed it on a busy host (`tools/gpu/serve29.sh`).
+        // without them missed it on a busy host (`tools/gpu/run.sh serve`).
         settings.cuda_graphs = config
             .cuda_graphs
             .or(defaults.cuda_graphs)

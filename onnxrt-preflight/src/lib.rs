@@ -4,13 +4,17 @@
 //! truncated copy of `libcublasLt.so.13` first on `LD_LIBRARY_PATH` kills the process with SIGBUS
 //! the moment ORT loads its CUDA provider: no error, no message. And cuDNN loads its kernel
 //! libraries lazily, so a missing `libcudnn_engines_precompiled.so.9` shows only at the first
-//! convolution, as `CUDNN_STATUS_INTERNAL_ERROR`. This module resolves a library's dependencies
+//! convolution, as `CUDNN_STATUS_INTERNAL_ERROR`. This crate resolves a library's dependencies
 //! the way the loader would (its RPATH/RUNPATH, `LD_LIBRARY_PATH`, the loader cache, the system
 //! folders), follows them to the end, adds the cuDNN libraries loaded with `dlopen` (the front
 //! library of CUDA 12/13 builds, and cuDNN's sub-libraries), and checks each file as a
 //! complete ELF library ([`elf::check_complete`]). It also reads which ORT release a provider
 //! library was built for ([`release`]): ORT loads one of another release without a word. `onnxrt
-//! doctor` and strict GPU sessions ([`crate::SessionBuilder::strict_gpu`]) both use it.
+//! doctor` and onnxrt's strict GPU sessions (`SessionBuilder::strict_gpu`) both use it.
+//!
+//! It reads files and runs `ldconfig -p`; it loads nothing and has no `unsafe` code.
+
+#![forbid(unsafe_code)]
 
 pub mod cudnn;
 pub mod elf;

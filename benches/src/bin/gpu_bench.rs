@@ -16,7 +16,7 @@
 //! on every run, as in a server's batcher) after warming each up; its lines are `mixed_<mode>`.
 //!
 //! ```text
-//! cargo build --release --features cuda --example gpu_bench
+//! cargo build --release -p onnxrt-benches --features cuda --bin gpu_bench
 //! gpu_bench MODEL.onnx [--modes run,iobinding,cuda_graph] [--batches 1,32,128] [--iterations 50] [--warmup 10]
 //! gpu_bench --help
 //! ```

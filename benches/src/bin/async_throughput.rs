@@ -1,18 +1,19 @@
 //! Runs/s of a compute-bound model from a tokio service: `spawn_blocking(run)` against
 //! `run_async`, with ORT's default intra-op threads and with `SessionBuilder::async_threads()`
-//! (the reason for `async_threads`). `cargo run -p onnxrt-tests --example async_throughput [steps] [secs]`.
+//! (the reason for `async_threads`). `cargo run -p onnxrt-benches --bin async_throughput [steps] [secs]`.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use onnxrt::{Session, SessionBuilder, Value};
-use onnxrt_tests::{env, model};
+use onnxrt::{Environment, Session, SessionBuilder, Value};
 
 const TASKS: usize = 64;
 
 fn measure(name: &str, builder: SessionBuilder, asynchronous: bool, steps: i64, secs: u64) {
-    let session = builder.environment(env()).commit_from_file(model("slow_loop.onnx")).expect("session");
+    let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/slow_loop.onnx");
+    let environment = Environment::global().expect("environment");
+    let session = builder.environment(environment).commit_from_file(model).expect("session");
     let rt = tokio::runtime::Builder::new_multi_thread().enable_time().build().expect("runtime");
     let done = Arc::new(AtomicUsize::new(0));
     let until = Instant::now() + Duration::from_secs(secs);
