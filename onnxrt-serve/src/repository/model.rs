@@ -433,8 +433,8 @@ impl ServedModel {
             Runner::Isolated { pool } => {
                 pool.run(&inputs, &[], &RunHandle::default()).map(drop).map_err(InferError::from)
             }
-            Runner::Direct { session } => run_on(session, &inputs, &[]).map(drop),
-            Runner::Batched { batcher } => run_on(batcher.session(), &inputs, &[]).map(drop),
+            Runner::Direct { session } => run_on(session, &inputs, &[], None).map(drop),
+            Runner::Batched { batcher } => run_on(batcher.session(), &inputs, &[], None).map(drop),
         }
     }
 
@@ -579,8 +579,8 @@ impl ServedModel {
             let _permit = permit;
             match &session {
                 SessionRef::Isolated(pool) => pool.run(&inputs, &wanted, &run_handle).map_err(InferError::from),
-                SessionRef::Direct(session) => run_on(session, &inputs, &wanted),
-                SessionRef::Batched(batcher) => run_on(batcher.session(), &inputs, &wanted),
+                SessionRef::Direct(session) => run_on(session, &inputs, &wanted, Some(options)),
+                SessionRef::Batched(batcher) => run_on(batcher.session(), &inputs, &wanted, Some(options)),
             }
         });
         let joined = match deadline {
@@ -708,15 +708,27 @@ enum SessionRef {
 }
 
 /// One run of `inputs` on `session` in this process, answering the outputs `wanted` (all when
-/// empty).
+/// empty), with `options` (the request's terminate flag). After inputs over
+/// [`SHRINK_AFTER_BYTES`](crate::isolation::pool::SHRINK_AFTER_BYTES) the CPU arena gives its
+/// unused memory back (ORT's `memory.enable_memory_arena_shrinkage`).
 fn run_on(
     session: &Session,
     inputs: &[(String, Value<'static>)],
     wanted: &[String],
+    options: Option<onnxrt::RunOptions>,
 ) -> Result<Vec<(String, Value<'static>)>, InferError> {
     let wanted: Vec<&str> = wanted.iter().map(String::as_str).collect();
+    let bytes: u64 =
+        inputs.iter().filter_map(|(_, v)| v.tensor_info().ok()).map(|i| (i.len() * i.element_type.size()) as u64).sum();
+    let mut options = match options {
+        Some(options) => options,
+        None => onnxrt::RunOptions::new()?,
+    };
+    if bytes > crate::isolation::pool::SHRINK_AFTER_BYTES {
+        options.config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")?;
+    }
     let pairs = inputs.iter().map(|(name, value)| (name.as_str(), value));
-    Ok(session.run_with(pairs, &wanted, None)?.into_named())
+    Ok(session.run_with(pairs, &wanted, Some(&options))?.into_named())
 }
 
 /// Whether the loaded runtime is one known to crash on valid shapes (isolation's default).
