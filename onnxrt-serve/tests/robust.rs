@@ -276,7 +276,8 @@ fn isolation_is_on_by_default_where_the_runtime_is_known_to_crash() {
 fn the_documented_body_limit_holds_on_every_route_and_every_refusal_is_json() {
     let root = folder("body");
     put(&root, "id", &test_model("identity_f32.onnx"), None);
-    let server = Server::start(&root, &["--max-body-bytes", "8388608"]);
+    // A generous body timeout: a loaded machine may take seconds to take in the large bodies.
+    let server = Server::start(&root, &["--max-body-bytes", "8388608", "--body-timeout-ms", "120000"]);
     let rt = runtime();
     rt.block_on(async {
         // Over 3 MiB of JSON (the framework's own default limit was 2 MiB): answered.

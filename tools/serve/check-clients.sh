@@ -8,6 +8,11 @@
 # repository in a temporary folder (make_repository.py), the server on free ports
 #   serve --model-repository DIR --listen 127.0.0.1:0 --grpc-listen 127.0.0.1:0
 # (both ports read from its stdout), the checker, SIGTERM, and the server must exit 0.
+# Then (issue 42; ONNXRT_CHECK_ROBUST=0 skips it) a second server on the same models as they come
+# (no config.json): check_robust.py (every model starts, inputs that crash ONNX Runtime 1.16 cost
+# one request, client errors are 400, extensions refused, memory after a 2048x2048 det request),
+# then tools/serve/fuzz_oip.py with ONNXRT_FUZZ_REQUESTS (default 2000) mutated requests; the
+# server must be up after them and exit 0 on SIGTERM.
 # Exit status: the checker's, or 1 if the server did not start or did not exit 0.
 # ONNXRT_CHECK_MODELS=a,b checks only these of the four models (default: all four).
 # The temporary folder is removed on success and kept (and named) on failure.
