@@ -12,7 +12,9 @@
 //! `serve --strict-start`) makes the first such model an error instead.
 
 pub mod config;
+mod errors;
 pub mod model;
+mod sessions;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

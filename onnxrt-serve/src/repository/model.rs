@@ -11,11 +11,15 @@ use onnxrt::{Dim, ElementType, Session, Value, ValueInfo};
 use tokio::sync::Semaphore;
 
 use crate::batch::{Batcher, RequestOptions, Shutdown};
-use crate::error::Error;
-use crate::isolation::{IsolatedError, RunHandle, WorkerPool};
+use crate::isolation::{RunHandle, WorkerPool};
 use crate::oip::datatype::datatype_of;
 use crate::oip::messages::{ModelMetadata, TensorMetadata, PLATFORM};
 use crate::repository::config::{ModelConfig, Settings};
+pub use crate::repository::errors::{classify_run_error, InferError, RunErrorKind};
+#[cfg(feature = "cuda")]
+use crate::repository::sessions::make_graph;
+use crate::repository::sessions::make_session;
+pub(crate) use crate::repository::sessions::session_for;
 
 /// A model input or output as the server checks requests against it.
 #[derive(Debug, Clone)]
@@ -50,102 +54,6 @@ impl ModelTensor {
             shape: self.shape.clone(),
         }
     }
-}
-
-/// Why a request got no outputs; each transport maps it to its own status.
-#[derive(Debug)]
-pub enum InferError {
-    /// The request does not fit the model (400 / INVALID_ARGUMENT).
-    Invalid(String),
-    /// Every queue place is taken (503 / UNAVAILABLE).
-    Overloaded(String),
-    /// The deadline passed before the answer (504 / DEADLINE_EXCEEDED).
-    Timeout(String),
-    /// The model is shutting down (503 / UNAVAILABLE).
-    ShuttingDown,
-    /// The run failed (500 / INTERNAL).
-    Failed(String),
-}
-
-impl std::fmt::Display for InferError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            InferError::Invalid(why) | InferError::Overloaded(why) | InferError::Timeout(why) => f.write_str(why),
-            InferError::ShuttingDown => f.write_str("the server is shutting down; the request was not run"),
-            InferError::Failed(why) => write!(f, "the model run failed: {why}"),
-        }
-    }
-}
-
-impl From<Error> for InferError {
-    fn from(error: Error) -> InferError {
-        match error {
-            Error::QueueFull { .. } => InferError::Overloaded(format!("{error}")),
-            Error::DeadlineExpired { .. } => InferError::Timeout(error.to_string()),
-            Error::BatcherShutDown => InferError::ShuttingDown,
-            Error::Onnxrt(inner) => inner.into(),
-            other => InferError::Failed(other.to_string()),
-        }
-    }
-}
-
-impl From<onnxrt::Error> for InferError {
-    fn from(error: onnxrt::Error) -> InferError {
-        match classify_run_error(&error) {
-            RunErrorKind::Request => InferError::Invalid(error.to_string()),
-            RunErrorKind::Server => InferError::Failed(error.to_string()),
-        }
-    }
-}
-
-impl From<IsolatedError> for InferError {
-    fn from(error: IsolatedError) -> InferError {
-        match error {
-            IsolatedError::Refused(why) => InferError::Invalid(why),
-            IsolatedError::Failed(why) | IsolatedError::Crashed(why) => InferError::Failed(why),
-            IsolatedError::Abandoned => InferError::Timeout("the run was stopped at the request's deadline".into()),
-        }
-    }
-}
-
-/// Whose fault a failed run is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RunErrorKind {
-    /// The request's inputs (400): onnxrt's checks, ORT's `INVALID_ARGUMENT`, or a node of a
-    /// model that loads refusing the data it was given (a det side not a multiple of 32, a
-    /// sample rate silero does not take, a zero-size axis).
-    Request,
-    /// Anything else (500): memory, a device, the runtime.
-    Server,
-}
-
-/// Whose fault `error`, from a run of a model that loaded, is.
-pub fn classify_run_error(error: &onnxrt::Error) -> RunErrorKind {
-    match error {
-        onnxrt::Error::UnknownInput { .. }
-        | onnxrt::Error::UnknownOutput { .. }
-        | onnxrt::Error::DuplicateInput { .. }
-        | onnxrt::Error::MissingInput { .. }
-        | onnxrt::Error::ShapeMismatch { .. }
-        | onnxrt::Error::ElementTypeMismatch { .. }
-        | onnxrt::Error::DataLength { .. }
-        | onnxrt::Error::BadShape { .. } => RunErrorKind::Request,
-        onnxrt::Error::Ort { code: onnxrt::ErrorCode::InvalidArgument, .. } => RunErrorKind::Request,
-        onnxrt::Error::Ort { code: onnxrt::ErrorCode::Fail | onnxrt::ErrorCode::RuntimeException, message, .. }
-            if node_refused_its_data(message) =>
-        {
-            RunErrorKind::Request
-        }
-        _ => RunErrorKind::Server,
-    }
-}
-
-/// ORT's "Non-zero status code returned while running <Op> node" for a shape or value a node
-/// cannot take, as opposed to memory or a device failing under it.
-fn node_refused_its_data(message: &str) -> bool {
-    let lower = message.to_ascii_lowercase();
-    lower.contains("while running")
-        && !["allocat", "out of memory", "cuda", "cudnn", "cublas", "tensorrt"].iter().any(|w| lower.contains(w))
 }
 
 /// What a model's warm-up did.
@@ -742,71 +650,4 @@ impl Drop for Decrement<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Relaxed);
     }
-}
-
-/// The session for `settings`: on the CPU, or on a CUDA device (strict: every node on the GPU).
-fn make_session(path: &Path, bytes: Option<&[u8]>, settings: &Settings) -> Result<Session, Box<dyn std::error::Error>> {
-    session_for(path, bytes, &settings.provider, settings.device, settings.threads)
-}
-
-/// A session of the model at `path` (or `bytes`) on `provider` (`cpu` or `cuda`, strict) with
-/// `threads` intra-op threads: what a worker process loads too.
-pub(crate) fn session_for(
-    path: &Path,
-    bytes: Option<&[u8]>,
-    provider: &str,
-    device: i32,
-    threads: Option<usize>,
-) -> Result<Session, Box<dyn std::error::Error>> {
-    let mut builder = Session::builder();
-    if let Some(threads) = threads {
-        builder = builder.intra_op_threads(threads);
-    }
-    if provider == "cuda" {
-        builder = with_cuda(builder, device)?;
-    }
-    Ok(match bytes {
-        Some(bytes) => builder.commit_from_memory(bytes)?,
-        None => builder.commit_from_file(path)?,
-    })
-}
-
-/// A session builder with the settings every session of the model shares (no provider yet).
-#[cfg(feature = "cuda")]
-fn session_builder(settings: &Settings) -> onnxrt::SessionBuilder {
-    let builder = Session::builder();
-    match settings.threads {
-        Some(threads) => builder.intra_op_threads(threads),
-        None => builder,
-    }
-}
-
-/// `rows` rows of the model at `path` (or `bytes`) as a CUDA graph, with the session settings
-/// of `settings` (`cuda_graphs`).
-#[cfg(feature = "cuda")]
-fn make_graph(
-    path: &Path,
-    bytes: Option<&[u8]>,
-    settings: &Settings,
-    rows: usize,
-) -> onnxrt::Result<onnxrt::CudaGraph> {
-    let builder = session_builder(settings);
-    let cuda = onnxrt::providers::cuda::CudaOptions::new().device_id(settings.device);
-    match bytes {
-        Some(bytes) => onnxrt::CudaGraph::from_memory(builder, cuda, bytes, rows),
-        None => onnxrt::CudaGraph::from_file(builder, cuda, path, rows),
-    }
-}
-
-#[cfg(feature = "cuda")]
-fn with_cuda(
-    builder: onnxrt::SessionBuilder,
-    device: i32,
-) -> Result<onnxrt::SessionBuilder, Box<dyn std::error::Error>> {
-    Ok(builder.cuda(onnxrt::providers::cuda::CudaOptions::new().device_id(device)).strict_gpu(true))
-}
-
-#[cfg(not(feature = "cuda"))]
-fn with_cuda(_: onnxrt::SessionBuilder, _: i32) -> Result<onnxrt::SessionBuilder, Box<dyn std::error::Error>> {
-    Err("provider `cuda` needs the `cuda` feature: cargo build --release -p onnxrt-serve --features cuda".into())
 }
