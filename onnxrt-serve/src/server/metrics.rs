@@ -98,7 +98,7 @@ pub fn family(out: &mut String, name: &str, help: &str, kind: &str) {
 }
 
 /// Everything `/metrics` shows: HTTP, connections, each model and its batcher, the process.
-pub fn render_all(app: &crate::app::App, out: &mut String) {
+pub fn render_all(app: &crate::server::app::App, out: &mut String) {
     app.metrics.render(out);
     let connections = &app.connections;
     let _ = writeln!(
@@ -122,11 +122,11 @@ pub fn render_all(app: &crate::app::App, out: &mut String) {
     models(app, out);
     let batchers: Vec<(&str, _)> =
         app.repository.models().filter_map(|m| m.batcher().map(|b| (m.name.as_str(), b.stats()))).collect();
-    crate::batch_metrics::render(&batchers, out);
+    crate::server::batch_metrics::render(&batchers, out);
     process(app, out);
 }
 
-fn models(app: &crate::app::App, out: &mut String) {
+fn models(app: &crate::server::app::App, out: &mut String) {
     family(out, "serve_model_ready", "1 when the model has been warmed up and takes requests.", "gauge");
     for model in app.repository.models() {
         let _ = writeln!(out, "serve_model_ready{{model=\"{}\"}} {}", model.name, u8::from(model.is_ready()));
@@ -162,10 +162,34 @@ fn models(app: &crate::app::App, out: &mut String) {
         let _ =
             writeln!(out, "serve_model_in_flight{{model=\"{}\"}} {}", model.name, model.stats.in_flight.load(Relaxed));
     }
+    family(
+        out,
+        "serve_worker_crashes_total",
+        "Worker processes of isolated models that died running a request (each answered 500 and replaced).",
+        "counter",
+    );
+    for model in app.repository.models() {
+        if let Some(pool) = model.workers() {
+            let _ =
+                writeln!(out, "serve_worker_crashes_total{{model=\"{}\"}} {}", model.name, pool.crashes.load(Relaxed));
+        }
+    }
+    family(
+        out,
+        "serve_worker_starts_total",
+        "Worker processes started for isolated models, restarts included.",
+        "counter",
+    );
+    for model in app.repository.models() {
+        if let Some(pool) = model.workers() {
+            let _ =
+                writeln!(out, "serve_worker_starts_total{{model=\"{}\"}} {}", model.name, pool.started.load(Relaxed));
+        }
+    }
 }
 
 /// The standard process metrics, read from /proc (Linux).
-fn process(app: &crate::app::App, out: &mut String) {
+fn process(app: &crate::server::app::App, out: &mut String) {
     if let Ok(status) = std::fs::read_to_string("/proc/self/status") {
         let field = |key: &str| {
             status

@@ -4,12 +4,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use onnxrt_serve::imagenet::DecodeLimits;
-use onnxrt_serve::repository::Repository;
+use crate::imagenet::DecodeLimits;
+use crate::repository::Repository;
 use tokio::sync::Semaphore;
 
-use crate::listener::ConnectionLimit;
-use crate::metrics::HttpMetrics;
+use crate::server::listener::ConnectionLimit;
+use crate::server::metrics::HttpMetrics;
 
 /// Limits on each request.
 #[derive(Debug, Clone, Copy)]

@@ -5,6 +5,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::infer::{self, WantedOutput};
+use crate::oip::messages::{InferRequest, InferResponse, RepositoryEntry, ResponseOutput, ServerMetadata, EXTENSIONS};
+use crate::oip::tensor;
+use crate::repository::{FindError, InferError, ServedModel};
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -12,15 +16,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use onnxrt::Value;
-use onnxrt_serve::oip::messages::{
-    InferRequest, InferResponse, RepositoryEntry, ResponseOutput, ServerMetadata, EXTENSIONS,
-};
-use onnxrt_serve::oip::tensor;
-use onnxrt_serve::repository::{InferError, ServedModel};
 use serde_json::{json, Value as Json_};
 
-use crate::access::error_response;
-use crate::app::App;
+use crate::server::access::error_response;
+use crate::server::app::App;
 
 /// The header that says how long the JSON part of a body with binary tensors is.
 const HEADER_LENGTH: &str = "inference-header-content-length";
@@ -54,9 +53,10 @@ async fn ready(State(app): State<Arc<App>>) -> Response {
     (status, Json(json!({ "ready": ready }))).into_response()
 }
 
-/// The model named in the path, or a 404 naming the models there are.
-fn find(app: &App, name: &str, version: Option<&str>) -> Result<Arc<ServedModel>, Response> {
-    app.repository.find(name, version).map(Arc::clone).map_err(|why| error_response(StatusCode::NOT_FOUND, why))
+/// The model named in the path, or a 404 naming the models there are (503 with the reason for
+/// one that could not be loaded or warmed up).
+pub fn find(app: &App, name: &str, version: Option<&str>) -> Result<Arc<ServedModel>, Response> {
+    app.repository.find(name, version).map(Arc::clone).map_err(|e| Refusal::from(e).0)
 }
 
 async fn model_metadata(State(app): State<Arc<App>>, Path(name): Path<String>) -> Response {
@@ -84,7 +84,7 @@ async fn model_config(State(app): State<Arc<App>>, Path(name): Path<String>) -> 
         Err(response) => return response,
     };
     let metadata = model.metadata();
-    let tensors = |list: &[onnxrt_serve::oip::messages::TensorMetadata]| -> Vec<Json_> {
+    let tensors = |list: &[crate::oip::messages::TensorMetadata]| -> Vec<Json_> {
         list.iter()
             .map(|t| {
                 let data_type =
@@ -105,13 +105,21 @@ async fn model_config(State(app): State<Arc<App>>, Path(name): Path<String>) -> 
 }
 
 fn readiness(app: &App, name: &str, version: Option<&str>) -> Response {
-    match find(app, name, version) {
+    match app.repository.find(name, version) {
         Ok(model) => {
             let ready = model.is_ready() && app.is_ready();
             let status = if ready { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
             (status, Json(json!({ "name": model.name, "ready": ready }))).into_response()
         }
-        Err(response) => response,
+        // In the repository, not served: not ready, with the reason.
+        Err(FindError::Unavailable(why)) => {
+            let mut response =
+                (StatusCode::SERVICE_UNAVAILABLE, Json(json!({ "name": name, "ready": false, "error": why.clone() })))
+                    .into_response();
+            response.extensions_mut().insert(crate::server::access::Failure(why));
+            response
+        }
+        Err(unknown) => Refusal::from(unknown).0,
     }
 }
 
@@ -126,12 +134,13 @@ async fn model_ready_version(State(app): State<Arc<App>>, Path((name, version)):
 async fn repository_index(State(app): State<Arc<App>>) -> Json<Vec<RepositoryEntry>> {
     let entries = app
         .repository
-        .models()
+        .index()
+        .into_iter()
         .map(|m| RepositoryEntry {
-            name: m.name.clone(),
-            version: m.version.clone(),
-            state: if m.is_ready() { "READY" } else { "UNAVAILABLE" },
-            reason: m.reason(),
+            name: m.name,
+            version: m.version,
+            state: if m.ready { "READY" } else { "UNAVAILABLE" },
+            reason: m.reason,
         })
         .collect();
     Json(entries)
@@ -157,6 +166,24 @@ pub fn status_of(error: &InferError) -> StatusCode {
         InferError::Overloaded(_) | InferError::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
         InferError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
         InferError::Failed(_) => StatusCode::INTERNAL_SERVER_ERROR,
+    }
+}
+
+/// An inference failure as the protocol's error answer: the one place REST maps them.
+pub struct Refusal(pub Response);
+
+impl From<FindError> for Refusal {
+    fn from(error: FindError) -> Refusal {
+        Refusal(match error {
+            FindError::Unknown(why) => error_response(StatusCode::NOT_FOUND, why),
+            FindError::Unavailable(why) => error_response(StatusCode::SERVICE_UNAVAILABLE, why),
+        })
+    }
+}
+
+impl From<InferError> for Refusal {
+    fn from(error: InferError) -> Refusal {
+        Refusal(error_response(status_of(&error), error.to_string()))
     }
 }
 
@@ -235,10 +262,18 @@ async fn answer_inner(
         )));
     }
     let all_binary = flag(request.parameters.get("binary_data_output"));
-    let wanted: Vec<String> = request.outputs.iter().map(|o| o.name.clone()).collect();
-    let binary_wanted = |output: &str| {
-        all_binary || request.outputs.iter().any(|o| o.name == output && flag(o.parameters.get("binary_data")))
-    };
+    let mut outputs = Vec::with_capacity(request.outputs.len());
+    for output in &request.outputs {
+        let class_count = match output.parameters.get("class_count").or_else(|| output.parameters.get("classification"))
+        {
+            None => 0,
+            Some(count) => count.as_u64().ok_or_else(|| {
+                bad_request(format!("output `{}`: class_count must be a whole number, got {count}", output.name))
+            })?,
+        };
+        let binary = flag(output.parameters.get("binary_data"));
+        outputs.push(WantedOutput { name: output.name.clone(), binary, class_count });
+    }
     // `timeout` in microseconds, as Triton reads it; 0 is "none of its own".
     let timeout = match request.parameters.get("timeout") {
         None => None,
@@ -248,17 +283,20 @@ async fn answer_inner(
     }
     .filter(|&micros| micros > 0)
     .map(Duration::from_micros);
-    let outputs = model
-        .infer(inputs, &wanted, Some(app.deadline(timeout)))
-        .await
-        .map_err(|error| error_response(status_of(&error), error.to_string()))?;
+    let sequence_id = ["sequence_id", "sequence_start", "sequence_end"]
+        .iter()
+        .find_map(|key| request.parameters.get(*key).and_then(infer::sequence_named).map(|v| format!("({key} {v})")));
+    let decoded = infer::Request { inputs, outputs, all_binary, timeout, sequence_id };
+    let deadline = app.deadline(decoded.timeout);
+    let answer = infer::run(&model, decoded, deadline).await.map_err(|e| Refusal::from(e).0)?;
+    let outputs = answer.outputs;
     let mut described = Vec::with_capacity(outputs.len());
     let mut tail: Vec<u8> = Vec::new();
-    for (output_name, value) in &outputs {
+    for (output_name, value, binary) in &outputs {
         let failed = |why: String| error_response(StatusCode::INTERNAL_SERVER_ERROR, why);
         let (datatype, shape) = tensor::datatype_and_shape(output_name, value).map_err(failed)?;
         let mut parameters = serde_json::Map::new();
-        let data = if binary_wanted(output_name) {
+        let data = if *binary {
             let raw = tensor::raw_of(output_name, value).map_err(failed)?;
             parameters.insert("binary_data_size".into(), json!(raw.len()));
             tail.extend(raw);

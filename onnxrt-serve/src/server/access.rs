@@ -14,7 +14,7 @@ use axum::Json;
 use http_body_util::BodyExt;
 use serde_json::json;
 
-use crate::app::App;
+use crate::server::app::App;
 
 /// Why a request was refused or failed, for the access log (in the response's extensions).
 #[derive(Debug, Clone)]
@@ -49,6 +49,9 @@ pub async fn edge(State(app): State<Arc<App>>, request: Request, next: Next) -> 
         }
         Err(refusal) => (refusal, 0),
     };
+    if (status_is_error(response.status())) && response.extensions().get::<Failure>().is_none() {
+        response = in_protocol_shape(response, &method, &path).await;
+    }
     let status = response.status();
     app.metrics.responded(status.as_u16());
     if let Ok(value) = HeaderValue::from_str(&id) {
@@ -69,6 +72,34 @@ pub async fn edge(State(app): State<Arc<App>>, request: Request, next: Next) -> 
         }
     }
     response
+}
+
+fn status_is_error(status: StatusCode) -> bool {
+    status.is_client_error() || status.is_server_error()
+}
+
+/// A refusal the framework wrote (an extractor's plain text, a 405's empty body) as the
+/// protocol's `{"error": ...}`, so that every client can read why.
+async fn in_protocol_shape(response: Response, method: &axum::http::Method, path: &str) -> Response {
+    let status = response.status();
+    let allow = response.headers().get(header::ALLOW).cloned();
+    let text = match http_body_util::Limited::new(response.into_body(), 64 << 10).collect().await {
+        Ok(collected) => String::from_utf8_lossy(&collected.to_bytes()).trim().to_owned(),
+        Err(_) => String::new(),
+    };
+    let message = match (status, text.is_empty()) {
+        (StatusCode::METHOD_NOT_ALLOWED, _) => format!(
+            "{method} is not allowed on {path}{}",
+            allow.as_ref().and_then(|a| a.to_str().ok()).map(|a| format!("; allowed: {a}")).unwrap_or_default()
+        ),
+        (_, false) => text,
+        (_, true) => format!("{method} {path}: {}", status.canonical_reason().unwrap_or("refused")),
+    };
+    let mut answer = error_response(status, message);
+    if let Some(allow) = allow {
+        answer.headers_mut().insert(header::ALLOW, allow);
+    }
+    answer
 }
 
 /// The whole body, within the size limit and the body timeout.

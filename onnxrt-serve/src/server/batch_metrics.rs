@@ -3,9 +3,9 @@
 
 use std::fmt::Write;
 
-use onnxrt_serve::batch::{BatcherStats, HistogramSnapshot};
+use crate::batch::{BatcherStats, HistogramSnapshot};
 
-use crate::metrics::family;
+use crate::server::metrics::family;
 
 /// A counter read off a batcher's stats.
 type Read = fn(&BatcherStats) -> u64;

@@ -1,13 +1,18 @@
 //! Accepting connections with bounds: at most `max_connections` open at once (REST and gRPC
-//! together; one more is answered 503 and closed), each closed when a request's head does not
+//! together; one more is answered 503 and closed), at most `per_peer` of them from one client
+//! address, gRPC connections closed when their first bytes do not come within the header timeout
+//! or they stay silent for the idle timeout, REST connections closed when a request's head does not
 //! arrive within the header timeout (hyper's timer starts when the connection waits for a head,
 //! so this also closes keep-alive connections idle for that long, and slowloris senders), and
 //! drained on shutdown: no new connections, the requests in flight answered.
 
+use std::collections::HashMap;
+use std::future::Future;
 use std::io;
+use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -25,6 +30,10 @@ pub struct ConnectionLimit {
     slots: Arc<Semaphore>,
     /// The limit.
     pub max: usize,
+    /// The limit per client address.
+    pub per_peer: usize,
+    /// Open connections by client address.
+    by_peer: Arc<Mutex<HashMap<IpAddr, usize>>>,
     /// Connections refused because every slot was taken.
     pub refused: AtomicU64,
     /// Connections accepted so far.
@@ -32,10 +41,12 @@ pub struct ConnectionLimit {
 }
 
 impl ConnectionLimit {
-    pub fn new(max: usize) -> ConnectionLimit {
+    pub fn new(max: usize, per_peer: usize) -> ConnectionLimit {
         ConnectionLimit {
             slots: Arc::new(Semaphore::new(max)),
             max,
+            per_peer,
+            by_peer: Arc::new(Mutex::new(HashMap::new())),
             refused: AtomicU64::new(0),
             accepted: AtomicU64::new(0),
         }
@@ -46,25 +57,61 @@ impl ConnectionLimit {
         self.max - self.slots.available_permits()
     }
 
-    /// A slot for a new connection, or `None` when all are taken (counted).
-    pub fn try_take(&self) -> Option<OwnedSemaphorePermit> {
-        match Arc::clone(&self.slots).try_acquire_owned() {
-            Ok(permit) => {
-                self.accepted.fetch_add(1, Relaxed);
-                Some(permit)
-            }
-            Err(_) => {
-                let refused = self.refused.fetch_add(1, Relaxed) + 1;
-                // One line for the first refusal and each thousandth after: a flood of
-                // connections must not become a flood of log lines.
-                if refused % 1000 == 1 {
-                    tracing::warn!(
-                        max = self.max,
-                        refused_so_far = refused,
-                        "connection refused: every connection slot is taken"
-                    );
-                }
-                None
+    /// A slot for a new connection from `peer`, or `None` when all are taken, or that peer's
+    /// share is (counted).
+    pub fn try_take(&self, peer: IpAddr) -> Option<Slot> {
+        let Ok(permit) = Arc::clone(&self.slots).try_acquire_owned() else {
+            self.refuse(|refused| {
+                tracing::warn!(
+                    max = self.max,
+                    refused_so_far = refused,
+                    "connection refused: every connection slot is taken"
+                )
+            });
+            return None;
+        };
+        let mut by_peer = self.by_peer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let open = by_peer.entry(peer).or_insert(0);
+        if *open >= self.per_peer {
+            drop(by_peer);
+            self.refuse(|refused| {
+                tracing::warn!(%peer, per_peer = self.per_peer, refused_so_far = refused, "connection refused: this client address has its share of connections open (--max-connections-per-peer)")
+            });
+            return None;
+        }
+        *open += 1;
+        self.accepted.fetch_add(1, Relaxed);
+        Some(Slot { _permit: permit, _peer: PeerSlot { peer, by_peer: Arc::clone(&self.by_peer) } })
+    }
+
+    /// Counts a refusal; logs the first and each thousandth after (a flood of connections must
+    /// not become a flood of log lines).
+    fn refuse(&self, log: impl FnOnce(u64)) {
+        let refused = self.refused.fetch_add(1, Relaxed) + 1;
+        if refused % 1000 == 1 {
+            log(refused);
+        }
+    }
+}
+
+/// A connection's place in the limit, given back when dropped.
+pub struct Slot {
+    _permit: OwnedSemaphorePermit,
+    _peer: PeerSlot,
+}
+
+struct PeerSlot {
+    peer: IpAddr,
+    by_peer: Arc<Mutex<HashMap<IpAddr, usize>>>,
+}
+
+impl Drop for PeerSlot {
+    fn drop(&mut self) {
+        let mut by_peer = self.by_peer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(open) = by_peer.get_mut(&self.peer) {
+            *open -= 1;
+            if *open == 0 {
+                by_peer.remove(&self.peer);
             }
         }
     }
@@ -102,7 +149,7 @@ pub async fn serve_rest(
             () = &mut stop => break,
         };
         let _ = stream.set_nodelay(true);
-        let Some(permit) = limit.try_take() else {
+        let Some(permit) = limit.try_take(peer.ip()) else {
             tracing::debug!(%peer, "connection refused");
             tokio::spawn(refuse(stream));
             continue;
@@ -132,15 +179,36 @@ async fn refuse(mut stream: TcpStream) {
     let _ = tokio::time::timeout(Duration::from_secs(1), stream.write_all(answer.as_bytes())).await;
 }
 
-/// A gRPC connection holding its connection slot until it closes.
+/// How long a gRPC connection may wait for its first bytes, and stay silent after.
+#[derive(Debug, Clone, Copy)]
+pub struct GrpcTimeouts {
+    /// The client's first bytes (the HTTP/2 preface) must come within this.
+    pub first_bytes: Duration,
+    /// No bytes either way for this long closes the connection.
+    pub idle: Duration,
+}
+
+/// A gRPC connection holding its connection slot until it closes, closed when silent too long.
 pub struct Capped {
     stream: TcpStream,
-    _slot: OwnedSemaphorePermit,
+    _slot: Slot,
+    timeouts: GrpcTimeouts,
+    /// When the connection is closed unless a byte moves first.
+    silence: Pin<Box<tokio::time::Sleep>>,
+    /// Whether the client has sent a byte (before that, the server's own first frames do not
+    /// count as the connection moving).
+    heard: bool,
 }
 
 impl Capped {
-    pub fn new(stream: TcpStream, slot: OwnedSemaphorePermit) -> Capped {
-        Capped { stream, _slot: slot }
+    pub fn new(stream: TcpStream, slot: Slot, timeouts: GrpcTimeouts) -> Capped {
+        let silence = Box::pin(tokio::time::sleep(timeouts.first_bytes));
+        Capped { stream, _slot: slot, timeouts, silence, heard: false }
+    }
+
+    fn moved(&mut self) {
+        let at = tokio::time::Instant::now() + self.timeouts.idle;
+        self.silence.as_mut().reset(at);
     }
 }
 
@@ -154,13 +222,36 @@ impl tonic::transport::server::Connected for Capped {
 
 impl AsyncRead for Capped {
     fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.stream).poll_read(cx, buf)
+        let before = buf.filled().len();
+        match Pin::new(&mut self.stream).poll_read(cx, buf) {
+            Poll::Ready(Ok(())) => {
+                if buf.filled().len() > before {
+                    self.heard = true;
+                    self.moved();
+                }
+                Poll::Ready(Ok(()))
+            }
+            Poll::Ready(Err(error)) => Poll::Ready(Err(error)),
+            Poll::Pending => match self.silence.as_mut().poll(cx) {
+                Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "the gRPC connection was silent too long (--header-timeout-ms before its first bytes, --grpc-idle-timeout-ms after)",
+                ))),
+                Poll::Pending => Poll::Pending,
+            },
+        }
     }
 }
 
 impl AsyncWrite for Capped {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write(cx, buf)
+        let written = Pin::new(&mut self.stream).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = &written {
+            if *n > 0 && self.heard {
+                self.moved();
+            }
+        }
+        written
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -176,7 +267,13 @@ impl AsyncWrite for Capped {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        Pin::new(&mut self.stream).poll_write_vectored(cx, bufs)
+        let written = Pin::new(&mut self.stream).poll_write_vectored(cx, bufs);
+        if let Poll::Ready(Ok(n)) = &written {
+            if *n > 0 && self.heard {
+                self.moved();
+            }
+        }
+        written
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -189,11 +286,12 @@ impl AsyncWrite for Capped {
 pub struct CappedIncoming {
     listener: TcpListener,
     limit: Arc<ConnectionLimit>,
+    timeouts: GrpcTimeouts,
 }
 
 impl CappedIncoming {
-    pub fn new(listener: TcpListener, limit: Arc<ConnectionLimit>) -> CappedIncoming {
-        CappedIncoming { listener, limit }
+    pub fn new(listener: TcpListener, limit: Arc<ConnectionLimit>, timeouts: GrpcTimeouts) -> CappedIncoming {
+        CappedIncoming { listener, limit, timeouts }
     }
 }
 
@@ -209,8 +307,8 @@ impl futures_core::Stream for CappedIncoming {
                 Poll::Ready(Ok(accepted)) => accepted,
             };
             let _ = stream.set_nodelay(true);
-            match this.limit.try_take() {
-                Some(slot) => return Poll::Ready(Some(Ok(Capped::new(stream, slot)))),
+            match this.limit.try_take(peer.ip()) {
+                Some(slot) => return Poll::Ready(Some(Ok(Capped::new(stream, slot, this.timeouts)))),
                 None => tracing::debug!(%peer, "gRPC connection refused"),
             }
         }

@@ -6,20 +6,21 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::infer::{self, WantedOutput};
+use crate::oip::grpc::grpc_inference_service_server::GrpcInferenceService;
+use crate::oip::grpc::infer_parameter::ParameterChoice;
+use crate::oip::grpc::model_infer_request::InferInputTensor;
+use crate::oip::grpc::model_infer_response::InferOutputTensor;
+use crate::oip::grpc::model_metadata_response::TensorMetadata;
+use crate::oip::grpc::repository_index_response::ModelIndex;
+use crate::oip::grpc::*;
+use crate::oip::messages::{EXTENSIONS, PLATFORM};
+use crate::oip::tensor;
+use crate::repository::{FindError, InferError, ServedModel};
 use onnxrt::Value;
-use onnxrt_serve::oip::grpc::grpc_inference_service_server::GrpcInferenceService;
-use onnxrt_serve::oip::grpc::infer_parameter::ParameterChoice;
-use onnxrt_serve::oip::grpc::model_infer_request::InferInputTensor;
-use onnxrt_serve::oip::grpc::model_infer_response::InferOutputTensor;
-use onnxrt_serve::oip::grpc::model_metadata_response::TensorMetadata;
-use onnxrt_serve::oip::grpc::repository_index_response::ModelIndex;
-use onnxrt_serve::oip::grpc::*;
-use onnxrt_serve::oip::messages::{EXTENSIONS, PLATFORM};
-use onnxrt_serve::oip::tensor;
-use onnxrt_serve::repository::{InferError, ServedModel};
 use tonic::{Request, Response, Status};
 
-use crate::app::App;
+use crate::server::app::App;
 
 pub struct Service {
     pub app: Arc<App>,
@@ -27,17 +28,31 @@ pub struct Service {
 
 impl Service {
     fn find(&self, name: &str, version: &str) -> Result<Arc<ServedModel>, Status> {
-        self.app.repository.find(name, Some(version)).map(Arc::clone).map_err(Status::not_found)
+        self.app.repository.find(name, Some(version)).map(Arc::clone).map_err(|e| GrpcRefusal::from(e).0)
     }
 }
 
-fn status_of(error: &InferError) -> Status {
-    let message = error.to_string();
-    match error {
-        InferError::Invalid(_) => Status::invalid_argument(message),
-        InferError::Overloaded(_) | InferError::ShuttingDown => Status::unavailable(message),
-        InferError::Timeout(_) => Status::deadline_exceeded(message),
-        InferError::Failed(_) => Status::internal(message),
+/// A failure as a gRPC status: the one place gRPC maps them.
+struct GrpcRefusal(Status);
+
+impl From<InferError> for GrpcRefusal {
+    fn from(error: InferError) -> GrpcRefusal {
+        let message = error.to_string();
+        GrpcRefusal(match error {
+            InferError::Invalid(_) => Status::invalid_argument(message),
+            InferError::Overloaded(_) | InferError::ShuttingDown => Status::unavailable(message),
+            InferError::Timeout(_) => Status::deadline_exceeded(message),
+            InferError::Failed(_) => Status::internal(message),
+        })
+    }
+}
+
+impl From<FindError> for GrpcRefusal {
+    fn from(error: FindError) -> GrpcRefusal {
+        GrpcRefusal(match error {
+            FindError::Unknown(why) => Status::not_found(why),
+            FindError::Unavailable(why) => Status::unavailable(why),
+        })
     }
 }
 
@@ -151,11 +166,14 @@ impl GrpcInferenceService for Service {
     async fn model_ready(&self, request: Request<ModelReadyRequest>) -> Result<Response<ModelReadyResponse>, Status> {
         let (started, id, peer) = (Instant::now(), self.app.new_request_id(), peer_of(&request));
         let request = request.into_inner();
-        let result = self
-            .find(&request.name, &request.version)
-            .map(|model| ModelReadyResponse { ready: model.is_ready() && self.app.is_ready() });
-        log_access("ModelReady", &id, &peer, &request.name, started, result.as_ref().map(|_| ()));
-        result.map(Response::new)
+        // An unknown model is not ready, as REST's 404 reads to its clients (and as Triton answers).
+        let ready = self
+            .app
+            .repository
+            .find(&request.name, Some(&request.version))
+            .is_ok_and(|model| model.is_ready() && self.app.is_ready());
+        log_access("ModelReady", &id, &peer, &request.name, started, Ok(()));
+        Ok(Response::new(ModelReadyResponse { ready }))
     }
 
     async fn server_metadata(
@@ -181,7 +199,7 @@ impl GrpcInferenceService for Service {
         log_access("ModelMetadata", &id, &peer, &request.name, started, found.as_ref().map(|_| ()));
         let model = found?;
         let metadata = model.metadata();
-        let tensors = |list: Vec<onnxrt_serve::oip::messages::TensorMetadata>| {
+        let tensors = |list: Vec<crate::oip::messages::TensorMetadata>| {
             list.into_iter()
                 .map(|t| TensorMetadata { name: t.name, datatype: t.datatype.into(), shape: t.shape })
                 .collect()
@@ -205,13 +223,14 @@ impl GrpcInferenceService for Service {
         let models = self
             .app
             .repository
-            .models()
-            .filter(|m| !only_ready || m.is_ready())
+            .index()
+            .into_iter()
+            .filter(|m| !only_ready || m.ready)
             .map(|m| ModelIndex {
-                name: m.name.clone(),
-                version: m.version.clone(),
-                state: if m.is_ready() { "READY" } else { "UNAVAILABLE" }.into(),
-                reason: m.reason(),
+                name: m.name,
+                version: m.version,
+                state: if m.ready { "READY" } else { "UNAVAILABLE" }.into(),
+                reason: m.reason,
             })
             .collect();
         Ok(Response::new(RepositoryIndexResponse { models }))
@@ -266,12 +285,38 @@ impl Service {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
-        let wanted: Vec<String> = request.outputs.iter().map(|o| o.name.clone()).collect();
-        let outputs =
-            model.infer(inputs, &wanted, Some(self.app.deadline(timeout))).await.map_err(|error| status_of(&error))?;
+        let mut outputs = Vec::with_capacity(request.outputs.len());
+        for output in &request.outputs {
+            let class_count = match output.parameters.get("classification").and_then(|p| p.parameter_choice.as_ref()) {
+                None => 0,
+                Some(ParameterChoice::Int64Param(n)) => u64::try_from(*n).unwrap_or(0),
+                Some(ParameterChoice::Uint64Param(n)) => *n,
+                Some(other) => {
+                    return Err(Status::invalid_argument(format!(
+                        "output `{}`: `classification` must be a whole number, got {other:?}",
+                        output.name
+                    )))
+                }
+            };
+            outputs.push(WantedOutput { name: output.name.clone(), binary: true, class_count });
+        }
+        let sequence_id = ["sequence_id", "sequence_start", "sequence_end"].iter().find_map(|key| {
+            let named = match request.parameters.get(*key).and_then(|p| p.parameter_choice.as_ref())? {
+                ParameterChoice::Int64Param(n) => (*n != 0).then(|| n.to_string()),
+                ParameterChoice::Uint64Param(n) => (*n != 0).then(|| n.to_string()),
+                ParameterChoice::StringParam(s) => (!s.is_empty()).then(|| format!("{s:?}")),
+                ParameterChoice::BoolParam(b) => b.then(|| "true".to_owned()),
+                _ => None,
+            };
+            named.map(|v| format!("({key} {v})"))
+        });
+        let decoded = infer::Request { inputs, outputs, all_binary: true, timeout, sequence_id };
+        let deadline = self.app.deadline(decoded.timeout);
+        let answer = infer::run(&model, decoded, deadline).await.map_err(|e| GrpcRefusal::from(e).0)?;
+        let outputs = answer.outputs;
         let mut described = Vec::with_capacity(outputs.len());
         let mut raw_outputs = Vec::with_capacity(outputs.len());
-        for (name, value) in &outputs {
+        for (name, value, _) in &outputs {
             let (datatype, shape) = tensor::datatype_and_shape(name, value).map_err(Status::internal)?;
             raw_outputs.push(tensor::raw_of(name, value).map_err(Status::internal)?);
             described.push(InferOutputTensor {

@@ -9,6 +9,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crate::imagenet;
+use crate::repository::ServedModel;
+use crate::tensor_body;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
@@ -16,14 +19,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use onnxrt::{ElementType, Value};
-use onnxrt_serve::imagenet;
-use onnxrt_serve::repository::ServedModel;
-use onnxrt_serve::tensor_body;
 use serde_json::json;
 
-use crate::access::error_response;
-use crate::app::App;
-use crate::rest::status_of;
+use crate::server::access::error_response;
+use crate::server::app::App;
+use crate::server::rest::Refusal;
 
 pub fn routes() -> Router<Arc<App>> {
     Router::new().route("/v1/models/{name}/infer", post(infer)).route("/health", get(health))
@@ -99,7 +99,7 @@ async fn answer(
     headers: &HeaderMap,
     body: Bytes,
 ) -> Result<serde_json::Value, Response> {
-    let model = app.repository.find(name, None).map_err(|why| error_response(StatusCode::NOT_FOUND, why))?;
+    let model = crate::server::rest::find(app, name, None)?;
     if model.config.preprocess.as_deref() != Some("imagenet") {
         return Err(error_response(
             StatusCode::NOT_FOUND,
@@ -109,7 +109,7 @@ async fn answer(
             ),
         ));
     }
-    let contract = Contract::of(model).map_err(bad_request)?;
+    let contract = Contract::of(&model).map_err(bad_request)?;
     let classes = contract.classes;
     let k = match query.get("top_k") {
         None => 5.min(classes),
@@ -143,7 +143,7 @@ async fn answer(
     let outputs = model
         .infer(vec![(contract.input.clone(), value)], std::slice::from_ref(&contract.output), Some(app.deadline(None)))
         .await
-        .map_err(|error| error_response(status_of(&error), error.to_string()))?;
+        .map_err(|error| Refusal::from(error).0)?;
     let logits: Vec<f32> = outputs
         .first()
         .and_then(|(_, v)| v.view::<f32>().ok())
