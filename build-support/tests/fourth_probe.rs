@@ -320,11 +320,24 @@ fn l3_pack_refuses_an_output_inside_the_cache() {
 
 #[test]
 fn l4_a_link_at_tmp_or_locks_is_refused_on_a_warm_entry() {
+    // As a build script meets it: its stamp in OUT_DIR says the entry was hashed, so a warm
+    // build checks sizes only and takes no lock.
     let tmp = tempdir();
+    let archive = good_archive();
+    let sha = sha256(&archive);
     let cache = tmp.path().join("cache");
-    let env = [("ONNXRT_CACHE_DIR", text(&cache))];
-    let (made, _) = fetch(tmp.path(), &env);
-    assert!(made.status.success(), "{}", stderr(&made));
+    let out_dir = tmp.path().join("out");
+    std::fs::create_dir(&out_dir).expect("OUT_DIR");
+    let file = tmp.path().join(FILE_NAME);
+    std::fs::write(&file, &archive).expect("writing the archive");
+    let mut config = config(manifest("https://unused.invalid/x.tgz", &sha, MAX_BYTES), &cache);
+    config.archive = Some(file);
+    config.stamp_dir = Some(out_dir);
+    provision(&config).expect("the pinned archive installs");
+    config.archive = None;
+    config.offline = Some("ONNXRT_OFFLINE=1".into());
+    provision(&config).expect("the control: a warm build");
+
     let elsewhere = tmp.path().join("elsewhere");
     std::fs::create_dir(&elsewhere).expect("another folder");
     for private in [".tmp", ".locks"] {
@@ -332,12 +345,14 @@ fn l4_a_link_at_tmp_or_locks_is_refused_on_a_warm_entry() {
         let aside = tmp.path().join("aside");
         std::fs::rename(&path, &aside).expect("moving it aside");
         std::os::unix::fs::symlink(&elsewhere, &path).expect("planting a link");
-        let (refused, _) = fetch(tmp.path(), &env);
-        assert_eq!(refused.status.code(), Some(1), "{private}: {}", stderr(&refused));
-        assert!(stderr(&refused).contains("symbolic link"), "{}", stderr(&refused));
+        match provision(&config).expect_err("a link at .tmp or .locks") {
+            Error::UnsafeCache { path: refused, why, .. } => {
+                assert!(refused == path && why.contains("symbolic link"), "{}: {why}", refused.display())
+            }
+            other => panic!("{private}: expected an unsafe cache, got {other}"),
+        }
         std::fs::remove_file(&path).expect("removing the link");
         std::fs::rename(&aside, &path).expect("putting it back");
     }
-    let (warm, _) = fetch(tmp.path(), &env);
-    assert!(warm.status.success(), "{}", stderr(&warm));
+    provision(&config).expect("a warm build again");
 }
