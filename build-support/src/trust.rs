@@ -126,7 +126,7 @@ pub(crate) fn check_ancestors(path: &Path) -> Result<()> {
 
 /// Why another user could rename what a folder holds, if they could: it is theirs (neither
 /// yours nor root's), or group or others may write it and it is not sticky.
-pub fn replaceable_by_others(meta: &fs::Metadata) -> Option<String> {
+pub(crate) fn replaceable_by_others(meta: &fs::Metadata) -> Option<String> {
     let me = my_uid();
     if meta.uid() != me && meta.uid() != 0 {
         return Some(format!("belongs to uid {}, not to you (uid {me}) or root", meta.uid()));
