@@ -18,13 +18,16 @@ pub fn pack(p: &Provisioned, out: &Path) -> Result<String> {
     let root_name = root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     refuse_inside(out, root, "the distribution being packed")?;
     let recorded = recorded_paths(root)?;
-    let tmp = out.with_extension("tgz.partial");
-    let result = write_archive(root, &root_name, &tmp, recorded.as_deref());
-    if let Err(e) = result {
-        let _ = fs::remove_file(&tmp);
-        return Err(e);
-    }
-    fs::rename(&tmp, out).map_err(Error::io(format!("renaming into {}", out.display())))?;
+    // A work file of random name beside `out` (a link planted at a fixed name is never written
+    // through); dropped, so removed, on error.
+    let folder = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let tmp = tempfile::Builder::new()
+        .prefix(".onnxrt-pack-")
+        .suffix(".partial")
+        .tempfile_in(folder)
+        .map_err(Error::io(format!("creating a work file in {}", folder.display())))?;
+    write_archive(root, &root_name, tmp.path(), recorded.as_deref())?;
+    tmp.persist(out).map_err(|e| Error::io(format!("renaming into {}", out.display()))(e.error))?;
     verify::sha256_file(out)
 }
 

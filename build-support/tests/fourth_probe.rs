@@ -310,12 +310,17 @@ fn l3_pack_refuses_an_output_inside_the_cache() {
         let (refused, _) = dist_with_archive(tmp.path(), &["pack", UNPINNED_DIST, text(&out)], &env);
         assert_eq!(refused.status.code(), Some(1), "{}: {}", out.display(), stderr(&refused));
         assert!(stderr(&refused).contains("inside"), "{}", stderr(&refused));
-        assert!(!out.exists() && !out.with_extension("tgz.partial").exists(), "{} was written", out.display());
+        assert!(!out.exists(), "{} was written", out.display());
     }
-    // The control: outside the cache it packs.
+    // The control: outside the cache it packs, and a link planted where the old code put its
+    // work file (`x.tgz.partial`) is not written through.
     let out = tmp.path().join("x.tgz");
+    let victim = tmp.path().join("victim");
+    std::fs::write(&victim, b"someone else's file\n").expect("writing the victim");
+    std::os::unix::fs::symlink(&victim, out.with_extension("tgz.partial")).expect("planting a link");
     let (packed, _) = dist_with_archive(tmp.path(), &["pack", UNPINNED_DIST, text(&out)], &env);
     assert!(packed.status.success() && out.is_file(), "{}", stderr(&packed));
+    assert_eq!(std::fs::read(&victim).expect("victim"), b"someone else's file\n", "written through the link");
 }
 
 #[test]
