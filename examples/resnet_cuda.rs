@@ -14,7 +14,7 @@
 //! optimization; IoBinding (input bound once, output bound once, runs repeated without per-run
 //! setup); softmax and top-5 with labels; a timing summary.
 //!
-//! For the last bit of speed (ORT 1.17+, recent GPUs), the fast recipe that `examples/gpu_bench.rs`
+//! For the last bit of speed (ORT 1.17+, recent GPUs), the fast recipe that `benches/src/bin/gpu_bench.rs`
 //! documents and measures (`--modes fast`): export the model in fp16 and feed/read `onnxrt::half::f16`,
 //! add `.prefer_nhwc(true)` and the `unsafe` `.enable_cuda_graph(true)` to the `CudaOptions` below
 //! (its contract: every run binds the same device input and output, which outlive the session's

@@ -80,18 +80,22 @@ fn api_version_of(path: &Path) -> Option<u32> {
     })
 }
 
-/// Writes OUT_DIR/bindings.rs: bindgen's output for `include_dir`, or the checked-in copy.
+/// Writes OUT_DIR/bindings.rs: bindgen's output for `include_dir`, or the checked-in copy. Never
+/// through a link planted at that name: a new file, renamed over it.
 fn write_bindings(include_dir: Option<&Path>) -> ExitCode {
     write_bindings_as(include_dir, if include_dir.is_some() { "bindgen" } else { "checked-in" })
 }
 
 fn write_bindings_as(include_dir: Option<&Path>, how: &str) -> ExitCode {
-    let out = PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_default()).join("bindings.rs");
+    let dir = PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_default());
+    let out = dir.join("bindings.rs");
     println!("cargo:rustc-env=ONNXRT_SYS_BINDINGS={how}");
-    let written = match include_dir {
-        None => std::fs::copy(CHECKED_IN, &out).map(drop).map_err(|e| e.to_string()),
-        Some(include_dir) => generate(include_dir).and_then(|b| b.write_to_file(&out).map_err(|e| e.to_string())),
+    let text = match include_dir {
+        None => std::fs::read(CHECKED_IN).map_err(|e| format!("reading {CHECKED_IN}: {e}")),
+        Some(include_dir) => generate(include_dir).map(|b| b.to_string().into_bytes()),
     };
+    let written =
+        text.and_then(|text| build_support::replace_file(&dir, "bindings.rs", &text).map_err(|e| e.to_string()));
     match written {
         Ok(()) => ExitCode::SUCCESS,
         Err(why) => {

@@ -4,7 +4,9 @@
 #   bash tools/dev.sh test   the whole test suite (with tritonclient against the server), then
 #                            packaging (tools/downstream.sh), then the
 #                            integration tests again on the newest pinned runtime
-#   bash tools/dev.sh newest only that last pass
+#   bash tools/dev.sh test STAGE...  only those stages of it (TEST_STAGES below: workspace,
+#                            soundness, gpu-libs, downstream, newest, ...)
+#   bash tools/dev.sh newest only that last pass (the stage `newest`)
 #   bash tools/dev.sh lint   rustfmt and clippy, as CI runs them
 # Provisioning: if you set none of ONNXRT_LIB_DIR / ONNXRT_ARCHIVE / ONNXRT_DIST, the pinned
 # default (the official GPU archive, sha256 and size pinned) is used when it is cached or its URL
@@ -101,6 +103,75 @@ test_newest() {
     ONNXRT_DIST="$NEWEST_DIST" bash tools/reliability/memcheck.sh device_api_soundness ep_devices compile_model placement_info lora_adapters allocator_stats load_cancel captured_graph shared_allocator
 }
 
+# The stages of `test`, in the order `bash tools/dev.sh test` runs them all;
+# `bash tools/dev.sh test STAGE...` runs only those (docs/testing.md lists what each covers).
+TEST_STAGES=(workspace clients fetch soundness gpu-libs cuda-api serve-cuda loading downstream newest)
+
+test_workspace() {
+  ONNXRT_REQUIRE_CONFORMANCE=1 ONNXRT_REQUIRE_ONNX_PROTO=1 cargo test --workspace --no-fail-fast
+}
+
+# The inference server driven by clients nobody here wrote: tritonclient over HTTP and gRPC on
+# four real pretrained models, answers bitwise equal to single runs (a pinned venv is made once).
+test_clients() {
+  bash tools/serve/check-clients.sh
+}
+
+# The CLI's provisioning commands (`onnxrt fetch`, `bundle --dist`) are behind its `fetch` feature.
+test_fetch() {
+  cargo test -p onnxrt-cli --features fetch --test fetch --test fetch_feature
+}
+
+# Soundness regressions (docs/soundness.md): the mistakes the compiler must refuse run
+# in `cargo test` (tests/tests/compile_fail.rs); the runtime ones run under valgrind (invalid reads, uninitialised memory, freed loggers).
+test_soundness() {
+  command -v valgrind >/dev/null || { say "installing valgrind"; apt_install valgrind; }
+  # (env_race: two threads, 20 environments between them; bounded by that count, not by time:
+  # under valgrind a session takes about a second to load, far longer on a loaded machine.)
+  ONNXRT_ENV_RACE_ENVS=20 ONNXRT_ENV_RACE_THREADS=2 bash tools/reliability/memcheck.sh soundness soundness_outputs soundness_array_slices callback_soundness config_keys optional_inputs optional_env env_race preallocated_outputs value_bytes view_mut soundness_async_wakers soundness_bool_bytes soundness_element_types soundness_optional_outputs soundness_key_classes
+}
+
+# Provider-load diagnosis against the real CUDA 13 build of ORT 1.30 (its provider libraries
+# present, CUDA absent, as on a misconfigured server): assembled from the onnxruntime-gpu wheel.
+test_gpu_libs() {
+  cargo run -q -p onnxrt-build-support --bin onnxrt-dist -- assemble gpu-cuda13-1.30.0-wheel >/dev/null
+  ONNXRT_REQUIRE_GPU_WHEEL=1 cargo test -p onnxrt-tests --features cuda,tensorrt --test provider_load --test named_provider
+}
+
+# The CUDA-only API (device memory, streams, copies) on a machine without CUDA: typed errors,
+# the refusals checked before any CUDA call, and the same under valgrind.
+test_cuda_api() {
+  command -v valgrind >/dev/null || { say "installing valgrind"; apt_install valgrind; }
+  cargo test -p onnxrt-tests --features cuda,tensorrt --test value_bytes --test config_keys --test cuda_graph --test soundness_key_classes
+  MEMCHECK_FEATURES=cuda,tensorrt bash tools/reliability/memcheck.sh value_bytes cuda_graph
+}
+
+# The batcher and the server's settings built with CUDA (device buffers, CUDA graphs): on a
+# machine without CUDA their refusals, fallbacks and capture bookkeeping.
+test_serve_cuda() {
+  cargo test -p onnxrt-serve --features cuda --lib --test batch
+}
+
+# Loading without LD_LIBRARY_PATH, in both modes, as a user would run the binary.
+test_loading() {
+  cargo build -q --example resnet_cuda
+  out=$(env -i ./target/debug/examples/resnet_cuda)
+  grep -q '^ONNX Runtime 1.16' <<<"$out" || { echo "$out"; say "FAIL: default mode under env -i"; exit 1; }
+  say "default mode: the example runs under env -i (no LD_LIBRARY_PATH)"
+  cargo build -q --example resnet_cuda --features link --target-dir target/link
+  dynamic=$(readelf -d target/link/debug/examples/resnet_cuda)
+  grep -E 'RUNPATH|NEEDED.*onnxruntime' <<<"$dynamic"
+  grep -q 'NEEDED.*libonnxruntime' <<<"$dynamic" && grep -q 'RUNPATH' <<<"$dynamic" || { say "FAIL: no NEEDED/RUNPATH in link mode"; exit 1; }
+  out=$(env -i ./target/link/debug/examples/resnet_cuda)
+  grep -q '^ONNX Runtime 1.16' <<<"$out" || { echo "$out"; say "FAIL: link mode under env -i"; exit 1; }
+  say "link mode: NEEDED + RUNPATH baked in, the example runs under env -i"
+}
+
+# cargo package for every publishable crate, then the README's quick start against them.
+test_downstream() {
+  bash tools/downstream.sh
+}
+
 case "${1:-}" in
   run)
     setup_build
@@ -108,48 +179,20 @@ case "${1:-}" in
     cargo run --release --example resnet_cuda -- "$@"
     ;;
   test)
+    shift
+    stages=("$@")
+    [ ${#stages[@]} -gt 0 ] || stages=("${TEST_STAGES[@]}")
+    for stage in "${stages[@]}"; do
+      [[ " ${TEST_STAGES[*]} " == *" $stage "* ]] || { echo "no test stage '$stage'; the stages: ${TEST_STAGES[*]}" >&2; exit 2; }
+    done
     setup_build
     setup_test
     # The checked-in bindings must equal a fresh bindgen run (unless libclang is hidden on purpose).
     if [ -z "${LIBCLANG_PATH:-}" ]; then export ONNXRT_REQUIRE_BINDGEN=1; fi
-    ONNXRT_REQUIRE_CONFORMANCE=1 ONNXRT_REQUIRE_ONNX_PROTO=1 cargo test --workspace --no-fail-fast
-    # The inference server driven by clients nobody here wrote: tritonclient over HTTP and gRPC on
-    # four real pretrained models, answers bitwise equal to single runs (a pinned venv is made once).
-    bash tools/serve/check-clients.sh
-    # The CLI's provisioning commands (`onnxrt fetch`, `bundle --dist`) are behind its `fetch` feature.
-    cargo test -p onnxrt-cli --features fetch --test fetch --test fetch_feature
-    # Soundness regressions (docs/soundness.md): the mistakes the compiler must refuse run
-    # in `cargo test` above (tests/tests/compile_fail.rs); the runtime ones run under valgrind (invalid reads, uninitialised memory, freed loggers).
-    command -v valgrind >/dev/null || { say "installing valgrind"; apt_install valgrind; }
-    # (env_race: two threads, 20 environments between them; bounded by that count, not by time:
-    # under valgrind a session takes about a second to load, far longer on a loaded machine.)
-    ONNXRT_ENV_RACE_ENVS=20 ONNXRT_ENV_RACE_THREADS=2 bash tools/reliability/memcheck.sh soundness soundness_round3 callback_soundness config_keys optional_inputs optional_env env_race preallocated_outputs value_bytes view_mut soundness_async_wakers soundness_bool_bytes soundness_element_types soundness_optional_outputs soundness_key_classes
-    # Provider-load diagnosis against the real CUDA 13 build of ORT 1.30 (its provider libraries
-    # present, CUDA absent, as on a misconfigured server): assembled from the onnxruntime-gpu wheel.
-    cargo run -q -p onnxrt-build-support --bin onnxrt-dist -- assemble gpu-cuda13-1.30.0-wheel >/dev/null
-    ONNXRT_REQUIRE_GPU_WHEEL=1 cargo test -p onnxrt-tests --features cuda,tensorrt --test provider_load --test named_provider
-    # The CUDA-only API (device memory, streams, copies) on a machine without CUDA: typed errors,
-    # the refusals checked before any CUDA call, and the same under valgrind.
-    cargo test -p onnxrt-tests --features cuda,tensorrt --test value_bytes --test config_keys --test cuda_graph --test soundness_key_classes
-    MEMCHECK_FEATURES=cuda,tensorrt bash tools/reliability/memcheck.sh value_bytes cuda_graph
-    # The batcher and the server's settings built with CUDA (device buffers, CUDA graphs): on a
-    # machine without CUDA their refusals, fallbacks and capture bookkeeping.
-    cargo test -p onnxrt-serve --features cuda --lib --test batch
-    # Loading without LD_LIBRARY_PATH, in both modes, as a user would run the binary.
-    cargo build -q --example resnet_cuda
-    out=$(env -i ./target/debug/examples/resnet_cuda)
-    grep -q '^ONNX Runtime 1.16' <<<"$out" || { echo "$out"; say "FAIL: default mode under env -i"; exit 1; }
-    say "default mode: the example runs under env -i (no LD_LIBRARY_PATH)"
-    cargo build -q --example resnet_cuda --features link --target-dir target/link
-    dynamic=$(readelf -d target/link/debug/examples/resnet_cuda)
-    grep -E 'RUNPATH|NEEDED.*onnxruntime' <<<"$dynamic"
-    grep -q 'NEEDED.*libonnxruntime' <<<"$dynamic" && grep -q 'RUNPATH' <<<"$dynamic" || { say "FAIL: no NEEDED/RUNPATH in link mode"; exit 1; }
-    out=$(env -i ./target/link/debug/examples/resnet_cuda)
-    grep -q '^ONNX Runtime 1.16' <<<"$out" || { echo "$out"; say "FAIL: link mode under env -i"; exit 1; }
-    say "link mode: NEEDED + RUNPATH baked in, the example runs under env -i"
-    # cargo package for every publishable crate, then the README's quick start against them.
-    bash tools/downstream.sh
-    test_newest
+    for stage in "${stages[@]}"; do
+      say "test stage: $stage"
+      "test_${stage//-/_}"
+    done
     ;;
   newest)
     setup_build
@@ -165,7 +208,7 @@ case "${1:-}" in
     say "lint: rustfmt and clippy clean (default and cuda+tensorrt features)"
     ;;
   *)
-    echo "usage: bash tools/dev.sh run|test|newest|lint" >&2
+    echo "usage: bash tools/dev.sh run | test [STAGE...] | newest | lint (stages: ${TEST_STAGES[*]})" >&2
     exit 2
     ;;
 esac

@@ -17,7 +17,7 @@ root=$PWD
 say() { printf '\033[1mdownstream.sh:\033[0m %s\n' "$*" >&2; }
 fail() { say "FAIL: $*"; exit 1; }
 
-crates=(onnxrt-build-support onnxrt-sys onnxrt onnxrt-serve onnxrt-onnx-proto onnxrt-cli)
+crates=(onnxrt-build-support onnxrt-sys onnxrt-preflight onnxrt onnxrt-serve onnxrt-onnx-proto onnxrt-cli)
 work=$root/target/downstream
 # The CI machine reaches package registries but not the release assets, so the quick start's
 # official CPU archive is swapped for the registry-assembled build of the same library.

@@ -79,6 +79,11 @@ impl Cache {
         if !crate::trust::check_dir(&entry, crate::trust::Follow::No)? {
             return Ok(None);
         }
+        // The work and lock folders are checked on a warm entry too, as when an install makes
+        // them: a link there (to another user's folder) is refused, not used by a later sweep or lock.
+        for private in [".locks", ".tmp"] {
+            crate::trust::check_dir(&self.dir.join(private), crate::trust::Follow::No)?;
+        }
         let marker = entry.join(COMPLETE_MARKER);
         Ok(fs::symlink_metadata(&marker).is_ok_and(|m| m.is_file()).then_some(entry))
     }
@@ -165,6 +170,7 @@ impl Cache {
     pub fn publish(&self, work: TempDir, sha256: &str) -> Result<PathBuf> {
         // Whatever umask the build runs under, no folder or file of an entry is writable by others.
         crate::trust::normalise_modes(work.path())?;
+        crate::record::remove_empty_folders(work.path())?;
         let items = crate::record::write(work.path())?;
         for (path, item) in &items {
             if let crate::record::Item::File { .. } = item {

@@ -2,8 +2,8 @@
 //!
 //! | variable | effect |
 //! |---|---|
-//! | `ONNXRT_LIB_DIR` | use an installed runtime (its `lib` folder); bytes not verified, version checked |
-//! | `ONNXRT_INCLUDE_DIR` | headers for `ONNXRT_LIB_DIR` (default: `../include` beside it) |
+//! | `ONNXRT_LIB_DIR` | use an installed runtime (its `lib` folder); bytes not verified, version checked; absolute (compiled in) |
+//! | `ONNXRT_INCLUDE_DIR` | headers for `ONNXRT_LIB_DIR` (default: `../include` beside it); absolute |
 //! | `ONNXRT_ARCHIVE` | a local copy of the archive (air-gapped delivery), verified like a download |
 //! | `ONNXRT_ARCHIVE_SHA256` | your pin for a distribution the manifest leaves unpinned |
 //! | `ONNXRT_CACHE_DIR` | cache folder (default `$XDG_CACHE_HOME/onnxrt` or `~/.cache/onnxrt`); must be absolute (a relative one is refused: the build script runs in the package's folder, the program later elsewhere), and a relative `XDG_CACHE_HOME` is ignored, as the XDG specification says |
@@ -12,9 +12,11 @@
 //! | `ONNXRT_DIST` | which manifest entry (default: the manifest's `default`) |
 //! | `ONNXRT_DOWNLOAD_TIMEOUT` | seconds of too little progress before a download attempt fails (default 60): waiting this long for the next bytes of the body or for a whole response head fails, and so does an attempt that receives less than 64 KiB (or the rest of the body) in any such window |
 //! | `ONNXRT_DOWNLOAD_DEADLINE` | seconds one download attempt may take in all, however it progresses: connecting, redirects, headers and body (default 1800). A download makes at most 3 attempts, so it ends within 3 × this plus under a second of pauses: 90 minutes by default |
-//! | `https_proxy`/`HTTPS_PROXY`, `http_proxy`/`HTTP_PROXY`, `all_proxy`/`ALL_PROXY`, `no_proxy`/`NO_PROXY` | the proxy of downloads, as curl, pip and cargo read them (lower case first; see [`Proxies`]); the build log names the proxy used. The bytes are verified against the pin as always, so a proxy can make a download fail, never supply other bytes |
+//! | `https_proxy`/`HTTPS_PROXY`, `http_proxy`, `all_proxy`/`ALL_PROXY`, `no_proxy`/`NO_PROXY` | the proxy of downloads, as curl reads them (lower case first, no upper-case `HTTP_PROXY`; http:// proxies only; see [`Proxies`]); the build log names the proxy used. The bytes are verified against the pin as always, so a proxy can make a download fail, never supply other bytes |
 //! | `ONNXRT_ALLOW_HTTP=1` | allow plain-http URLs (mirrors on a trusted network, tests); https is required otherwise, and an https URL never redirects to http |
 //! | `ONNXRT_VERIFY=1` | re-hash every file of the cache entry on every build (default: sizes every build, hashes when a build first uses the entry or a file's mtime changed) |
+//!
+//! A control character in any of these is refused: paths and URLs reach `cargo:` lines.
 //!
 //! ORT's own `ORT_*` variables (used by the `ort` crate) are deliberately not read: a shell set up
 //! for another crate must not silently redirect this build.
@@ -110,6 +112,34 @@ impl EnvReader {
         self.read.push(name);
         std::env::var(name).ok().filter(|v| !v.is_empty())
     }
+
+    /// [`EnvReader::var`], refusing control characters: paths and URLs read here reach `cargo:`
+    /// lines (and logs), where a newline would start a directive of its own.
+    fn value(&mut self, name: &'static str) -> Result<Option<String>> {
+        match self.var(name) {
+            Some(value) if value.chars().any(char::is_control) => Err(Error::BadVariable {
+                var: name,
+                why: "holds a control character (a newline, tab, escape...), which would end the `cargo:` line it is printed on and start another directive; remove it".into(),
+                value: value.escape_debug().to_string(),
+            }),
+            other => Ok(other),
+        }
+    }
+
+    /// An absolute path from `name`: a relative one is refused, because the path is compiled into
+    /// the binary (or its rpath) and would be resolved against whatever folder the program runs in.
+    fn absolute(&mut self, name: &'static str) -> Result<Option<PathBuf>> {
+        match self.value(name)? {
+            Some(value) if !Path::new(&value).is_absolute() => Err(Error::BadVariable {
+                var: name,
+                value,
+                why: "is a relative path; it would be compiled in as given and resolved against the folder the \
+                      program later runs in (cargo runs the build script in the package's own folder), so give an absolute path"
+                    .into(),
+            }),
+            other => Ok(other.map(PathBuf::from)),
+        }
+    }
 }
 
 impl Config {
@@ -145,11 +175,18 @@ impl Config {
         let verify = flag(&mut env, "ONNXRT_VERIFY");
         let cache_dir = cache_dir(&mut env)?;
         let proxies = Proxies::from_env(&mut env)?;
+        // Compiled in (rpath, the recorded library, the include path): absolute only.
+        let lib_dir = env.absolute("ONNXRT_LIB_DIR")?;
+        let include_dir = env.absolute("ONNXRT_INCLUDE_DIR")?;
+        // Copied into the cache, so a relative path (against the package's folder) is harmless;
+        // it still reaches a `cargo:rerun-if-changed` line.
+        let archive = env.value("ONNXRT_ARCHIVE")?.map(PathBuf::from);
+        let mirror = env.value("ONNXRT_MIRROR")?;
         Ok(Config {
-            lib_dir: env.var("ONNXRT_LIB_DIR").map(PathBuf::from),
-            include_dir: env.var("ONNXRT_INCLUDE_DIR").map(PathBuf::from),
-            archive: env.var("ONNXRT_ARCHIVE").map(PathBuf::from),
-            mirror: env.var("ONNXRT_MIRROR"),
+            lib_dir,
+            include_dir,
+            archive,
+            mirror,
             manifest,
             dist,
             archive_sha256,
@@ -209,17 +246,17 @@ fn cache_dir(env: &mut EnvReader) -> Result<PathBuf> {
               in the package's own folder, so give an absolute path"
             .into(),
     };
-    if let Some(dir) = env.var("ONNXRT_CACHE_DIR") {
+    if let Some(dir) = env.value("ONNXRT_CACHE_DIR")? {
         return if Path::new(&dir).is_absolute() {
             Ok(PathBuf::from(dir))
         } else {
             Err(relative("ONNXRT_CACHE_DIR", dir))
         };
     }
-    if let Some(xdg) = env.var("XDG_CACHE_HOME").filter(|x| Path::new(x).is_absolute()) {
+    if let Some(xdg) = env.value("XDG_CACHE_HOME")?.filter(|x| Path::new(x).is_absolute()) {
         return Ok(PathBuf::from(xdg).join("onnxrt"));
     }
-    match env.var("HOME") {
+    match env.value("HOME")? {
         Some(home) if Path::new(&home).is_absolute() => Ok(PathBuf::from(home).join(".cache").join("onnxrt")),
         Some(home) => Err(relative("HOME", home)),
         None => Err(Error::BadVariable {
@@ -230,9 +267,9 @@ fn cache_dir(env: &mut EnvReader) -> Result<PathBuf> {
     }
 }
 
-/// The proxies of downloads, read as curl, pip and cargo read them: `https_proxy` for https
-/// URLs, `http_proxy` for http ones, `all_proxy` for either when that is unset (each in lower case
-/// first, then upper case), none for a host that `no_proxy` names (`*` for all; a name matches
+/// The proxies of downloads, read as curl reads them: `https_proxy` for https URLs, `http_proxy`
+/// for http ones, `all_proxy` for either when that is unset (each in lower case first, then upper
+/// case, except `HTTP_PROXY`, which curl ignores too), none for a host that `no_proxy` names (`*` for all; a name matches
 /// itself and its subdomains, a leading dot is ignored, a `:port` suffix is ignored; an IP
 /// address matches only itself, CIDR ranges are not read).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -249,28 +286,42 @@ pub struct Proxies {
 
 impl Proxies {
     fn from_env(env: &mut EnvReader) -> Result<Proxies> {
-        let mut one = |lower: &'static str, upper: &'static str| -> Result<Option<(String, &'static str)>> {
-            let found = match env.var(lower) {
+        // `upper` is `None` for `http_proxy`: curl ignores `HTTP_PROXY`, which a CGI program
+        // receives from a request's `Proxy:` header ("httpoxy"), and so does this.
+        let mut one = |lower: &'static str, upper: Option<&'static str>| -> Result<Option<(String, &'static str)>> {
+            let found = match env.value(lower)? {
                 Some(v) => Some((v, lower)),
-                None => env.var(upper).map(|v| (v, upper)),
+                None => match upper {
+                    Some(upper) => env.value(upper)?.map(|v| (v, upper)),
+                    None => None,
+                },
             };
             if let Some((value, var)) = found.clone() {
-                if value.to_ascii_lowercase().starts_with("socks") {
+                let lower_value = value.to_ascii_lowercase();
+                if lower_value.starts_with("socks") {
                     let why = "is a SOCKS proxy, which downloads here cannot use; name an HTTP proxy".into();
-                    return Err(Error::BadVariable { var, value, why });
+                    return Err(Error::BadVariable { var, value: shown_url(&value), why });
+                }
+                if lower_value.starts_with("https://") {
+                    let why = "is an https:// proxy (TLS to the proxy itself), which downloads here cannot use: only \
+                               http:// proxies are supported (an https download still goes through one as a CONNECT tunnel, \
+                               so the archive's bytes stay encrypted end to end); write the proxy as http://host:port"
+                        .into();
+                    return Err(Error::BadVariable { var, value: shown_url(&value), why });
                 }
                 if let Err(e) = ureq::Proxy::new(&value) {
-                    return Err(Error::BadVariable { var, value, why: format!("is not a proxy URL: {e}") });
+                    let why = format!("is not a proxy URL: {e}");
+                    return Err(Error::BadVariable { var, value: shown_url(&value), why });
                 }
             }
             Ok(found)
         };
-        let https = one("https_proxy", "HTTPS_PROXY")?;
-        let http = one("http_proxy", "HTTP_PROXY")?;
-        let all = one("all_proxy", "ALL_PROXY")?;
+        let https = one("https_proxy", Some("HTTPS_PROXY"))?;
+        let http = one("http_proxy", None)?;
+        let all = one("all_proxy", Some("ALL_PROXY"))?;
         let no_proxy = env
-            .var("no_proxy")
-            .or_else(|| env.var("NO_PROXY"))
+            .value("no_proxy")?
+            .or(env.value("NO_PROXY")?)
             .map(|v| {
                 v.split([',', ' ', '\t'])
                     .map(|h| h.trim().trim_start_matches('.').to_ascii_lowercase())
@@ -331,14 +382,45 @@ pub fn shown_proxy(proxy: &str) -> String {
     }
 }
 
-/// A whole number of seconds, at least 1, from `var`, else `default`.
-fn seconds(env: &mut EnvReader, var: &'static str, default: u64) -> Result<Duration> {
-    match env.var(var) {
-        Some(v) => match v.parse::<u64>() {
-            Ok(n) if n > 0 => Ok(Duration::from_secs(n)),
-            _ => {
-                Err(Error::BadVariable { var, value: v, why: "expected a whole number of seconds, at least 1".into() })
+/// A URL as logs, errors and the recorded build source show it: without its user and password
+/// (`https://***@host/...`), as [`shown_proxy`] shows a proxy. Also masks every URL inside a
+/// longer text (an HTTP client's error message quotes the URL it failed on).
+pub fn shown_url(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        out.push_str(&rest[..at + 3]);
+        rest = &rest[at + 3..];
+        let end = rest.find(|c: char| "/?#\"'<>()[]".contains(c) || c.is_whitespace()).unwrap_or(rest.len());
+        // `[` starts an IPv6 host: the authority runs on to the path.
+        let end = if rest[..end].is_empty() { rest.find(['/', '?', '#']).unwrap_or(rest.len()) } else { end };
+        match rest[..end].rfind('@') {
+            Some(user_end) => {
+                out.push_str("***");
+                out.push_str(&rest[user_end..end]);
             }
+            None => out.push_str(&rest[..end]),
+        }
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The most seconds `ONNXRT_DOWNLOAD_TIMEOUT` and `ONNXRT_DOWNLOAD_DEADLINE` accept: a week, far
+/// beyond any download, and far below what would overflow a clock (`Instant + Duration`).
+pub const MAX_SECONDS: u64 = 7 * 24 * 3600;
+
+/// A whole number of seconds, from 1 to [`MAX_SECONDS`], from `var`, else `default`.
+fn seconds(env: &mut EnvReader, var: &'static str, default: u64) -> Result<Duration> {
+    match env.value(var)? {
+        Some(v) => match v.parse::<u64>() {
+            Ok(n) if (1..=MAX_SECONDS).contains(&n) => Ok(Duration::from_secs(n)),
+            _ => Err(Error::BadVariable {
+                var,
+                value: v,
+                why: format!("expected a whole number of seconds from 1 to {MAX_SECONDS} (a week)"),
+            }),
         },
         None => Ok(Duration::from_secs(default)),
     }
@@ -375,5 +457,12 @@ mod tests {
         assert_eq!(proxies(&["*"]).for_url("https://github.com/x.tgz"), None);
         assert_eq!(Proxies::default().for_url("https://github.com/x.tgz"), None);
         assert_eq!(shown_proxy("http://user:secret@proxy:3128"), "http://***@proxy:3128");
+        assert_eq!(shown_url("http://user:pw@host:81/a/b@c?x=@"), "http://***@host:81/a/b@c?x=@");
+        assert_eq!(shown_url("https://host/a@b"), "https://host/a@b");
+        assert_eq!(shown_url("/tmp/a@b/x.tgz"), "/tmp/a@b/x.tgz");
+        assert_eq!(
+            shown_url("http://u:p@h:1/x: Connection Failed (via http://v:q@proxy:3128)"),
+            "http://***@h:1/x: Connection Failed (via http://***@proxy:3128)"
+        );
     }
 }

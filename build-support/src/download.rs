@@ -308,7 +308,10 @@ fn attempt_once(
     progress: &dyn Fn(&Event),
 ) -> Result<Downloaded, Retry> {
     let started = Instant::now();
-    let deadline = started + limits.deadline;
+    // A deadline too far for the clock is the longest one accepted (no overflow panic).
+    let deadline = started
+        .checked_add(limits.deadline)
+        .unwrap_or_else(|| started + Duration::from_secs(crate::config::MAX_SECONDS));
     let io_error = |what: &str| {
         let context = format!("{what} the download's work file");
         move |e| Retry::No(Error::io(context)(e))

@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use crate::config::shown_url;
+
 /// Why a distribution could not be provided.
 // The fields are named for what they hold and shown in the message; documenting each again adds nothing.
 #[allow(missing_docs)]
@@ -33,13 +35,14 @@ pub enum Error {
     Unpinned { dist: String, computed: String },
 
     /// The bytes do not match the pinned hash; `note` says what became of the file and what to do.
-    #[error("sha256 mismatch for {what}: expected {expected}, got {actual}. {note}")]
+    #[error("sha256 mismatch for {}: expected {expected}, got {actual}. {note}", shown_url(what))]
     HashMismatch { what: String, expected: String, actual: String, note: String },
 
     /// The file is not the pinned size; nothing was installed from it.
     #[error(
-        "size mismatch for {what}: the pin says {expected} bytes, got {actual}. Nothing was installed from it; \
-         it is truncated, padded or not the pinned release. Fetch it again, or check ONNXRT_MIRROR / ONNXRT_ARCHIVE"
+        "size mismatch for {}: the pin says {expected} bytes, got {actual}. Nothing was installed from it; \
+         it is truncated, padded or not the pinned release. Fetch it again, or check ONNXRT_MIRROR / ONNXRT_ARCHIVE",
+        shown_url(what)
     )]
     SizeMismatch { what: String, expected: u64, actual: u64 },
 
@@ -48,25 +51,29 @@ pub enum Error {
     PinConflict { dist: String, given: String, pinned: String },
 
     /// The download failed after the allowed retries.
-    #[error("downloading {url} failed after {attempts} attempt(s): {why}. Check the network or proxy, set ONNXRT_MIRROR to a reachable copy, or deliver the archive by hand with ONNXRT_ARCHIVE=/path/to/file")]
+    #[error("downloading {} failed after {attempts} attempt(s): {}. Check the network or proxy, set ONNXRT_MIRROR to a reachable copy, or deliver the archive by hand with ONNXRT_ARCHIVE=/path/to/file", shown_url(url), shown_url(why))]
     Download { url: String, attempts: u32, why: String },
 
     /// The server answered with an HTTP error.
-    #[error("{url} answered HTTP {status}. Check the URL (ONNXRT_MIRROR?) or deliver the archive with ONNXRT_ARCHIVE=/path/to/file")]
+    #[error("{} answered HTTP {status}. Check the URL (ONNXRT_MIRROR?) or deliver the archive with ONNXRT_ARCHIVE=/path/to/file", shown_url(url))]
     HttpStatus { url: String, status: u16 },
 
     /// The body ended before the announced length.
     #[error(
-        "{url}: the body ended after {got} of {expected} bytes (truncated download); nothing was installed, try again"
+        "{}: the body ended after {got} of {expected} bytes (truncated download); nothing was installed, try again",
+        shown_url(url)
     )]
     Truncated { url: String, got: u64, expected: u64 },
 
     /// The body is larger than the manifest allows.
-    #[error("{what} is larger than the {cap}-byte cap of the manifest; refusing it (wrong file or hostile server)")]
+    #[error(
+        "{} is larger than the {cap}-byte cap of the manifest; refusing it (wrong file or hostile server)",
+        shown_url(what)
+    )]
     TooLarge { what: String, cap: u64 },
 
     /// A URL (or a redirect to it) that would fetch without https.
-    #[error("refusing to fetch {url}{}: {why}", from.as_ref().map(|f| format!(" (redirected from {f})")).unwrap_or_default())]
+    #[error("refusing to fetch {}{}: {why}", shown_url(url), from.as_ref().map(|f| format!(" (redirected from {})", shown_url(f))).unwrap_or_default())]
     Insecure { url: String, from: Option<String>, why: &'static str },
 
     /// A cache entry no longer holds what was installed, and the build cannot reinstall it.
@@ -135,6 +142,12 @@ pub enum Error {
     /// The runtime is older than the C API this crate needs.
     #[error("{path} is ONNX Runtime {found}, older than {required} (C API {api}); use ONNX Runtime 1.16 or newer")]
     TooOld { path: PathBuf, found: String, required: String, api: u32 },
+
+    /// An output file (`onnxrt-dist pack`) would be written inside the cache or the folder packed.
+    #[error(
+        "refusing to write {out}: it is inside {inside}, {what}; write it to a folder outside (nothing was written)"
+    )]
+    OutputInside { out: PathBuf, inside: PathBuf, what: &'static str },
 
     /// A registry client (npm, pip, apt-get) failed.
     #[error("`{command}` failed: {why}")]

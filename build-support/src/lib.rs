@@ -141,9 +141,10 @@ impl fmt::Display for Source {
                 write!(f, "the cache {} (checked now: sha256 and size of its {files} files {trust})", entry.display())
             }
             Source::Download { url, final_url } if url == final_url => {
-                write!(f, "a download of {url} (sha256 verified)")
+                write!(f, "a download of {} (sha256 verified)", crate::config::shown_url(url))
             }
             Source::Download { url, final_url } => {
+                let (url, final_url) = (crate::config::shown_url(url), crate::config::shown_url(final_url));
                 write!(f, "a download of {url}, redirected to {final_url} (sha256 verified)")
             }
             Source::Registries => write!(f, "package registries (every file's sha256 verified)"),
@@ -315,11 +316,18 @@ fn read_stamp(path: &Path) -> Option<String> {
 /// so a link planted at the stamp's name is replaced, never written through. Best effort: a
 /// stamp that cannot be written only means the next build hashes again.
 fn write_stamp(dir: &Path, text: &str) {
+    let _ = replace_file(dir, STAMP, text.as_bytes());
+}
+
+/// Writes `bytes` as `dir/name` the one way a build script writes into its `OUT_DIR`: a new file
+/// of random name in `dir`, renamed over `name`. A link (or anything else) planted at `name` is
+/// replaced, never written through, and a reader never sees half a file. Used for the stamp and
+/// by onnxrt-sys for `bindings.rs`.
+pub fn replace_file(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
-    let Ok(mut file) = tempfile::Builder::new().prefix(".onnxrt-entry-hashed-").tempfile_in(dir) else { return };
-    if file.write_all(text.as_bytes()).is_ok() {
-        let _ = file.persist(dir.join(STAMP));
-    }
+    let mut file = tempfile::Builder::new().prefix(&format!(".{name}-")).tempfile_in(dir)?;
+    file.write_all(bytes)?;
+    file.persist(dir.join(name)).map(drop).map_err(|e| e.error)
 }
 
 /// The library, providers and headers of `dist`, relative to an entry.

@@ -16,15 +16,43 @@ use crate::{verify, Provisioned};
 pub fn pack(p: &Provisioned, out: &Path) -> Result<String> {
     let root = p.lib_dir.parent().ok_or_else(|| Error::Manifest("library folder has no parent".into()))?;
     let root_name = root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    refuse_inside(out, root, "the distribution being packed")?;
     let recorded = recorded_paths(root)?;
-    let tmp = out.with_extension("tgz.partial");
-    let result = write_archive(root, &root_name, &tmp, recorded.as_deref());
-    if let Err(e) = result {
-        let _ = fs::remove_file(&tmp);
-        return Err(e);
-    }
-    fs::rename(&tmp, out).map_err(Error::io(format!("renaming into {}", out.display())))?;
+    // A work file of random name beside `out` (a link planted at a fixed name is never written
+    // through); dropped, so removed, on error.
+    let folder = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let tmp = tempfile::Builder::new()
+        .prefix(".onnxrt-pack-")
+        .suffix(".partial")
+        .tempfile_in(folder)
+        .map_err(Error::io(format!("creating a work file in {}", folder.display())))?;
+    write_archive(root, &root_name, tmp.path(), recorded.as_deref())?;
+    tmp.persist(out).map_err(|e| Error::io(format!("renaming into {}", out.display()))(e.error))?;
     verify::sha256_file(out)
+}
+
+/// Refuses an output path inside `folder` (both resolved through links, the output's folder
+/// being what exists of it): writing there would change what was verified.
+pub fn refuse_inside(out: &Path, folder: &Path, what: &'static str) -> Result<()> {
+    let Ok(folder) = fs::canonicalize(folder) else { return Ok(()) };
+    let absolute = std::path::absolute(out).map_err(Error::io(format!("resolving {}", out.display())))?;
+    // The nearest existing ancestor of the output, resolved (the file itself may not exist yet).
+    let mut existing = absolute.as_path();
+    let resolved = loop {
+        match existing.parent() {
+            Some(parent) => {
+                if let Ok(real) = fs::canonicalize(parent) {
+                    break real;
+                }
+                existing = parent;
+            }
+            None => return Ok(()),
+        }
+    };
+    if resolved.starts_with(&folder) {
+        return Err(Error::OutputInside { out: out.to_owned(), inside: folder, what });
+    }
+    Ok(())
 }
 
 /// For a folder inside a cache entry: the recorded paths below it, after checking that the entry

@@ -49,7 +49,7 @@ fn log_line(event: &Event, last: &mut u64) -> Option<String> {
         Event::Started { url, attempt, total } => {
             *last = 0;
             let size = total.map_or("size not announced".to_owned(), |t| format!("{:.1} MiB", t as f64 / MIB));
-            Some(format!("downloading {url} ({size}), attempt {attempt}"))
+            Some(format!("downloading {} ({size}), attempt {attempt}", crate::config::shown_url(url)))
         }
         Event::Received { bytes, total } => {
             let step = match total {

@@ -220,6 +220,15 @@ pub fn check_folder(entry: &Path, items: &[(PathBuf, Item)]) -> std::result::Res
             let bookkeeping = relative.as_os_str().is_empty() && UNLISTED.iter().any(|u| child.file_name() == *u);
             if meta.is_dir() {
                 check_owner_and_mode(&meta).map_err(damage)?;
+                // Only folders that hold recorded paths were installed (empty ones are removed
+                // before recording): any other, even empty, was made beside the install.
+                if !items.iter().any(|(p, _)| p.starts_with(&path)) {
+                    return Err(damage(
+                        "is a folder that holds nothing in the entry's record of its files: it was made beside the \
+                         installed files (planted?)"
+                            .into(),
+                    ));
+                }
                 stack.push(path);
                 continue;
             }
@@ -253,6 +262,22 @@ fn check_owner_and_mode(meta: &fs::Metadata) -> std::result::Result<(), String> 
         return Err(format!("can be written by {who} (mode {mode:o}), so it could be anyone's"));
     }
     Ok(())
+}
+
+/// Removes the folders below `dir` that hold no file or link (at any depth): the record lists
+/// files and links only, so the folders an entry may hold are the ones its recorded paths imply.
+pub(crate) fn remove_empty_folders(dir: &Path) -> Result<bool> {
+    let mut empty = true;
+    for child in fs::read_dir(dir).map_err(Error::io(format!("listing {}", dir.display())))? {
+        let path = child.map_err(Error::io(format!("listing {}", dir.display())))?.path();
+        let meta = fs::symlink_metadata(&path).map_err(Error::io(format!("reading {}", path.display())))?;
+        if meta.is_dir() && remove_empty_folders(&path)? {
+            fs::remove_dir(&path).map_err(Error::io(format!("removing the empty folder {}", path.display())))?;
+        } else {
+            empty = false;
+        }
+    }
+    Ok(empty)
 }
 
 fn walk(entry: &Path, relative: &Path, items: &mut Vec<(PathBuf, Item)>) -> Result<()> {

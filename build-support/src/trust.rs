@@ -87,7 +87,56 @@ pub(crate) fn check_dir(path: &Path, follow: Follow) -> Result<bool> {
         ));
     }
     check_owner_and_mode(path, &meta)?;
+    if follow == Follow::Yes {
+        check_ancestors(path)?;
+    }
     Ok(true)
+}
+
+/// Refuses a cache folder that someone else could replace: one of the folders above it (as
+/// given, and as its links resolve) is another user's, or writable by group or others without
+/// the sticky bit. Whoever can write such a folder can rename the cache away and put their own
+/// in its place, after this build and before the binary loads the library recorded in it. This
+/// is ssh's `StrictModes`; a sticky folder (`/tmp`) lets nobody rename what others own.
+pub(crate) fn check_ancestors(path: &Path) -> Result<()> {
+    let real = fs::canonicalize(path).map_err(Error::io(format!("resolving {}", path.display())))?;
+    for ancestor in path.ancestors().skip(1).chain(real.ancestors().skip(1)) {
+        if ancestor.as_os_str().is_empty() {
+            continue;
+        }
+        let meta = fs::metadata(ancestor).map_err(Error::io(format!("reading {}", ancestor.display())))?;
+        if let Some(why) = replaceable_by_others(&meta) {
+            return Err(refuse(
+                ancestor,
+                format!(
+                    "{why}, so the cache folder {} below it could be renamed away and another put in its place \
+                     (the binaries built from it load the library recorded there)",
+                    path.display()
+                ),
+                format!(
+                    "keep the cache in a folder only you (or root) can write, such as the default ~/.cache/onnxrt \
+                     (unset ONNXRT_CACHE_DIR), or make {} yours and `chmod go-w` it (or `chmod +t` it, as /tmp is)",
+                    ancestor.display()
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Why another user could rename what a folder holds, if they could: it is theirs (neither
+/// yours nor root's), or group or others may write it and it is not sticky.
+pub(crate) fn replaceable_by_others(meta: &fs::Metadata) -> Option<String> {
+    let me = my_uid();
+    if meta.uid() != me && meta.uid() != 0 {
+        return Some(format!("belongs to uid {}, not to you (uid {me}) or root", meta.uid()));
+    }
+    let mode = meta.mode() & 0o7777;
+    if mode & 0o022 != 0 && mode & 0o1000 == 0 {
+        let who = if mode & 0o002 != 0 { "everyone" } else { "its group" };
+        return Some(format!("can be written by {who} and is not sticky (mode {mode:o})"));
+    }
+    None
 }
 
 /// Creates a folder of the cache if missing (mode 0755), then checks it.

@@ -1,5 +1,6 @@
-//! Downloads go through the proxy the environment names, as curl, pip and cargo read it (issue
-//! 41, limit "proxies are ignored"): `http_proxy`/`HTTP_PROXY` for http URLs, `https_proxy` for
+//! Downloads go through the proxy the environment names, as curl reads it (issue 41, limit
+//! "proxies are ignored"): `http_proxy` for http URLs (upper-case `HTTP_PROXY` is ignored, as
+//! curl ignores it: `fourth_probe`), `https_proxy` for
 //! https ones (tunnelled with CONNECT), `no_proxy` to go direct. The proxies are written here, on
 //! 127.0.0.1; the origin's host name does not resolve, so only a proxy can reach it. A proxy that
 //! alters the bytes makes the download fail its pin: nothing is installed.
@@ -154,7 +155,7 @@ fn a_download_goes_through_the_http_proxy_the_environment_names() {
     let path = format!("/dl/{UNPINNED_FILE}");
     let server = Server::start(vec![(path.as_str(), Behaviour::Serve(archive))]);
     let mirror = format!("http://{ORIGIN}/dl");
-    for var in ["http_proxy", "HTTP_PROXY", "all_proxy"] {
+    for var in ["http_proxy", "all_proxy", "ALL_PROXY"] {
         let proxy = Proxy::start(server.addr(), Mode::Honest);
         let tmp = tempdir();
         let cache = tmp.path().join("cache");

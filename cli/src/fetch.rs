@@ -33,7 +33,7 @@ pub fn run(dist: Option<&str>, offline: bool) -> Result<()> {
     let dist = config.manifest.dist(&config.dist)?.clone();
     let shown = Arc::new(Mutex::new(Shown {
         file_name: dist.file_name(),
-        url: build_support::url(&config, &dist),
+        url: build_support::config::shown_url(&build_support::url(&config, &dist)),
         bar: std::io::stderr().is_terminal().then(ProgressBar::hidden),
         attempt: None,
     }));

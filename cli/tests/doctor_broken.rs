@@ -183,7 +183,7 @@ fn a_cuda_provider_library_of_another_ort_release_is_the_first_fail_row() {
     let runtime = runtime_with_a_cuda_provider_of_release_1_29(&lib, &folder);
     // Everything else the provider needs is there (complete stand-ins), so only the release is wrong.
     let dir = scratch.path().join("cuda13");
-    let cudnn = onnxrt::preflight::cudnn::CUDNN_9;
+    let cudnn = onnxrt_preflight::cudnn::CUDNN_9;
     stand_ins(&lib, &dir, &CUDA_13.iter().chain(&["libcudnn.so.9"]).chain(cudnn).copied().collect::<Vec<_>>());
 
     let found = doctor(&runtime, Some(&dir));

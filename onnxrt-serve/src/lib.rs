@@ -8,6 +8,8 @@
 //! - [`oip`] and [`repository`] (feature `server`): the Open Inference Protocol's tensors and
 //!   messages, and a repository of models served by name, each checked, warmed up and run
 //!   batched or alone.
+//! - [`server`] (the `serve` program as a library: REST and gRPC adapters over [`infer`]),
+//!   [`isolation`] (runs in worker processes a runtime crash cannot take the server down with).
 //! - The programs `serve` (an inference server speaking the Open Inference Protocol over REST
 //!   and gRPC) and `loadgen` (its load generator),
 //!   and the modules they share (feature `server`, on by default; turn it off with
@@ -32,9 +34,15 @@ pub mod http_client;
 #[cfg(feature = "server")]
 pub mod imagenet;
 #[cfg(feature = "server")]
+pub mod infer;
+#[cfg(feature = "server")]
+pub mod isolation;
+#[cfg(feature = "server")]
 pub mod oip;
 #[cfg(feature = "server")]
 pub mod repository;
+#[cfg(feature = "server")]
+pub mod server;
 #[cfg(feature = "server")]
 pub mod tensor_body;
 

@@ -530,7 +530,7 @@ fn stalled_bodies_slow_heads_and_surplus_connections_are_closed() {
 #[test]
 fn connections_over_the_cap_are_refused_and_requests_are_logged() {
     let root = repository();
-    let server = Server::start(&root, &["--max-connections", "3"]);
+    let server = Server::start(&root, &["--max-connections", "3", "--max-connections-per-peer", "3"]);
     // Three open connections hold every slot (the header timeout is 10 s by default).
     let held: Vec<TcpStream> = (0..3).map(|_| raw(server.rest)).collect();
     let mut refused = String::new();
@@ -578,7 +578,7 @@ fn connections_over_the_cap_are_refused_and_requests_are_logged() {
 }
 
 #[test]
-fn a_repository_that_cannot_be_served_is_refused_at_start_naming_the_folder() {
+fn with_strict_start_a_repository_that_cannot_be_served_is_refused_at_start_naming_the_folder() {
     type MakeRepository = fn(&Path);
     let cases: [(&str, MakeRepository, &str); 6] = [
         ("no model file", |root| std::fs::create_dir_all(root.join("empty")).expect("test value"), "has no model.onnx"),
@@ -636,7 +636,7 @@ fn a_repository_that_cannot_be_served_is_refused_at_start_naming_the_folder() {
         let output = Command::new(env!("CARGO_BIN_EXE_serve"))
             .arg("--model-repository")
             .arg(&root)
-            .args(["--listen", "127.0.0.1:0", "--grpc-listen", "off"])
+            .args(["--listen", "127.0.0.1:0", "--grpc-listen", "off", "--strict-start"])
             .output()
             .expect("serve runs");
         let stderr = String::from_utf8_lossy(&output.stderr);

@@ -20,7 +20,6 @@ const LAYERS: [&[&str]; 4] = [
         "ffi_guard",
         "allowed_keys",
         "gpu_failure",
-        "preflight",
         "guide",
     ],
     &["env", "memory", "run_options", "cuda_stream", "lora"],

@@ -92,7 +92,6 @@ mod layers;
 mod loader;
 pub mod lora;
 mod memory;
-pub mod preflight;
 pub mod profiling;
 pub mod providers;
 mod run_options;
@@ -121,10 +120,6 @@ pub use session::{
     ValueType, DEFAULT_MAX_ASYNC_RUNS,
 };
 pub use value::{TensorInfo, Value, ValueKind};
-
-/// The outputs of a run, tied to no session: [`Outputs`] is that type now.
-#[deprecated(note = "use `Outputs`: it no longer borrows the session")]
-pub type OwnedOutputs = Outputs;
 
 /// The inputs of a run on a model that has none: `session.run(onnxrt::NO_INPUTS)` (an empty
 /// `&[]` leaves the pair type to infer).

@@ -10,6 +10,14 @@
 //! is an error, never quietly replaced by the next candidate; only places that do not exist are
 //! skipped.
 //!
+//! The library recorded at build time (4) is loaded only if nobody else could have replaced it:
+//! the file and every folder above it (as recorded, and as its links resolve) must be yours or
+//! root's, the file writable by nobody else, and each folder writable by nobody else unless it is
+//! sticky (`/tmp`) — ssh's `StrictModes`. Otherwise another user could rename the cache away and
+//! plant a library in its place after the build; the load is refused, naming the folder. Paths
+//! the user names (1, 2) and the bundle beside the executable (3) are not checked: the user chose
+//! them, and whoever can write the executable's folder can replace the executable itself.
+//!
 //! With the `link` feature the runtime is linked instead and none of this runs.
 
 use std::path::{Path, PathBuf};
@@ -35,7 +43,7 @@ pub(crate) fn candidates(explicit: Option<&Path>) -> Vec<(String, PathBuf)> {
     if let Some(dir) = std::env::current_exe().ok().and_then(|exe| exe.parent().map(Path::to_path_buf)) {
         out.push(("the bundle beside the executable".to_owned(), dir.join("onnxruntime").join("lib")));
     }
-    out.push(("recorded at build time".to_owned(), PathBuf::from(onnxrt_sys::BUILD_LIBRARY)));
+    out.push((RECORDED.to_owned(), PathBuf::from(onnxrt_sys::BUILD_LIBRARY)));
     out
 }
 
@@ -63,11 +71,67 @@ fn library_in(path: &Path) -> Option<PathBuf> {
     })
 }
 
+const RECORDED: &str = "recorded at build time";
+
+/// Why another user could have replaced `file` (or could replace it before it is mapped), if so:
+/// the file is theirs or writable by group or others, or a folder above it is theirs or
+/// writable by group or others without the sticky bit.
+pub(crate) fn replaceable(file: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let real = match std::fs::canonicalize(file) {
+        Ok(real) => real,
+        Err(e) => return Some(format!("cannot be resolved ({e})")),
+    };
+    let theirs = |uid: u32| uid != me && uid != 0;
+    for checked in [file, real.as_path()] {
+        let meta = match std::fs::metadata(checked) {
+            Ok(meta) => meta,
+            Err(e) => return Some(format!("{} cannot be read ({e})", checked.display())),
+        };
+        let mode = meta.mode() & 0o7777;
+        if theirs(meta.uid()) || mode & 0o022 != 0 {
+            return Some(format!(
+                "{} belongs to uid {} with mode {mode:o}: another user could have replaced it; \
+                 rebuild with a cache only you can write (the default ~/.cache/onnxrt)",
+                checked.display(),
+                meta.uid()
+            ));
+        }
+    }
+    let folders = file.ancestors().skip(1).chain(real.ancestors().skip(1));
+    for folder in folders.filter(|f| !f.as_os_str().is_empty()) {
+        let meta = match std::fs::metadata(folder) {
+            Ok(meta) => meta,
+            Err(e) => return Some(format!("the folder {} cannot be read ({e})", folder.display())),
+        };
+        let mode = meta.mode() & 0o7777;
+        if theirs(meta.uid()) || (mode & 0o022 != 0 && mode & 0o1000 == 0) {
+            return Some(format!(
+                "the folder {} (uid {}, mode {mode:o}) can be written by another user, who could have put \
+                 another library in place of the verified one; refusing to load it. Rebuild with the cache in a \
+                 folder only you can write (the default ~/.cache/onnxrt), or set ONNXRT_DYLIB_PATH to a library \
+                 you trust",
+                folder.display(),
+                meta.uid()
+            ));
+        }
+    }
+    None
+}
+
 /// Loads the first candidate that works.
 #[cfg(not(feature = "link"))]
 pub(crate) fn load(explicit: Option<&Path>) -> Result<Loaded, Error> {
+    load_first(candidates(explicit))
+}
+
+/// Loads the first of `candidates` that works (see the search order above).
+#[cfg(not(feature = "link"))]
+fn load_first(candidates: Vec<(String, PathBuf)>) -> Result<Loaded, Error> {
     let mut tried = Vec::new();
-    for (origin, path) in candidates(explicit) {
+    for (origin, path) in candidates {
         let Some(file) = library_in(&path) else {
             tried.push(LoadAttempt { origin: origin.clone(), path, why: "folder holds no libonnxruntime.so*".into() });
             if chosen_by_user(&origin) {
@@ -81,6 +145,12 @@ pub(crate) fn load(explicit: Option<&Path>) -> Result<Loaded, Error> {
                 break;
             }
             continue;
+        }
+        if origin == RECORDED {
+            if let Some(why) = replaceable(&file) {
+                tried.push(LoadAttempt { origin, path: file, why });
+                break;
+            }
         }
         // SAFETY: loading runs the library's initialisers; ONNX Runtime's only set up static
         // tables. The handle is leaked below, so symbols taken from it stay valid forever.
@@ -130,4 +200,64 @@ pub(crate) fn load(_explicit: Option<&Path>) -> Result<Loaded, Error> {
         });
     }
     Ok(Loaded { base, path: PathBuf::from(onnxrt_sys::BUILD_LIBRARY) })
+}
+
+#[cfg(all(test, not(feature = "link")))]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::{Path, PathBuf};
+
+    use super::{load_first, RECORDED};
+    use crate::error::Error;
+
+    /// A copy of the verified runtime at `folder/lib/<name>`, as a planted cache would hold it.
+    fn copy_of_the_runtime(folder: &Path) -> PathBuf {
+        let built = Path::new(onnxrt_sys::BUILD_LIBRARY);
+        let lib = folder.join("cache").join("entry").join("lib");
+        std::fs::create_dir_all(&lib).expect("creating the cache folders");
+        let file = lib.join(built.file_name().expect("a file name"));
+        std::fs::copy(built, &file).expect("copying the runtime");
+        file
+    }
+
+    fn recorded(file: &Path) -> Vec<(String, PathBuf)> {
+        vec![(RECORDED.to_owned(), file.to_owned())]
+    }
+
+    fn set_mode(path: &Path, mode: u32) {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+    }
+
+    /// The fourth review's hole 1: a cache below a folder anyone can write (no sticky bit) is
+    /// one another user can rename away and replace; the recorded library there is refused.
+    #[test]
+    fn the_recorded_library_below_a_folder_others_can_write_is_refused() {
+        let tmp = tempfile::tempdir().expect("a temporary folder");
+        let public = tmp.path().join("pub");
+        std::fs::create_dir(&public).expect("creating pub");
+        let file = copy_of_the_runtime(&public);
+
+        // The control: the same copy under folders only we can write loads.
+        load_first(recorded(&file)).expect("the copy under private folders loads");
+
+        set_mode(&public, 0o777);
+        match load_first(recorded(&file)) {
+            Err(Error::RuntimeNotFound { tried }) => {
+                let why = &tried.last().expect("one attempt").why;
+                assert!(why.contains(&format!("the folder {}", public.display())), "{why}");
+                assert!(why.contains("another user"), "{why}");
+            }
+            Err(other) => panic!("expected RuntimeNotFound, got {other}"),
+            Ok(_) => panic!("the library below a folder anyone can write was loaded"),
+        }
+
+        // Sticky, as /tmp is: nobody can rename what another user owns there.
+        set_mode(&public, 0o1777);
+        load_first(recorded(&file)).expect("a sticky folder anyone can write is fine");
+
+        // The library file itself writable by the group.
+        set_mode(&public, 0o755);
+        set_mode(&file, 0o664);
+        assert!(load_first(recorded(&file)).is_err(), "a group-writable library is refused");
+    }
 }

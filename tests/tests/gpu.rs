@@ -335,7 +335,7 @@ fn batcher_with_cuda_graphs_answers_each_request_with_its_own_row() {
 
 /// ORT keeps captured graphs per thread, so each worker captures each size on its own thread,
 /// while the other worker may copy rows to the device: a capture meeting other CUDA work fails
-/// ("operation failed due to a previous error during capture", seen in serve29 on an H100
+/// ("operation failed due to a previous error during capture", seen in the GPU server runs on an H100
 /// before the batcher held captures alone). 16 sizes, 2 workers, 8 callers: every request must
 /// be answered, and right.
 #[test]

@@ -174,7 +174,7 @@ fn a_missing_cuda_provider_library_is_named_even_when_options_are_set() {
 /// The strict session's check reads files only, so stand-ins let it walk the real provider's
 /// NEEDED list on a machine without CUDA.
 fn stand_in_gpu_stack(lib_dir: &Path, leave_out: &str, cut: Option<&str>) -> tempfile::TempDir {
-    use onnxrt::preflight::{cudnn, elf, search::Searcher};
+    use onnxrt_preflight::{cudnn, elf, search::Searcher};
     let dir = tempfile::tempdir().expect("tempdir");
     let donor = std::fs::read(lib_dir.join("libonnxruntime_providers_shared.so")).expect("donor library");
     let system = Searcher::from_env();
@@ -243,7 +243,7 @@ fn a_missing_cudnn_is_named_by_a_strict_session() {
 fn a_cuda_provider_library_of_another_release_is_named_by_a_strict_session() {
     let Some(lib_dir) = gpu_build() else { return };
     let real = lib_dir.join("libonnxruntime_providers_cuda.so");
-    assert_eq!(onnxrt::preflight::release::release_strings(&real).expect("scan"), vec!["1.30.0".to_string()]);
+    assert_eq!(onnxrt_preflight::release::release_strings(&real).expect("scan"), vec!["1.30.0".to_string()]);
     let folder = tempfile::tempdir().expect("tempdir");
     for name in ["libonnxruntime.so.1.30.0", "libonnxruntime_providers_shared.so"] {
         std::fs::copy(lib_dir.join(name), folder.path().join(name)).expect("copy");

@@ -10,7 +10,7 @@
 #
 #   machine.txt             nproc, lscpu, memory, load, toolchain
 #   cpu-inprocess.txt       cpu_bench: onnxrt vs raw C (C program's loop, Rust raw-FFI loop), one process
-#   cpu-ort116.txt          the same plus the `ort` 1.16.3 crate, one process (tools/bench/ort116)
+#   cpu-ort116.txt          the same plus the `ort` 1.16.3 crate, one process (benches/ort116)
 #   cpu-raw-c-program.txt   benches/c/raw_run.c as a standalone program, timing itself
 #   cpu-python.txt          Python onnxruntime 1.16.3 (its own bundled library)
 #   cpu-whole-process.*     hyperfine: whole processes running N runs, onnxrt vs raw C
@@ -49,7 +49,7 @@ LIBRARY=$(sed -n 's/^runtime: ONNX Runtime [^ ]* from //p' "$OUT/cpu-inprocess.t
 
 if [ "${SKIP_ORT:-0}" != 1 ]; then
   say "in-process with the ort 1.16.3 crate"
-  if (cd tools/bench/ort116 && CARGO_TARGET_DIR="$TARGET/ort116" cargo build -q --release) 2>"$OUT/ort116-build.err"; then
+  if (cd benches/ort116 && CARGO_TARGET_DIR="$TARGET/ort116" cargo build -q --release) 2>"$OUT/ort116-build.err"; then
     "$TARGET/ort116/release/onnxrt-bench-ort116" --samples "$SAMPLES" | tee "$OUT/cpu-ort116.txt"
   else
     say "ort 1.16.3 did not build, see $OUT/ort116-build.err"

@@ -1,4 +1,4 @@
-"""The Python baseline for examples/gpu_bench.rs, same modes and output format, same ORT build.
+"""The Python baseline for benches/src/bin/gpu_bench.rs, same modes and output format, same ORT build.
 python3 bench_python.py MODEL [--modes run,iobinding,cuda_graph,nhwc,fast] [--batches 1,32,128] [--iterations 50] [--warmup 10]
 (PYTHONPATH must reach the onnxruntime package of the GPU bundle.)"""
 import argparse

@@ -212,7 +212,7 @@ fi
 # 8b. The same with the session not strict: what ORT does with it when nothing checks first.
 if ! want 8; then :
 elif [ -n "${OTHER_ORT_CUDA_PROVIDER:-}" ] && [ -f "$OTHER_ORT_CUDA_PROVIDER" ]; then
-  # The release strings it embeds (NUL-terminated `1.N.N`, as onnxrt::preflight::release reads them).
+  # The release strings it embeds (NUL-terminated `1.N.N`, as onnxrt_preflight::release reads them).
   foreign=$(python3 -c 'import re, sys; print(" ".join(sorted({m.decode() for m in re.findall(rb"(?<=\x00)1\.\d{1,3}\.\d{1,3}(?=\x00)", open(sys.argv[1], "rb").read())})))' "$OTHER_ORT_CUDA_PROVIDER")
   echo "== the carried CUDA provider library embeds: ${foreign:-no release string}" | tee -a "$log"
   mkdir -p "$scratch/other-release"

@@ -22,6 +22,23 @@ use std::time::Duration;
 
 use build_support::{assemble, provision, Config, Provisioned};
 
+/// `println!` that never panics: a closed stdout (`| head`) ends the output, not the program.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// `eprintln!` that never panics: a closed stderr (`2>&1 >/dev/null | head`) loses the message,
+/// nothing else.
+macro_rules! say_err {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let words: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -37,9 +54,15 @@ fn main() -> ExitCode {
         ["assemble", dist, dir] => {
             config(Some(dist)).and_then(|c| assemble::assemble(&c, &PathBuf::from(dir))).map(report)
         }
-        ["pack", dist, out] => config(Some(dist)).and_then(|c| provision(&c)).and_then(|p| {
-            let sha = build_support::pack::pack(&p, &PathBuf::from(out))?;
-            println!("{sha}  {out}");
+        ["pack", dist, out] => config(Some(dist)).and_then(|c| {
+            let out = PathBuf::from(out);
+            // Checked before and after provisioning (which may create the cache).
+            build_support::pack::refuse_inside(&out, &c.cache_dir, "the cache, where entries are verified")?;
+            let p = provision(&c)?;
+            build_support::pack::refuse_inside(&out, &c.cache_dir, "the cache, where entries are verified")?;
+            let sha = build_support::pack::pack(&p, &out)?;
+            let out = out.display();
+            say!("{sha}  {out}");
             Ok(())
         }),
         ["verify"] => config(None).and_then(verify).map(report),
@@ -55,17 +78,17 @@ fn main() -> ExitCode {
         ["env"] => config(None).and_then(|c| provision(&c)).map(shell_env),
         ["env", dist] => config(Some(dist)).and_then(|c| provision(&c)).map(shell_env),
         _ => {
-            eprintln!("usage: onnxrt-dist fetch [DIST] | assemble DIST [DIR] | pack DIST OUT.tgz | env [DIST] | pinned [DIST] | verify [DIST] [--archive FILE] | reachable [DIST]");
+            say_err!("usage: onnxrt-dist fetch [DIST] | assemble DIST [DIR] | pack DIST OUT.tgz | env [DIST] | pinned [DIST] | verify [DIST] [--archive FILE] | reachable [DIST]");
             return ExitCode::from(2);
         }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("onnxrt-dist: {error}");
+            say_err!("onnxrt-dist: {error}");
             if let Some(config) = config(words.get(1).copied()).ok().filter(|_| build_support::advice::applies(&error))
             {
-                eprintln!("{}", build_support::advice::choosing(&config));
+                say_err!("{}", build_support::advice::choosing(&config));
             }
             ExitCode::from(1)
         }
@@ -87,7 +110,7 @@ fn pinned(config: Config) -> build_support::Result<()> {
     let pinned = dist.kind == build_support::DistKind::Registry
         || dist.pinned_sha256().is_some()
         || config.archive_sha256.is_some();
-    println!("{}: {}", dist.name, if pinned { "pinned" } else { "not pinned" });
+    say!("{}: {}", dist.name, if pinned { "pinned" } else { "not pinned" });
     if pinned {
         Ok(())
     } else {
@@ -112,7 +135,7 @@ fn reachable(config: Config) -> build_support::Result<()> {
     let dist = config.manifest.dist(&config.dist)?;
     let url = build_support::url(&config, dist);
     if dist.kind == build_support::DistKind::Registry || url.is_empty() {
-        println!("{}: assembled from package registries, nothing to probe", dist.name);
+        say!("{}: assembled from package registries, nothing to probe", dist.name);
         return Ok(());
     }
     let quick = Duration::from_secs(10);
@@ -124,7 +147,7 @@ fn reachable(config: Config) -> build_support::Result<()> {
     let agent = builder.build();
     match agent.head(&url).call() {
         Ok(response) => {
-            println!("{url}: HTTP {}", response.status());
+            say!("{}: HTTP {}", build_support::config::shown_url(&url), response.status());
             Ok(())
         }
         Err(ureq::Error::Status(status, _)) => Err(build_support::Error::HttpStatus { url, status }),
@@ -134,13 +157,13 @@ fn reachable(config: Config) -> build_support::Result<()> {
 
 fn report(p: Provisioned) {
     for note in &p.notes {
-        eprintln!("onnxrt-dist: {note}");
+        say_err!("onnxrt-dist: {note}");
     }
-    eprintln!("onnxrt-dist: ONNX Runtime {} (`{}`) from {}", p.ort_version, p.dist, p.source);
-    println!("{}", p.lib_dir.display());
+    say_err!("onnxrt-dist: ONNX Runtime {} (`{}`) from {}", p.ort_version, p.dist, p.source);
+    say!("{}", p.lib_dir.display());
 }
 
 fn shell_env(p: Provisioned) {
-    println!("export ONNXRT_LIB_DIR={}", p.lib_dir.display());
-    println!("export ONNXRT_INCLUDE_DIR={}", p.include_dir.display());
+    say!("export ONNXRT_LIB_DIR={}", p.lib_dir.display());
+    say!("export ONNXRT_INCLUDE_DIR={}", p.include_dir.display());
 }

@@ -12,7 +12,7 @@ use super::elf;
 use super::search::{Found, Searcher};
 use super::{Row, Status};
 
-pub use onnxrt::preflight::cudnn::sub_libraries;
+pub use onnxrt_preflight::cudnn::sub_libraries;
 
 /// The row for the sub-libraries of `front`, found at `found` (already checked complete).
 /// `None` when `front` is not a cuDNN front library.

@@ -17,12 +17,12 @@ mod cuda_env;
 mod cudnn;
 mod devices;
 mod ep_devices;
-pub use onnxrt::preflight::elf;
+pub use onnxrt_preflight::elf;
 mod gpu;
 mod providers;
 mod release;
 mod runtime;
-pub use onnxrt::preflight::search;
+pub use onnxrt_preflight::search;
 pub mod session;
 
 use std::path::PathBuf;

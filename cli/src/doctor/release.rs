@@ -1,11 +1,11 @@
 //! The ORT release a provider library was built for, against the loaded runtime's: ORT loads a
 //! `libonnxruntime_providers_cuda.so` of another release without a word, and it then crashes or
-//! misbehaves. Only the CUDA provider library embeds its release (`onnxrt::preflight::release`);
+//! misbehaves. Only the CUDA provider library embeds its release (`onnxrt_preflight::release`);
 //! one that embeds none is not judged.
 
 use std::path::Path;
 
-use onnxrt::preflight::release::{self, Verdict};
+use onnxrt_preflight::release::{self, Verdict};
 
 use super::{Row, Status};
 

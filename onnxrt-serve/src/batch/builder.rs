@@ -151,7 +151,7 @@ impl BatcherBuilder {
     /// batches then split what one run could carry, and their runs slow each other down. With
     /// it, a batch holds what arrives during one run (up to `max_batch`), at the price of up to
     /// one run's wait for the first request of a batch. Measured in
-    /// `benches/src/bin/device_sim.rs` and on the GPU (`tools/gpu/serve29.sh`). A shutdown ends the
+    /// `benches/src/bin/device_sim.rs` and on the GPU (`tools/gpu/run.sh serve`). A shutdown ends the
     /// wait.
     pub fn hold_while_busy(mut self, hold: bool) -> Self {
         self.hold_while_busy = hold;

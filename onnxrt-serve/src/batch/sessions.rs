@@ -5,7 +5,7 @@
 //! convolution, for the last input shape it saw. A run whose batch size differs from the previous
 //! run's rebuilds the plan of every convolution: on an H200, ResNet-50 runs took 100–155 ms each
 //! when the size changed on every run, against 2–18 ms at a steady size (`gpu_bench --mixed`,
-//! `examples/gpu_bench.rs`). A batcher under changing load changes sizes all the time; a session per size
+//! `benches/src/bin/gpu_bench.rs`). A batcher under changing load changes sizes all the time; a session per size
 //! sees one shape each and never rebuilds.
 
 use std::sync::{Arc, Mutex};

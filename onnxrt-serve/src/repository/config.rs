@@ -51,10 +51,16 @@ pub struct ModelConfig {
     pub device: Option<i32>,
     /// Threads of each run's operators (ONNX Runtime's intra-op threads).
     pub threads: Option<usize>,
-    /// Shapes of the warm-up run's inputs by name; for inputs not named, a free first axis is 1
-    /// and other free axes 64.
-    #[serde(default)]
-    pub warmup: BTreeMap<String, Vec<i64>>,
+    /// The warm-up run: `false` for none, or the shapes of its inputs by name, e.g.
+    /// `{"x": [1, 3, 64, 64]}`. Inputs not named take their declared shape, which must then be
+    /// fixed (a free first axis counts as 1); a model with other free axes and no shapes here is
+    /// not warmed up (it is ready at once, and the log says why).
+    pub warmup: Option<Warmup>,
+    /// Run requests in worker processes of their own, so that a crash of the runtime costs one
+    /// request, not the server (default: on where the loaded runtime is known to crash on valid
+    /// shapes, ONNX Runtime 1.16, for models whose requests run alone; batched models run in
+    /// the server's process).
+    pub isolation: Option<bool>,
     /// What each warm-up input is filled with, by name (default 0), e.g. `{"sr": 16000}` for a
     /// model that refuses a sample rate of 0.
     #[serde(default)]
@@ -82,6 +88,16 @@ impl ModelConfig {
         };
         serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
     }
+}
+
+/// `warmup` in config.json: on/off, or the shapes to warm up with.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Warmup {
+    /// `true`: warm up from the declared shapes (where they are fixed); `false`: no warm-up.
+    Switch(bool),
+    /// The warm-up inputs' shapes by name.
+    Shapes(BTreeMap<String, Vec<i64>>),
 }
 
 /// The server-wide settings a model's config may override: the same fields, given by the
@@ -126,8 +142,12 @@ pub struct Settings {
     pub device: i32,
     /// See [`ModelConfig::threads`].
     pub threads: Option<usize>,
-    /// See [`ModelConfig::warmup`].
+    /// Whether the model is warmed up at start ([`ModelConfig::warmup`]).
+    pub warm_up: bool,
+    /// The warm-up shapes given ([`ModelConfig::warmup`]).
     pub warmup: BTreeMap<String, Vec<i64>>,
+    /// [`ModelConfig::isolation`] as given (the default needs the loaded runtime's version).
+    pub isolation: Option<bool>,
     /// See [`ModelConfig::warmup_fill`].
     pub warmup_fill: BTreeMap<String, f64>,
     /// See [`ModelConfig::shapes`].
@@ -144,7 +164,7 @@ impl Settings {
     /// `device_inputs`, padded sizes).
     ///
     /// The CUDA values are what measured best on an H200: with them 256 clients kept 95 % of the
-    /// offline batch-128 rate, against 70 % without the hold (`tools/gpu/serve29.sh`).
+    /// offline batch-128 rate, against 70 % without the hold (`tools/gpu/run.sh serve`).
     pub fn of(config: &ModelConfig, defaults: &Defaults) -> Result<Settings, String> {
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
         let provider = config.provider.clone().or_else(|| defaults.provider.clone()).unwrap_or_else(|| "cpu".into());
@@ -179,13 +199,23 @@ impl Settings {
             provider,
             device: config.device.or(defaults.device).unwrap_or(0),
             threads: config.threads.or(defaults.threads),
-            warmup: config.warmup.clone(),
+            warm_up: match (&config.warmup, &defaults.warmup) {
+                (Some(Warmup::Switch(on)), _) => *on,
+                (Some(Warmup::Shapes(_)), _) => true,
+                (None, Some(Warmup::Switch(on))) => *on,
+                (None, _) => true,
+            },
+            warmup: match &config.warmup {
+                Some(Warmup::Shapes(shapes)) => shapes.clone(),
+                _ => BTreeMap::new(),
+            },
+            isolation: config.isolation.or(defaults.isolation),
             warmup_fill: config.warmup_fill.clone(),
             shapes: config.shapes.clone(),
         };
         // On by default where it can be: graphs served one client 1.2-1.8x faster and kept the
         // open-loop p99 at 80 % under the goal in every H100 call, where the same settings
-        // without them missed it on a busy host (`tools/gpu/serve29.sh`).
+        // without them missed it on a busy host (`tools/gpu/run.sh serve`).
         settings.cuda_graphs = config
             .cuda_graphs
             .or(defaults.cuda_graphs)
@@ -195,6 +225,13 @@ impl Settings {
         }
         if settings.device_inputs && !cfg!(feature = "cuda") {
             return Err("`device_inputs`: this server was built without the `cuda` feature".into());
+        }
+        if settings.isolation == Some(true) && settings.batching {
+            return Err(
+                "`isolation` runs each request alone in a worker process: turn batching off (\"batching\": false) \
+                 or isolation off for this model"
+                    .into(),
+            );
         }
         if settings.cuda_graphs {
             if let Some((_, what)) = graph_needs(&settings).iter().find(|(met, _)| !met) {

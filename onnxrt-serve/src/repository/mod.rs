@@ -6,27 +6,73 @@
 //!   resnet50/config.json           # optional: batching, provider, warm-up shapes… (ModelConfig)
 //!   ppocr_det/3/model.onnx         # Triton's layout: the highest numbered folder, version 3
 //! ```
-//! Every model is loaded and warmed up at start; one that cannot be is an error naming its folder
-//! (a server that starts without a model it was given would answer 404s for it instead).
+//! Every model is loaded and warmed up at start. One that cannot be loaded or warmed up is kept,
+//! not ready, with the reason (the repository index lists it; requests for it are answered 503
+//! naming the reason) while the others serve; [`Repository::load`] with `strict` (and
+//! `serve --strict-start`) makes the first such model an error instead.
 
 pub mod config;
+mod errors;
 pub mod model;
+mod sessions;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 pub use config::{Defaults, ModelConfig, Settings};
-pub use model::{InferError, ModelTensor, ServedModel};
+pub use model::{InferError, ModelTensor, ServedModel, WarmedUp};
 
 /// The models a server serves, by name.
 #[derive(Debug, Default)]
 pub struct Repository {
     models: BTreeMap<String, Arc<ServedModel>>,
+    /// Models of the repository that could not be loaded, by name.
+    unavailable: BTreeMap<String, Unavailable>,
+}
+
+/// A model of the repository that could not be loaded: listed, never served.
+#[derive(Debug, Clone)]
+pub struct Unavailable {
+    /// Its version (the folder's number, or `1`).
+    pub version: String,
+    /// Why it could not be loaded.
+    pub error: LoadError,
+}
+
+/// Why a request names no model that serves.
+#[derive(Debug, Clone)]
+pub enum FindError {
+    /// No model or version of that name (404).
+    Unknown(String),
+    /// The model is in the repository but not served: it could not be loaded, or its warm-up
+    /// failed (503), with the reason.
+    Unavailable(String),
+}
+
+impl std::fmt::Display for FindError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FindError::Unknown(why) | FindError::Unavailable(why) => f.write_str(why),
+        }
+    }
+}
+
+/// One line of the repository index.
+#[derive(Debug, Clone)]
+pub struct IndexEntry {
+    /// The model's name.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// Whether it serves now.
+    pub ready: bool,
+    /// Why it does not (empty when it does).
+    pub reason: String,
 }
 
 /// A model of a repository that could not be loaded.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[error("model repository: {path}: {why}")]
 pub struct LoadError {
     /// The folder or file at fault.
@@ -34,6 +80,12 @@ pub struct LoadError {
     /// What is wrong, and what to do.
     pub why: String,
 }
+
+/// A model's name and what its warm-up did (or why it failed).
+pub type WarmUpOutcome = (String, Result<WarmedUp, String>);
+
+/// A folder of the repository: its model, or its name and what is wrong with it.
+type Scanned = Result<Found, (String, LoadError)>;
 
 /// Where one model of a repository folder is.
 #[derive(Debug)]
@@ -46,16 +98,36 @@ struct Found {
 
 impl Repository {
     /// Loads every model under `root` (see the module docs) with `defaults` for what their
-    /// config files do not say. Does not warm them up ([`Repository::warm_up`]).
-    pub fn load(root: &Path, defaults: &Defaults) -> Result<Repository, LoadError> {
+    /// config files do not say. Does not warm them up ([`Repository::warm_up`]). A model that
+    /// cannot be loaded is listed as unavailable, with the reason, unless `strict`: then it is
+    /// the error.
+    pub fn load(root: &Path, defaults: &Defaults, strict: bool) -> Result<Repository, LoadError> {
         let mut repository = Repository::default();
         for found in scan(root)? {
+            let found = match found {
+                Ok(found) => found,
+                Err((_, error)) if strict => return Err(error),
+                Err((name, error)) => {
+                    tracing::error!(model = %name, cause = %error, "model not loaded: it is listed as unavailable and not served (--strict-start makes this an error)");
+                    repository.unavailable.insert(name, Unavailable { version: "1".into(), error });
+                    continue;
+                }
+            };
             let config_path = found.folder.join("config.json");
             let refuse = |why: String| LoadError { path: found.folder.clone(), why };
-            let config = ModelConfig::read(&config_path).map_err(refuse)?;
-            repository.add_file(&found.name, &found.version, &found.file, &found.folder, config, defaults)?;
+            let added = ModelConfig::read(&config_path).map_err(refuse).and_then(|config| {
+                repository.add_file(&found.name, &found.version, &found.file, &found.folder, config, defaults)
+            });
+            match added {
+                Ok(()) => {}
+                Err(error) if strict => return Err(error),
+                Err(error) => {
+                    tracing::error!(model = %found.name, cause = %error, "model not loaded: it is listed as unavailable and not served (--strict-start makes this an error)");
+                    repository.unavailable.insert(found.name.clone(), Unavailable { version: found.version, error });
+                }
+            }
         }
-        if repository.models.is_empty() {
+        if repository.models.is_empty() && repository.unavailable.is_empty() {
             return Err(LoadError {
                 path: root.to_owned(),
                 why: "holds no model: put each model in a folder of its own, as NAME/model.onnx".into(),
@@ -126,17 +198,19 @@ impl Repository {
         Ok(())
     }
 
-    /// Warms every model up (one run each; see [`ServedModel::warm_up`]); the first failure is
-    /// returned, naming the model.
-    pub fn warm_up(&self) -> Result<Vec<(String, std::time::Duration)>, LoadError> {
-        let mut took = Vec::with_capacity(self.models.len());
+    /// Warms every model up (see [`ServedModel::warm_up`]). A model whose warm-up fails stays
+    /// not ready, with the reason, unless `strict`: then the first failure is returned, naming
+    /// the model.
+    pub fn warm_up(&self, strict: bool) -> Result<Vec<WarmUpOutcome>, LoadError> {
+        let mut outcomes = Vec::with_capacity(self.models.len());
         for model in self.models.values() {
-            let elapsed = model
-                .warm_up()
-                .map_err(|why| LoadError { path: model.path.clone(), why: format!("model `{}`: {why}", model.name) })?;
-            took.push((model.name.clone(), elapsed));
+            let outcome = model.warm_up();
+            if let (true, Err(why)) = (strict, &outcome) {
+                return Err(LoadError { path: model.path.clone(), why: format!("model `{}`: {why}", model.name) });
+            }
+            outcomes.push((model.name.clone(), outcome));
         }
-        Ok(took)
+        Ok(outcomes)
     }
 
     /// The model named `name`.
@@ -146,17 +220,49 @@ impl Repository {
 
     /// The model named `name` (of `version`, when one is given and not empty), or why there is
     /// none: a message naming the models there are, or the version there is.
-    pub fn find(&self, name: &str, version: Option<&str>) -> Result<&Arc<ServedModel>, String> {
-        let Some(model) = self.models.get(name) else {
-            let known: Vec<&str> = self.models.keys().map(String::as_str).collect();
-            return Err(format!("no model `{name}`; this server has {known:?}"));
-        };
-        match version {
-            Some(version) if !version.is_empty() && version != model.version => {
-                Err(format!("model `{name}` has no version `{version}`; it has version `{}`", model.version))
+    /// A model that could not be loaded, or whose warm-up failed, is [`FindError::Unavailable`].
+    pub fn find(&self, name: &str, version: Option<&str>) -> Result<&Arc<ServedModel>, FindError> {
+        let wrong_version = |has: &str| match version {
+            Some(version) if !version.is_empty() && version != has => {
+                Some(FindError::Unknown(format!("model `{name}` has no version `{version}`; it has version `{has}`")))
             }
-            _ => Ok(model),
+            _ => None,
+        };
+        if let Some(unavailable) = self.unavailable.get(name) {
+            return Err(wrong_version(&unavailable.version).unwrap_or_else(|| {
+                FindError::Unavailable(format!("model `{name}` is not available: {}", unavailable.error))
+            }));
         }
+        let Some(model) = self.models.get(name) else {
+            let known: Vec<&str> = self.models.keys().chain(self.unavailable.keys()).map(String::as_str).collect();
+            return Err(FindError::Unknown(format!("no model `{name}`; this server has {known:?}")));
+        };
+        if let Some(error) = wrong_version(&model.version) {
+            return Err(error);
+        }
+        if model.failed() {
+            return Err(FindError::Unavailable(format!("model `{name}` is not available: {}", model.reason())));
+        }
+        Ok(model)
+    }
+
+    /// Every model of the repository, served or not, by name: the repository index.
+    pub fn index(&self) -> Vec<IndexEntry> {
+        let served = self.models.values().map(|m| IndexEntry {
+            name: m.name.clone(),
+            version: m.version.clone(),
+            ready: m.is_ready(),
+            reason: m.reason(),
+        });
+        let unavailable = self.unavailable.iter().map(|(name, u)| IndexEntry {
+            name: name.clone(),
+            version: u.version.clone(),
+            ready: false,
+            reason: u.error.to_string(),
+        });
+        let mut entries: Vec<IndexEntry> = served.chain(unavailable).collect();
+        entries.sort_by(|a, b| a.name.cmp(&b.name));
+        entries
     }
 
     /// Every model, by name.
@@ -164,9 +270,10 @@ impl Repository {
         self.models.values()
     }
 
-    /// Whether every model is ready.
+    /// Whether every model that loaded is ready or marked failed (the server has finished
+    /// starting; the index says which models serve).
     pub fn is_ready(&self) -> bool {
-        self.models.values().all(|m| m.is_ready())
+        self.models.values().all(|m| m.is_ready() || m.failed())
     }
 
     /// Drains and stops every batcher.
@@ -175,8 +282,9 @@ impl Repository {
     }
 }
 
-/// The models under `root`, sorted by name.
-fn scan(root: &Path) -> Result<Vec<Found>, LoadError> {
+/// The models under `root`, sorted by name; a folder that holds none, or has a name the
+/// protocol's paths cannot carry, is its name and what is wrong.
+fn scan(root: &Path) -> Result<Vec<Scanned>, LoadError> {
     let refuse = |path: &Path, why: String| LoadError { path: path.to_owned(), why };
     let entries = std::fs::read_dir(root).map_err(|e| refuse(root, e.to_string()))?;
     let mut found = Vec::new();
@@ -188,16 +296,21 @@ fn scan(root: &Path) -> Result<Vec<Found>, LoadError> {
             continue;
         }
         if !name.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c)) {
-            return Err(refuse(
-                &folder,
-                "a model's folder name may hold letters, digits, `_`, `-` and `.` only".into(),
-            ));
+            let why = "a model's folder name may hold letters, digits, `_`, `-` and `.` only".into();
+            found.push(Err((name, refuse(&folder, why))));
+            continue;
         }
         let direct = folder.join("model.onnx");
         let (version, file) = if direct.is_file() {
             ("1".to_owned(), direct)
         } else {
-            let versions = std::fs::read_dir(&folder).map_err(|e| refuse(&folder, e.to_string()))?;
+            let versions = match std::fs::read_dir(&folder) {
+                Ok(versions) => versions,
+                Err(error) => {
+                    found.push(Err((name, refuse(&folder, error.to_string()))));
+                    continue;
+                }
+            };
             let newest = versions
                 .filter_map(Result::ok)
                 .filter_map(|v| v.file_name().to_str().and_then(|n| n.parse::<u64>().ok()).map(|n| (n, v.path())))
@@ -206,17 +319,22 @@ fn scan(root: &Path) -> Result<Vec<Found>, LoadError> {
             match newest {
                 Some((n, path)) => (n.to_string(), path.join("model.onnx")),
                 None => {
-                    return Err(refuse(
-                        &folder,
-                        "has no model.onnx (nor a numbered version folder holding one): put the model at \
-                         NAME/model.onnx, or remove the folder"
-                            .into(),
-                    ))
+                    let why = "has no model.onnx (nor a numbered version folder holding one): put the model at \
+                               NAME/model.onnx, or remove the folder"
+                        .into();
+                    found.push(Err((name, refuse(&folder, why))));
+                    continue;
                 }
             }
         };
-        found.push(Found { name, version, folder, file });
+        found.push(Ok(Found { name, version, folder, file }));
     }
-    found.sort_by(|a, b| a.name.cmp(&b.name));
+    found.sort_by(|a, b| {
+        let name = |f: &Scanned| match f {
+            Ok(found) => found.name.clone(),
+            Err((name, _)) => name.clone(),
+        };
+        name(a).cmp(&name(b))
+    });
     Ok(found)
 }

@@ -11,10 +11,15 @@ use onnxrt::{Dim, ElementType, Session, Value, ValueInfo};
 use tokio::sync::Semaphore;
 
 use crate::batch::{Batcher, RequestOptions, Shutdown};
-use crate::error::Error;
+use crate::isolation::{RunHandle, WorkerPool};
 use crate::oip::datatype::datatype_of;
 use crate::oip::messages::{ModelMetadata, TensorMetadata, PLATFORM};
 use crate::repository::config::{ModelConfig, Settings};
+pub use crate::repository::errors::{classify_run_error, InferError, RunErrorKind};
+#[cfg(feature = "cuda")]
+use crate::repository::sessions::make_graph;
+use crate::repository::sessions::make_session;
+pub(crate) use crate::repository::sessions::session_for;
 
 /// A model input or output as the server checks requests against it.
 #[derive(Debug, Clone)]
@@ -51,52 +56,13 @@ impl ModelTensor {
     }
 }
 
-/// Why a request got no outputs; each transport maps it to its own status.
-#[derive(Debug)]
-pub enum InferError {
-    /// The request does not fit the model (400 / INVALID_ARGUMENT).
-    Invalid(String),
-    /// Every queue place is taken (503 / UNAVAILABLE).
-    Overloaded(String),
-    /// The deadline passed before the answer (504 / DEADLINE_EXCEEDED).
-    Timeout(String),
-    /// The model is shutting down (503 / UNAVAILABLE).
-    ShuttingDown,
-    /// The run failed (500 / INTERNAL).
-    Failed(String),
-}
-
-impl std::fmt::Display for InferError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            InferError::Invalid(why) | InferError::Overloaded(why) | InferError::Timeout(why) => f.write_str(why),
-            InferError::ShuttingDown => f.write_str("the server is shutting down; the request was not run"),
-            InferError::Failed(why) => write!(f, "the model run failed: {why}"),
-        }
-    }
-}
-
-fn from_serving(error: Error) -> InferError {
-    match error {
-        Error::QueueFull { .. } => InferError::Overloaded(format!("{error}")),
-        Error::DeadlineExpired { .. } => InferError::Timeout(error.to_string()),
-        Error::BatcherShutDown => InferError::ShuttingDown,
-        Error::Onnxrt(inner) if is_request_error(&inner) => InferError::Invalid(inner.to_string()),
-        other => InferError::Failed(other.to_string()),
-    }
-}
-
-/// onnxrt's refusals of a request's inputs (as opposed to a run that failed).
-fn is_request_error(error: &onnxrt::Error) -> bool {
-    matches!(
-        error,
-        onnxrt::Error::UnknownInput { .. }
-            | onnxrt::Error::DuplicateInput { .. }
-            | onnxrt::Error::MissingInput { .. }
-            | onnxrt::Error::ShapeMismatch { .. }
-            | onnxrt::Error::ElementTypeMismatch { .. }
-            | onnxrt::Error::BadShape { .. }
-    )
+/// What a model's warm-up did.
+#[derive(Debug, Clone)]
+pub enum WarmedUp {
+    /// It ran, taking this long.
+    Ran(Duration),
+    /// It did not run, for this reason (the model is ready all the same).
+    Skipped(String),
 }
 
 /// Per-model counters, for `/metrics`.
@@ -112,12 +78,28 @@ pub struct ModelStats {
     pub in_flight: AtomicU64,
 }
 
+impl ModelStats {
+    fn count(&self, result: &Result<Vec<(String, Value<'static>)>, InferError>, started: Instant) {
+        match result {
+            Ok(_) => {
+                self.success.fetch_add(1, Relaxed);
+                self.success_micros.fetch_add(started.elapsed().as_micros() as u64, Relaxed);
+            }
+            Err(_) => {
+                self.failure.fetch_add(1, Relaxed);
+            }
+        }
+    }
+}
+
 /// How requests reach the session.
 enum Runner {
     /// Each request its own run on a blocking thread; `slots` runs at once.
     Direct { session: Arc<Session> },
     /// Requests of one sample go through the dynamic batcher; others run directly on its session.
     Batched { batcher: Arc<Batcher> },
+    /// Each request runs in one of the model's worker processes (`slots` at once).
+    Isolated { pool: Arc<WorkerPool> },
 }
 
 /// One model of the repository.
@@ -146,6 +128,8 @@ pub struct ServedModel {
     /// Direct requests waiting for a slot.
     waiting: AtomicUsize,
     ready: AtomicBool,
+    /// Set when the warm-up failed: not ready for good.
+    failed: AtomicBool,
     /// Why it is not ready (after a failed warm-up).
     reason: std::sync::Mutex<String>,
 }
@@ -178,7 +162,15 @@ impl ServedModel {
             }
         }
         let outputs = session.outputs().iter().map(|o| ModelTensor::of(o, "output")).collect::<Result<Vec<_>, _>>()?;
-        let runner = if settings.batching {
+        let isolate = settings.isolation.unwrap_or_else(|| !settings.batching && bytes.is_none() && runtime_crashes());
+        let runner = if isolate {
+            if bytes.is_some() {
+                return Err("`isolation` needs the model in a file (worker processes load it)".into());
+            }
+            drop(session);
+            let pool = WorkerPool::start(name, path, &settings.provider, settings.device, settings.threads)?;
+            Runner::Isolated { pool: Arc::new(pool) }
+        } else if settings.batching {
             let mut builder = Batcher::builder(session)
                 .max_batch(settings.max_batch)
                 .max_delay(Duration::from_micros(settings.max_delay_us))
@@ -234,15 +226,18 @@ impl ServedModel {
             runner,
             waiting: AtomicUsize::new(0),
             ready: AtomicBool::new(false),
+            failed: AtomicBool::new(false),
             reason: std::sync::Mutex::new("not warmed up yet".into()),
         })
     }
 
-    /// The session requests run on (the batcher's, when batched).
-    pub fn session(&self) -> &Session {
+    /// The session requests run on in this process (the batcher's, when batched; none when
+    /// they run in worker processes).
+    pub fn session(&self) -> Option<&Session> {
         match &self.runner {
-            Runner::Direct { session } => session,
-            Runner::Batched { batcher } => batcher.session(),
+            Runner::Direct { session } => Some(session),
+            Runner::Batched { batcher } => Some(batcher.session()),
+            Runner::Isolated { .. } => None,
         }
     }
 
@@ -250,57 +245,74 @@ impl ServedModel {
     pub fn batcher(&self) -> Option<&Batcher> {
         match &self.runner {
             Runner::Batched { batcher } => Some(batcher),
-            Runner::Direct { .. } => None,
+            Runner::Direct { .. } | Runner::Isolated { .. } => None,
         }
     }
 
-    /// Runs the model once on zeros (shapes from `warmup` in config.json; otherwise a free first
-    /// axis 1 and other free axes 64; values from `warmup_fill`), and each
-    /// batch size the batcher will use when its samples have fixed shapes; then the model is ready.
-    pub fn warm_up(&self) -> Result<Duration, String> {
+    /// The worker processes, when runs are isolated.
+    pub fn workers(&self) -> Option<&WorkerPool> {
+        match &self.runner {
+            Runner::Isolated { pool } => Some(pool),
+            Runner::Direct { .. } | Runner::Batched { .. } => None,
+        }
+    }
+
+    /// Warms the model up (unless its settings say not to): one run on zeros (values from
+    /// `warmup_fill`) of the shapes in `warmup`, or else of the declared shapes where they are
+    /// fixed (a free first axis as 1), and each batch size the batcher will use when its samples
+    /// have fixed shapes. Skipped, and the model ready at once, when an input has free axes and
+    /// no warm-up shape. A failed warm-up leaves the model not ready, with the reason.
+    pub fn warm_up(&self) -> Result<WarmedUp, String> {
+        if !self.settings.warm_up {
+            self.ready.store(true, Relaxed);
+            return Ok(WarmedUp::Skipped("warm-up is off (`\"warmup\": false` or --warmup false)".into()));
+        }
         let started = Instant::now();
         let result = self.warm_up_runs();
         match &result {
-            Ok(()) => self.ready.store(true, Relaxed),
-            Err(why) => why.clone_into(&mut self.reason.lock().unwrap_or_else(std::sync::PoisonError::into_inner)),
+            Ok(_) => self.ready.store(true, Relaxed),
+            Err(why) => {
+                self.failed.store(true, Relaxed);
+                format!("warm-up failed: {why}")
+                    .clone_into(&mut self.reason.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+            }
         }
-        result.map(|()| started.elapsed())
+        result.map(|skipped| skipped.map_or_else(|| WarmedUp::Ran(started.elapsed()), WarmedUp::Skipped))
     }
 
-    fn warm_up_runs(&self) -> Result<(), String> {
+    /// The warm-up runs; `Some(why)` when there is no shape to warm up with.
+    fn warm_up_runs(&self) -> Result<Option<String>, String> {
         let mut values = Vec::with_capacity(self.inputs.len());
         for input in &self.inputs {
             let shape = match self.settings.warmup.get(&input.name) {
                 Some(shape) => shape.clone(),
-                // A free first (batch) axis 1, other free axes 64: size 1 would be a 1×1 picture or
-                // a one-step sequence, which many models refuse (pooling) or die on.
-                None => input
-                    .shape
-                    .iter()
-                    .enumerate()
-                    .map(|(axis, &d)| match (axis, d) {
-                        (_, d) if d >= 0 => d,
-                        (0, _) => 1,
-                        _ => 64,
-                    })
-                    .collect(),
+                None => {
+                    let free: Vec<usize> =
+                        input.shape.iter().enumerate().skip(1).filter(|(_, &d)| d < 0).map(|(axis, _)| axis).collect();
+                    if !free.is_empty() {
+                        return Ok(Some(format!(
+                            "input `{}` has free axes {free:?} (shape {:?}) and config.json gives no `warmup` shape for it",
+                            input.name, input.shape
+                        )));
+                    }
+                    input.shape.iter().map(|&d| d.max(1)).collect()
+                }
             };
             let fill = self.settings.warmup_fill.get(&input.name).copied().unwrap_or(0.0);
             let value = crate::oip::tensor::filled(&input.name, input.element_type, &shape, fill)
                 .map_err(|e| format!("warm-up: {e}"))?;
-            values.push((input.name.as_str(), value));
+            values.push((input.name.clone(), value));
         }
-        let ran = self.session().run(values.iter().map(|(name, value)| (*name, value)));
-        if let Err(error) = ran {
-            let shapes: Vec<String> = values
-                .iter()
-                .map(|(name, value)| {
-                    format!("{name}: {:?}", value.tensor_info().map(|i| i.shape.to_vec()).unwrap_or_default())
-                })
-                .collect();
+        let shapes: Vec<String> = values
+            .iter()
+            .map(|(name, value)| {
+                format!("{name}: {:?}", value.tensor_info().map(|i| i.shape.to_vec()).unwrap_or_default())
+            })
+            .collect();
+        if let Err(error) = self.run_blocking(values) {
             return Err(format!(
-                "the warm-up run ({}; zeros unless `warmup_fill` says) failed: {error}\nFix: give the warm-up shapes this model needs in its \
-                 config.json, e.g. \"warmup\": {{\"{}\": [1, …]}}",
+                "the warm-up run ({}; zeros unless `warmup_fill` says) failed: {error}\nFix: give the warm-up shapes this model \
+                 needs in its config.json, e.g. \"warmup\": {{\"{}\": [1, …]}}, or turn its warm-up off (\"warmup\": false)",
                 shapes.join(", "),
                 self.inputs.first().map_or("input", |i| i.name.as_str())
             ));
@@ -320,7 +332,23 @@ impl ServedModel {
                 }
             }
         }
-        Ok(())
+        Ok(None)
+    }
+
+    /// One run of `inputs` where requests run (in this process or a worker), on this thread.
+    fn run_blocking(&self, inputs: Vec<(String, Value<'static>)>) -> Result<(), InferError> {
+        match &self.runner {
+            Runner::Isolated { pool } => {
+                pool.run(&inputs, &[], &RunHandle::default()).map(drop).map_err(InferError::from)
+            }
+            Runner::Direct { session } => run_on(session, &inputs, &[], None).map(drop),
+            Runner::Batched { batcher } => run_on(batcher.session(), &inputs, &[], None).map(drop),
+        }
+    }
+
+    /// Whether the model is marked not ready for good (its warm-up failed).
+    pub fn failed(&self) -> bool {
+        self.failed.load(Relaxed)
     }
 
     /// Whether the warm-up ran.
@@ -360,17 +388,9 @@ impl ServedModel {
         let started = Instant::now();
         let result = self.infer_checked(inputs, outputs, deadline).await;
         self.stats.in_flight.fetch_sub(1, Relaxed);
-        match &result {
-            Ok(_) => {
-                self.stats.success.fetch_add(1, Relaxed);
-                self.stats.success_micros.fetch_add(started.elapsed().as_micros() as u64, Relaxed);
-            }
-            Err(error) => {
-                self.stats.failure.fetch_add(1, Relaxed);
-                if let InferError::Failed(why) = error {
-                    tracing::error!(model = %self.name, cause = %why, "inference failed");
-                }
-            }
+        self.stats.count(&result, started);
+        if let Err(InferError::Failed(why)) = &result {
+            tracing::error!(model = %self.name, cause = %why, "inference failed");
         }
         result
     }
@@ -393,19 +413,22 @@ impl ServedModel {
         let all = match &self.runner {
             Runner::Batched { batcher } if one_sample => {
                 let options = RequestOptions { deadline, ..RequestOptions::default() };
-                let future = batcher.run_async_with(inputs, options).map_err(from_serving)?;
+                let future = batcher.run_async_with(inputs, options)?;
                 let ran = match deadline {
                     Some(at) => tokio::time::timeout_at(at.into(), future).await.map_err(|_| self.late())?,
                     None => future.await,
                 };
-                ran.map_err(from_serving)?.into_named()
+                ran?.into_named()
             }
             Runner::Batched { batcher } => {
                 let session = SessionRef::Batched(Arc::clone(batcher));
-                self.run_direct(session, inputs, deadline).await?
+                self.run_direct(session, inputs, &wanted, deadline).await?
             }
             Runner::Direct { session } => {
-                self.run_direct(SessionRef::Direct(Arc::clone(session)), inputs, deadline).await?
+                self.run_direct(SessionRef::Direct(Arc::clone(session)), inputs, &wanted, deadline).await?
+            }
+            Runner::Isolated { pool } => {
+                self.run_direct(SessionRef::Isolated(Arc::clone(pool)), inputs, &wanted, deadline).await?
             }
         };
         let mut all: Vec<Option<(String, Value<'static>)>> = all.into_iter().map(Some).collect();
@@ -434,6 +457,7 @@ impl ServedModel {
         &self,
         session: SessionRef,
         inputs: Vec<(String, Value<'static>)>,
+        wanted: &[&str],
         deadline: Option<Instant>,
     ) -> Result<Vec<(String, Value<'static>)>, InferError> {
         let waiting = self.waiting.fetch_add(1, Relaxed);
@@ -451,16 +475,21 @@ impl ServedModel {
         }
         .map_err(|_| InferError::ShuttingDown)?;
         drop(_waiting);
-        // A run past the request's deadline is stopped (ORT's terminate flag), so an abandoned
-        // request does not keep its slot and a core busy.
+        // A run past the request's deadline is stopped (ORT's terminate flag, or its worker
+        // process killed), so an abandoned request does not keep its slot and a core busy.
         let options = onnxrt::RunOptions::new().map_err(|e| InferError::Failed(e.to_string()))?;
         let terminator = options.terminator();
+        let handle = Arc::new(RunHandle::default());
+        let run_handle = Arc::clone(&handle);
+        let wanted: Vec<String> = wanted.iter().map(|&w| w.to_owned()).collect();
         let run = tokio::task::spawn_blocking(move || {
             // The slot is held until the run ends, even when the caller stopped waiting.
             let _permit = permit;
-            let session = session.get();
-            let pairs = inputs.iter().map(|(name, value)| (name.as_str(), value));
-            session.run_with(pairs, &[], Some(&options)).map(onnxrt::Outputs::into_named)
+            match &session {
+                SessionRef::Isolated(pool) => pool.run(&inputs, &wanted, &run_handle).map_err(InferError::from),
+                SessionRef::Direct(session) => run_on(session, &inputs, &wanted, Some(options)),
+                SessionRef::Batched(batcher) => run_on(batcher.session(), &inputs, &wanted, Some(options)),
+            }
         });
         let joined = match deadline {
             Some(at) => match tokio::time::timeout_at(at.into(), run).await {
@@ -469,13 +498,13 @@ impl ServedModel {
                     if let Err(error) = terminator.terminate() {
                         tracing::warn!(model = %self.name, %error, "could not stop a run past its deadline");
                     }
+                    handle.abandon();
                     return Err(self.late());
                 }
             },
             None => run.await,
         };
-        let ran = joined.map_err(|e| InferError::Failed(format!("the run's thread ended: {e}")))?;
-        ran.map_err(|e| from_serving(Error::Onnxrt(e)))
+        joined.map_err(|e| InferError::Failed(format!("the run's thread ended: {e}")))?
     }
 
     /// Checks the inputs against the model and puts them in model order.
@@ -579,19 +608,40 @@ fn narrow(inputs: &mut [ModelTensor], shapes: &std::collections::BTreeMap<String
     Ok(())
 }
 
-/// The session a direct run uses, kept alive by the blocking thread.
+/// Where a direct run runs, kept alive by the blocking thread.
 enum SessionRef {
     Direct(Arc<Session>),
     Batched(Arc<Batcher>),
+    Isolated(Arc<WorkerPool>),
 }
 
-impl SessionRef {
-    fn get(&self) -> &Session {
-        match self {
-            SessionRef::Direct(session) => session,
-            SessionRef::Batched(batcher) => batcher.session(),
-        }
+/// One run of `inputs` on `session` in this process, answering the outputs `wanted` (all when
+/// empty), with `options` (the request's terminate flag). After inputs over
+/// [`SHRINK_AFTER_BYTES`](crate::isolation::pool::SHRINK_AFTER_BYTES) the CPU arena gives its
+/// unused memory back (ORT's `memory.enable_memory_arena_shrinkage`).
+fn run_on(
+    session: &Session,
+    inputs: &[(String, Value<'static>)],
+    wanted: &[String],
+    options: Option<onnxrt::RunOptions>,
+) -> Result<Vec<(String, Value<'static>)>, InferError> {
+    let wanted: Vec<&str> = wanted.iter().map(String::as_str).collect();
+    let bytes: u64 =
+        inputs.iter().filter_map(|(_, v)| v.tensor_info().ok()).map(|i| (i.len() * i.element_type.size()) as u64).sum();
+    let mut options = match options {
+        Some(options) => options,
+        None => onnxrt::RunOptions::new()?,
+    };
+    if bytes > crate::isolation::pool::SHRINK_AFTER_BYTES {
+        options.config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")?;
     }
+    let pairs = inputs.iter().map(|(name, value)| (name.as_str(), value));
+    Ok(session.run_with(pairs, &wanted, Some(&options))?.into_named())
+}
+
+/// Whether the loaded runtime is one known to crash on valid shapes (isolation's default).
+fn runtime_crashes() -> bool {
+    onnxrt::runtime_info().is_ok_and(|info| crate::isolation::crashes_on_valid_shapes(&info.version))
 }
 
 struct Decrement<'c>(&'c AtomicUsize);
@@ -600,55 +650,4 @@ impl Drop for Decrement<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Relaxed);
     }
-}
-
-/// The session for `settings`: on the CPU, or on a CUDA device (strict: every node on the GPU).
-fn make_session(path: &Path, bytes: Option<&[u8]>, settings: &Settings) -> Result<Session, Box<dyn std::error::Error>> {
-    let mut builder = session_builder(settings);
-    if settings.provider == "cuda" {
-        builder = with_cuda(builder, settings.device)?;
-    }
-    Ok(match bytes {
-        Some(bytes) => builder.commit_from_memory(bytes)?,
-        None => builder.commit_from_file(path)?,
-    })
-}
-
-/// A session builder with the settings every session of the model shares (no provider yet).
-fn session_builder(settings: &Settings) -> onnxrt::SessionBuilder {
-    let builder = Session::builder();
-    match settings.threads {
-        Some(threads) => builder.intra_op_threads(threads),
-        None => builder,
-    }
-}
-
-/// `rows` rows of the model at `path` (or `bytes`) as a CUDA graph, with the session settings
-/// of `settings` (`cuda_graphs`).
-#[cfg(feature = "cuda")]
-fn make_graph(
-    path: &Path,
-    bytes: Option<&[u8]>,
-    settings: &Settings,
-    rows: usize,
-) -> onnxrt::Result<onnxrt::CudaGraph> {
-    let builder = session_builder(settings);
-    let cuda = onnxrt::providers::cuda::CudaOptions::new().device_id(settings.device);
-    match bytes {
-        Some(bytes) => onnxrt::CudaGraph::from_memory(builder, cuda, bytes, rows),
-        None => onnxrt::CudaGraph::from_file(builder, cuda, path, rows),
-    }
-}
-
-#[cfg(feature = "cuda")]
-fn with_cuda(
-    builder: onnxrt::SessionBuilder,
-    device: i32,
-) -> Result<onnxrt::SessionBuilder, Box<dyn std::error::Error>> {
-    Ok(builder.cuda(onnxrt::providers::cuda::CudaOptions::new().device_id(device)).strict_gpu(true))
-}
-
-#[cfg(not(feature = "cuda"))]
-fn with_cuda(_: onnxrt::SessionBuilder, _: i32) -> Result<onnxrt::SessionBuilder, Box<dyn std::error::Error>> {
-    Err("provider `cuda` needs the `cuda` feature: cargo build --release -p onnxrt-serve --features cuda".into())
 }

@@ -5,7 +5,7 @@
 //! runtime's version before anything else, so asking for one on an older runtime is
 //! [`Error::Unsupported`](crate::Error::Unsupported) naming the option and the first version that has it.
 //!
-//! The fastest ResNet-style configuration on a recent runtime (see `examples/gpu_bench.rs`,
+//! The fastest ResNet-style configuration on a recent runtime (see `benches/src/bin/gpu_bench.rs`,
 //! mode `fast`): an fp16 model with fp16 inputs and outputs, [`CudaOptions::prefer_nhwc`],
 //! [`CudaOptions::enable_cuda_graph`] (`unsafe`: see its contract) with one `IoBinding` over
 //! device buffers whose addresses never change, and a few warm-up runs (cuDNN's exhaustive search

@@ -56,8 +56,8 @@ pub fn fix_for(missing: &str, provider: &str) -> String {
 }
 
 /// A strict session's check of `library` (the `provider`'s library) found `problem`.
-pub(crate) fn preflight_failure(provider: &str, library: &Path, problem: crate::preflight::Problem) -> Error {
-    use crate::preflight::Problem;
+pub(crate) fn preflight_failure(provider: &str, library: &Path, problem: onnxrt_preflight::Problem) -> Error {
+    use onnxrt_preflight::Problem;
     let cause = format!("checked before loading it: {problem}");
     match problem {
         Problem::Missing { name, .. } => Error::ProviderLoad {
@@ -85,7 +85,7 @@ pub(crate) fn preflight_failure(provider: &str, library: &Path, problem: crate::
 pub(crate) fn other_release_failure(
     provider: &str,
     runtime_library: &Path,
-    other: crate::preflight::release::OtherRelease,
+    other: onnxrt_preflight::release::OtherRelease,
 ) -> Error {
     let name = other.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     Error::ProviderLoad {

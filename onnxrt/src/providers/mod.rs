@@ -160,10 +160,10 @@ fn preflight(api: &Api, short: &str, provider: &str) -> Result<()> {
         return Ok(());
     }
     if short == "cuda" {
-        crate::preflight::release::check_once(&library, &api.version)
+        onnxrt_preflight::release::check_once(&library, &api.version)
             .map_err(|other| diagnose::other_release_failure(provider, &api.library, other))?;
     }
-    crate::preflight::check_closure_once(&library)
+    onnxrt_preflight::check_closure_once(&library)
         .map_err(|problem| diagnose::preflight_failure(provider, &library, problem))
 }
 

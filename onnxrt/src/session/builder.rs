@@ -171,7 +171,7 @@ impl SessionBuilder {
     /// ORT's default (one thread per physical core, the caller being one of them) leaves async
     /// runs one core short, since they run on the workers only: on 2 cores a compute-bound
     /// model got 206 runs/s with `run_async` against 295 with `spawn_blocking(run)`, and 383 with
-    /// `intra_op_threads(3)`, what this sets there (`tests/examples/async_throughput.rs`). The trade-off: a
+    /// `intra_op_threads(3)`, what this sets there (`benches/src/bin/async_throughput.rs`). The trade-off: a
     /// synchronous [`Session::run`](crate::Session::run) on such a session has one thread more than there are cores,
     /// so prefer ORT's default for sessions run mostly with `run`.
     ///

@@ -97,12 +97,6 @@ impl Outputs {
     pub fn into_named(self) -> Vec<(String, Value<'static>)> {
         self.names.iter().map(|n| n.to_string()).zip(self.values).collect()
     }
-
-    /// The same outputs: `Outputs` no longer borrows the session, so there is nothing to convert.
-    #[deprecated(note = "`Outputs` borrows no session any more; use it as it is")]
-    pub fn into_owned(self) -> Outputs {
-        self
-    }
 }
 
 impl std::ops::Index<usize> for Outputs {

@@ -1,0 +1,93 @@
+//! One inference request, whatever protocol brought it: REST and gRPC decode theirs into a
+//! [`Request`] and answer the [`Answer`] or the [`InferError`] that [`run`] returns, each
+//! mapping the error to its own status once (`From`). Everything between (the model's checks,
+//! batching, isolation, deadlines, the outputs asked for reaching the run) happens here and in
+//! [`ServedModel::infer`].
+
+use std::time::{Duration, Instant};
+
+use onnxrt::Value;
+
+use crate::repository::{InferError, ServedModel};
+
+/// An output a request asks for.
+#[derive(Debug, Clone, Default)]
+pub struct WantedOutput {
+    /// The model output's name.
+    pub name: String,
+    /// Answer it as raw bytes (REST's binary-tensor extension; gRPC always).
+    pub binary: bool,
+    /// The classification extension's class count (Triton's `classification`, KServe's
+    /// `class_count`); this server has no classification outputs, so a nonzero count is refused.
+    pub class_count: u64,
+}
+
+/// A decoded inference request.
+#[derive(Debug, Default)]
+pub struct Request {
+    /// The inputs by name.
+    pub inputs: Vec<(String, Value<'static>)>,
+    /// The outputs asked for (all, in model order, when empty).
+    pub outputs: Vec<WantedOutput>,
+    /// All outputs as raw bytes (REST's `binary_data_output`).
+    pub all_binary: bool,
+    /// The client's own time limit (its `timeout` parameter or gRPC deadline), if any.
+    pub timeout: Option<Duration>,
+    /// The sequence extension's `sequence_id`, when the request carries a nonzero one.
+    pub sequence_id: Option<String>,
+}
+
+/// A request's outputs, in the order asked.
+#[derive(Debug)]
+pub struct Answer {
+    /// Each output with whether it goes back as raw bytes.
+    pub outputs: Vec<(String, Value<'static>, bool)>,
+}
+
+/// Runs `request` on `model`, answered before `deadline` (the sooner of the server's and the
+/// client's limits; [`deadline`]).
+pub async fn run(model: &ServedModel, request: Request, deadline: Instant) -> Result<Answer, InferError> {
+    if let Some(id) = &request.sequence_id {
+        return Err(InferError::Invalid(format!(
+            "`sequence_id` {id}: model `{}` is stateless and this server has no sequence batcher; a stateful client would \
+             get answers that ignore its sequence, so the request is refused (send it without sequence parameters)",
+            model.name
+        )));
+    }
+    if let Some(output) = request.outputs.iter().find(|o| o.class_count > 0) {
+        return Err(InferError::Invalid(format!(
+            "output `{}`: the classification extension (`class_count`/`classification` {}) is not supported by this \
+             server; ask for the output without it and take the top classes from its values",
+            output.name, output.class_count
+        )));
+    }
+    let wanted: Vec<String> = request.outputs.iter().map(|o| o.name.clone()).collect();
+    let outputs = model.infer(request.inputs, &wanted, Some(deadline)).await?;
+    let binary = |name: &str| request.all_binary || request.outputs.iter().any(|o| o.name == name && o.binary);
+    Ok(Answer {
+        outputs: outputs
+            .into_iter()
+            .map(|(name, value)| {
+                let b = binary(&name);
+                (name, value, b)
+            })
+            .collect(),
+    })
+}
+
+/// The deadline of a request that asks for `asked` (or nothing) on a server whose limit is
+/// `server`: whichever is sooner.
+pub fn deadline(server: Duration, asked: Option<Duration>) -> Instant {
+    Instant::now() + asked.map_or(server, |a| a.min(server))
+}
+
+/// A sequence parameter's value as text when it names a sequence (nonzero number, nonempty
+/// string), else `None`.
+pub fn sequence_named(value: &serde_json::Value) -> Option<String> {
+    match value {
+        serde_json::Value::Number(n) if n.as_u64() != Some(0) && n.as_i64() != Some(0) => Some(n.to_string()),
+        serde_json::Value::String(s) if !s.is_empty() => Some(format!("{s:?}")),
+        serde_json::Value::Bool(true) => Some("true".into()),
+        _ => None,
+    }
+}
