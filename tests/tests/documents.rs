@@ -262,3 +262,107 @@ fn every_cited_path_exists() {
     }
     assert!(missing.is_empty(), "cited paths that are not in the tree:\n{}", missing.join("\n"));
 }
+
+/// Every markdown file outside the records, with its text.
+fn current_markdown() -> Vec<(PathBuf, String)> {
+    let mut found = Vec::new();
+    files(&repo(), &[".md"], &mut found);
+    found
+        .into_iter()
+        .filter(|f| !is_record(f))
+        .filter_map(|f| std::fs::read_to_string(&f).ok().map(|t| (f, t)))
+        .collect()
+}
+
+/// The backticked spans of `line`.
+fn backticked(line: &str) -> Vec<&str> {
+    line.split('`').skip(1).step_by(2).collect()
+}
+
+/// Backticked `*.rs` and `*.sh` names may be crate-relative (`server/rest.rs`, `session/run.rs`)
+/// or bare (`dev.sh`): a relative one must exist under the repository, the citing file's folder,
+/// a crate, or a crate's `src/` or `tools/`; a bare one somewhere in the tree.
+#[test]
+fn every_backticked_source_file_exists() {
+    let root = repo();
+    let mut bases = vec![root.clone(), root.join("docs"), root.join("tools")];
+    for dir in crate_dirs() {
+        bases.push(dir.join("src"));
+        bases.push(dir.join("tools"));
+        bases.push(dir);
+    }
+    let mut all = Vec::new();
+    files(&root, &[".rs", ".sh"], &mut all);
+    let names: BTreeSet<String> =
+        all.iter().filter_map(|p| p.file_name().and_then(|n| n.to_str()).map(str::to_owned)).collect();
+    let mut missing = Vec::new();
+    for (file, text) in current_markdown() {
+        for (n, line) in text.lines().enumerate() {
+            for span in backticked(line) {
+                for word in span.split_whitespace() {
+                    let word = word.split("::").next().unwrap_or_default().trim_end_matches([',', ';', ':']);
+                    let cited = word.ends_with(".rs") || word.ends_with(".sh");
+                    if !cited || word.contains(['<', '>', '*', '$', '…', '{', '}', '~', '(', '=']) {
+                        continue;
+                    }
+                    let exists = if word.contains('/') {
+                        let here = file.parent().map(Path::to_owned).into_iter();
+                        bases.iter().cloned().chain(here).any(|b| b.join(word).exists())
+                    } else {
+                        names.contains(word)
+                    };
+                    if !exists {
+                        missing.push(format!("{}:{}: {word}", relative(&file), n + 1));
+                    }
+                }
+            }
+        }
+    }
+    assert!(missing.is_empty(), "backticked source files that are not in the tree:\n{}", missing.join("\n"));
+}
+
+/// A citation `F::name`, where `F.rs` is a file of tests/tests/, names a test function of that file.
+#[test]
+fn every_cited_test_exists() {
+    let tests = repo().join("tests/tests");
+    let mut missing = Vec::new();
+    for (file, text) in current_markdown() {
+        for (n, line) in text.lines().enumerate() {
+            let is_ident = |c: char| c.is_alphanumeric() || c == '_';
+            for word in line.split(|c: char| !is_ident(c) && c != ':') {
+                let mut parts = word.split("::");
+                let (Some(target), Some(name), None) = (parts.next(), parts.next(), parts.next()) else { continue };
+                // A longer path (`session::run_async::on_done`) is a module path, not a test.
+                if target.is_empty() || name.is_empty() {
+                    continue;
+                }
+                let Ok(source) = std::fs::read_to_string(tests.join(format!("{target}.rs"))) else { continue };
+                if !source.contains(&format!("fn {name}(")) {
+                    missing.push(format!("{}:{}: {target}::{name}", relative(&file), n + 1));
+                }
+            }
+        }
+    }
+    assert!(missing.is_empty(), "cited tests that are not in their file:\n{}", missing.join("\n"));
+}
+
+/// SECURITY.md lists every `pub unsafe fn` of the `onnxrt` crate among its `unsafe` doors.
+#[test]
+fn security_lists_every_unsafe_door() {
+    let root = repo();
+    let security = std::fs::read_to_string(root.join("SECURITY.md")).expect("SECURITY.md");
+    let mut sources = Vec::new();
+    files(&root.join("onnxrt/src"), &[".rs"], &mut sources);
+    let mut missing = Vec::new();
+    for file in sources {
+        let text = std::fs::read_to_string(&file).expect("readable source");
+        for (n, line) in text.lines().enumerate() {
+            let Some(rest) = line.trim_start().strip_prefix("pub unsafe fn ") else { continue };
+            let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            if !security.contains(&format!("::{name}`")) {
+                missing.push(format!("{}:{}: {name}", relative(&file), n + 1));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "pub unsafe fns SECURITY.md does not list:\n{}", missing.join("\n"));
+}
