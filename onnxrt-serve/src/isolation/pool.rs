@@ -65,6 +65,9 @@ pub struct WorkerPool {
     program: PathBuf,
     spec: WorkerSpec,
     idle: Mutex<Vec<Worker>>,
+    /// The most workers kept alive: the model's `concurrency` (runs at once). A worker parked
+    /// beyond it is ended, so crash replacements never pile up past the limit.
+    most: usize,
     /// Workers that died running a request (each answered 500 and replaced).
     pub crashes: AtomicU64,
     /// Workers started, the first ones included.
@@ -88,6 +91,7 @@ impl WorkerPool {
         provider: &str,
         device: i32,
         threads: Option<usize>,
+        most: usize,
     ) -> Result<WorkerPool, String> {
         let program = std::env::current_exe().map_err(|e| format!("this program's path (to start workers): {e}"))?;
         let model = std::path::absolute(model).map_err(|e| format!("{}: {e}", model.display()))?;
@@ -104,10 +108,12 @@ impl WorkerPool {
             program,
             spec,
             idle: Mutex::new(Vec::new()),
+            most: most.max(1),
             crashes: AtomicU64::new(0),
             started: AtomicU64::new(0),
             next_file: AtomicU64::new(0),
         };
+        sweep_debris(&shared_memory_folder());
         let first = pool.spawn()?;
         pool.park(first);
         Ok(pool)
@@ -183,8 +189,16 @@ impl WorkerPool {
         self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner).len()
     }
 
+    /// Keeps a worker for the next request, or ends it when `most` are kept already (a run that
+    /// found none idle started its own while a crashed one's replacement was starting).
     fn park(&self, worker: Worker) {
-        self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(worker);
+        let mut idle = self.idle.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if idle.len() < self.most {
+            idle.push(worker);
+            return;
+        }
+        drop(idle);
+        retire(worker);
     }
 
     fn unpark(&self) -> Option<Worker> {
@@ -254,12 +268,16 @@ impl WorkerPool {
 impl Drop for WorkerPool {
     fn drop(&mut self) {
         for worker in self.idle.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).drain(..) {
-            // Closing its stdin ends a worker between requests; reap it.
-            let Worker { child, to, .. } = worker;
-            drop(to);
-            let _ = child.lock().unwrap_or_else(std::sync::PoisonError::into_inner).wait();
+            retire(worker);
         }
     }
+}
+
+/// Ends a worker between requests: closing its stdin ends it; then it is reaped.
+fn retire(worker: Worker) {
+    let Worker { child, to, .. } = worker;
+    drop(to);
+    let _ = child.lock().unwrap_or_else(std::sync::PoisonError::into_inner).wait();
 }
 
 /// Removes the files' names when dropped.
@@ -269,6 +287,23 @@ impl Drop for Files {
     fn drop(&mut self) {
         for path in &self.0 {
             let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// Removes the shared-memory files of servers that are gone: a file's name is dropped once its
+/// worker has opened it, so only a server killed while a worker started leaves one behind. The
+/// name carries the server's pid; a pid with no `/proc` entry is a server that is gone.
+fn sweep_debris(folder: &Path) {
+    let Ok(entries) = std::fs::read_dir(folder) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix("onnxrt-serve-")).and_then(|n| n.split('-').next())
+        else {
+            continue;
+        };
+        if pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
+            let _ = std::fs::remove_file(entry.path());
         }
     }
 }

@@ -168,7 +168,14 @@ impl ServedModel {
                 return Err("`isolation` needs the model in a file (worker processes load it)".into());
             }
             drop(session);
-            let pool = WorkerPool::start(name, path, &settings.provider, settings.device, settings.threads)?;
+            let pool = WorkerPool::start(
+                name,
+                path,
+                &settings.provider,
+                settings.device,
+                settings.threads,
+                settings.concurrency,
+            )?;
             Runner::Isolated { pool: Arc::new(pool) }
         } else if settings.batching {
             let mut builder = Batcher::builder(session)
