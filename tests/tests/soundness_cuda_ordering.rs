@@ -67,3 +67,27 @@ fn zeros_cuda_reads_as_zeros_at_once_even_over_recycled_memory() {
     println!("rounds reading non-zero \"zeros\": {stale:?} of {ROUNDS}");
     assert!(stale.is_empty(), "zeros_cuda read as non-zero right after it returned: (round, elements) {stale:?}");
 }
+
+#[test]
+fn a_small_copy_right_after_zeroing_a_large_tensor_is_not_wiped() {
+    // The race at its widest: zeroing 1 GiB takes far longer than copying one 1 KiB row from
+    // pinned memory, so a zeroing left running would land after the row on every round.
+    const ROWS: i64 = 1 << 20;
+    const ROW: i64 = 256;
+    let stream = CudaStream::new(0).expect("stream");
+    let mut row = Value::zeros_pinned(&[1, ROW], ElementType::F32).expect("pinned row");
+    row.view_mut::<f32>().expect("f32").fill(1.0);
+    let mut wiped = Vec::new();
+    for round in 0..ROUNDS {
+        let mut device = Value::zeros_cuda(&[ROWS, ROW], ElementType::F32, 0).expect("device zeros");
+        device.copy_rows_from(0..1, &row, &stream).expect("one row to the device");
+        let mut back = Value::zeros_pinned(&[1, ROW], ElementType::F32).expect("pinned");
+        back.copy_rows_from(0..1, &device, &stream).expect("the row back");
+        let bad = count_not(&back, 1.0);
+        if bad > 0 {
+            wiped.push((round, bad));
+        }
+    }
+    println!("rounds with the copied row wiped: {wiped:?} of {ROUNDS}");
+    assert!(wiped.is_empty(), "a late zeroing wiped the copied row: (round, elements) {wiped:?}");
+}
