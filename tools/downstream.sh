@@ -102,7 +102,7 @@ say "docs.rs-style build: documented offline, with an empty cache and without li
 # 5. The CLI installed from its packaged crate (`cargo install onnxrt-cli --features fetch`) and used in the app,
 # which holds no checkout of this repository: its help, a fetch of the distribution the app uses,
 # and every other distribution of the built-in manifest known to it (offline here: each is either
-# in the cache or refused as offline, never as unknown).
+# in the cache or refused as offline, or as no runtime for a plugin provider bundle; never as unknown).
 started=$SECONDS
 # (`cargo install` reads no project configuration: the source replacement is given here, and the
 # distribution its own build links against is chosen in the environment, as a user would.)
@@ -114,7 +114,7 @@ lib_dir=$(cd "$app/hello" && env -u ONNXRT_DIST "$cli" fetch "$dist") || fail "t
 [ -d "$lib_dir" ] || fail "onnxrt fetch printed no library folder: $lib_dir"
 for d in $(sed -n 's/^name = "\(.*\)"$/\1/p' build-support/vendor-manifest.toml); do
   out=$(cd "$app/hello" && ONNXRT_OFFLINE=1 "$cli" fetch "$d" 2>&1) && continue
-  grep -qi "offline" <<<"$out" && ! grep -q "no distribution named" <<<"$out" \
+  grep -qiE "offline|is a plugin provider bundle, not a runtime" <<<"$out" && ! grep -q "no distribution named" <<<"$out" \
     || { echo "$out"; fail "the installed onnxrt does not know how to fetch $d"; }
 done
 say "cargo install onnxrt-cli from the packaged crate: help, fetch $dist, every manifest entry known ($((SECONDS - started)) s)"
