@@ -11,8 +11,11 @@ use onnxrt_tests::{builder, proto};
 
 const DOMAIN: &str = "ai.onnxrt.soundness";
 
-/// `y = x`, and `z = x` only when `x[0]` is not 0: `z` is an optional output the kernel may skip.
-struct MaybeCopy;
+/// `y = x`, and `z = x` only when `x[0]` is not 0. With `z_optional`, `z` is an optional output
+/// the kernel may skip; without it, every compute must make `z`, so the pool may lend it.
+struct MaybeCopy {
+    z_optional: bool,
+}
 struct MaybeCopyKernel;
 
 impl CustomOp for MaybeCopy {
@@ -24,7 +27,8 @@ impl CustomOp for MaybeCopy {
         vec![IoSpec::tensor(ElementType::F32)]
     }
     fn outputs(&self) -> Vec<IoSpec> {
-        vec![IoSpec::tensor(ElementType::F32), IoSpec::tensor(ElementType::F32).optional()]
+        let z = IoSpec::tensor(ElementType::F32);
+        vec![IoSpec::tensor(ElementType::F32), if self.z_optional { z.optional() } else { z }]
     }
     fn create_kernel(&self, _info: &KernelInfo<'_>) -> OpResult<MaybeCopyKernel> {
         Ok(MaybeCopyKernel)
@@ -45,7 +49,7 @@ impl Kernel for MaybeCopyKernel {
 }
 
 /// One `MaybeCopy` node; `y` and `z` are graph outputs of a fixed shape (what the pool preallocates).
-fn session() -> Session {
+fn session(z_optional: bool) -> Session {
     let model = proto::model_with_opsets(
         8,
         &[("", 17), (DOMAIN, 1)],
@@ -53,7 +57,10 @@ fn session() -> Session {
         &[proto::tensor_info("x", proto::FLOAT, &[2])],
         &[proto::tensor_info("y", proto::FLOAT, &[2]), proto::tensor_info("z", proto::FLOAT, &[2])],
     );
-    builder().custom_ops(OpDomain::new(DOMAIN).with(MaybeCopy)).commit_from_memory(&model).expect("session")
+    builder()
+        .custom_ops(OpDomain::new(DOMAIN).with(MaybeCopy { z_optional }))
+        .commit_from_memory(&model)
+        .expect("session")
 }
 
 fn run(session: &Session, first: f32) -> onnxrt::Result<Outputs> {
@@ -68,7 +75,7 @@ fn z_of(outputs: &Outputs) -> Option<Vec<f32>> {
 
 #[test]
 fn a_skipped_optional_output_never_holds_an_earlier_runs_data() {
-    let session = session();
+    let session = session(true);
     // The probe run, then a run that writes `z` = 42 and gives its buffers back.
     drop(run(&session, 5.0).expect("probe"));
     let written = run(&session, 42.0).expect("z written");
@@ -92,36 +99,9 @@ fn a_skipped_optional_output_never_holds_an_earlier_runs_data() {
     }
 }
 
-/// The same operator with `z` required: every compute must make it, so the pool may lend it.
-struct AlwaysCopy;
-
-impl CustomOp for AlwaysCopy {
-    type Kernel = MaybeCopyKernel;
-    fn name(&self) -> &str {
-        "MaybeCopy"
-    }
-    fn inputs(&self) -> Vec<IoSpec> {
-        vec![IoSpec::tensor(ElementType::F32)]
-    }
-    fn outputs(&self) -> Vec<IoSpec> {
-        vec![IoSpec::tensor(ElementType::F32), IoSpec::tensor(ElementType::F32)]
-    }
-    fn create_kernel(&self, _info: &KernelInfo<'_>) -> OpResult<MaybeCopyKernel> {
-        Ok(MaybeCopyKernel)
-    }
-}
-
 #[test]
 fn a_required_output_left_unmade_fails_the_run_instead() {
-    let model = proto::model_with_opsets(
-        8,
-        &[("", 17), (DOMAIN, 1)],
-        &[proto::domain_node(DOMAIN, "MaybeCopy", &["x"], &["y", "z"], &[])],
-        &[proto::tensor_info("x", proto::FLOAT, &[2])],
-        &[proto::tensor_info("y", proto::FLOAT, &[2]), proto::tensor_info("z", proto::FLOAT, &[2])],
-    );
-    let session =
-        builder().custom_ops(OpDomain::new(DOMAIN).with(AlwaysCopy)).commit_from_memory(&model).expect("session");
+    let session = session(false);
     drop(run(&session, 5.0).expect("probe"));
     let written = run(&session, 42.0).expect("z written");
     assert_eq!(z_of(&written), Some(vec![42.0, 1.0]));
