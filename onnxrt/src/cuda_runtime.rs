@@ -1,7 +1,7 @@
 //! The few CUDA runtime calls the crate needs (device count, copies between host and device),
 //! loaded from `libcudart` at first use. ORT's C API 16 has no tensor copy between devices.
 //!
-//! Streams and ordering (docs/soundness.md, "CUDA work"): every call below that queues GPU work
+//! Streams and ordering (docs/soundness.md §11): every call below that queues GPU work
 //! names its stream and says how it is ordered with ORT's compute stream, which is a non-blocking
 //! stream (it does not wait for the legacy default stream, nor that stream for it). The rule that
 //! makes this simple: nothing the crate queues is left running when the function returns. Each

@@ -110,8 +110,8 @@ impl ElementType {
     }
 
     /// The size of one element in bytes: the one place where an element type becomes a byte
-    /// count for memory the crate allocates, zeroes, copies or views (docs/soundness.md, "Element
-    /// types"). Refuses what the crate cannot size: strings (ORT owns their storage) and codes it
+    /// count for memory the crate allocates, zeroes, copies or views (docs/soundness.md §6).
+    /// Refuses what the crate cannot size: strings (ORT owns their storage) and codes it
     /// does not know ([`ElementType::Unknown`]: 4-bit integers and later types, whose packing the
     /// crate cannot vouch for).
     ///

@@ -366,3 +366,46 @@ fn security_lists_every_unsafe_door() {
     }
     assert!(missing.is_empty(), "pub unsafe fns SECURITY.md does not list:\n{}", missing.join("\n"));
 }
+
+/// Sections of docs/soundness.md cited from code, as `docs/soundness.md §N` (a numbered
+/// invariant) or `docs/soundness.md, "Public traits"` (a heading): each must name a section the
+/// document has.
+#[test]
+fn every_cited_soundness_section_exists() {
+    let document = std::fs::read_to_string(repo().join("docs/soundness.md")).expect("docs/soundness.md");
+    let headings: Vec<&str> =
+        document.lines().filter_map(|l| l.strip_prefix('#')).map(|l| l.trim_start_matches('#').trim()).collect();
+    let mut sources = Vec::new();
+    files(&repo(), &[".rs"], &mut sources);
+    let mut missing = Vec::new();
+    let mut cited = 0;
+    for file in sources.iter().filter(|f| !is_record(f)) {
+        let text = std::fs::read_to_string(file).expect("readable source");
+        for (n, line) in text.lines().enumerate() {
+            let Some(at) = line.find("docs/soundness.md") else { continue };
+            let rest = &line[at + "docs/soundness.md".len()..];
+            let found = if let Some(number) = rest.strip_prefix(" §") {
+                let number: String = number.chars().take_while(char::is_ascii_digit).collect();
+                Some(
+                    headings
+                        .iter()
+                        .any(|h| h.starts_with(&format!("{number}. ")))
+                        .then_some(())
+                        .ok_or(format!("§{number}")),
+                )
+            } else if let Some(quoted) = rest.strip_prefix(", \"") {
+                let name = quoted.split('"').next().unwrap_or_default();
+                Some(headings.contains(&name).then_some(()).ok_or(format!("\"{name}\"")))
+            } else {
+                None
+            };
+            match found {
+                Some(Ok(())) => cited += 1,
+                Some(Err(section)) => missing.push(format!("{}:{}: {section}", relative(file), n + 1)),
+                None => {}
+            }
+        }
+    }
+    assert!(cited >= 10, "the citations were found ({cited})");
+    assert!(missing.is_empty(), "sections of docs/soundness.md cited but absent: {missing:#?}");
+}

@@ -1,5 +1,5 @@
-//! A panicking waker must not stop a session from being released (docs/soundness.md, "Callbacks
-//! and wakers"). ORT's completion callback of `run_async` hands the run's slot to the oldest
+//! A panicking waker must not stop a session from being released (docs/soundness.md §3). ORT's
+//! completion callback of `run_async` hands the run's slot to the oldest
 //! waiting future and wakes it; that waker is user code. Before, the wake ran outside the
 //! callback's `ffi_guard::catch`: if it panicked, the callback's guard caught the panic but the
 //! run never counted as finished, and the thread releasing the session waited for it for ever

@@ -1,5 +1,5 @@
 //! Every byte safe code can write into a tensor is a valid value of its element type
-//! (docs/soundness.md, "Valid bytes"). `host_bytes_mut` writes any byte, so a bool tensor can
+//! (docs/soundness.md §7). `host_bytes_mut` writes any byte, so a bool tensor can
 //! hold 2 or 255; ORT reads bools as C++ `bool`, for which such bytes are undefined behaviour. The
 //! outside audit's programs fed a bool tensor holding 2 to `Not` (3 and 254 came back) and to a
 //! `Cast` (2.0). Such a tensor is now refused wherever it would reach ORT: as a run input

@@ -1,6 +1,6 @@
 //! Element-type codes are sized in one place (`ElementType::byte_size`), which refuses what the
 //! crate cannot size: no `Unknown` code reaches an allocation, a zeroing, a copy or a view
-//! (docs/soundness.md, "Element types"). The outside audit's program: `Value::zeros` of an
+//! (docs/soundness.md §6). The outside audit's program: `Value::zeros` of an
 //! `Unknown(1)` tensor came back as an f32 tensor of which nothing was zeroed (its size read as 0),
 //! read back through a sequence (valgrind: uninitialised reads). Runs under valgrind in CI.
 

@@ -1,4 +1,4 @@
-//! String keys classed by what ORT does with them (docs/soundness.md, "String keys"). The outside
+//! String keys classed by what ORT does with them (docs/soundness.md §10). The outside
 //! audit found four kinds classed as plain values that are not: CUDA `do_copy_in_default_stream`
 //! (0 brings back a copy/compute race), DirectML `enable_graph_capture` (the CUDA graph's replay
 //! hazard), MIGraphX's compiled-model loading and TensorRT's engine cache (both load compiled GPU

@@ -1,6 +1,6 @@
 //! "ORT wrote this buffer" is never inferred from "the value still points at our buffer": a
-//! session preallocates only outputs every producing node must write (docs/soundness.md,
-//! "Preallocated outputs"). The outside audit's program: with the output pool on, a custom
+//! session preallocates only outputs every producing node must write (docs/soundness.md §8). The
+//! outside audit's program: with the output pool on, a custom
 //! operator that leaves its optional output out handed the next caller the previous run's
 //! output (`0 -> 42`), because ORT returns a preallocated buffer untouched. Runs under valgrind
 //! in CI.

@@ -9,6 +9,8 @@
 #   bash tools/gpu/run.sh serve           the Open Inference Protocol server against offline batch 128
 #   bash tools/gpu/run.sh serve-configs   the HTTP server unbatched and with batcher configurations
 #   bash tools/gpu/run.sh call            unpack the last bundle part, the GPU tests, then $THEN
+#   bash tools/gpu/run.sh devices         the device API there: CUDA through it, the OpenVINO plugin on
+#                                         the Intel host CPU, zeros_cuda's ordering (fixed and old builds)
 # Every mode expects the last bundle part unpacked (/tmp/ort-gpu: the onnxruntime-gpu wheel's
 # package, whose libonnxruntime.so.1.30.0 both onnxrt and Python use) and the release binaries
 # built here in .gpu-run/ (or $BIN). Results land in $OUT (default /tmp/out), which comes back.
@@ -61,6 +63,33 @@ mode_tests() {
 
 # One device call: unpack the last bundle part, run the GPU tests (unless TESTS=0), then the
 # command in $THEN (e.g. `VARIANTS=… bash tools/gpu/run.sh serve`), each bounded by a timeout.
+# The device API on the GPU machine (issue 44) and zeros_cuda's stream ordering (issue 40): the
+# binaries gpu_device_api, ep_devices, plugin_openvino, ordering_fixed and ordering_old (the same
+# test built with zeroing on the legacy stream, unwaited) and openvino-cpu.tar.xz (the
+# onnxruntime-ep-openvino wheel's package without its GPU and NPU plugins) in .gpu-run/.
+mode_devices() {
+  bash .gpu-bundle/p3/unpack.sh >/dev/null 2>&1 || true
+  use_runtime; use_gpu_libraries
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/machine.txt"
+  grep -m1 "model name" /proc/cpuinfo | tee -a "$out/machine.txt"
+  mkdir -p /tmp/openvino && tar xJf .gpu-run/openvino-cpu.tar.xz -C /tmp/openvino
+  local plugin=/tmp/openvino/onnxruntime_ep_openvino/libonnxruntime_providers_openvino_plugin.so
+  echo "== CUDA through the device API"
+  .gpu-run/gpu_device_api --test-threads 1 --nocapture 2>&1 | tee "$out/gpu_device_api.log" | grep -vE "^\s*$" | tail -30
+  echo "== ep_devices on the GPU runtime"
+  .gpu-run/ep_devices --test-threads 1 2>&1 | tee "$out/ep_devices.log" | grep -E "test result|FAILED|panicked"
+  echo "== the OpenVINO plugin on the host CPU"
+  LD_LIBRARY_PATH=/tmp/openvino/onnxruntime_ep_openvino:$LD_LIBRARY_PATH ONNXRT_TEST_OPENVINO_PLUGIN=$plugin \
+    ONNXRT_TEST_OCR_DET=$PWD/.gpu-run/ch_PP-OCRv4_det_infer.onnx ONNXRT_REQUIRE_OPENVINO_DEVICE=1 \
+    .gpu-run/plugin_openvino --test-threads 1 --nocapture 2>&1 | tee "$out/plugin_openvino.log" | tail -25
+  for pass in 1 2; do
+    for build in old fixed; do
+      echo "== zeros_cuda ordering, pass $pass, $build build"
+      .gpu-run/ordering_$build --test-threads 1 --nocapture 2>&1 | tee "$out/ordering-$build-$pass.log" | grep -E "rounds|test result"
+    done
+  done
+}
+
 mode_call() {
   bash .gpu-bundle/p3/unpack.sh >/dev/null 2>&1 || true
   export OUT=$out
@@ -426,6 +455,7 @@ case "${1:-}" in
   all) mode_all ;;
   tests) mode_tests ;;
   call) mode_call ;;
+  devices) mode_devices ;;
   perf) mode_perf ;;
   batch) mode_batch ;;
   serve) mode_serve ;;

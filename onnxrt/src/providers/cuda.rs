@@ -107,7 +107,7 @@ impl CudaOptions {
     /// can read an input before its copy has landed, or an output can be read before it is
     /// written. So this setter is `unsafe`, and the key through [`CudaOptions::raw`] or
     /// `SessionBuilder::provider` is [`Error::KeyRefused`](crate::Error::KeyRefused)
-    /// (docs/soundness.md, "String keys").
+    /// (docs/soundness.md §10).
     ///
     /// # Safety
     /// With `false`: the runtime loaded orders its copy streams with its compute stream for every

@@ -55,7 +55,7 @@ impl TensorRtOptions {
     /// the cache is code loading, this setter is `unsafe`, and the keys
     /// (`trt_engine_cache_enable`, `trt_engine_cache_path`, `trt_engine_cache_prefix`) through
     /// [`TensorRtOptions::raw`] or `SessionBuilder::provider` are
-    /// [`Error::KeyRefused`](crate::Error::KeyRefused) (docs/soundness.md, "String keys").
+    /// [`Error::KeyRefused`](crate::Error::KeyRefused) (docs/soundness.md §10).
     ///
     /// # Safety
     /// Every file in `dir` that TensorRT may load as an engine was written by TensorRT for this

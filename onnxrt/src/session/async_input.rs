@@ -30,7 +30,7 @@ impl Held {
 /// Sealed: its impls decide which value an asynchronous run hands ORT and which one it keeps
 /// alive until ORT calls back, so only the crate's own impls (above), which return the same
 /// value from every method, exist. A run takes each input apart once (name and held value) and
-/// derives ORT's pointers from the value it holds (docs/soundness.md, "Sealed traits").
+/// derives ORT's pointers from the value it holds (docs/soundness.md, "Public traits").
 pub trait AsyncInput: sealed::Sealed {
     /// The input's name.
     fn name(&self) -> &str;

@@ -74,7 +74,7 @@ impl Value<'_> {
     /// For a bool tensor in host memory: refuses bytes other than 0 and 1 (safe code can write
     /// any byte through [`host_bytes_mut`](Value::host_bytes_mut)), so none reaches ORT, which
     /// reads them as C++ `bool`. Called where host data leaves for ORT or the device: run and
-    /// binding inputs, sequence members, copies (docs/soundness.md, "Valid bytes"). Other types:
+    /// binding inputs, sequence members, copies (docs/soundness.md §7). Other types:
     /// every byte pattern is a valid value (the 8-bit floats included: NaN patterns are values).
     /// Device tensors are only written from checked or typed data, so they are not read back.
     pub(crate) fn check_valid_bytes(&self, what: impl FnOnce() -> String) -> Result<()> {
