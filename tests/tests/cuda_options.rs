@@ -62,6 +62,37 @@ fn newer_options_on_an_older_runtime_name_the_option_and_the_version() {
 }
 
 #[test]
+fn every_gated_key_of_both_providers_is_refused_by_name_on_an_older_runtime_and_is_an_allowed_key() {
+    let found = minor();
+    let mut checked = 0;
+    let providers = [
+        ("CUDA", OPTION_SINCE, &onnxrt::allowed_keys::CUDA),
+        ("TensorRT", onnxrt::providers::tensorrt::OPTION_SINCE, &onnxrt::allowed_keys::TENSORRT),
+    ];
+    for (provider, gates, table) in providers {
+        for &(key, since) in gates {
+            // A gate on a key the allow-list refuses would never be reached.
+            assert!(table.check_all([key]).is_ok(), "{provider} `{key}` is gated but not an allowed key");
+            if found >= since {
+                continue;
+            }
+            let built = Session::builder().provider(provider, [(key, "1")]).commit_from_file(model());
+            match built {
+                Err(Error::Unsupported { feature, since: needed, .. }) => {
+                    assert!(feature.contains(key) && feature.contains(provider), "{feature}");
+                    assert_eq!(needed, format!("1.{since}"));
+                    checked += 1;
+                }
+                other => panic!("{provider} `{key}` on ORT 1.{found} was not refused as too new: {other:?}"),
+            }
+        }
+    }
+    if found < 17 {
+        assert_eq!(checked, OPTION_SINCE.len() + onnxrt::providers::tensorrt::OPTION_SINCE.len());
+    }
+}
+
+#[test]
 fn options_the_runtime_knows_pass_the_gate() {
     let options = CudaOptions::new()
         .cudnn_conv_algo_search(ConvAlgoSearch::Heuristic)

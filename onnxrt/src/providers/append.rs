@@ -18,13 +18,22 @@ use crate::error::{Error, Result};
 use crate::handle::Owned;
 use crate::status::ort;
 
+// The gates below: the first onnxruntime-gpu wheel among 1.16.3, 1.17.1, 1.18.1, 1.19.2, 1.20.0,
+// 1.21.1 and 1.22.0 whose provider library holds the key's string (its option parser's literal).
+
 /// CUDA provider options that ORT 1.16 does not know, with the first minor version (1.x) that
 /// reads them (also for `provider("CUDA", ..)`).
-pub(crate) const CUDA_OPTION_SINCE: &[(&str, u32)] = &[
-    // cuda_execution_provider_info.cc: both keys arrived with the NHWC kernels and the EP-level stream.
-    ("prefer_nhwc", 17),
-    ("use_ep_level_unified_stream", 17),
-    ("use_tf32", 18),
+pub(crate) const CUDA_OPTION_SINCE: &[(&str, u32)] =
+    &[("prefer_nhwc", 17), ("use_ep_level_unified_stream", 17), ("use_tf32", 18), ("sdpa_kernel", 19)];
+
+/// TensorRT provider options the table allows that ORT 1.16 does not know, as for CUDA.
+pub(crate) const TENSORRT_OPTION_SINCE: &[(&str, u32)] = &[
+    ("trt_dump_ep_context_model", 17),
+    ("trt_ep_context_file_path", 17),
+    ("trt_ep_context_embed_mode", 17),
+    ("trt_timing_cache_path", 17),
+    ("trt_engine_hw_compatible", 18),
+    ("trt_op_types_to_exclude", 21),
 ];
 
 /// One provider request as the append path reads it, whichever way it was asked for.
@@ -89,7 +98,11 @@ fn check_keys(short: &str, request: &Request<'_>) -> Result<()> {
 
 /// Refuses options the loaded runtime is too old to know, naming the first.
 fn check_versions(api: &Api, short: &str, request: &Request<'_>) -> Result<()> {
-    let since: &[(&str, u32)] = if short == "CUDA" { CUDA_OPTION_SINCE } else { &[] };
+    let since: &[(&str, u32)] = match short {
+        "CUDA" => CUDA_OPTION_SINCE,
+        "TensorRT" => TENSORRT_OPTION_SINCE,
+        _ => &[],
+    };
     for (key, _) in &request.options {
         if let Some(&(_, level)) = since.iter().find(|(k, _)| k == key) {
             if api.api_level < level {

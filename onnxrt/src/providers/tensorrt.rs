@@ -8,6 +8,11 @@ use std::path::Path;
 use crate::providers::append::Request;
 use crate::providers::options::KeyValues;
 
+/// TensorRT provider options that ORT 1.16 does not know, with the first minor version (1.x) that
+/// reads them. Setting one on an older runtime fails at session build with
+/// [`Error::Unsupported`](crate::Error::Unsupported), also through `SessionBuilder::provider("TensorRT", ..)`.
+pub const OPTION_SINCE: &[(&str, u32)] = super::append::TENSORRT_OPTION_SINCE;
+
 /// Options of the TensorRT provider. Unset options keep ORT's defaults.
 #[derive(Debug, Clone, Default)]
 pub struct TensorRtOptions {
