@@ -413,6 +413,24 @@ def passthrough():
     return model(g)
 
 
+def last_row():
+    # Reads only the last row of its input: on CUDA a kernel that touches the end of a large
+    # tensor first, for the zeros_cuda ordering test (tests/tests/soundness_cuda_ordering.rs).
+    consts = [
+        numpy_helper.from_array(np.array([-1], dtype=np.int64), "starts"),
+        numpy_helper.from_array(np.array([np.iinfo(np.int64).max], dtype=np.int64), "ends"),
+        numpy_helper.from_array(np.array([0], dtype=np.int64), "axes"),
+    ]
+    g = helper.make_graph(
+        [helper.make_node("Slice", ["x", "starts", "ends", "axes"], ["y"])],
+        "last_row",
+        [tensor("x", TensorProto.FLOAT, ["N", "M"])],
+        [tensor("y", TensorProto.FLOAT, [1, "M"])],
+        initializer=consts,
+    )
+    return model(g)
+
+
 def write(name, data):
     path = os.path.join(OUT_DIR, name)
     with open(path, "wb") as f:
@@ -463,6 +481,7 @@ def main():
     save("map_out.onnx", map_out(), check="basic")
     save("scalar.onnx", scalar())
     save("passthrough.onnx", passthrough())
+    save("last_row.onnx", last_row())
     save("slow_loop.onnx", slow_loop())
     save("opset_too_new.onnx", opset_too_new(), check=None)
     # The checker does not know the custom domain's schema.

@@ -5,9 +5,10 @@
 //! non-blocking streams that do not wait for that stream. A copy right after `zeros_cuda` could
 //! then run first and be wiped by the late zeroing, or read what the memory's previous owner left.
 //!
-//! The tests touch the *last* row of a 1 GiB tensor: a zeroing still running reaches it last, so
-//! a copy queued at once lands there before the zeroing does on every round. (The first rows are
-//! zeroed within microseconds, before any copy can be queued: a test of row 0 cannot fail.)
+//! The tests touch the *last* row of a 1 GiB tensor, by a copy or by a Slice that ORT runs on its
+//! own compute stream: a zeroing still running reaches it last, so work queued at once gets there
+//! first. (The first rows are zeroed within microseconds, before any copy can be queued: a test of
+//! row 0 cannot fail.)
 //!
 //! GPU only, run by hand on the GPU machine (CI has no GPU):
 //! ```text
@@ -84,4 +85,34 @@ fn zeros_cuda_reads_as_zeros_at_once_even_over_recycled_memory() {
     }
     println!("rounds reading non-zero \"zeros\": {stale:?} of {ROUNDS}");
     assert!(stale.is_empty(), "zeros_cuda read as non-zero right after it returned: (round, elements) {stale:?}");
+}
+
+#[test]
+fn an_ort_cuda_run_right_after_zeros_cuda_reads_zeros_not_the_previous_owners_data() {
+    use onnxrt::providers::cuda::CudaOptions;
+    use onnxrt::Session;
+    // ORT's compute stream is non-blocking too: a kernel queued at once on it (here a Slice of the
+    // last row, the row a late zeroing reaches last) must read zeros.
+    let session = Session::builder()
+        .cuda(CudaOptions::new().device_id(0))
+        .strict_gpu(true)
+        .commit_from_file(onnxrt_tests::model("last_row.onnx"))
+        .expect("CUDA session");
+    let stream = CudaStream::new(0).expect("stream");
+    let pattern = pinned_with_last_row(f32::from_bits(0x7f7f_7f7f));
+    let mut stale = Vec::new();
+    for round in 0..ROUNDS {
+        let mut previous = Value::zeros_cuda(&[ROWS, ROW], ElementType::F32, 0).expect("device");
+        previous.copy_rows_from(LAST, &pattern, &stream).expect("fill");
+        drop(previous);
+        let device = Value::zeros_cuda(&[ROWS, ROW], ElementType::F32, 0).expect("device zeros");
+        let outputs = session.run(&[("x", &device)]).expect("the last row, on ORT's stream");
+        let row = outputs.get("y").expect("y").to_array::<f32>().expect("f32");
+        let bad = row.iter().filter(|&&x| x != 0.0).count();
+        if bad > 0 {
+            stale.push((round, bad));
+        }
+    }
+    println!("rounds where ORT read non-zero \"zeros\": {stale:?} of {ROUNDS}");
+    assert!(stale.is_empty(), "an ORT run right after zeros_cuda read the previous owner's data: {stale:?}");
 }
