@@ -400,7 +400,7 @@ impl Batcher {
     {
         let mut slots: SmallVec<[Option<(HeldValue, Shape)>; 4]> = (0..self.plan.inputs.len()).map(|_| None).collect();
         for input in inputs {
-            let index = self.plan.input_index(input.name())?;
+            let index = self.session.input_index(input.name())?;
             if slots[index].is_some() {
                 return Err(onnxrt::Error::DuplicateInput { name: input.name().to_owned() }.into());
             }

@@ -3,6 +3,7 @@
 
 use crate::error::Error;
 use crate::isolation::IsolatedError;
+use crate::oip::datatype::datatype_of;
 
 /// Why a request got no outputs; each transport maps it to its own status.
 #[derive(Debug)]
@@ -44,7 +45,15 @@ impl From<Error> for InferError {
 impl From<onnxrt::Error> for InferError {
     fn from(error: onnxrt::Error) -> InferError {
         match classify_run_error(&error) {
-            RunErrorKind::Request => InferError::Invalid(error.to_string()),
+            // In the protocol's words: its datatypes, not Rust's element types.
+            RunErrorKind::Request => match error {
+                onnxrt::Error::ElementTypeMismatch { name, expected, got, .. } => InferError::Invalid(format!(
+                    "input `{name}` is {} in the model; the request sent {}",
+                    datatype_of(expected).unwrap_or("?"),
+                    datatype_of(got).unwrap_or("?")
+                )),
+                other => InferError::Invalid(other.to_string()),
+            },
             RunErrorKind::Server => InferError::Failed(error.to_string()),
         }
     }

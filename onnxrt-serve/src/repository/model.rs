@@ -47,6 +47,17 @@ impl ModelTensor {
         Ok(ModelTensor { name: info.name.clone(), element_type, shape })
     }
 
+    /// `info` with the axes this tensor fixes (config.json `shapes`) fixed.
+    fn fixing(&self, info: &ValueInfo) -> ValueInfo {
+        let shape = info
+            .shape
+            .iter()
+            .zip(&self.shape)
+            .map(|(dim, &narrowed)| if narrowed >= 0 { Dim::Fixed(narrowed) } else { dim.clone() })
+            .collect();
+        ValueInfo { shape, ..info.clone() }
+    }
+
     fn metadata(&self) -> TensorMetadata {
         TensorMetadata {
             name: self.name.clone(),
@@ -112,6 +123,9 @@ pub struct ServedModel {
     pub path: PathBuf,
     /// Its inputs, in model order.
     pub inputs: Vec<ModelTensor>,
+    /// Its inputs as requests are checked against them: as the model declares them, with the
+    /// axes config.json `shapes` fixes fixed.
+    declared: Vec<ValueInfo>,
     /// Its outputs, in model order.
     pub outputs: Vec<ModelTensor>,
     /// How it is served.
@@ -154,6 +168,7 @@ impl ServedModel {
         let session = make_session(path, bytes, &settings).map_err(|e| e.to_string())?;
         let mut inputs = session.inputs().iter().map(|i| ModelTensor::of(i, "input")).collect::<Result<Vec<_>, _>>()?;
         narrow(&mut inputs, &settings.shapes)?;
+        let declared = session.inputs().iter().zip(&inputs).map(|(info, narrowed)| narrowed.fixing(info)).collect();
         let warmup_names = settings.warmup.keys().map(|n| ("warmup", n));
         for (what, name) in warmup_names.chain(settings.warmup_fill.keys().map(|n| ("warmup_fill", n))) {
             if !inputs.iter().any(|i| &i.name == name) {
@@ -224,6 +239,7 @@ impl ServedModel {
             version: version.to_owned(),
             path: path.to_owned(),
             inputs,
+            declared,
             outputs,
             slots: Arc::new(Semaphore::new(settings.concurrency)),
             settings,
@@ -514,47 +530,17 @@ impl ServedModel {
         joined.map_err(|e| InferError::Failed(format!("the run's thread ended: {e}")))?
     }
 
-    /// Checks the inputs against the model and puts them in model order.
-    fn check_inputs(&self, given: Vec<(String, Value<'static>)>) -> Result<Vec<(String, Value<'static>)>, InferError> {
-        let mut slots: Vec<Option<(String, Value<'static>)>> = self.inputs.iter().map(|_| None).collect();
-        for (name, value) in given {
-            let Some(at) = self.inputs.iter().position(|i| i.name == name) else {
-                let known: Vec<&str> = self.inputs.iter().map(|i| i.name.as_str()).collect();
-                return Err(InferError::Invalid(format!(
-                    "model `{}` has no input `{name}`; its inputs are {known:?}",
-                    self.name
-                )));
-            };
-            let model = &self.inputs[at];
-            let info = value.tensor_info().map_err(|e| InferError::Invalid(format!("input `{name}`: {e}")))?;
-            if info.element_type != model.element_type {
-                return Err(InferError::Invalid(format!(
-                    "input `{name}` is {} in model `{}`; the request sent {}",
-                    datatype_of(model.element_type).unwrap_or("?"),
-                    self.name,
-                    datatype_of(info.element_type).unwrap_or("?"),
-                )));
-            }
-            let fits = info.shape.len() == model.shape.len()
-                && info.shape.iter().zip(&model.shape).all(|(&got, &declared)| declared < 0 || got == declared);
-            if !fits {
-                return Err(InferError::Invalid(format!(
-                    "input `{name}` has shape {:?}; model `{}` takes {:?} (-1: any size)",
-                    info.shape.to_vec(),
-                    self.name,
-                    model.shape
-                )));
-            }
-            if slots[at].replace((name, value)).is_some() {
-                return Err(InferError::Invalid(format!("input `{}` is given twice", model.name)));
-            }
-        }
-        let missing: Vec<&str> =
-            self.inputs.iter().zip(&slots).filter(|(_, s)| s.is_none()).map(|(i, _)| i.name.as_str()).collect();
-        if !missing.is_empty() {
-            return Err(InferError::Invalid(format!("model `{}` needs input(s) {missing:?} too", self.name)));
-        }
-        Ok(slots.into_iter().flatten().collect())
+    /// Checks the inputs against the model's inputs as narrowed by config.json `shapes`
+    /// (onnxrt's own check, [`onnxrt::check_inputs`]) and puts them in model order.
+    fn check_inputs(
+        &self,
+        mut given: Vec<(String, Value<'static>)>,
+    ) -> Result<Vec<(String, Value<'static>)>, InferError> {
+        let pairs: Vec<(&str, &Value<'static>)> = given.iter().map(|(name, value)| (name.as_str(), value)).collect();
+        onnxrt::check_inputs(&self.declared, &pairs)?;
+        // Each name is known and given once: model order is their positions.
+        given.sort_by_key(|(name, _)| self.declared.iter().position(|i| &i.name == name));
+        Ok(given)
     }
 
     /// The output names to answer, checked: known, none twice (all, in model order, when none named).
