@@ -19,7 +19,6 @@ pub use crate::repository::errors::{classify_run_error, InferError, RunErrorKind
 #[cfg(feature = "cuda")]
 use crate::repository::sessions::make_graph;
 use crate::repository::sessions::make_session;
-pub(crate) use crate::repository::sessions::session_for;
 
 /// A model input or output as the server checks requests against it.
 #[derive(Debug, Clone)]
