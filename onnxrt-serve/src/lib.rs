@@ -11,10 +11,10 @@
 //! - [`repository`] (feature `server`): a repository of models served by name, each checked,
 //!   warmed up and run batched or alone.
 //! - [`server`] (the `serve` program as a library: REST and gRPC adapters over [`infer`]).
-//! - The programs `serve` (an inference server speaking the Open Inference Protocol over REST
-//!   and gRPC) and `loadgen` (its load generator),
-//!   and the modules they share (feature `server`, on by default; turn it off with
-//!   `default-features = false` to depend on the batcher alone).
+//! - The program `serve` (an inference server speaking the Open Inference Protocol over REST
+//!   and gRPC) and the modules it shares with the load generator (`loadgen`, in the workspace's
+//!   `benches/`): feature `server`, on by default; turn it off with `default-features = false`
+//!   to depend on the batcher alone.
 //!
 //! Errors are [`Error`]: the batcher's own refusals ([`Error::NotBatchable`],
 //! [`Error::QueueFull`], [`Error::DeadlineExpired`], [`Error::BatcherShutDown`]) and every
