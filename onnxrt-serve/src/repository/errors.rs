@@ -37,6 +37,8 @@ impl From<Error> for InferError {
             Error::QueueFull { .. } => InferError::Overloaded(format!("{error}")),
             Error::DeadlineExpired { .. } => InferError::Timeout(error.to_string()),
             Error::BatcherShutDown => InferError::ShuttingDown,
+            Error::BatchRun { why, refused: true } => InferError::Invalid(why),
+            Error::BatchRun { why, refused: false } => InferError::Failed(why),
             Error::Onnxrt(inner) => inner.into(),
             other => InferError::Failed(other.to_string()),
         }

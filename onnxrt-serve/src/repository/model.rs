@@ -15,7 +15,7 @@ use crate::isolation::WorkerPool;
 use crate::oip::messages::{ModelMetadata, PLATFORM};
 use crate::repository::config::{ModelConfig, Settings};
 pub use crate::repository::errors::{classify_run_error, InferError, RunErrorKind};
-use crate::repository::runner::{runtime_crashes, Runner, SessionRef};
+use crate::repository::runner::{run_batch_in, runtime_crashes, Runner, SessionRef};
 #[cfg(feature = "cuda")]
 use crate::repository::sessions::make_graph;
 use crate::repository::sessions::make_session;
@@ -114,21 +114,25 @@ impl ServedModel {
             }
         }
         let outputs = session.outputs().iter().map(|o| ModelTensor::of(o, "output")).collect::<Result<Vec<_>, _>>()?;
-        let isolate = settings.isolation.unwrap_or_else(|| !settings.batching && bytes.is_none() && runtime_crashes());
-        let runner = if isolate {
+        // Batched models too: the batcher gathers in this process and runs each batch in a
+        // worker (unless its batches run on this process's sessions: device inputs, graphs).
+        let isolate = settings
+            .isolation
+            .unwrap_or_else(|| bytes.is_none() && runtime_crashes() && !settings.batches_on_this_process());
+        let pool = if isolate {
             if bytes.is_some() {
                 return Err("`isolation` needs the model in a file (worker processes load it)".into());
             }
+            // A batched model's runs are its batch workers' (and requests of several samples).
+            let most = if settings.batching { settings.batch_workers } else { settings.concurrency };
+            let pool = WorkerPool::start(name, path, &settings.provider, settings.device, settings.threads, most)?;
+            Some(Arc::new(pool))
+        } else {
+            None
+        };
+        let runner = if let (Some(pool), false) = (&pool, settings.batching) {
             drop(session);
-            let pool = WorkerPool::start(
-                name,
-                path,
-                &settings.provider,
-                settings.device,
-                settings.threads,
-                settings.concurrency,
-            )?;
-            Runner::Isolated { pool: Arc::new(pool) }
+            Runner::Isolated { pool: Arc::clone(pool) }
         } else if settings.batching {
             let mut builder = Batcher::builder(session)
                 .max_batch(settings.max_batch)
@@ -160,6 +164,10 @@ impl ServedModel {
                     })
                 });
             }
+            if let Some(pool) = &pool {
+                let pool = Arc::clone(pool);
+                builder = builder.run_batches_with(move |inputs| run_batch_in(&pool, inputs));
+            }
             let batcher = builder.build().map_err(|e| {
                 format!("{e}\n(or turn batching off for this model: \"batching\": false in config.json)")
             })?;
@@ -167,7 +175,7 @@ impl ServedModel {
             // warm-up run may meet a capture (it would break it): both come after this.
             #[cfg(feature = "cuda")]
             batcher.wait_for_cuda_graphs();
-            Runner::Batched { batcher: Arc::new(batcher) }
+            Runner::Batched { batcher: Arc::new(batcher), pool }
         } else {
             Runner::Direct { session: Arc::new(session) }
         };
@@ -196,15 +204,15 @@ impl ServedModel {
     pub fn session(&self) -> Option<&Session> {
         match &self.runner {
             Runner::Direct { session } => Some(session),
-            Runner::Batched { batcher } => Some(batcher.session()),
-            Runner::Isolated { .. } => None,
+            Runner::Batched { batcher, pool: None } => Some(batcher.session()),
+            Runner::Batched { pool: Some(_), .. } | Runner::Isolated { .. } => None,
         }
     }
 
     /// The batcher, when batching is on.
     pub fn batcher(&self) -> Option<&Batcher> {
         match &self.runner {
-            Runner::Batched { batcher } => Some(batcher),
+            Runner::Batched { batcher, .. } => Some(batcher),
             Runner::Direct { .. } | Runner::Isolated { .. } => None,
         }
     }
@@ -212,8 +220,8 @@ impl ServedModel {
     /// The worker processes, when runs are isolated.
     pub fn workers(&self) -> Option<&WorkerPool> {
         match &self.runner {
-            Runner::Isolated { pool } => Some(pool),
-            Runner::Direct { .. } | Runner::Batched { .. } => None,
+            Runner::Isolated { pool } | Runner::Batched { pool: Some(pool), .. } => Some(pool),
+            Runner::Direct { .. } | Runner::Batched { pool: None, .. } => None,
         }
     }
 
@@ -282,7 +290,7 @@ impl ServedModel {
         }
         let one_sample = inputs.iter().all(|(_, v)| v.tensor_info().is_ok_and(|i| i.shape.first() == Some(&1)));
         let all = match &self.runner {
-            Runner::Batched { batcher } if one_sample => {
+            Runner::Batched { batcher, .. } if one_sample => {
                 let options = RequestOptions { deadline, ..RequestOptions::default() };
                 let future = batcher.run_async_with(inputs, options)?;
                 let ran = match deadline {
@@ -291,8 +299,11 @@ impl ServedModel {
                 };
                 ran?.into_named()
             }
-            Runner::Batched { batcher } => {
-                let session = SessionRef::Batched(Arc::clone(batcher));
+            Runner::Batched { batcher, pool } => {
+                let session = match pool {
+                    Some(pool) => SessionRef::Isolated(Arc::clone(pool)),
+                    None => SessionRef::Batched(Arc::clone(batcher)),
+                };
                 self.run_direct(session, inputs, &wanted, deadline).await?
             }
             Runner::Direct { session } => {

@@ -9,7 +9,7 @@ use std::time::Instant;
 use onnxrt::{Session, Value};
 
 use crate::batch::Batcher;
-use crate::isolation::{RunHandle, WorkerPool};
+use crate::isolation::{IsolatedError, RunHandle, WorkerPool};
 use crate::repository::errors::InferError;
 use crate::repository::model::ServedModel;
 
@@ -18,7 +18,8 @@ pub(super) enum Runner {
     /// Each request its own run on a blocking thread; `slots` runs at once.
     Direct { session: Arc<Session> },
     /// Requests of one sample go through the dynamic batcher; others run directly on its session.
-    Batched { batcher: Arc<Batcher> },
+    /// With `pool` (isolation), every batch and every other request runs in a worker process.
+    Batched { batcher: Arc<Batcher>, pool: Option<Arc<WorkerPool>> },
     /// Each request runs in one of the model's worker processes (`slots` at once).
     Isolated { pool: Arc<WorkerPool> },
 }
@@ -122,5 +123,23 @@ pub(super) struct Decrement<'c>(&'c AtomicUsize);
 impl Drop for Decrement<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Relaxed);
+    }
+}
+
+/// One batch gathered by the batcher, run in one of `pool`'s worker processes
+/// (`BatcherBuilder::run_batches_with`): every output, in model order.
+pub(super) fn run_batch_in(
+    pool: &Arc<WorkerPool>,
+    inputs: &[(&str, &Value<'_>)],
+) -> crate::Result<Vec<Value<'static>>> {
+    match pool.run_borrowed(inputs, &[], &RunHandle::default()) {
+        Ok(outputs) => Ok(outputs.into_iter().map(|(_, value)| value).collect()),
+        Err(IsolatedError::Refused(why)) => Err(crate::Error::BatchRun { why, refused: true }),
+        Err(IsolatedError::Failed(why) | IsolatedError::Crashed(why)) => {
+            Err(crate::Error::BatchRun { why, refused: false })
+        }
+        Err(IsolatedError::Abandoned) => {
+            Err(crate::Error::BatchRun { why: "the batch's run was stopped".into(), refused: false })
+        }
     }
 }

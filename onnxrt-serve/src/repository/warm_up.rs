@@ -102,11 +102,11 @@ impl ServedModel {
     /// One run of `inputs` where requests run (in this process or a worker), on this thread.
     fn run_blocking(&self, inputs: Vec<(String, Value<'static>)>) -> Result<(), InferError> {
         match &self.runner {
-            Runner::Isolated { pool } => {
+            Runner::Isolated { pool } | Runner::Batched { pool: Some(pool), .. } => {
                 pool.run(&inputs, &[], &RunHandle::default()).map(drop).map_err(InferError::from)
             }
             Runner::Direct { session } => run_on(session, &inputs, &[], None).map(drop),
-            Runner::Batched { batcher } => run_on(batcher.session(), &inputs, &[], None).map(drop),
+            Runner::Batched { batcher, pool: None } => run_on(batcher.session(), &inputs, &[], None).map(drop),
         }
     }
 }
