@@ -109,6 +109,8 @@ TEST_STAGES=(workspace clients fetch soundness gpu-libs cuda-api serve-cuda load
 
 test_workspace() {
   ONNXRT_REQUIRE_CONFORMANCE=1 ONNXRT_REQUIRE_ONNX_PROTO=1 cargo test --workspace --no-fail-fast
+  # The batcher and the worker processes as a crate that embeds them gets them: no server.
+  cargo test -p onnxrt-serve --no-default-features --features isolation --lib --test batch
 }
 
 # The inference server driven by clients nobody here wrote: tritonclient over HTTP and gRPC on
@@ -205,7 +207,16 @@ case "${1:-}" in
     cargo fmt --all -- --check
     cargo clippy --workspace --all-targets -- -D warnings
     cargo clippy --workspace --all-targets --features onnxrt/cuda,onnxrt/tensorrt,onnxrt-serve/cuda -- -D warnings
-    say "lint: rustfmt and clippy clean (default and cuda+tensorrt features)"
+    # The batcher, the GPU pool and the worker processes build without the web stack: a service
+    # that embeds them pulls in no axum, tonic, tokio or hyper.
+    for features in none cuda isolation isolation,cuda; do
+      [ "$features" = none ] && features=
+      cargo clippy -p onnxrt-serve --no-default-features --features "$features" -- -D warnings
+      if cargo tree -p onnxrt-serve --no-default-features --features "$features" -e normal --prefix none | grep -E '^(axum|tonic|tokio|hyper) '; then
+        say "FAIL: onnxrt-serve without default features (features: ${features:-none}) depends on the web stack"; exit 1
+      fi
+    done
+    say "lint: rustfmt and clippy clean (default, cuda+tensorrt, and onnxrt-serve without the server)"
     ;;
   *)
     echo "usage: bash tools/dev.sh run | test [STAGE...] | newest | lint (stages: ${TEST_STAGES[*]})" >&2

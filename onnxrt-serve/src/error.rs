@@ -29,6 +29,17 @@ pub enum Error {
         waited: std::time::Duration,
     },
 
+    /// A batch run by the runner given to
+    /// [`BatcherBuilder::run_batches_with`](crate::batch::BatcherBuilder::run_batches_with) (a
+    /// worker process, for one) failed, for every request of the batch.
+    #[error("{why}")]
+    BatchRun {
+        /// Why, as the runner says.
+        why: String,
+        /// Whether the inputs were refused (the requests' fault) rather than the run failing.
+        refused: bool,
+    },
+
     /// The batcher was shut down before (or without) running the request.
     #[error("the batcher is shut down; the request was not run")]
     BatcherShutDown,

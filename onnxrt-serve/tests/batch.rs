@@ -781,3 +781,51 @@ fn a_shutdown_reaches_a_batch_held_for_a_running_one() {
         }
     }
 }
+
+#[test]
+fn batches_run_by_a_runner_of_the_callers_choice_answer_as_on_the_session() {
+    // The runner here is another session of the model, counting its batches; onnxrt-serve's
+    // isolation passes a worker process instead.
+    let session = builder().commit_from_file(model("mlp.onnx")).expect("mlp");
+    let elsewhere = session.clone();
+    let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = Arc::clone(&runs);
+    let run = move |inputs: &[(&str, &Value<'_>)]| -> onnxrt_serve::Result<Vec<Value<'static>>> {
+        counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let outputs = elsewhere.run(inputs)?;
+        Ok(outputs.into_named().into_iter().map(|(_, value)| value).collect())
+    };
+    let batcher = Arc::new(
+        Batcher::builder(session.clone())
+            .max_batch(8)
+            .max_delay(Duration::from_millis(20))
+            .run_batches_with(run)
+            .build()
+            .expect("batchable"),
+    );
+    callers_get_their_single_run_rows(&batcher, &session, "x", &[16], 12, 0);
+    let stats = batcher.stats();
+    assert_consistent(&stats);
+    assert_eq!(runs.load(std::sync::atomic::Ordering::Relaxed) as u64, stats.batches, "{stats:#?}");
+    assert_eq!(batcher.warm_up().expect("warm-up through the runner").len(), 8);
+    assert_eq!(runs.load(std::sync::atomic::Ordering::Relaxed) as u64, stats.batches + 8);
+
+    // A runner's failure is every request's of the batch, as it says.
+    let failing = Batcher::builder(session.clone())
+        .run_batches_with(|_: &[(&str, &Value<'_>)]| {
+            Err(Error::BatchRun { why: "the worker died".into(), refused: false })
+        })
+        .build()
+        .expect("batchable");
+    let error = failing.run([("x", Value::from_vec(&[16], vec![0f32; 16]).expect("v"))]).expect_err("fails");
+    assert!(matches!(&error, Error::BatchRun { why, refused: false } if why == "the worker died"), "{error:?}");
+
+    // Batches on sessions of this process do not combine with a runner elsewhere.
+    let load = || builder().commit_from_file(model("mlp.onnx"));
+    let refused = Batcher::builder(session)
+        .session_per_batch_size(load)
+        .run_batches_with(|_: &[(&str, &Value<'_>)]| Ok(Vec::new()))
+        .build()
+        .expect_err("refused");
+    assert!(refused.to_string().contains("session_per_batch_size"), "{refused}");
+}

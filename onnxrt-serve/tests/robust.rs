@@ -49,6 +49,12 @@ fn divide_model() -> Vec<u8> {
     proto::model(8, 13, &[proto::node("Div", &["a", "b"], &["c"], &[])], &[info("a"), info("b")], &[info("c")])
 }
 
+/// `c = a / b` on int64 [n]: batchable; a zero divisor kills ORT 1.16's process (SIGFPE).
+fn batched_divide_model() -> Vec<u8> {
+    let info = |name| proto::batched_tensor_info(name, proto::INT64, &[]);
+    proto::model(8, 13, &[proto::node("Div", &["a", "b"], &["c"], &[])], &[info("a"), info("b")], &[info("c")])
+}
+
 /// `c = a + b` on f32 [n, 3], [n, 3]: two batch sizes that differ are refused by the Add node
 /// (ORT: "Attempting to broadcast an axis by a dimension other than 1").
 fn add_rows_model() -> Vec<u8> {
@@ -275,13 +281,16 @@ fn isolation_is_on_by_default_where_the_runtime_is_known_to_crash() {
     let server = Server::start(&root, &[]);
     let version = onnxrt::runtime_info().expect("runtime").version;
     server.log_with(&["model=divide", "model ready"]);
-    let log = server.log_with(&["model=batched", "ends the server"]);
+    let log = server.log_with(&["model=batched", "model ready"]);
     if onnxrt_serve::isolation::crashes_on_valid_shapes(&version) {
         assert!(log.contains("known to crash") && log.contains("cpu-1.32.0-registry"), "{log}");
         let ready = log.lines().find(|l| l.contains("model=divide") && l.contains("model ready")).expect("ready line");
         assert!(ready.contains("isolated"), "{ready}");
-        // A batched model runs in the server's process, and the log says what that risks.
-        assert!(log.lines().any(|l| l.contains("model=batched") && l.contains("ends the server")), "{log}");
+        // A batched model is isolated too: its batches run in a worker process.
+        let batched =
+            log.lines().find(|l| l.contains("model=batched") && l.contains("model ready")).expect("ready line");
+        assert!(batched.contains("each batch in a worker process"), "{batched}");
+        assert!(!log.contains("ends the server"), "{log}");
         let crashed = runtime().block_on(post(server.rest, "/v2/models/divide/infer", &divide(1, 0)));
         assert_eq!(crashed.status, 500, "{}", crashed.text());
     } else {
@@ -512,4 +521,40 @@ fn shared_memory_files_of_a_server_that_is_gone_are_swept_at_start() {
     assert!(mine.exists(), "a live process's file was removed");
     let _ = std::fs::remove_file(&mine);
     drop(server);
+}
+
+#[test]
+fn a_batched_model_on_a_runtime_that_crashes_costs_the_batch_not_the_server() {
+    let root = folder("batched_crash");
+    // No warm-up: the batcher's warm-up runs zeros, which divide by zero.
+    put(&root, "divide", &batched_divide_model(), Some(json!({ "batching": true, "max_batch": 4, "warmup": false })));
+    put(&root, "good", &test_model("mlp.onnx"), Some(json!({ "batching": true })));
+    // Isolated by default on a runtime known to crash (1.16); asked for on any other.
+    let version = onnxrt::runtime_info().expect("runtime").version;
+    let args: &[&str] =
+        if onnxrt_serve::isolation::crashes_on_valid_shapes(&version) { &[] } else { &["--isolation", "true"] };
+    let mut server = Server::start(&root, args);
+    let crashes = 3;
+    runtime().block_on(async {
+        for _ in 0..crashes {
+            let crashed = post(server.rest, "/v2/models/divide/infer", &divide(7, 0)).await;
+            assert_eq!(crashed.status, 500, "{}", crashed.text());
+            let error = json_of(&crashed)["error"].as_str().unwrap_or_default().to_owned();
+            assert!(error.contains("signal 8 (SIGFPE)") && error.contains("restarted"), "{error}");
+            let answered = post(server.rest, "/v2/models/divide/infer", &divide(7, 2)).await;
+            assert_eq!(answered.status, 200, "{}", answered.text());
+            assert_eq!(json_of(&answered)["outputs"][0]["data"], json!([3]));
+        }
+        // A request of several samples (not batched) runs in a worker too.
+        let two = json!({ "inputs": [
+            { "name": "a", "shape": [2], "datatype": "INT64", "data": [7, 8] },
+            { "name": "b", "shape": [2], "datatype": "INT64", "data": [0, 2] },
+        ] });
+        let crashed = post(server.rest, "/v2/models/divide/infer", &two).await;
+        assert_eq!(crashed.status, 500, "{}", crashed.text());
+        let metrics = get(server.rest, "/metrics").await.text();
+        let expected = format!("serve_worker_crashes_total{{model=\"divide\"}} {}", crashes + 1);
+        assert!(metrics.contains(&expected), "{metrics}");
+    });
+    assert!(server.alive(), "the server died: {}", server.log_text());
 }

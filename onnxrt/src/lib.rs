@@ -115,9 +115,9 @@ pub use memory::{Device, MemoryInfo};
 pub use run_options::{RunOptions, RunTerminator};
 pub use session::LoadCanceller;
 pub use session::{
-    config_keys, AsyncInput, Dim, ExecutionMode, HeldValue, InputName, ModelBytes, ModelMetadata, OptimizationLevel,
-    Outputs, PrepackedWeights, RunFuture, Session, SessionBuilder, SessionInput, SharedInitializers, ValueInfo,
-    ValueType, DEFAULT_MAX_ASYNC_RUNS,
+    check_inputs, config_keys, AsyncInput, Dim, ExecutionMode, HeldValue, InputName, ModelBytes, ModelMetadata,
+    OptimizationLevel, Outputs, PrepackedWeights, RunFuture, Session, SessionBuilder, SessionInput, SharedInitializers,
+    ValueInfo, ValueType, DEFAULT_MAX_ASYNC_RUNS,
 };
 pub use value::{TensorInfo, Value, ValueKind};
 

@@ -368,3 +368,49 @@ fn a_feature_newer_than_the_runtime_is_unsupported_not_undefined() {
     }
     assert!(err.to_string().contains("needs ONNX Runtime 1.17 or newer"), "{err}");
 }
+
+#[test]
+fn the_public_input_check_refuses_what_a_run_refuses_with_the_same_error() {
+    let s = session("add_f32.onnx");
+    let (a, b) = add_inputs();
+    let wide = Value::from_vec(&[3, 2], vec![1.0f32; 6]).expect("wide");
+    let ints = Value::from_vec(&[2, 3], vec![1i64; 6]).expect("ints");
+    let cases: [&[(&str, &Value<'_>)]; 5] = [
+        &[("a", &a), ("c", &b)],
+        &[("a", &a)],
+        &[("a", &a), ("b", &b), ("a", &b)],
+        &[("a", &a), ("b", &wide)],
+        &[("a", &ints), ("b", &b)],
+    ];
+    for given in cases {
+        let checked = s.check_inputs(given).expect_err("refused before a run");
+        let ran = s.run(given).expect_err("refused by the run");
+        assert_eq!((checked.variant(), checked.to_string()), (ran.variant(), ran.to_string()));
+        let free = onnxrt::check_inputs(s.inputs(), given).expect_err("the same check on the declarations");
+        assert_eq!(free.to_string(), ran.to_string());
+    }
+    s.check_inputs(&[("a", &a), ("b", &b)]).expect("good inputs pass");
+    // Narrowed declarations (a server's config) are checked as given.
+    let mut narrowed = s.inputs().to_vec();
+    narrowed[1].shape = vec![onnxrt::Dim::Fixed(3), onnxrt::Dim::Fixed(2)];
+    let error = onnxrt::check_inputs(&narrowed, &[("a", &a), ("b", &b)]).expect_err("b is [3, 2] here");
+    assert!(matches!(&error, Error::ShapeMismatch { name, .. } if name == "b"), "{error:?}");
+}
+
+#[test]
+fn a_sample_is_checked_without_its_batch_axis_or_with_a_leading_one() {
+    // mlp takes [N, 16].
+    let s = session("mlp.onnx");
+    let declared = &s.inputs()[0];
+    declared.check_sample(&Value::from_vec(&[16], vec![0f32; 16]).expect("v")).expect("a bare sample");
+    declared.check_sample(&Value::from_vec(&[1, 16], vec![0f32; 16]).expect("v")).expect("a sample of one row");
+    for shape in [&[15][..], &[2, 16], &[1, 1, 16]] {
+        let value = Value::from_vec(shape, vec![0f32; shape.iter().product::<i64>() as usize]).expect("v");
+        let error = declared.check_sample(&value).expect_err("not one sample");
+        assert!(matches!(error, Error::ShapeMismatch { .. }), "{shape:?}: {error:?}");
+        assert_mentions(&error, &["expects shape [16]", "batch axis"]);
+    }
+    let error = declared.check_sample(&Value::from_vec(&[16], vec![0f64; 16]).expect("v")).expect_err("f64");
+    assert!(matches!(error, Error::ElementTypeMismatch { .. }), "{error:?}");
+    declared.check(&Value::from_vec(&[4, 16], vec![0f32; 64]).expect("v")).expect("a batch of 4");
+}

@@ -10,7 +10,7 @@
 # before every run.
 #
 # Prerequisites:
-#   cargo build --release -p onnxrt-serve --bin serve --bin loadgen
+#   cargo build --release -p onnxrt-serve --bin serve && cargo build --release -p onnxrt-benches --bin loadgen
 #   python3 -m venv /tmp/bench29-venv && /tmp/bench29-venv/bin/pip install onnxruntime==1.16.3 \
 #       mlserver fastapi uvicorn rapidocr_onnxruntime "numpy<2" "pandas<2.3" "uvloop<0.22"
 #   (onnxruntime 1.16.3 is built against numpy 1; MLServer needs a pandas that works with it, and

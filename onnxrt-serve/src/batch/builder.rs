@@ -5,7 +5,7 @@ use std::sync::mpsc::sync_channel;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use onnxrt::Session;
+use onnxrt::{Session, Value};
 
 use super::plan::Plan;
 use super::queue::Queue;
@@ -13,6 +13,11 @@ use super::sessions::{SessionFactory, Sessions};
 use super::stats::Counters;
 use super::{worker, Batcher, Shutdown};
 use crate::error::Result;
+
+/// Runs one gathered batch elsewhere than on the batcher's session
+/// ([`BatcherBuilder::run_batches_with`]): the inputs by name, each with the batch's rows;
+/// returns every model output, in model order, its first axis the batch's rows.
+pub type RunBatch = Arc<dyn Fn(&[(&str, &Value<'_>)]) -> Result<Vec<Value<'static>>> + Send + Sync>;
 
 /// Settings for a [`Batcher`]; see [`Batcher::builder`].
 #[derive(Clone)]
@@ -27,6 +32,7 @@ pub struct BatcherBuilder {
     pad_to_sizes: Option<Vec<usize>>,
     gather_threads: usize,
     session_factory: Option<SessionFactory>,
+    run_batches: Option<RunBatch>,
     // The CUDA device whose memory each worker copies its batches to (`device_inputs`).
     device_inputs: Option<i32>,
     hold_while_busy: bool,
@@ -46,6 +52,7 @@ impl std::fmt::Debug for BatcherBuilder {
             .field("pad_to_sizes", &self.pad_to_sizes)
             .field("gather_threads", &self.gather_threads)
             .field("session_per_batch_size", &self.session_factory.is_some())
+            .field("run_batches_with", &self.run_batches.is_some())
             .field("device_inputs", &self.device_inputs)
             .field("hold_while_busy", &self.hold_while_busy)
             .finish_non_exhaustive()
@@ -64,6 +71,7 @@ impl BatcherBuilder {
             pad_to_sizes: None,
             gather_threads: 1,
             session_factory: None,
+            run_batches: None,
             device_inputs: None,
             hold_while_busy: false,
             #[cfg(feature = "cuda")]
@@ -211,6 +219,22 @@ impl BatcherBuilder {
         self
     }
 
+    /// Runs each batch with `run` instead of on the batcher's session: the batcher still checks,
+    /// queues and gathers the requests (its session gives the model's inputs and outputs) and
+    /// splits what `run` returns (every model output, in model order, batch axis first) among
+    /// them. For runs in another process: onnxrt-serve's isolation runs batches in a worker
+    /// process, so a runtime that crashes on a batch costs that batch, not the server.
+    /// [`Batcher::warm_up`] runs through it too. Not with
+    /// [`session_per_batch_size`](Self::session_per_batch_size), `device_inputs` or
+    /// `cuda_graphs`, which run on sessions of this process ([`build`](Self::build) refuses them).
+    pub fn run_batches_with(
+        mut self,
+        run: impl Fn(&[(&str, &Value<'_>)]) -> Result<Vec<Value<'static>>> + Send + Sync + 'static,
+    ) -> Self {
+        self.run_batches = Some(Arc::new(run));
+        self
+    }
+
     /// Runs each padded batch size as a CUDA graph made by `factory` for that many rows
     /// (usually [`onnxrt::CudaGraph::from_file`] with the batcher's model and CUDA options). A
     /// replayed graph launches the whole model at once instead of kernel by kernel, which saves
@@ -280,6 +304,26 @@ impl BatcherBuilder {
                 .into());
             }
         }
+        if self.run_batches.is_some() {
+            #[cfg(feature = "cuda")]
+            let graphs = self.graph_factory.is_some();
+            #[cfg(not(feature = "cuda"))]
+            let graphs = false;
+            let on_sessions = [
+                ("session_per_batch_size", self.session_factory.is_some()),
+                ("device_inputs", self.device_inputs.is_some()),
+                ("cuda_graphs", graphs),
+            ];
+            if let Some((what, _)) = on_sessions.iter().find(|(_, set)| *set) {
+                return Err(onnxrt::Error::InvalidArgument {
+                    what: format!("Batcher run_batches_with and {what}"),
+                    why: format!(
+                        "{what} runs batches on sessions of this process; run_batches_with runs them elsewhere"
+                    ),
+                }
+                .into());
+            }
+        }
         let plan = Arc::new(Plan::new(&self.session)?);
         let counters = Arc::new(Counters::new(self.max_batch));
         let (sender, receiver) = sync_channel(self.queue_capacity);
@@ -296,7 +340,8 @@ impl BatcherBuilder {
         let sessions = Arc::new(sessions);
         let device_inputs = self.device_inputs.filter(|_| pin);
         let mut handles = Vec::with_capacity(self.workers);
-        let settings = Settings::new(self.max_batch, self.pad_to_power_of_two, self.pad_to_sizes.as_deref());
+        let mut settings = Settings::new(self.max_batch, self.pad_to_power_of_two, self.pad_to_sizes.as_deref());
+        settings.run_batches = self.run_batches.clone().map(Elsewhere);
         for index in 0..self.workers {
             let worker = worker::Worker::new(
                 Arc::clone(&sessions),
@@ -311,6 +356,7 @@ impl BatcherBuilder {
                 },
                 settings.sizes.clone(),
                 self.gather_threads,
+                self.run_batches.clone(),
             );
             let spawned =
                 std::thread::Builder::new().name(format!("onnxrt-batcher-{index}")).spawn(move || worker.run());
@@ -344,6 +390,18 @@ pub(super) struct Settings {
     pub(super) max_batch: usize,
     // The row counts batches are padded to, ascending, ending at `max_batch`; `None`: unpadded.
     pub(super) sizes: Option<Arc<[usize]>>,
+    // Where batches run instead of on the sessions (`BatcherBuilder::run_batches_with`).
+    pub(super) run_batches: Option<Elsewhere>,
+}
+
+/// A [`RunBatch`], shown by `Debug` as set.
+#[derive(Clone)]
+pub(super) struct Elsewhere(pub(super) RunBatch);
+
+impl std::fmt::Debug for Elsewhere {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("run_batches_with(..)")
+    }
 }
 
 impl Settings {
@@ -353,12 +411,12 @@ impl Settings {
             None if pad_to_power_of_two => {
                 (0..usize::BITS).map(|bit| 1usize << bit).take_while(|&n| n < max_batch).collect()
             }
-            None => return Settings { max_batch, sizes: None },
+            None => return Settings { max_batch, sizes: None, run_batches: None },
         };
         sizes.push(max_batch);
         sizes.sort_unstable();
         sizes.dedup();
-        Settings { max_batch, sizes: Some(sizes.into()) }
+        Settings { max_batch, sizes: Some(sizes.into()), run_batches: None }
     }
 
     /// Every number of rows a batch can run with.

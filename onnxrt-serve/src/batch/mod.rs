@@ -91,8 +91,8 @@ use request::{Reply, Request, Slot};
 use sessions::Sessions;
 use stats::Outcome;
 
-pub use builder::BatcherBuilder;
 use builder::Settings;
+pub use builder::{BatcherBuilder, RunBatch};
 pub use future::BatchFuture;
 
 pub use stats::{BatcherStats, ErrorCounts, HistogramSnapshot};
@@ -326,7 +326,12 @@ impl Batcher {
                 let value = Value::zeros(&worker::batch_shape(rows, &sample), input.element_type)?;
                 values.push((input.name.as_str(), value));
             }
-            drop(session.run(values.iter().map(|(name, value)| (*name, value)))?);
+            match &self.settings.run_batches {
+                Some(elsewhere) => {
+                    drop((elsewhere.0)(&values.iter().map(|(name, value)| (*name, value)).collect::<Vec<_>>())?)
+                }
+                None => drop(session.run(values.iter().map(|(name, value)| (*name, value)))?),
+            }
         }
         Ok(sizes)
     }
@@ -400,7 +405,7 @@ impl Batcher {
     {
         let mut slots: SmallVec<[Option<(HeldValue, Shape)>; 4]> = (0..self.plan.inputs.len()).map(|_| None).collect();
         for input in inputs {
-            let index = self.plan.input_index(input.name())?;
+            let index = self.session.input_index(input.name())?;
             if slots[index].is_some() {
                 return Err(onnxrt::Error::DuplicateInput { name: input.name().to_owned() }.into());
             }

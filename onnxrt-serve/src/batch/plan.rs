@@ -1,6 +1,6 @@
 //! What the batcher knows about its model: per input the shape of one sample (the declared shape
 //! without its first, batch axis), per output its name. Built once; every request is checked
-//! against it on the caller's thread, before it joins a batch.
+//! against it on the caller's thread (by onnxrt's own check), before it joins a batch.
 
 use std::sync::Arc;
 
@@ -16,6 +16,8 @@ pub(crate) struct InputPlan {
     pub(crate) element_type: ElementType,
     /// The declared shape after the batch axis.
     pub(crate) sample: Vec<Dim>,
+    /// As the model declares it (requests are checked against it).
+    pub(crate) declared: ValueInfo,
 }
 
 /// One model output.
@@ -64,6 +66,7 @@ impl Plan {
                     name: info.name.clone(),
                     element_type: batchable(info)?,
                     sample: info.shape[1..].to_vec(),
+                    declared: info.clone(),
                 })
             })
             .collect::<Result<Vec<_>>>()?;
@@ -88,83 +91,31 @@ impl Plan {
         Ok(Plan { inputs, outputs })
     }
 
-    /// Checks one named value against input `index`; returns its sample shape.
+    /// Checks one named value against input `index` (onnxrt's check of a sample,
+    /// [`ValueInfo::check_sample`]); returns its sample shape.
     pub(crate) fn check_value(&self, index: usize, value: &Value<'static>) -> Result<Shape> {
         let input = &self.inputs[index];
-        let kind = value.kind()?;
-        if kind != ValueKind::Tensor {
-            return Err(onnxrt::Error::ValueKind {
-                name: input.name.clone(),
-                expected: "tensor",
-                got: kind.to_string(),
-            }
-            .into());
-        }
-        let tensor = value.tensor_info()?;
-        if tensor.element_type != input.element_type {
-            return Err(onnxrt::Error::ElementTypeMismatch {
-                name: input.name.clone(),
-                expected: input.element_type,
-                got: tensor.element_type,
-                hint: format!("; convert the data to {}", input.element_type),
-            }
-            .into());
-        }
-        let shape = &tensor.shape[..];
-        // One sample: the sample shape itself, or with a leading axis of 1.
-        let sample =
-            if shape.len() == input.sample.len() + 1 && shape.first() == Some(&1) { &shape[1..] } else { shape };
-        let fits = sample.len() == input.sample.len()
-            && input.sample.iter().zip(sample).all(|(dim, &got)| !matches!(dim, Dim::Fixed(n) if *n != got));
-        if !fits {
-            let dims: Vec<String> = input.sample.iter().map(Dim::to_string).collect();
-            return Err(onnxrt::Error::ShapeMismatch {
-                name: input.name.clone(),
-                expected: ShapeText(format!("[{}]", dims.join(", "))),
-                got: shape.to_vec(),
-                hint: "; the batcher takes one sample without the batch axis (a leading axis of 1 is accepted)".into(),
-            }
-            .into());
-        }
-        let Ok(bytes) = value.host_bytes() else {
+        input.declared.check_sample(value)?;
+        let shape = value.tensor_info()?.shape;
+        // A sample with its batch axis of 1, or without it.
+        let sample = if shape.len() == input.declared.shape.len() { &shape[1..] } else { &shape[..] };
+        if value.host_bytes().is_err() {
             return Err(onnxrt::Error::InvalidArgument {
                 what: format!("input `{}` in device memory", input.name),
                 why: "the batcher gathers requests on the host; pass a host tensor (Value::from_vec)".into(),
             }
             .into());
-        };
-        // Refused here, alone, rather than failing the whole batch at the run's own check.
-        if input.element_type == ElementType::Bool {
-            if let Some(index) = bytes.iter().position(|&b| b > 1) {
-                return Err(onnxrt::Error::InvalidArgument {
-                    what: format!("input `{}`: bool element {index} = {}", input.name, bytes[index]),
-                    why: "ONNX bools are bytes 0 or 1".into(),
-                }
-                .into());
-            }
         }
         Ok(Shape::from_slice(sample))
     }
 
-    /// The model input called `name`.
-    pub(crate) fn input_index(&self, name: &str) -> Result<usize> {
-        self.inputs.iter().position(|i| i.name == name).ok_or_else(|| {
-            onnxrt::Error::UnknownInput {
-                name: name.to_owned(),
-                valid: Names(self.inputs.iter().map(|i| i.name.clone()).collect()),
-            }
-            .into()
-        })
-    }
-
     /// The error for a request that lacks input `index`.
     pub(crate) fn missing(&self, index: usize) -> Error {
-        let input = &self.inputs[index];
-        let dims: Vec<String> = input.sample.iter().map(Dim::to_string).collect();
+        let input = &self.inputs[index].declared;
         onnxrt::Error::MissingInput {
             name: input.name.clone(),
-            element_type: input.element_type,
-            shape: ShapeText(format!("[{}]", dims.join(", "))),
+            element_type: self.inputs[index].element_type,
+            shape: ShapeText(input.shape_text()),
             required: Names(self.inputs.iter().map(|i| i.name.clone()).collect()),
         }
         .into()

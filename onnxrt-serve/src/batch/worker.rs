@@ -28,7 +28,7 @@ use crate::batch::plan::Plan;
 use crate::batch::queue::{Msg, Queue, Running};
 use crate::batch::request::Request;
 use crate::batch::sessions::Sessions;
-use crate::batch::{Shape, Shutdown};
+use crate::batch::{RunBatch, Shape, Shutdown};
 use crate::error::{Error, Result};
 
 /// Sample-shape keys whose buffers a worker keeps (models with dynamic sample shapes).
@@ -81,6 +81,8 @@ pub(crate) struct Worker {
     gather_threads: usize,
     inputs: HashMap<Shape, InputBuffers>,
     outputs: Vec<Option<OutputBuffers>>,
+    // Where batches run instead of on the sessions (`BatcherBuilder::run_batches_with`).
+    run_batches: Option<RunBatch>,
 }
 
 /// Per input, the `max_batch`-sample allocation (page-locked for CUDA sessions when it can be);
@@ -122,6 +124,7 @@ impl Worker {
         closing: Closing,
         sizes: Option<Arc<[usize]>>,
         gather_threads: usize,
+        run_batches: Option<RunBatch>,
     ) -> Worker {
         let outputs = (0..plan.outputs.len()).map(|_| None).collect();
         Worker {
@@ -142,6 +145,7 @@ impl Worker {
             gather_threads,
             inputs: HashMap::new(),
             outputs,
+            run_batches,
         }
     }
 
@@ -416,6 +420,19 @@ impl Worker {
             values = rows_of(&mut inputs.device, m)?;
         }
         self.queue.counters.gather_time.observe(gather_started.elapsed());
+        if let Some(run) = &self.run_batches {
+            // Elsewhere (a worker process): no output buffers of this process to bind.
+            let model_started = Instant::now();
+            let named: Vec<(&str, &Value<'_>)> =
+                self.plan.inputs.iter().map(|input| input.name.as_str()).zip(values.iter()).collect();
+            let outputs = {
+                let _device = self.queue.device_turn(self.hold_while_busy);
+                run(&named)?
+            };
+            drop(running);
+            self.queue.counters.model_time.observe(model_started.elapsed());
+            return split_rows(&self.plan, &outputs, m, n);
+        }
         for (index, output) in self.plan.outputs.iter().enumerate() {
             if let (Some(sample), None) = (&output.fixed_sample, &self.outputs[index]) {
                 self.outputs[index] =

@@ -127,6 +127,17 @@ impl WorkerPool {
         outputs: &[String],
         handle: &RunHandle,
     ) -> Result<Vec<(String, Value<'static>)>, IsolatedError> {
+        let pairs: Vec<(&str, &Value<'_>)> = inputs.iter().map(|(name, value)| (name.as_str(), value)).collect();
+        self.run_borrowed(&pairs, outputs, handle)
+    }
+
+    /// [`run`](WorkerPool::run) on borrowed values (a batch's rows in the batcher's buffers).
+    pub fn run_borrowed(
+        self: &Arc<Self>,
+        inputs: &[(&str, &Value<'_>)],
+        outputs: &[String],
+        handle: &RunHandle,
+    ) -> Result<Vec<(String, Value<'static>)>, IsolatedError> {
         let mut worker = match self.unpark() {
             Some(worker) => worker,
             None => self.spawn().map_err(IsolatedError::Failed)?,
@@ -136,8 +147,7 @@ impl WorkerPool {
             self.park(worker);
             return Err(IsolatedError::Abandoned);
         }
-        let placed = wire::place(&worker.request_file, inputs.iter().map(|(name, value)| (name.as_str(), value)))
-            .map_err(IsolatedError::Refused)?;
+        let placed = wire::place(&worker.request_file, inputs.iter().copied()).map_err(IsolatedError::Refused)?;
         let bytes: u64 = placed.iter().map(|p| p.len).sum();
         let request =
             RunRequest { inputs: placed, outputs: outputs.to_vec(), shrink_arena: bytes > SHRINK_AFTER_BYTES };

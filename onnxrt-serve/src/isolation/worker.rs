@@ -11,7 +11,8 @@ use onnxrt::Value;
 use serde::{Deserialize, Serialize};
 
 use super::wire::{self, Reply, RunRequest};
-use crate::repository::model::{classify_run_error, session_for, RunErrorKind};
+use crate::provider::session_for;
+use crate::run_error::{classify_run_error, RunErrorKind};
 
 /// The first argument that makes `serve` a worker process.
 pub const WORKER_FLAG: &str = "--isolated-worker";

@@ -155,6 +155,12 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// Whether this model's batches run on sessions of the server's process (device inputs,
+    /// CUDA graphs, a session per batch size), which isolation cannot move to a worker.
+    pub fn batches_on_this_process(&self) -> bool {
+        self.batching && (self.device_inputs || self.cuda_graphs || self.session_per_batch_size)
+    }
+
     /// `config` over `defaults`, over the built-in values, checked. Built in: batching on for
     /// CUDA and off on the CPU, `max_batch` 32, no delay, `queue` 1024, no padding, one session,
     /// one gather thread, batch workers 2 holding batches while the other runs
@@ -226,12 +232,11 @@ impl Settings {
         if settings.device_inputs && !cfg!(feature = "cuda") {
             return Err("`device_inputs`: this server was built without the `cuda` feature".into());
         }
-        if settings.isolation == Some(true) && settings.batching {
-            return Err(
-                "`isolation` runs each request alone in a worker process: turn batching off (\"batching\": false) \
-                 or isolation off for this model"
-                    .into(),
-            );
+        if settings.isolation == Some(true) && settings.batches_on_this_process() {
+            return Err("`isolation` runs batches in a worker process, while `device_inputs`, `cuda_graphs` and \
+                 `session_per_batch_size` run them on sessions of the server's process: turn those off, or isolation \
+                 off for this model"
+                .into());
         }
         if settings.cuda_graphs {
             if let Some((_, what)) = graph_needs(&settings).iter().find(|(met, _)| !met) {

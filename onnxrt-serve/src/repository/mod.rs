@@ -14,7 +14,10 @@
 pub mod config;
 mod errors;
 pub mod model;
+mod runner;
 mod sessions;
+mod tensor;
+mod warm_up;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -258,7 +258,8 @@ async fn serve(args: Args) -> Result<(), String> {
     for model in repository.models() {
         let s = &model.settings;
         let mode = if model.batcher().is_some() {
-            format!("batched: max {} per run, max delay {} us", s.max_batch, s.max_delay_us)
+            let isolated = if model.workers().is_some() { ", isolated: each batch in a worker process" } else { "" };
+            format!("batched: max {} per run, max delay {} us{isolated}", s.max_batch, s.max_delay_us)
         } else if model.workers().is_some() {
             format!("isolated: {} worker processes at most", s.concurrency)
         } else {
@@ -278,7 +279,7 @@ async fn serve(args: Args) -> Result<(), String> {
             None => {}
         }
         if model.workers().is_none() && runtime_crashes() {
-            tracing::warn!(model = %name, %mode, "this model runs in the server's process on a runtime known to crash on some valid shapes: one such request ends the server (isolation needs \"batching\": false)");
+            tracing::warn!(model = %name, %mode, "this model runs in the server's process on a runtime known to crash on some valid shapes: one such request ends the server (isolation cannot run batches on device inputs, CUDA graphs or a session per batch size)");
         }
     }
     let limits = RequestLimits {
@@ -380,8 +381,8 @@ fn log_runtime() {
         Ok(info) if crate::isolation::crashes_on_valid_shapes(&info.version) => tracing::warn!(
             version = %info.version,
             library = %info.library.display(),
-            "ONNX Runtime {} is known to crash (SIGFPE) on some shapes models declare valid: models that run alone \
-             run in worker processes (isolation), batched ones do not. The newest runtime this workspace pins runs \
+            "ONNX Runtime {} is known to crash (SIGFPE) on some shapes models declare valid: models run in worker \
+             processes (isolation; a batched model's batches too, unless they run on device inputs or CUDA graphs). The newest runtime this workspace pins runs \
              them: build with ONNXRT_DIST={} (docs/serving.md)",
             info.version,
             crate::isolation::NEWEST_PINNED_RUNTIME

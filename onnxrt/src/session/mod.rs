@@ -67,6 +67,7 @@ pub use optional::ValueType;
 pub use outputs::Outputs;
 pub use run_async::RunFuture;
 pub use shared_weights::{PrepackedWeights, SharedInitializers};
+pub use validate::check_inputs;
 
 pub(crate) struct Inner {
     // Released in `Drop for Inner`, possibly on another thread.

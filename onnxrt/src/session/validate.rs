@@ -1,4 +1,7 @@
-//! Checks inputs against the model's declarations before ORT sees them.
+//! Checks inputs against the model's declarations before ORT sees them: the one input check of
+//! the workspace. Runs use it ([`inputs`]); callers that check a request before it reaches a run
+//! (a server, a batcher) use it through [`check_inputs`], [`Session::check_inputs`],
+//! [`ValueInfo::check`] and [`ValueInfo::check_sample`].
 
 use crate::element::ElementType;
 use crate::error::{Error, Names, Result, ShapeText};
@@ -15,16 +18,103 @@ use crate::value::{Value, ValueKind};
 pub(crate) fn inputs<'v, 'd>(
     session: &Session,
     given: &[(&str, &'v Value<'d>)],
+    accept: impl FnMut(usize, &'v Value<'d>),
+) -> Result<()> {
+    inputs_against(session.inputs(), given, accept)
+}
+
+/// Checks candidate inputs against `declared` (a session's [`inputs`](Session::inputs), or a
+/// copy whose free axes a server has narrowed) as a run checks them, before any run: every
+/// name known and given once, every required input given, and each value's kind, element type,
+/// rank and fixed dimensions (and a bool tensor's bytes). Errors are the run's own:
+/// [`Error::UnknownInput`], [`Error::DuplicateInput`], [`Error::MissingInput`],
+/// [`Error::ValueKind`], [`Error::ElementTypeMismatch`], [`Error::ShapeMismatch`].
+///
+/// ```
+/// let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/multi_output.onnx");
+/// let session = onnxrt::Session::builder().commit_from_file(model)?;
+/// let mut declared = session.inputs().to_vec();
+/// declared[0].shape = vec![onnxrt::Dim::Fixed(2)];
+/// let x = onnxrt::Value::from_vec(&[3], vec![1.0f32, 2.0, 3.0])?;
+/// assert!(matches!(
+///     onnxrt::check_inputs(&declared, &[("x", &x)]),
+///     Err(onnxrt::Error::ShapeMismatch { .. })
+/// ));
+/// assert!(session.check_inputs(&[("x", &x)]).is_ok());
+/// # Ok::<(), onnxrt::Error>(())
+/// ```
+pub fn check_inputs(declared: &[ValueInfo], given: &[(&str, &Value<'_>)]) -> Result<()> {
+    inputs_against(declared, given, |_, _| ())
+}
+
+impl Session {
+    /// Checks candidate inputs against this model's inputs without running it: what
+    /// [`run`](Session::run) checks first, with the same errors ([`check_inputs`]).
+    pub fn check_inputs(&self, given: &[(&str, &Value<'_>)]) -> Result<()> {
+        check_inputs(self.inputs(), given)
+    }
+}
+
+impl ValueInfo {
+    /// Checks one value against this declaration as a run does: its kind, element type, rank
+    /// and fixed dimensions, and a bool tensor's bytes (0 or 1).
+    pub fn check(&self, value: &Value<'_>) -> Result<()> {
+        check_value(self, value)?;
+        value.check_valid_bytes(|| format!("input `{}`", self.name))
+    }
+
+    /// Checks one sample of a batch against this declaration, whose first axis is the batch
+    /// axis: the value has the declared shape without that axis, or with a leading axis of 1.
+    /// A [`Error::ShapeMismatch`] names the sample's shape.
+    pub fn check_sample(&self, value: &Value<'_>) -> Result<()> {
+        let Some((_, sample)) = self.shape.split_first() else {
+            return Err(Error::InvalidArgument {
+                what: format!("a sample for `{}`", self.name),
+                why: "it is a scalar: it has no batch axis".into(),
+            });
+        };
+        let rank = value.meta()?.tensor.as_ref().map(|t| t.shape.len());
+        if rank == Some(self.shape.len()) {
+            // With its batch axis: of 1 row, else the sample shape is what it breaks.
+            let with_axis = ValueInfo { shape: [&[Dim::Fixed(1)], sample].concat(), ..self.clone() };
+            return with_axis.check(value).map_err(|e| sample_mismatch(e, sample));
+        }
+        let without_axis = ValueInfo { shape: sample.to_vec(), ..self.clone() };
+        without_axis.check(value).map_err(|e| sample_mismatch(e, sample))
+    }
+}
+
+/// A shape mismatch of a sample states the sample shape and how a sample is given.
+fn sample_mismatch(error: Error, sample: &[Dim]) -> Error {
+    match error {
+        Error::ShapeMismatch { name, got, .. } => {
+            let dims: Vec<String> = sample.iter().map(Dim::to_string).collect();
+            Error::ShapeMismatch {
+                name,
+                expected: ShapeText(format!("[{}]", dims.join(", "))),
+                got,
+                hint: "; a sample is given without the batch axis (a leading axis of 1 is accepted)".into(),
+            }
+        }
+        other => other,
+    }
+}
+
+fn inputs_against<'v, 'd>(
+    declared: &[ValueInfo],
+    given: &[(&str, &'v Value<'d>)],
     mut accept: impl FnMut(usize, &'v Value<'d>),
 ) -> Result<()> {
-    let declared = session.inputs();
     // A bit per declared input (models with more than 128 inputs fall back to a Vec).
     let mut seen = Seen::new(declared.len());
     for (position, &(name, value)) in given.iter().enumerate() {
         // Inputs usually come in model order: try that position before searching by name.
         let index = match declared.get(position) {
             Some(info) if info.name == name => position,
-            _ => session.input_index(name)?,
+            _ => declared.iter().position(|i| i.name == name).ok_or_else(|| Error::UnknownInput {
+                name: name.to_owned(),
+                valid: Names(declared.iter().map(|i| i.name.clone()).collect()),
+            })?,
         };
         if seen.insert(index) {
             return Err(Error::DuplicateInput { name: name.to_owned() });
@@ -32,21 +122,25 @@ pub(crate) fn inputs<'v, 'd>(
         if is_absent(&declared[index], value)? {
             continue;
         }
-        check_value(&declared[index], value)?;
-        value.check_valid_bytes(|| format!("input `{}`", declared[index].name))?;
+        declared[index].check(value)?;
         accept(index, value);
     }
     let required = |i: &usize| declared[*i].kind != ValueKind::Optional;
     if let Some(missing) = seen.missing(declared.len()).find(required) {
-        let info = &declared[missing];
-        return Err(Error::MissingInput {
-            name: info.name.clone(),
-            element_type: info.element_type.unwrap_or(ElementType::Unknown(0)),
-            shape: ShapeText(info.shape_text()),
-            required: Names(declared.iter().map(|i| i.name.clone()).collect()),
-        });
+        return Err(missing_input(declared, missing));
     }
     Ok(())
+}
+
+/// The error for a request that lacks input `index` of `declared`.
+fn missing_input(declared: &[ValueInfo], index: usize) -> Error {
+    let info = &declared[index];
+    Error::MissingInput {
+        name: info.name.clone(),
+        element_type: info.element_type.unwrap_or(ElementType::Unknown(0)),
+        shape: ShapeText(info.shape_text()),
+        required: Names(declared.iter().map(|i| i.name.clone()).collect()),
+    }
 }
 
 /// Whether `value` is an absent optional (`None`) for an input declared optional, which is then
@@ -165,8 +259,7 @@ pub(crate) fn output_partial(session: &Session, name: &str, value: &Value<'_>) -
 /// Checks one value against input `name` (for IoBinding, where inputs are bound one by one).
 pub(crate) fn inputs_partial(session: &Session, name: &str, value: &Value<'_>) -> Result<()> {
     let index = session.input_index(name)?;
-    check_value(&session.inputs()[index], value)?;
-    value.check_valid_bytes(|| format!("input `{name}`"))
+    session.inputs()[index].check(value)
 }
 
 /// Which inputs were given, without allocating for ordinary models.

@@ -1,9 +1,51 @@
-//! The load generator end to end: the real `loadgen` binary against the real `serve` with a small
+//! The load generator end to end: the real `loadgen` binary against the real server with a small
 //! model (f32 x [batch, 16] -> [batch, 4]), over the Open Inference Protocol (JSON and binary
 //! tensors, closed and open loop) and the private /v1 protocol; its refusals name the fix.
+//!
+//! The server is onnxrt-serve's (`onnxrt_serve::server`, what its `serve` program runs): this test
+//! binary (`harness = false`) runs it when started with [`SERVE`] set, and is then also its worker
+//! processes, as `serve` is. Cargo builds only this package's binaries for its tests.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
+
+/// Set in the environment of this binary when it is to be the server.
+const SERVE: &str = "ONNXRT_LOADGEN_TEST_SERVE";
+
+fn main() {
+    if let Some(code) = onnxrt_serve::isolation::worker_main_if_asked() {
+        std::process::exit(code);
+    }
+    if std::env::var_os(SERVE).is_some() {
+        let args = <onnxrt_serve::server::Args as clap::Parser>::parse();
+        onnxrt_serve::server::init_logs();
+        if let Err(error) = onnxrt_serve::server::run(args) {
+            eprintln!("error: {error}");
+            std::process::exit(1);
+        }
+        return;
+    }
+    let filter = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let tests: [(&str, fn()); 3] = [
+        (
+            "the_open_inference_protocol_closed_and_open_loop_json_and_binary",
+            the_open_inference_protocol_closed_and_open_loop_json_and_binary,
+        ),
+        ("the_private_v1_protocol_still_works", the_private_v1_protocol_still_works),
+        ("refusals_say_what_to_pass", refusals_say_what_to_pass),
+    ];
+    let mut ran = 0;
+    for (name, test) in tests {
+        if filter.as_deref().is_some_and(|f| !name.contains(f)) {
+            continue;
+        }
+        // A failing test panics: the binary exits non-zero and cargo reports it.
+        test();
+        println!("test {name} ... ok");
+        ran += 1;
+    }
+    println!("test result: ok. {ran} passed; 0 failed");
+}
 
 const MLP: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/mlp.onnx");
 
@@ -15,9 +57,10 @@ struct Server {
 
 impl Server {
     fn start() -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_serve"))
+        let mut child = Command::new(std::env::current_exe().expect("this test binary"))
             .args(["--model", MLP, "--listen", "127.0.0.1:0", "--grpc-listen", "off", "--workers", "2"])
             .env("RUST_LOG", "warn")
+            .env(SERVE, "1")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -67,7 +110,6 @@ fn field(output: &Output, key: &str) -> String {
         .to_owned()
 }
 
-#[test]
 fn the_open_inference_protocol_closed_and_open_loop_json_and_binary() {
     let server = Server::start();
     let v2 = ["--protocol", "v2", "--shape", "x=2x16"];
@@ -91,14 +133,12 @@ fn the_open_inference_protocol_closed_and_open_loop_json_and_binary() {
     assert!(seconds >= 0.24, "the open loop kept its schedule: {seconds} s");
 }
 
-#[test]
 fn the_private_v1_protocol_still_works() {
     let server = Server::start();
     let output = loadgen(&server, &["--shape", "1,16", "--concurrency", "2", "--requests", "30"]);
     assert_eq!((field(&output, "requests"), field(&output, "errors")), ("30".into(), "0".into()));
 }
 
-#[test]
 fn refusals_say_what_to_pass() {
     let server = Server::start();
     let free_axes = loadgen(&server, &["--protocol", "v2", "--requests", "1"]);

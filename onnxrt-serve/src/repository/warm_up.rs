@@ -1,0 +1,112 @@
+//! A served model's warm-up: one run on made-up inputs of the shapes it declares or config.json
+//! gives, before it is marked ready ([`WarmedUp`]; skipped where there is no shape to use).
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+
+use onnxrt::Value;
+
+use crate::isolation::RunHandle;
+use crate::repository::errors::InferError;
+use crate::repository::model::ServedModel;
+use crate::repository::runner::{run_on, Runner};
+
+/// What a model's warm-up did.
+#[derive(Debug, Clone)]
+pub enum WarmedUp {
+    /// It ran, taking this long.
+    Ran(Duration),
+    /// It did not run, for this reason (the model is ready all the same).
+    Skipped(String),
+}
+
+impl ServedModel {
+    /// Warms the model up (unless its settings say not to): one run on zeros (values from
+    /// `warmup_fill`) of the shapes in `warmup`, or else of the declared shapes where they are
+    /// fixed (a free first axis as 1), and each batch size the batcher will use when its samples
+    /// have fixed shapes. Skipped, and the model ready at once, when an input has free axes and
+    /// no warm-up shape. A failed warm-up leaves the model not ready, with the reason.
+    pub fn warm_up(&self) -> Result<WarmedUp, String> {
+        if !self.settings.warm_up {
+            self.ready.store(true, Relaxed);
+            return Ok(WarmedUp::Skipped("warm-up is off (`\"warmup\": false` or --warmup false)".into()));
+        }
+        let started = Instant::now();
+        let result = self.warm_up_runs();
+        match &result {
+            Ok(_) => self.ready.store(true, Relaxed),
+            Err(why) => {
+                self.failed.store(true, Relaxed);
+                format!("warm-up failed: {why}")
+                    .clone_into(&mut self.reason.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+            }
+        }
+        result.map(|skipped| skipped.map_or_else(|| WarmedUp::Ran(started.elapsed()), WarmedUp::Skipped))
+    }
+
+    /// The warm-up runs; `Some(why)` when there is no shape to warm up with.
+    fn warm_up_runs(&self) -> Result<Option<String>, String> {
+        let mut values = Vec::with_capacity(self.inputs.len());
+        for input in &self.inputs {
+            let shape = match self.settings.warmup.get(&input.name) {
+                Some(shape) => shape.clone(),
+                None => {
+                    let free: Vec<usize> =
+                        input.shape.iter().enumerate().skip(1).filter(|(_, &d)| d < 0).map(|(axis, _)| axis).collect();
+                    if !free.is_empty() {
+                        return Ok(Some(format!(
+                            "input `{}` has free axes {free:?} (shape {:?}) and config.json gives no `warmup` shape for it",
+                            input.name, input.shape
+                        )));
+                    }
+                    input.shape.iter().map(|&d| d.max(1)).collect()
+                }
+            };
+            let fill = self.settings.warmup_fill.get(&input.name).copied().unwrap_or(0.0);
+            let value = crate::oip::tensor::filled(&input.name, input.element_type, &shape, fill)
+                .map_err(|e| format!("warm-up: {e}"))?;
+            values.push((input.name.clone(), value));
+        }
+        let shapes: Vec<String> = values
+            .iter()
+            .map(|(name, value)| {
+                format!("{name}: {:?}", value.tensor_info().map(|i| i.shape.to_vec()).unwrap_or_default())
+            })
+            .collect();
+        if let Err(error) = self.run_blocking(values) {
+            return Err(format!(
+                "the warm-up run ({}; zeros unless `warmup_fill` says) failed: {error}\nFix: give the warm-up shapes this model \
+                 needs in its config.json, e.g. \"warmup\": {{\"{}\": [1, …]}}, or turn its warm-up off (\"warmup\": false)",
+                shapes.join(", "),
+                self.inputs.first().map_or("input", |i| i.name.as_str())
+            ));
+        }
+        if let Some(batcher) = self.batcher() {
+            let fixed = self.inputs.iter().all(|i| i.shape.iter().skip(1).all(|&d| d >= 0));
+            if fixed {
+                batcher.warm_up().map_err(|e| format!("warming up the batch sizes: {e}"))?;
+            }
+            #[cfg(feature = "cuda")]
+            for (rows, outcome) in batcher.cuda_graphs() {
+                match outcome {
+                    Ok(()) => tracing::debug!(model = %self.name, rows, "CUDA graph captured"),
+                    Err(why) => {
+                        tracing::warn!(model = %self.name, rows, cause = %why, "no CUDA graph for this batch size: it runs without one (\"cuda_graphs\": false in its config.json stops trying)")
+                    }
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// One run of `inputs` where requests run (in this process or a worker), on this thread.
+    fn run_blocking(&self, inputs: Vec<(String, Value<'static>)>) -> Result<(), InferError> {
+        match &self.runner {
+            Runner::Isolated { pool } | Runner::Batched { pool: Some(pool), .. } => {
+                pool.run(&inputs, &[], &RunHandle::default()).map(drop).map_err(InferError::from)
+            }
+            Runner::Direct { session } => run_on(session, &inputs, &[], None).map(drop),
+            Runner::Batched { batcher, pool: None } => run_on(batcher.session(), &inputs, &[], None).map(drop),
+        }
+    }
+}
