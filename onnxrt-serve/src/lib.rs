@@ -21,6 +21,7 @@
 //!
 //! Features: `server` (default), `cuda` (the GPU pool; page-locked batch buffers for CUDA
 //! sessions), `tensorrt` (implies `cuda`).
+#![forbid(unsafe_code)]
 
 pub mod batch;
 mod error;
