@@ -1,5 +1,5 @@
-//! Every read of something the cache or a registry holds is bounded, and none waits on a FIFO
-//! (issue 41, holes 3 and 7): a wheel member or an npm tarball that inflates past the
+//! Every read of something the cache or a registry holds is bounded, and none waits on a FIFO:
+//! a wheel member or an npm tarball that inflates past the
 //! distribution's unpacked-size bound, an npm tarball of too many entries, a record far larger
 //! than any record, and a record or archive that is a FIFO.
 

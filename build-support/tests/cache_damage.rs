@@ -122,7 +122,7 @@ fn same_size_damage_with_the_old_mtime_is_found_by_the_next_build() {
     let library = s.entry_file("lib/libonnxruntime.so.1.16.2");
     flip_byte(&library);
     set_mtime(&library, INSTALLED_MTIME);
-    // Same size, the old mtime put back: the ctime in the build's fingerprint changed (issue 41),
+    // Same size, the old mtime put back: the ctime in the build's fingerprint changed,
     // so the next build hashes again, finds it and repairs (it used to take `ONNXRT_VERIFY=1`).
     let p = s.provision();
     assert!(matches!(p.source, Source::Archive { .. }), "{:?}", p.source);
@@ -188,7 +188,7 @@ fn damaged_entry_without_a_source_is_an_error_naming_the_file_and_what_to_delete
 
 #[test]
 fn entry_without_its_record_is_reinstalled_never_recorded_from_its_files() {
-    // Issue 26 item 2: a record written from the files found would vouch for whatever they are
+    // A record written from the files found would vouch for whatever they are
     // (entries made before records existed are reinstalled once, like any damaged entry).
     let s = Setup::new();
     s.provision();

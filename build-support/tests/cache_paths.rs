@@ -1,5 +1,4 @@
-//! Where the cache and the build's stamp live, and what is followed to get there (issue 41,
-//! holes 4 and 5 and the limits on the fingerprint, `registry-files` and apt's state folder):
+//! Where the cache and the build's stamp live, and what is followed to get there:
 //!
 //! - a relative `ONNXRT_CACHE_DIR` is refused, a relative `XDG_CACHE_HOME` ignored (XDG says so);
 //! - a link at `$OUT_DIR/onnxrt-entry-hashed` is replaced, never written through;

@@ -1,7 +1,6 @@
 //! Real cargo builds of a tiny downstream crate, as a user of the published crates runs them:
 //! a provisioning that must fail prints its advice once, and touching the crate's own source
-//! reruns neither onnxrt-sys's build script nor the compilation of onnxrt-sys and onnxrt (issue 30
-//! item 5).
+//! reruns neither onnxrt-sys's build script nor the compilation of onnxrt-sys and onnxrt.
 //!
 //! The crates build in `CARGO_TARGET_TMPDIR/downstream` (kept between runs, so only the first run
 //! compiles bindgen and the rest), offline, with a copy of the workspace's Cargo.lock.

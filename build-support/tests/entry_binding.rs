@@ -1,4 +1,4 @@
-//! Cache entries are bound to the manifest (issue 26 items 1-3). An entry vouched for itself: its
+//! Cache entries are bound to the manifest. An entry vouched for itself: its
 //! record and completion marker sit beside its files, so whoever can write the cache could plant
 //! a library together with a record that lists it. Now:
 //!
@@ -82,7 +82,7 @@ fn the_real_registry_entry_verifies_against_the_manifest() {
 
 #[test]
 fn planted_registry_entry_with_its_own_record_and_marker_is_refused() {
-    // Issue 26 item 1: a fake library, a record listing it and the completion marker, under the
+    // A planted entry: a fake library, a record listing it and the completion marker, under the
     // key of the pinned distribution.
     let tmp = tempdir();
     let cache = tmp.path().join("cache");
@@ -111,7 +111,7 @@ fn planted_registry_entry_with_its_own_record_and_marker_is_refused() {
 
 #[test]
 fn registry_library_changed_at_same_size_with_its_record_rewritten_fails_verify() {
-    // Issue 26 item 3: the manifest pins that file (`member_sha256`); the record is no authority.
+    // A swapped member: the manifest pins that file (`member_sha256`); the record is no authority.
     let tmp = tempdir();
     let cache = tmp.path().join("cache");
     let entry = copied_registry_entry(&cache);
@@ -133,7 +133,7 @@ fn registry_library_changed_at_same_size_with_its_record_rewritten_fails_verify(
 
 #[test]
 fn registry_header_changed_with_its_record_rewritten_fails_verify() {
-    // Issue 26 item 6, the headers' per-file pins: bindgen reads them, so they are pinned too.
+    // The headers' per-file pins: bindgen reads them, so they are pinned too.
     let tmp = tempdir();
     let cache = tmp.path().join("cache");
     let entry = copied_registry_entry(&cache);
@@ -183,7 +183,7 @@ impl Installed {
 
 #[test]
 fn deleted_record_is_a_damaged_entry_and_no_record_is_written() {
-    // Issue 26 item 2: another library (another size), the record deleted, then `verify`.
+    // A replaced library: another library (another size), the record deleted, then `verify`.
     let s = Installed::new("");
     let library = s.entry().join(ROOT).join("lib/libonnxruntime.so.1.16.2");
     std::fs::write(&library, b"\x7fELF another library of another size\n").expect("replacing the library");

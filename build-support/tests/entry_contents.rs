@@ -1,5 +1,4 @@
-//! What a cache entry holds beyond its record, and who may write it (issue 41, holes 1, 2 and 6,
-//! and the limit "ONNXRT_ARCHIVE re-checks a cached archive-only entry").
+//! What a cache entry holds beyond its record, and who may write it:
 //!
 //! - A file planted beside the recorded ones (`include/stdint.h`, first on bindgen's include
 //!   path; `lib/libm.so.6`, in the runtime's RUNPATH) makes the entry damaged, and `pack` refuses

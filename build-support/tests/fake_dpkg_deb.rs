@@ -1,5 +1,5 @@
 //! A `dpkg-deb` earlier in `PATH` used to supply the headers of a registry-assembled
-//! distribution (issue 26, item 6): the `.deb` is now read in-process from the bytes that were
+//! distribution: the `.deb` is now read in-process from the bytes that were
 //! hashed, so no program found through `PATH` takes part in extracting it. One test in this file:
 //! it changes `PATH` for the whole process.
 

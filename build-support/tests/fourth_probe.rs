@@ -1,4 +1,4 @@
-//! The fourth outside review of provisioning (issue 41, after round 3): its holes and the limits
+//! The fourth outside review of provisioning: its holes and the limits
 //! closed, each as the review reproduced it, through `onnxrt-dist` or the library.
 //!
 //! - H1: a cache below a folder others can write (no sticky bit) is refused;

@@ -1,5 +1,5 @@
 //! A build waiting for the lock of a cache key says, after a few seconds and then periodically,
-//! which process holds it and which lock file it waits on (issue 26, item 8). The test holds the
+//! which process holds it and which lock file it waits on. The test holds the
 //! lock itself and runs `onnxrt-dist fetch` against the same cache; it releases the lock after
 //! the second message (or, bounding the test, once a minute has passed without it) and checks
 //! that the fetch then completes.

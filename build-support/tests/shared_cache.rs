@@ -1,5 +1,5 @@
 //! A cache that others can write, or that holds links planted by someone else, is refused, never
-//! used silently (issue 26, item 4): the cache root, `.tmp`, `.locks` and each entry must be owned
+//! used silently: the cache root, `.tmp`, `.locks` and each entry must be owned
 //! by the user running the build and not writable by group or others; an entry folder, a lock or
 //! a temporary file that is a symlink is never followed. The tests run as root, so "another user"
 //! is uid 65534 (nobody), set with chown; run as another user, the setups that need chown are

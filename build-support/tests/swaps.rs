@@ -1,5 +1,5 @@
 //! What is hashed is what is installed, even when someone renames another file over the path
-//! between the hash and the extraction (issue 26, items 5 and 6). The race is made deterministic
+//! between the hash and the extraction. The race is made deterministic
 //! with the test-only `Config::hooks.verified`, which runs right after a file's sha256 matched
 //! its pin: it renames a different, well-formed file over that path. Extraction must use the file
 //! it hashed (the same open descriptor, or bytes in memory), never the path again.

@@ -1,6 +1,5 @@
 //! `onnxrt bundle --force` replaces only a folder that is a bundle (holds `bundle-manifest.json`),
-//! and the bundle is built in a fresh folder of random name, never through a link (issue 26,
-//! item 8).
+//! and the bundle is built in a fresh folder of random name, never through a link.
 
 mod common;
 

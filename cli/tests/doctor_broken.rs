@@ -1,4 +1,4 @@
-//! `onnxrt doctor` on machines broken on purpose (issue 27), the cases that can be made without a
+//! `onnxrt doctor` on machines broken on purpose, the cases that can be made without a
 //! GPU: the real ORT 1.30 CUDA 13 build of the onnxruntime-gpu wheel (assembled by `onnxrt-dist
 //! assemble gpu-cuda13-1.30.0-wheel`) loaded through `ONNXRT_DYLIB_PATH`, with stand-ins for the
 //! CUDA libraries its provider needs: complete ELF libraries under the CUDA names (copies of the

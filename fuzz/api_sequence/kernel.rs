@@ -32,7 +32,7 @@ pub enum Compute {
     WrongInputType,
     /// Asks for `y` twice.
     OutputTwice,
-    /// Returns an error whose `Display` panics (issue 25 item 4; only with `known_holes()`).
+    /// Returns an error whose `Display` panics (only with `known_holes()`).
     DisplayPanics,
 }
 

@@ -32,8 +32,8 @@ const MAX_OPS: usize = 48;
 static CALLS: AtomicU64 = AtomicU64::new(0);
 static PROGRAMS: AtomicU64 = AtomicU64::new(0);
 
-/// Times each known hole of issue 25 showed (1: an unwritten custom-op output returned as data;
-/// 3: a repeated output name returning other data), counted instead of failing the input.
+/// Times each known soundness hole showed (item 1: an unwritten custom-op output returned as
+/// data; item 3: a repeated output name returning other data), counted instead of failing the input.
 pub static KNOWN_ITEM_1: AtomicU64 = AtomicU64::new(0);
 pub static KNOWN_ITEM_3: AtomicU64 = AtomicU64::new(0);
 
@@ -52,8 +52,8 @@ pub fn programs() -> u64 {
     PROGRAMS.load(Ordering::Relaxed)
 }
 
-/// Whether to exercise holes that abort the process on today's main (issue 25 item 4: a kernel
-/// error whose `Display` panics). Off unless `ONNXRT_FUZZ_KNOWN_HOLES=1`.
+/// Whether to exercise holes that abort the process (item 4: a kernel error whose `Display`
+/// panics). Off unless `ONNXRT_FUZZ_KNOWN_HOLES=1`.
 pub fn known_holes() -> bool {
     static ON: OnceLock<bool> = OnceLock::new();
     *ON.get_or_init(|| std::env::var("ONNXRT_FUZZ_KNOWN_HOLES").is_ok_and(|v| v == "1"))

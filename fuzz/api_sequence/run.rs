@@ -209,7 +209,7 @@ fn expected(model: &str, mode: Compute, pairs: &[(String, &Value<'_>)]) -> Vec<(
 }
 
 /// Checks a successful run's outputs where the right answer is known; a wrong one panics, but
-/// for the holes of issue 25 that are known, which are counted.
+/// for the known holes (`KNOWN_ITEM_*`), which are counted.
 fn check(t: &Target<'_>, mode: Compute, pairs: &[(String, &Value<'_>)], asked: &[&str], out: &Outputs) {
     let model = MODELS[t.model].0;
     if model == "custom_scale.onnx" && matches!(mode, Compute::WrongTypeFirst | Compute::NoOutput) {

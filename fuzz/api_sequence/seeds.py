@@ -75,7 +75,7 @@ for k in range(11):
         op("ReadOutputs", u8(1))])
 for c in range(3):
     seeds[f"create-{c}"] = program(c, [build(0, 1, create=c), run(0, fitted(), kernel=0)])
-# Repeated output names after a run that fills the output pool (issue 25 item 3).
+# Repeated output names after a run that fills the output pool (KNOWN_ITEM_3's hole).
 seeds["repeated-names"] = program(3, [
     build(0, 0, intra=1), run(0, fitted(fill=1)), run(0, fitted(fill=9), outputs=[name_out(0), name_out(0)]),
     build(1, 3), run(1, fitted(n=3), outputs=[name_out(1), name_out(1), name_out(0)])])

@@ -19,6 +19,7 @@
 //! // Bytes that are not a model give an error, never a panic.
 //! assert!(ModelProto::decode(&b"\xff\xff"[..]).is_err());
 //! ```
+#![forbid(unsafe_code)]
 
 /// What prost-build generates; re-exported at the crate root.
 #[allow(missing_docs, clippy::all, clippy::pedantic)]

@@ -24,6 +24,7 @@
 //! axum, tonic, tokio or hyper), `cuda` (the GPU pool; page-locked batch buffers for CUDA
 //! sessions), `tensorrt` (implies `cuda`). With `default-features = false` the crate is the
 //! batcher alone (and the pool with `cuda`).
+#![forbid(unsafe_code)]
 
 pub mod batch;
 mod error;

@@ -1,4 +1,4 @@
-//! The dynamic batcher (`onnxrt_serve::batch`, issue 14) on real models and the real runtime: every
+//! The dynamic batcher (`onnxrt_serve::batch`) on real models and the real runtime: every
 //! caller gets exactly what a run of its sample alone returns (bitwise), bad requests fail alone,
 //! and every accepted request is answered once (full queue, deadlines, cancellation, shutdown),
 //! with counters that add up.

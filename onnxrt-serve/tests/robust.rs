@@ -1,4 +1,4 @@
-//! What a serving engineer hits on the first day (issue 42), each against the real `serve`:
+//! What a serving engineer hits on the first day, each against the real `serve`:
 //! a repository with models that cannot load or warm up still serves the others; a request that
 //! kills ONNX Runtime costs that request only (isolation); the documented body limit on every
 //! route, with refusals in the protocol's JSON; silent gRPC connections closed and one client

@@ -1,5 +1,5 @@
 // expect: E0597
-// Issue 20, hole 5 without explicit drops: a binding declared before the value bound to it would
+// binding_outlives_allocator_tensor without explicit drops: a binding declared before the value bound to it would
 // be dropped after it (locals drop in reverse order), while ORT still holds the tensor.
 use onnxrt::{Session, Value};
 

@@ -1,5 +1,5 @@
 // expect: E0505
-// Issue 20, hole 5: ORT's binding keeps its own reference to a bound tensor until the binding is
+// ORT's binding keeps its own reference to a bound tensor until the binding is
 // released, and an allocator-made tensor's memory goes back through its allocator; so the tensor
 // and the allocator must outlive the binding itself (IoBinding has a Drop impl), not only its
 // last use.

@@ -1,5 +1,5 @@
 // expect: E0505
-// Issue 20, hole 1: IoBinding::outputs() values share the bound output's tensor, so they borrow
+// IoBinding::outputs() values share the bound output's tensor, so they borrow
 // the binding; dropping the binding (and then the bound value) while one is alive is refused.
 use onnxrt::{Session, Value};
 

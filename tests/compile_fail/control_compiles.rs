@@ -12,7 +12,7 @@ fn main() -> onnxrt::Result<()> {
     binding.run(None)?;
     drop(binding);
     drop(x);
-    // Issue 20's cases in a legal order: the allocator and tensor declared before the binding,
+    // The binding cases in a legal order: the allocator and tensor declared before the binding,
     // outputs and views dropped before the next run, copies kept across runs.
     let allocator = session.allocator(&MemoryInfo::cpu()?)?;
     let mut out = allocator.tensor::<f32>(&[1, 1])?;

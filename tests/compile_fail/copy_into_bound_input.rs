@@ -1,5 +1,5 @@
 // expect: E0502
-// Issue 29: `Value::copy_from` writes a tensor on a CUDA stream. A tensor bound to an IoBinding
+// `Value::copy_from` writes a tensor on a CUDA stream. A tensor bound to an IoBinding
 // as an input is read by every run of that binding, so refilling it while the binding lives
 // would race with a run; the binding's shared borrow must forbid the `&mut` copy_from needs.
 use onnxrt::{CudaStream, ElementType, Session, Value};

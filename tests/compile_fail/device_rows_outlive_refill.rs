@@ -1,5 +1,5 @@
 // expect: E0499
-// Issue 29: rows cut from a device buffer (`first_rows_mut`) share its memory, so the buffer
+// Rows cut from a device buffer (`first_rows_mut`) share its memory, so the buffer
 // cannot be refilled with `copy_from` while a row view still lives (two writers of one memory).
 use onnxrt::{CudaStream, ElementType, Value};
 

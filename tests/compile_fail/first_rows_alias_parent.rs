@@ -1,5 +1,5 @@
 // expect: E0502
-// Issue 28: Value::first_rows_mut borrows its parent mutably, so the parent cannot be read (or
+// Value::first_rows_mut borrows its parent mutably, so the parent cannot be read (or
 // written) while the tensor over its rows is alive: no two views of one buffer, one of them mutable.
 use onnxrt::{ElementType, Value};
 

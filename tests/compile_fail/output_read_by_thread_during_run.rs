@@ -1,5 +1,5 @@
 // expect: E0502
-// Issue 20, hole 1: values are Send, but one from IoBinding::outputs() cannot be read on another
+// Values are Send, but one from IoBinding::outputs() cannot be read on another
 // thread while the binding runs again (it would change under the reader: a data race).
 use onnxrt::{MemoryInfo, Session, Value};
 

@@ -1,5 +1,5 @@
 // expect: E0502
-// Issue 20, hole 1: ORT reuses an output's memory on the next run, so a view of an output of
+// ORT reuses an output's memory on the next run, so a view of an output of
 // IoBinding::outputs() cannot be alive while the binding runs again.
 use onnxrt::{MemoryInfo, Session, Value};
 

@@ -1,4 +1,4 @@
-//! `run_async` the way a tokio service uses it (issue 19): a dropped future stops its run,
+//! `run_async` the way a tokio service uses it: a dropped future stops its run,
 //! dropping a session with runs in flight does not block, backpressure under 20,000
 //! submissions, the typed error for a pool without workers, names on async outputs, shared
 //! inputs, per-run options.

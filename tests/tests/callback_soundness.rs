@@ -1,6 +1,6 @@
 //! The functions ORT calls back into this crate (custom-operator kernels, the log callback, the
 //! `run_async` completion) on the real runtime, with user code that misbehaves in the ways safe
-//! Rust allows (issue 25, items 1 and 4):
+//! Rust allows (docs/soundness.md §3):
 //! - a kernel that returns `Ok` without writing an output ORT allocated for it must fail the run,
 //!   never hand back memory nobody wrote (valgrind: no uninitialised read);
 //! - a kernel may try element types one after another on an `IoSpec::any()` output;

@@ -1,4 +1,4 @@
-//! Issue 25, items 2 and 6: string keys that make ORT keep pointing into caller memory, or that
+//! String keys that make ORT keep pointing into caller memory, or that
 //! the crate's allow-lists do not know, are refused from safe code; model bytes ORT may use in
 //! place are owned by the session. Real ORT 1.16.2, a real `.ort` model written by ORT itself.
 //! This binary runs under valgrind in `tools/dev.sh test` (memcheck list).

@@ -1,4 +1,4 @@
-//! CUDA provider options that newer runtimes added (issue 17): on a runtime older than the
+//! CUDA provider options that newer runtimes added: on a runtime older than the
 //! option, building the session fails with `Error::Unsupported` naming the option and the version
 //! that has it, before the provider is loaded, so this runs on the CPU-only 1.16.2 runtime CI
 //! uses. Options 1.16 already knows pass the gate and reach the provider (which that runtime does

@@ -1,4 +1,4 @@
-//! Deployment features (issue 18): saving the optimized model, initializers shared between
+//! Deployment features: saving the optimized model, initializers shared between
 //! sessions, a shared pre-packed weights container, and external-data weights from memory — on
 //! the real runtime, checked against the plain session's outputs.
 

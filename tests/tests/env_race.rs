@@ -1,7 +1,7 @@
-//! Hole 3 of issue 20, in its own test binary, for the process-wide environment of issue 28: a
-//! log hook replaced on one thread while ORT logs through it on another must never run on freed
-//! state (before issue 20's fix, an environment made while another was dropped logged into the
-//! dropped one's freed logger).
+//! The environment's log hook (docs/soundness.md §12), in its own test binary for the
+//! process-wide environment: a log hook replaced on one thread while ORT logs through it on
+//! another must never run on freed state (before the fix, an environment made while another was
+//! dropped logged into the dropped one's freed logger).
 //!
 //! Threads (8 by default, `ONNXRT_ENV_RACE_THREADS`) race to commit the same environment (all
 //! get the one the first made), then loop: install a hook of their own whose state is a

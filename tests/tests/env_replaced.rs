@@ -1,5 +1,5 @@
-//! The process keeps one environment (issue 28): a configured environment whose `Arc` is dropped
-//! stays the process's (issue 19 item 7 used to replace it by a default one, with a warning); a
+//! The process keeps one environment: a configured environment whose `Arc` is dropped
+//! stays the process's (an earlier version replaced it by a default one, with a warning); a
 //! second `commit` with the same settings returns it, one with other settings is
 //! `Error::EnvironmentExists` naming the settings in force; the log hook and level change in
 //! place. Its own test binary: the process's environment is global.

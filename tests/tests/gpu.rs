@@ -599,7 +599,7 @@ fn a_cuda_option_the_runtime_does_not_know_is_refused() {
         .commit_from_file(model("mlp.onnx"))
         .expect_err("unknown CUDA option");
     println!("unknown CUDA option: {err}");
-    // Off the CUDA allow-list: refused before ORT sees it (issue 25).
+    // Off the CUDA allow-list: refused before ORT sees it (docs/soundness.md §10).
     assert!(matches!(err, Error::KeyRefused { .. }), "{err:?}");
     assert!(err.to_string().contains("no_such_option"), "{err}");
 }

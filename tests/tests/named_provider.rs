@@ -82,7 +82,7 @@ fn cuda_and_tensorrt_by_name_get_the_typed_options_checks() {
     }
 }
 
-/// Issue 25 item 6: option keys pass only from each provider's allow-list
+/// Option keys pass only from each provider's allow-list
 /// (`onnxrt::allowed_keys`), refused before ORT sees them, naming provider, key and what passes.
 /// The old substring deny-list let the second group through (none contains stream, alloc,
 /// context, ptr, handle, lib_path or empty_cache), so they reached ORT.

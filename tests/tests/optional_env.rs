@@ -1,5 +1,5 @@
 //! `Value::none` and `Value::empty_sequence` run a one-node session to make their value; that
-//! session must not keep the process's environment alive (issue 25, item 8: it was cached for the
+//! session must not keep the process's environment alive (it was once cached for the
 //! process, so after one call `Environment::builder().commit()` failed until the process ended).
 //! Process-global behaviour, so a test binary of its own with a single test.
 

@@ -1,4 +1,4 @@
-//! An absent optional input (issue 25, item 9): for an input the model declares of optional type,
+//! An absent optional input: for an input the model declares of optional type,
 //! `Value::none` or leaving the input out both run the model with the input absent (ORT takes an
 //! absent optional graph input as one that is not fed); any other input still needs a value.
 

@@ -98,7 +98,7 @@ fn the_gpu_build_still_runs_on_the_cpu_when_no_provider_is_asked() {
     assert!(out.starts_with("OK 1.30.0"), "{out}");
 }
 
-/// Issue 20 (and 25): ORT reads some provider options as raw addresses (or libraries to load);
+/// ORT reads some provider options as raw addresses (or libraries to load);
 /// through the safe `raw()` only keys on the provider's allow-list pass, and these are refused,
 /// naming the key, before the provider is even loaded (so this runs on the CPU runtime). The stream goes through the `unsafe` `user_compute_stream`.
 #[test]
@@ -148,7 +148,7 @@ fn probe_with(runtime: &Path, provider: &str, ld_path: Option<&Path>) -> String 
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-/// Issue 27: a runtime folder without `libonnxruntime_providers_cuda.so`, with a CUDA option set.
+/// A runtime folder without `libonnxruntime_providers_cuda.so`, with a CUDA option set.
 /// ORT 1.30 loads the provider library at the options update, and that failure was reported as
 /// the options being refused ("CUDA options [(\"device_id\", \"0\")]: … refused them").
 #[test]
@@ -193,7 +193,7 @@ fn stand_in_gpu_stack(lib_dir: &Path, leave_out: &str, cut: Option<&str>) -> tem
     dir
 }
 
-/// Issue 27: a truncated CUDA library first on LD_LIBRARY_PATH killed the template with SIGBUS
+/// A truncated CUDA library first on LD_LIBRARY_PATH killed the template with SIGBUS
 /// (the loader maps segments the file does not hold). A strict session finds it before loading.
 #[test]
 fn a_truncated_cuda_library_first_on_the_path_is_named_before_anything_loads_it() {
@@ -210,7 +210,7 @@ fn a_truncated_cuda_library_first_on_the_path_is_named_before_anything_loads_it(
     assert!(out.contains("SIGBUS"), "{out}");
 }
 
-/// Issue 27: cuDNN 9 loads `libcudnn_engines_precompiled.so.9` only at the first convolution, so
+/// cuDNN 9 loads `libcudnn_engines_precompiled.so.9` only at the first convolution, so
 /// a missing one showed as CUDNN_STATUS_INTERNAL_ERROR mid-run. A strict session names it first.
 #[test]
 fn a_missing_cudnn_sub_library_is_named_by_a_strict_session() {
@@ -235,7 +235,7 @@ fn a_missing_cudnn_is_named_by_a_strict_session() {
     assert!(out.contains("Fix: install cuDNN"), "{out}");
 }
 
-/// Issue 27: a `libonnxruntime_providers_cuda.so` of another ORT release beside the runtime. ORT
+/// A `libonnxruntime_providers_cuda.so` of another ORT release beside the runtime. ORT
 /// checks nothing and loads it (a crash or wrong results); a strict session names both releases
 /// before loading it. Made here from the wheel's provider library with its embedded release string
 /// "1.30.0" patched to "1.29.0" (the same length), everything it needs present as stand-ins.

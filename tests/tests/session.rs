@@ -296,7 +296,7 @@ fn builder_options_apply() {
         .expect("every option is accepted");
     assert_all_close(&run_mlp(&s, mlp_input()), &expected, 1e-5);
 
-    // A key off the allow-list (here an empty one) is refused before ORT sees it (issue 25).
+    // A key off the allow-list (here an empty one) is refused before ORT sees it.
     let bad = builder().config_entry("", "1").commit_from_file(model("mlp.onnx"));
     assert!(matches!(bad, Err(Error::KeyRefused { .. })), "an empty config key should be refused, got {bad:?}");
 }

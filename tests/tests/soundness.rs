@@ -1,4 +1,4 @@
-//! Regression tests for the soundness holes of issue 20 whose fix is a runtime behaviour (the
+//! Regression tests for the soundness holes of the first outside audit whose fix is a runtime behaviour (the
 //! ones the compiler now refuses are in tests/compile_fail/). Each test is the
 //! program that showed the hole, rewritten to assert the fixed behaviour; they run in the
 //! normal suite and under valgrind (tools/reliability/memcheck.sh runs this binary in CI), where

@@ -1,6 +1,6 @@
 //! `Value::from_array` on slices of a larger array: a standard-layout slice becomes a tensor over
 //! exactly its own elements, also through a real run; any other layout is copied. From the second
-//! outside audit (issue 25). Runs in the normal suite and under valgrind
+//! outside audit. Runs in the normal suite and under valgrind
 //! (tools/reliability/memcheck.sh).
 
 use ndarray::{s, Array, Array2, Array3};

@@ -1,7 +1,7 @@
 //! The outputs of a run stay true to it: an output named more than once holds the run's result
 //! at every position, beside other outputs and a constant one, while the session's output pool
 //! hands out recycled buffers; and `Outputs` outlives its session with its values intact. The
-//! programs of the second outside audit (issue 25), asserting the true results. They run in the
+//! programs of the second outside audit, asserting the true results. They run in the
 //! normal suite and under valgrind (tools/reliability/memcheck.sh).
 
 use ndarray::Array2;

@@ -1,4 +1,4 @@
-//! The public byte-level API of `Value` that onnxrt-serve's batcher is built on (issue 28):
+//! The public byte-level API of `Value` that onnxrt-serve's batcher is built on:
 //! `Value::zeros`, `host_bytes`, `host_bytes_mut`, `first_rows_mut`, `AsyncInput::into_held`,
 //! collecting `Outputs`. Mostly adversarial: writing through a value that only borrows its
 //! memory, shares it with an `IoBinding` or with a run's input must be refused or must not reach

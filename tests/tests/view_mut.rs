@@ -1,4 +1,4 @@
-//! `Value::view_mut` (issue 30): a typed mutable view of a host tensor the value may write.
+//! `Value::view_mut`: a typed mutable view of a host tensor the value may write.
 //! Adversarial: it must be refused wherever the memory belongs to someone else (a borrowed array,
 //! an IoBinding's tensor), for another element type, and for a `bool` tensor whose bytes are not
 //! 0 or 1; where it is allowed, what it writes is what the next run reads. Also under valgrind

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 27: breaks the GPU machine on purpose, one way at a time, and prints one table:
+# Breaks the GPU machine on purpose (DIAGNOSTICS.md), one way at a time, and prints one table:
 #   case | the doctor's first FAIL row | the strict session's result (`resnet_cuda --strict`;
 #   SESSION_FLAGS replaces `--strict` for a case, as 5b does)
 # Nothing on the machine changes for good: files are hidden inside a private mount namespace
@@ -226,6 +226,6 @@ else
 fi
 
 echo
-echo "== issue 27: broken on purpose ($(date -u +%F), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1))"
+echo "== broken on purpose ($(date -u +%F), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1))"
 cat "$table"
 rm -rf "$scratch"

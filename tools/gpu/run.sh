@@ -63,7 +63,7 @@ mode_tests() {
 
 # One device call: unpack the last bundle part, run the GPU tests (unless TESTS=0), then the
 # command in $THEN (e.g. `VARIANTS=… bash tools/gpu/run.sh serve`), each bounded by a timeout.
-# The device API on the GPU machine (issue 44) and zeros_cuda's stream ordering (issue 40): the
+# The device API on the GPU machine and zeros_cuda's stream ordering (docs/soundness.md §11): the
 # binaries gpu_device_api, ep_devices, plugin_openvino, ordering_fixed and ordering_old (the same
 # test built with zeroing on the legacy stream, unwaited) and openvino-cpu.tar.xz (the
 # onnxruntime-ep-openvino wheel's package without its GPU and NPU plugins) in .gpu-run/.
@@ -461,7 +461,7 @@ case "${1:-}" in
   serve) mode_serve ;;
   serve-configs) mode_serve_configs ;;
   *)
-    echo "usage: bash tools/gpu/run.sh all|tests|call|perf|batch|serve|serve-configs (tools/gpu/README.md)" >&2
+    echo "usage: bash tools/gpu/run.sh all|tests|call|devices|perf|batch|serve|serve-configs (tools/gpu/README.md)" >&2
     exit 2
     ;;
 esac

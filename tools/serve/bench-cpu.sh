@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 29, the CPU comparison side by side in one run: onnxrt-serve (batching off and on),
+# The CPU comparison of BENCHMARKS.md side by side in one run: onnxrt-serve (batching off and on),
 # MLServer with our onnxruntime runtime (tools/serve/mlserver_onnx.py; adaptive batching off and
 # on) and a FastAPI + uvicorn + onnxruntime anchor (tools/serve/fastapi_oip.py), all answering
 # the Open Inference Protocol's REST infer with JSON tensors, on the PP-OCR cls model of the

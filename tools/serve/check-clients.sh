@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Drives the serve binary with clients nobody here wrote (issue 29): tritonclient over HTTP (JSON
+# Drives the serve binary with clients nobody here wrote: tritonclient over HTTP (JSON
 # and binary tensors) and gRPC, on the four real models, answers compared bitwise with single runs
 # of the onnxrt CLI (onnxrt-serve/tests/clients/check_oip.py says what is checked).
 #   tools/serve/check-clients.sh [SERVE_BIN]
@@ -8,7 +8,7 @@
 # repository in a temporary folder (make_repository.py), the server on free ports
 #   serve --model-repository DIR --listen 127.0.0.1:0 --grpc-listen 127.0.0.1:0
 # (both ports read from its stdout), the checker, SIGTERM, and the server must exit 0.
-# Then (issue 42; ONNXRT_CHECK_ROBUST=0 skips it) a second server on the same models as they come
+# Then (ONNXRT_CHECK_ROBUST=0 skips it) a second server on the same models as they come
 # (no config.json): check_robust.py (every model starts, inputs that crash ONNX Runtime 1.16 cost
 # one request, client errors are 400, extensions refused, memory after a 2048x2048 det request),
 # then tools/serve/fuzz_oip.py with ONNXRT_FUZZ_REQUESTS (default 2000) mutated requests; the
@@ -130,7 +130,7 @@ fi
 say "access lines: one for each of the 7 gRPC methods called ($(grep -c 'method=.\?grpc' "$tmp/serve.err") gRPC lines)"
 [ "$checked" = 0 ] || exit "$checked"
 
-# Issue 42: the same models as they come (no config.json), the server's defaults only: every
+# The first day of a serving engineer: the same models as they come (no config.json), the server's defaults only: every
 # model starts, inputs that crash the runtime cost one request, client errors are 400,
 # extensions it lacks are refused, memory after an outsized request (check_robust.py); then
 # ONNXRT_FUZZ_REQUESTS (default 2000) mutated requests, and the server must still be up.

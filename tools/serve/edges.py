@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Measures how a running server treats the connections a hostile or broken client makes
-(issue 29's fault cases), with nothing but the standard library:
+(a stalled body, slowloris, idle connections), with nothing but the standard library:
 
   stalled body  a request head declaring 600 KB, then 1 KB of body, then nothing
   slowloris     N connections, each sending its request head one byte every second

@@ -1,4 +1,4 @@
-"""The FastAPI anchor of the CPU comparison (issue 29): FastAPI + uvicorn + onnxruntime answering
+"""The FastAPI anchor of the CPU comparison (BENCHMARKS.md): FastAPI + uvicorn + onnxruntime answering
 the Open Inference Protocol's REST side for one ONNX model, JSON tensors only.
 
     MODEL=path/model.onnx MODEL_NAME=cls uvicorn fastapi_oip:app --port 9000

@@ -1,5 +1,5 @@
 """An onnxruntime model runtime for MLServer (which has no official ONNX runtime), for the CPU
-comparison of issue 29. A model folder names it in model-settings.json:
+comparison of BENCHMARKS.md. A model folder names it in model-settings.json:
 
     {"name": "cls", "implementation": "mlserver_onnx.OnnxModel",
      "parameters": {"uri": "./model.onnx"}, "max_batch_size": 16, "max_batch_time": 0.001}

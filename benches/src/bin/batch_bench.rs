@@ -1,5 +1,5 @@
 //! The dynamic batcher in-process against running each request on its own, side by side in one
-//! process (issue 14): N caller threads each send one-sample requests back to back for a fixed
+//! process: N caller threads each send one-sample requests back to back for a fixed
 //! time; for each N both variants run, alternating order per round. Prints requests/s and
 //! latency percentiles per variant, and the batcher's mean batch size.
 //!

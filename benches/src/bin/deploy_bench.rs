@@ -1,4 +1,4 @@
-//! Issue 18's figures: resident memory of several sessions of one model with and without shared
+//! What shared weights and saved models save: resident memory of several sessions of one model with and without shared
 //! weights, and session start-up from the original model against ORT's saved optimized model.
 //!
 //! ```text

@@ -6,7 +6,7 @@
 //!
 //! The device's own best rate is `max_batch / service(max_batch)` (or of `--reference-batch`);
 //! the figure of merit is the share of it the batcher keeps, with the mean batch size beside it. Defaults mimic ResNet-50 on
-//! the H200 of issue 29 (1.5 ms + 0.128 ms per row: 1.6 ms at 1 row, 17.9 ms at 128).
+//! an H200 (1.5 ms + 0.128 ms per row: 1.6 ms at 1 row, 17.9 ms at 128).
 //!
 //! ```sh
 //! cargo run --release -p onnxrt-benches --bin device_sim -- [--callers 256] [--requests 20000] \
@@ -21,7 +21,7 @@
 //! `--open-loads 0.5,0.8` adds open-loop runs: requests leave on a fixed schedule at that share of
 //! the device's best rate (as loadgen's open loop does), each latency measured from its scheduled
 //! time, and an `OPEN` line per (workers, delay, hold, load) gives p50/p99/max beside the service
-//! time of a full batch (issue 29's goal: p99 at most 3 × that at 0.8). `--jitter-us J` adds a
+//! time of a full batch (the serving goal: p99 at most 3 × that at 0.8). `--jitter-us J` adds a
 //! uniform 0..J to every device run, for a device whose run times vary, and `--stall-us S
 //! --stall-every N` adds S to every Nth run (a rare long run: a tail the uniform jitter lacks); `--curve-ms
 //! 1:1.79,32:5.39,128:18.06` replaces the straight line by measured points.
@@ -189,7 +189,7 @@ struct Args {
     open_loads: Vec<f64>,
     open_threads: usize,
     /// The batch size whose rate and service time the shares and ratios are of (default
-    /// `max_batch`; issue 29's goals are of batch 128 also when `max_batch` is larger).
+    /// `max_batch`; the serving goals are of batch 128 also when `max_batch` is larger).
     reference_batch: Option<usize>,
 }
 

@@ -1,4 +1,4 @@
-//! What isolation (issue 42) costs per request: one model served in this process and the same
+//! What isolating a model in a worker process costs per request: one model served in this process and the same
 //! model served by a worker process (`onnxrt_serve::isolation`), side by side in one run. Each
 //! round sends N requests one after another to each variant, the order alternating per round;
 //! prints the median and p99 latency of `ServedModel::infer` and the difference.

@@ -39,7 +39,7 @@ pub struct ModelConfig {
     /// those hold; `false` turns it off).
     pub cuda_graphs: Option<bool>,
     /// With several batch workers: after the delay, hold a batch open while another worker's
-    /// batch runs and close it when that run ends (default off).
+    /// batch runs and close it when that run ends (default: on for the `cuda` provider, off otherwise).
     pub hold_while_busy: Option<bool>,
     /// Batcher worker threads.
     pub batch_workers: Option<usize>,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Drives an Open Inference Protocol server with clients nobody here wrote (issue 29).
+"""Drives an Open Inference Protocol server with clients nobody here wrote.
 
     check_oip.py --http HOST:PORT --grpc HOST:PORT --repository DIR --onnxrt PATH --work DIR
 

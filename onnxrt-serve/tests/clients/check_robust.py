@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The first day of a serving engineer (issue 42), with tritonclient, on the four real models as
+"""The first day of a serving engineer, with tritonclient, on the four real models as
 they come (no config.json: the server's defaults decide everything).
 
     check_robust.py --http HOST:PORT --grpc HOST:PORT --pid PID

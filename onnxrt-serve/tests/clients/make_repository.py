@@ -3,7 +3,7 @@
 
     make_repository.py OUT_DIR
 
-writes OUT_DIR/<name>/model.onnx for the four real models of issue 29, each copied byte for
+writes OUT_DIR/<name>/model.onnx for the four real models of the client checks, each copied byte for
 byte from the wheel that ships it and checked against that wheel's RECORD hash:
 
     ppocr_det   rapidocr_onnxruntime  models/ch_PP-OCRv4_det_infer.onnx      x [?,3,?,?] float

@@ -225,3 +225,49 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod callbacks_tests {
+    use super::CALLBACKS;
+
+    /// Every `extern "C" fn` defined in the crate's sources (not a function-pointer type) is
+    /// named in [`CALLBACKS`], by its module path or inside a `{..}` group of one.
+    #[test]
+    fn callbacks_name_every_extern_c_function() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = vec![src.clone()];
+        let mut missing = Vec::new();
+        let mut found = 0;
+        while let Some(path) = files.pop() {
+            if path.is_dir() {
+                files.extend(std::fs::read_dir(&path).expect("read src").map(|e| e.expect("entry").path()));
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("read source");
+            let module = path.strip_prefix(&src).expect("under src").with_extension("");
+            let module = module.to_string_lossy().trim_end_matches("/mod").replace('/', "::");
+            for line in text.lines().filter(|l| !l.trim_start().starts_with("//")) {
+                let Some((_, rest)) = line.split_once("extern \"C\" fn ") else { continue };
+                let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+                if name.is_empty() {
+                    continue; // a function-pointer type
+                }
+                found += 1;
+                let listed = CALLBACKS.iter().any(|c| {
+                    c.function == format!("{module}::{name}")
+                        || c.function
+                            .strip_prefix(&format!("{module}::{{"))
+                            .is_some_and(|group| group.trim_end_matches('}').split(", ").any(|n| n == name))
+                });
+                if !listed {
+                    missing.push(format!("{module}::{name}"));
+                }
+            }
+        }
+        assert!(found >= 17, "found only {found} extern \"C\" functions");
+        assert!(missing.is_empty(), "extern \"C\" functions missing from CALLBACKS: {missing:?}");
+    }
+}

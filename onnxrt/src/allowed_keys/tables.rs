@@ -18,7 +18,7 @@ use KeyClass::{Address, CodeLoading, Ownership};
 pub const SESSION_CONFIG: KeyTable = KeyTable {
     scope: "session config entry",
     version: "1.21.0 header; 1.16.2 library",
-    read_from: "onnxruntime_session_options_config_keys.h of ORT 1.21.0 (Debian libonnxruntime-dev 1.21.0+dfsg-1, the headers this crate builds with) and its readers in inference_session.cc (a 1.16-era version); the key strings of libonnxruntime.so.1.16.2; not checked against a 1.30 tree, which could not be fetched",
+    read_from: "onnxruntime_session_options_config_keys.h of ORT 1.21.0 (Debian libonnxruntime-dev 1.21.0+dfsg-1; the crate itself builds with its distribution's headers or the checked-in C API 27 bindings of 1.27.1, onnxrt-sys) and its readers in inference_session.cc (a 1.16-era version); the key strings of libonnxruntime.so.1.16.2; not checked against a 1.30 tree, which could not be fetched",
     unchecked: "SessionBuilder::config_entry_unchecked",
     keys: &[
         plain("session.disable_prepacking"),
@@ -108,8 +108,8 @@ const CUDA_ALLOCATOR: &str =
 /// CUDA provider options (`CudaOptions`, `provider("CUDA", …)`, `UpdateCUDAProviderOptions`).
 pub const CUDA: KeyTable = KeyTable {
     scope: "CUDA provider option",
-    version: "index 90ed1589 and a 1.18-era parser",
-    read_from: "onnxruntime/core/providers/cuda/cuda_execution_provider_info.cc: microsoft/onnxruntime index commit 90ed158919c2e36f31814edcdf0fe62b7a661646 (an early version) and a 1.18-era version of the same file (with use_tf32); sdpa_kernel (a later key) named from ORT's CUDA provider documentation; not checked against a 1.30 tree",
+    version: "ORT commit 90ed1589 and a 1.18-era parser",
+    read_from: "onnxruntime/core/providers/cuda/cuda_execution_provider_info.cc: microsoft/onnxruntime commit 90ed158919c2e36f31814edcdf0fe62b7a661646 (an early version) and a 1.18-era version of the same file (with use_tf32); sdpa_kernel (a later key) named from ORT's CUDA provider documentation; not checked against a 1.30 tree",
     unchecked: "SessionBuilder::provider_unchecked",
     keys: &[
         plain("device_id"),
@@ -146,8 +146,8 @@ const TRT_LIBRARY: &str =
 /// TensorRT provider options (`TensorRtOptions`, `provider("TensorRT", …)`).
 pub const TENSORRT: KeyTable = KeyTable {
     scope: "TensorRT provider option",
-    version: "index 3a282a29 (1.16 keys)",
-    read_from: "onnxruntime/core/providers/tensorrt/tensorrt_execution_provider_info.cc: microsoft/onnxruntime index commit 3a282a295475775510fbfa5234bda55a2db6f015 (the 1.16 key set, with trt_cuda_graph_enable); the later trt_dump_ep_context_model, trt_ep_context_*, trt_engine_hw_compatible and trt_op_types_to_exclude named from ORT's TensorRT provider documentation; not checked against a 1.30 tree",
+    version: "ORT commit 3a282a29 (1.16 keys)",
+    read_from: "onnxruntime/core/providers/tensorrt/tensorrt_execution_provider_info.cc: microsoft/onnxruntime commit 3a282a295475775510fbfa5234bda55a2db6f015 (the 1.16 key set, with trt_cuda_graph_enable); the later trt_dump_ep_context_model, trt_ep_context_*, trt_engine_hw_compatible and trt_op_types_to_exclude named from ORT's TensorRT provider documentation; not checked against a 1.30 tree",
     unchecked: "SessionBuilder::provider_unchecked",
     keys: &[
         plain("device_id"),
@@ -200,8 +200,8 @@ pub const TENSORRT: KeyTable = KeyTable {
 /// QNN provider options (`provider("QNN", …)`).
 pub const QNN: KeyTable = KeyTable {
     scope: "QNN provider option",
-    version: "index 048abfa6 (1.16/1.17)",
-    read_from: "onnxruntime/core/providers/qnn/qnn_execution_provider.cc: microsoft/onnxruntime index commit 048abfa678d703ba4522da5746246572bf25bb29 (a 1.16/1.17-era version); later keys (backend_type, soc_model, htp_arch, device_id, enable_htp_*, offload_graph_io_quantization, op_packages) named from ORT's QNN provider documentation; not checked against a 1.30 tree",
+    version: "ORT commit 048abfa6 (1.16/1.17)",
+    read_from: "onnxruntime/core/providers/qnn/qnn_execution_provider.cc: microsoft/onnxruntime commit 048abfa678d703ba4522da5746246572bf25bb29 (a 1.16/1.17-era version); later keys (backend_type, soc_model, htp_arch, device_id, enable_htp_*, offload_graph_io_quantization, op_packages) named from ORT's QNN provider documentation; not checked against a 1.30 tree",
     unchecked: "SessionBuilder::provider_unchecked",
     keys: &[
         plain("backend_type"),
@@ -390,6 +390,7 @@ pub struct Callback {
 pub const CALLBACKS: &[Callback] = &[
     Callback { function: "env::logging::log_callback", when: "every ORT log line (OrtLoggingFunction)" },
     Callback { function: "session::run_async::on_done", when: "completion of RunAsync (RunAsyncCallbackFn)" },
+    Callback { function: "ep_device::select", when: "session creation (EpSelectionDelegate)" },
     Callback { function: "custom_op::callbacks::create_kernel", when: "session creation (OrtCustomOp::CreateKernel)" },
     Callback { function: "custom_op::callbacks::compute", when: "each run (OrtCustomOp::KernelCompute)" },
     Callback { function: "custom_op::callbacks::destroy_kernel", when: "session release (OrtCustomOp::KernelDestroy)" },

@@ -83,8 +83,8 @@ enum Maker {
 
 /// Makes the value with a one-node session built for this call and dropped after it. The session
 /// joins the process's environment, or, before there is one, a provisional one that leaves the
-/// settings to the caller's first `EnvironmentBuilder::commit` (issue 25 item 8: made here,
-/// a default environment fixed the settings for good).
+/// settings to the caller's first `EnvironmentBuilder::commit` (made here, a default
+/// environment would fix the settings for good).
 fn made_by(maker: Maker) -> Result<Value<'static>> {
     let element_type = match maker {
         Maker::None(of) => of.element_type(),

@@ -16,6 +16,7 @@
 //! `RESULT mode=closed concurrency=N requests=R errors=E seconds=S throughput=T p50_ms=.. p90_ms=.. p99_ms=.. max_ms=..`
 //! (open loop: `mode=open rate=R` instead of the concurrency); failures are counted by kind on
 //! stderr.
+#![forbid(unsafe_code)]
 
 mod closed_loop;
 mod error;
