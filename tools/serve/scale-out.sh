@@ -4,7 +4,8 @@
 #   tools/serve/scale-out.sh
 # SERVE_BIN names a prebuilt serve binary (default: target/debug/serve, built first with cargo).
 # SCALE_OUT_COUNT requests per phase (default 1000), SCALE_OUT_CLIENTS concurrent clients
-# (default 8, half HTTP, half gRPC), SCALE_OUT_KEEP=1 keeps the logs. HAProxy comes from the distribution (apt-get) when missing.
+# (default 8, half HTTP, half gRPC), SCALE_OUT_KEEP=1 keeps the logs, SCALE_OUT_GRPC_RETRY=1
+# gives the gRPC clients a retry policy (UNAVAILABLE, 3 attempts). HAProxy comes from the distribution (apt-get) when missing.
 # The model: ppocr_cls from the client environment's wheels (make_repository.py); the load and the
 # checks: tools/serve/scale_out_load.py, which prints the table (phase, protocol, requests, failed,
 # wrong). Exit status non-zero when a request is lost with no instance killed (the steady and the
@@ -20,6 +21,12 @@
 #   is sent again to another instance. Safe here: inference has no side effects. HAProxy retries
 #   only a request it still holds whole, so `tune.bufsize` exceeds the largest request (a
 #   ppocr_cls crop is 110 kB).
+# - serve's --drain-delay-ms (when the binary has it) keeps a stopping instance serving, not ready,
+#   until the checks took it out; without it SIGTERM closes the listeners at once and only the
+#   retries save the requests already sent to it. SCALE_OUT_RETRY_ON=none checks the delay alone.
+# - A kill: HTTP requests in flight on the dead instance are retried (empty-response); gRPC
+#   calls in flight are not (HAProxy 2.6 answers them RST_STREAM REFUSED_STREAM, "not processed"),
+#   so gRPC clients need a retry policy on UNAVAILABLE to lose none (SCALE_OUT_GRPC_RETRY=1).
 # - No `on-marked-down shutdown-sessions`: it would cut the requests a drain lets finish.
 # - `timeout server` above serve's --timeout-ms (the client sees serve's 504, not HAProxy's).
 set -euo pipefail
@@ -29,7 +36,7 @@ say() { printf '\033[1mscale-out.sh:\033[0m %s\n' "$*" >&2; }
 target=${CARGO_TARGET_DIR:-$root/target}
 count=${SCALE_OUT_COUNT:-1000}
 clients=${SCALE_OUT_CLIENTS:-8}
-# What HAProxy retries; `none` shows what a balancer without retries loses.
+# What HAProxy retries (`none`: no retries; a drain must still lose nothing).
 retry_on=${SCALE_OUT_RETRY_ON:-conn-failure empty-response}
 
 if [ -n "${SERVE_BIN:-}" ]; then
@@ -62,11 +69,18 @@ trap finish EXIT
 "$python" onnxrt-serve/tests/clients/make_repository.py "$tmp/all" >&2
 mkdir -p "$tmp/repository" && mv "$tmp/all/ppocr_cls" "$tmp/repository/" && rm -rf "$tmp/all"
 
+# A drain delay longer than HAProxy's checks need to see a 503 (1 s apart, 2 failures): the
+# instance stops getting requests before its listeners close, retries or not. Given when the
+# binary has the flag (older ones close the listeners at once on SIGTERM).
+drain_flag=()
+if "$serve" --help | grep -q -- '--drain-delay-ms'; then drain_flag=(--drain-delay-ms 3000); fi
+say "drain: ${drain_flag[*]:-no --drain-delay-ms in this serve}; HAProxy retry-on: $retry_on"
+
 # Ports: each instance binds port 0 and prints what it got; HAProxy's three are picked free.
 rest=() grpc=() serve_pids=()
 for n in 1 2 3; do
   "$serve" --model-repository "$tmp/repository" --listen 127.0.0.1:0 --grpc-listen 127.0.0.1:0 \
-    --max-connections 1024 --max-connections-per-peer 1024 >"$tmp/serve-$n.out" 2>"$tmp/serve-$n.err" &
+    --max-connections 1024 --max-connections-per-peer 1024 "${drain_flag[@]}" >"$tmp/serve-$n.out" 2>"$tmp/serve-$n.err" &
   pids+=($!) serve_pids+=($!)
 done
 for n in 1 2 3; do
@@ -78,7 +92,7 @@ for n in 1 2 3; do
     kill -0 "$pid" 2>/dev/null || { say "instance $n exited before listening:"; cat "$tmp/serve-$n.err" >&2; exit 1; }
     sleep 0.1
   done
-  [ -n "$http" ] && [ -n "$g" ] || { say "instance $n printed no addresses"; exit 1; }
+  if [ -z "$http" ] || [ -z "$g" ]; then say "instance $n printed no addresses"; exit 1; fi
   rest+=("$http") grpc+=("$g")
   say "instance $n (pid $pid): rest $http, grpc $g"
 done
@@ -146,7 +160,13 @@ say "haproxy (pid $haproxy_pid): rest 127.0.0.1:$lb_rest, grpc 127.0.0.1:$lb_grp
 # Every REST server UP in HAProxy's stats (polled at most 300 times, 0.1 s apart).
 up=0
 for _ in $(seq 300); do
-  up=$(curl -s "http://127.0.0.1:$lb_stats/stats;csv" 2>/dev/null | awk -F, '$1 == "rest" && $2 ~ /^s[0-9]$/ && $18 == "UP"' | wc -l) || up=0
+  up=$("$python" -c 'import sys, urllib.request
+try:
+    text = urllib.request.urlopen(sys.argv[1], timeout=5).read().decode()
+except OSError:
+    text = ""
+print(sum(1 for f in (l.split(",") for l in text.splitlines()) if len(f) > 17 and f[0] == "rest" and f[1].startswith("s") and f[17] == "UP"))' \
+    "http://127.0.0.1:$lb_stats/stats;csv")
   [ "$up" = 3 ] && break
   sleep 0.1
 done
@@ -157,6 +177,7 @@ drained=${serve_pids[1]} killed=${serve_pids[2]}
 "$python" tools/serve/scale_out_load.py --http "127.0.0.1:$lb_rest" --grpc "127.0.0.1:$lb_grpc" \
   --reference "${rest[0]}" --model ppocr_cls --count "$count" --clients "$clients" \
   --drain-pid "$drained" --kill-pid "$killed" --stats "http://127.0.0.1:$lb_stats/stats;csv" \
+  ${SCALE_OUT_GRPC_RETRY:+--grpc-retry} \
   && loaded=0 || loaded=$?
 
 # The drained instance must have finished its requests and exited 0 (at most 300 polls).
@@ -166,7 +187,11 @@ if kill -0 "$drained" 2>/dev/null; then
 fi
 wait "$drained" && drained_rc=0 || drained_rc=$?
 wait "$killed" 2>/dev/null || true
-after=$(grep -c 'method=' "$tmp/serve-2.err" || true)
-say "drained instance exited $drained_rc ($after access lines); $(grep -c ' 503 ' "$tmp/haproxy.log" || true) 503s and $(grep -Ec ' (502|504) ' "$tmp/haproxy.log" || true) 502/504s in HAProxy's log"
+# The drained instance's answers after SIGTERM (access lines after its "stop signal" line), and
+# HAProxy's log: requests it answered with other than 200, and requests it sent again (retries).
+after=$(awk '/stop signal/ { stopped = 1 } stopped && /method=/ { n++ } END { print n + 0 }' "$tmp/serve-2.err")
+read -r non200 retried < <(awk '$4 ~ /^(rest|grpc)\/s[0-9]$/ { if ($6 != 200) bad++; split($11, c, "/"); if (c[5] != "0") again++ }
+  END { print bad + 0, again + 0 }' "$tmp/haproxy.log")
+say "the drained instance answered $after requests after SIGTERM and exited $drained_rc; HAProxy: $non200 answers other than 200, $retried requests retried"
 [ "$drained_rc" = 0 ] || { say "the drained instance exited $drained_rc, not 0"; tail -n 20 "$tmp/serve-2.err" >&2; exit 1; }
 exit "$loaded"

@@ -51,9 +51,24 @@ def infer(client, module, model: str, array: np.ndarray) -> dict:
     return {name: result.as_numpy(name) for name in names}
 
 
+# A gRPC client's own retry policy (--grpc-retry): UNAVAILABLE, which is what a stream the
+# balancer refused (RST_STREAM REFUSED_STREAM: not processed) reads as, is tried again.
+GRPC_RETRY = [
+    ("grpc.max_send_message_length", -1),
+    ("grpc.max_receive_message_length", -1),
+    ("grpc.enable_retries", 1),
+    ("grpc.service_config", json.dumps({"methodConfig": [{
+        "name": [{"service": "inference.GRPCInferenceService"}],
+        "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.01s", "maxBackoff": "0.1s",
+                        "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]},
+    }]})),
+]
+grpc_channel_args = None
+
+
 def connect(protocol: str, url: str):
     if protocol == "grpc":
-        return grpcclient, grpcclient.InferenceServerClient(url)
+        return grpcclient, grpcclient.InferenceServerClient(url, channel_args=grpc_channel_args)
     return httpclient, httpclient.InferenceServerClient(url, connection_timeout=60.0, network_timeout=60.0)
 
 
@@ -137,7 +152,10 @@ def main() -> int:
     parser.add_argument("--kill-pid", type=int, required=True)
     parser.add_argument("--stats", help="HAProxy's CSV stats URL, to print its view after each phase")
     parser.add_argument("--json", help="write the table here too")
+    parser.add_argument("--grpc-retry", action="store_true", help="gRPC clients retry UNAVAILABLE (a retry policy)")
     args = parser.parse_args()
+    global grpc_channel_args
+    grpc_channel_args = GRPC_RETRY if args.grpc_retry else None
 
     module, client = connect("http", args.reference)
     refs = [infer(client, module, args.model, sample(i)) for i in range(SAMPLES)]
