@@ -160,6 +160,11 @@ def main() -> int:
     module, client = connect("http", args.reference)
     refs = [infer(client, module, args.model, sample(i)) for i in range(SAMPLES)]
     client.close()
+    # An answer given to the wrong request must show: the samples' answers differ pairwise.
+    alike = [(i, j) for i in range(SAMPLES) for j in range(i) if same(refs[i], refs[j])]
+    if alike:
+        print(f"scale_out_load: samples with the same answer, which cannot tell requests apart: {alike}", file=sys.stderr)
+        return 2
 
     def send(pid: int, sig: signal.Signals, what: str):
         def fire():
