@@ -73,7 +73,8 @@ mkdir -p "$tmp/repository" && mv "$tmp/all/ppocr_cls" "$tmp/repository/" && rm -
 # instance stops getting requests before its listeners close, retries or not. Given when the
 # binary has the flag (older ones close the listeners at once on SIGTERM).
 drain_flag=()
-if "$serve" --help | grep -q -- '--drain-delay-ms'; then drain_flag=(--drain-delay-ms 3000); fi
+help=$("$serve" --help)  # read whole: `grep -q` in a pipe may cut serve off (SIGPIPE, pipefail)
+if grep -q -- '--drain-delay-ms' <<<"$help"; then drain_flag=(--drain-delay-ms 3000); fi
 say "drain: ${drain_flag[*]:-no --drain-delay-ms in this serve}; HAProxy retry-on: $retry_on"
 
 # Ports: each instance binds port 0 and prints what it got; HAProxy's three are picked free.
