@@ -105,7 +105,7 @@ test_newest() {
 
 # The stages of `test`, in the order `bash tools/dev.sh test` runs them all;
 # `bash tools/dev.sh test STAGE...` runs only those (docs/testing.md lists what each covers).
-TEST_STAGES=(workspace clients fetch soundness gpu-libs cuda-api serve-cuda loading downstream newest)
+TEST_STAGES=(workspace clients scale-out fetch soundness gpu-libs cuda-api serve-cuda loading downstream newest)
 
 test_workspace() {
   ONNXRT_REQUIRE_CONFORMANCE=1 ONNXRT_REQUIRE_ONNX_PROTO=1 cargo test --workspace --no-fail-fast
@@ -117,6 +117,21 @@ test_workspace() {
 # four real pretrained models, answers bitwise equal to single runs (a pinned venv is made once).
 test_clients() {
   bash tools/serve/check-clients.sh
+}
+
+# Scale-out (issue 45): the KServe manifests (deploy/kserve/) against KServe's API model and
+# Kubernetes' schemas, their args against `serve --help`, broken copies refused; then three serve
+# instances behind HAProxy (apt-get) under tritonclient load, one drained (no request may be lost)
+# and one killed. SERVE_BIN: a prebuilt serve instead of the one built here.
+test_scale_out() {
+  local serve=${SERVE_BIN:-${CARGO_TARGET_DIR:-target}/debug/serve}
+  [ -n "${SERVE_BIN:-}" ] || cargo build -q -p onnxrt-serve --bin serve
+  python3 -c 'import ensurepip' 2>/dev/null || { say "installing python3-venv"; apt_install python3-venv; }
+  python3 tools/serve/validate-kserve.py --serve "$serve" --self-test \
+    deploy/kserve/serving-runtime.yaml deploy/kserve/inference-service.yaml
+  SERVE_BIN=$serve bash tools/serve/scale-out.sh
+  # Again with no retries at the balancer: serve's --drain-delay-ms alone must make the drain lossless.
+  SERVE_BIN=$serve SCALE_OUT_RETRY_ON=none bash tools/serve/scale-out.sh
 }
 
 # The CLI's provisioning commands (`onnxrt fetch`, `bundle --dist`) are behind its `fetch` feature.
