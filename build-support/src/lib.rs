@@ -56,7 +56,8 @@ pub use progress::Reporter;
 
 use cache::Cache;
 
-/// The C API version this project requests (ORT 1.16).
+/// The C API version this project requests (ORT 1.16): the one definition (onnxrt-sys reads it
+/// through its build script).
 pub const API_VERSION: u32 = 16;
 
 /// Where the runtime came from.
