@@ -30,6 +30,10 @@ const PROVOKED_HERE: [&str; 13] = [
     "PLACEMENT_NOT_RECORDED",
 ];
 
+/// Entries whose text no record holds yet: the GPU failures the crate gives advice for (an old
+/// driver, a GPU the build has no kernels for) that no GPU run here has met.
+const NOT_SEEN_YET: [&str; 2] = ["CUDA_DRIVER", "CUDA_NO_KERNEL"];
+
 fn runtime() -> String {
     onnxrt::runtime_info().expect("the runtime loads").version
 }
@@ -89,7 +93,7 @@ fn every_entry_a_cpu_runtime_writes_is_provoked_here() {
             entry.provoked_on
         );
         assert!(
-            here || !entry.recorded.is_empty() || entry.name.starts_with("CUDA_"),
+            here || !entry.recorded.is_empty() || NOT_SEEN_YET.contains(&entry.name),
             "{}: neither provoked nor recorded",
             entry.name
         );
