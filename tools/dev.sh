@@ -69,7 +69,8 @@ test_newest() {
   say "integration tests on the newest runtime ($NEWEST_DIST)"
   cargo run -q -p onnxrt-build-support --bin onnxrt-dist -- assemble "$NEWEST_DIST" >/dev/null
   # Same target folder: only onnxrt-sys and what depends on it rebuild. An installed runtime or a
-  # local archive would take precedence over ONNXRT_DIST, so neither is passed on.
+  # local archive would take precedence over ONNXRT_DIST, so neither is passed on. Among them
+  # ort_messages.rs: the texts of onnxrt::ort_messages provoked from this runtime as from 1.16.2.
   env -u ONNXRT_LIB_DIR -u ONNXRT_INCLUDE_DIR -u ONNXRT_ARCHIVE -u ONNXRT_ARCHIVE_SHA256 \
     ONNXRT_DIST="$NEWEST_DIST" ONNXRT_REQUIRE_CONFORMANCE=1 cargo test -p onnxrt-tests --no-fail-fast
   # The C API 22+ surface on a runtime that has it: the checked-in bindings against bindgen's output

@@ -19,6 +19,7 @@ const LAYERS: [&[&str]; 4] = [
         "cuda_runtime",
         "ffi_guard",
         "allowed_keys",
+        "ort_messages",
         "gpu_failure",
         "guide",
     ],

@@ -1,5 +1,5 @@
-//! Intel's OpenVINO plugin provider (`onnxruntime-ep-openvino`, a separate plugin library for ORT
-//! >= 1.23) registered with `Environment::register_provider_library`, its CPU device chosen
+//! Intel's OpenVINO plugin provider (`onnxruntime-ep-openvino`, a separate plugin library for
+//! ORT 1.23 and newer) registered with `Environment::register_provider_library`, its CPU device chosen
 //! through the device API, a real model (PP-OCRv4 det) and the MLP run on it and compared with
 //! ORT's CPU provider.
 //!

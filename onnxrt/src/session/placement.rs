@@ -51,7 +51,7 @@ impl Session {
         let listed =
             unsafe { ort!(api, Session_GetEpGraphAssignmentInfo(self.inner.raw.as_ptr(), &mut subgraphs, &mut n)) };
         if let Err(Error::Ort { message, .. }) = &listed {
-            if message.contains(RECORD_KEY) || message.contains("not enabled") {
+            if crate::ort_messages::PLACEMENT_NOT_RECORDED.matches(message) {
                 return Err(Error::BadSetting {
                     setting: "record_placement".into(),
                     value: "off".into(),
@@ -117,5 +117,14 @@ unsafe fn text(ptr: *const std::ffi::c_char) -> String {
     } else {
         // SAFETY: the caller's contract.
         unsafe { CStr::from_ptr(ptr) }.to_string_lossy().into_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_message_table_names_the_key_it_sets() {
+        let pattern = crate::ort_messages::PLACEMENT_NOT_RECORDED.any_of;
+        assert!(pattern.iter().any(|all| *all == [super::RECORD_KEY]), "{pattern:?}");
     }
 }
