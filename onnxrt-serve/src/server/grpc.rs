@@ -16,7 +16,7 @@ use crate::oip::grpc::repository_index_response::ModelIndex;
 use crate::oip::grpc::*;
 use crate::oip::messages::{EXTENSIONS, PLATFORM};
 use crate::oip::tensor;
-use crate::repository::{FindError, InferError, ServedModel};
+use crate::repository::{ControlError, FindError, InferError, ServedModel};
 use onnxrt::Value;
 use tonic::{Request, Response, Status};
 
@@ -28,7 +28,7 @@ pub struct Service {
 
 impl Service {
     fn find(&self, name: &str, version: &str) -> Result<Arc<ServedModel>, Status> {
-        self.app.repository.find(name, Some(version)).map(Arc::clone).map_err(|e| GrpcRefusal::from(e).0)
+        self.app.repository.find(name, Some(version)).map_err(|e| GrpcRefusal::from(e).0)
     }
 }
 
@@ -236,6 +236,33 @@ impl GrpcInferenceService for Service {
         Ok(Response::new(RepositoryIndexResponse { models }))
     }
 
+    async fn repository_model_load(
+        &self,
+        request: Request<RepositoryModelLoadRequest>,
+    ) -> Result<Response<RepositoryModelLoadResponse>, Status> {
+        let (started, id, peer) = (Instant::now(), self.app.new_request_id(), peer_of(&request));
+        let request = request.into_inner();
+        let result = match request.parameters.keys().find(|k| *k == "config" || k.starts_with("file:")) {
+            Some(key) => Err(Status::invalid_argument(format!(
+                "load parameter `{key}` is not supported: put the model and its config.json in the repository"
+            ))),
+            None => self.control(request.model_name.clone(), true).await,
+        };
+        log_access("RepositoryModelLoad", &id, &peer, &request.model_name, started, result.as_ref().map(|_| ()));
+        result.map(|()| Response::new(RepositoryModelLoadResponse {}))
+    }
+
+    async fn repository_model_unload(
+        &self,
+        request: Request<RepositoryModelUnloadRequest>,
+    ) -> Result<Response<RepositoryModelUnloadResponse>, Status> {
+        let (started, id, peer) = (Instant::now(), self.app.new_request_id(), peer_of(&request));
+        let request = request.into_inner();
+        let result = self.control(request.model_name.clone(), false).await;
+        log_access("RepositoryModelUnload", &id, &peer, &request.model_name, started, result.as_ref().map(|_| ()));
+        result.map(|()| Response::new(RepositoryModelUnloadResponse {}))
+    }
+
     async fn model_infer(&self, request: Request<ModelInferRequest>) -> Result<Response<ModelInferResponse>, Status> {
         let started = Instant::now();
         let peer = peer_of(&request);
@@ -250,6 +277,24 @@ impl GrpcInferenceService for Service {
 }
 
 impl Service {
+    /// Loads (`load`) or unloads model `name` on a blocking thread.
+    async fn control(&self, name: String, load: bool) -> Result<(), Status> {
+        let app = Arc::clone(&self.app);
+        let done = tokio::task::spawn_blocking(move || {
+            if load {
+                app.repository.load_model(&name)
+            } else {
+                app.repository.unload_model(&name)
+            }
+        })
+        .await
+        .map_err(|e| Status::internal(format!("the load task ended: {e}")))?;
+        done.map_err(|error| match error {
+            ControlError::Unknown(why) => Status::not_found(why),
+            ControlError::NotAllowed(why) | ControlError::Failed(why) => Status::invalid_argument(why),
+        })
+    }
+
     async fn infer(&self, request: ModelInferRequest, asked: Option<Duration>) -> Result<ModelInferResponse, Status> {
         let model = self.find(&request.model_name, &request.model_version)?;
         let raw = &request.raw_input_contents;

@@ -1,6 +1,6 @@
 //! The Open Inference Protocol over REST: `/v2` (server metadata), `/v2/health/{live,ready}`,
 //! `/v2/models/{name}[/versions/{version}]` (metadata), `…/ready`, `…/infer` (JSON tensors and
-//! the binary-tensor extension), `POST /v2/repository/index`.
+//! the binary-tensor extension), `POST /v2/repository/index`, `…/models/{name}/load`, `…/unload`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::infer::{self, WantedOutput};
 use crate::oip::messages::{InferRequest, InferResponse, RepositoryEntry, ResponseOutput, ServerMetadata, EXTENSIONS};
 use crate::oip::tensor;
-use crate::repository::{FindError, InferError, ServedModel};
+use crate::repository::{ControlError, FindError, InferError, ServedModel};
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -37,6 +37,8 @@ pub fn routes() -> Router<Arc<App>> {
         .route("/v2/models/{name}/infer", post(infer))
         .route("/v2/models/{name}/versions/{version}/infer", post(infer_version))
         .route("/v2/repository/index", post(repository_index))
+        .route("/v2/repository/models/{name}/load", post(load_model))
+        .route("/v2/repository/models/{name}/unload", post(unload_model))
 }
 
 async fn server_metadata() -> Json<ServerMetadata> {
@@ -56,7 +58,7 @@ async fn ready(State(app): State<Arc<App>>) -> Response {
 /// The model named in the path, or a 404 naming the models there are (503 with the reason for
 /// one that could not be loaded or warmed up).
 pub fn find(app: &App, name: &str, version: Option<&str>) -> Result<Arc<ServedModel>, Response> {
-    app.repository.find(name, version).map(Arc::clone).map_err(|e| Refusal::from(e).0)
+    app.repository.find(name, version).map_err(|e| Refusal::from(e).0)
 }
 
 async fn model_metadata(State(app): State<Arc<App>>, Path(name): Path<String>) -> Response {
@@ -131,11 +133,14 @@ async fn model_ready_version(State(app): State<Arc<App>>, Path((name, version)):
     readiness(&app, &name, Some(&version))
 }
 
-async fn repository_index(State(app): State<Arc<App>>) -> Json<Vec<RepositoryEntry>> {
+/// The index; a body `{"ready": true}` lists only the models that serve.
+async fn repository_index(State(app): State<Arc<App>>, body: Bytes) -> Json<Vec<RepositoryEntry>> {
+    let only_ready = serde_json::from_slice::<Json_>(&body).is_ok_and(|b| b["ready"] == json!(true));
     let entries = app
         .repository
         .index()
         .into_iter()
+        .filter(|m| !only_ready || m.ready)
         .map(|m| RepositoryEntry {
             name: m.name,
             version: m.version,
@@ -144,6 +149,41 @@ async fn repository_index(State(app): State<Arc<App>>) -> Json<Vec<RepositoryEnt
         })
         .collect();
     Json(entries)
+}
+
+async fn load_model(State(app): State<Arc<App>>, Path(name): Path<String>, body: Bytes) -> Response {
+    // Triton's load may carry a config or files to use instead of the repository's: not taken.
+    let parameters = serde_json::from_slice::<Json_>(&body).ok().and_then(|b| b.get("parameters").cloned());
+    if let Some(Json_::Object(parameters)) = parameters {
+        if let Some(key) = parameters.keys().find(|k| *k == "config" || k.starts_with("file:")) {
+            return bad_request(format!(
+                "load parameter `{key}` is not supported: put the model and its config.json in the repository"
+            ));
+        }
+    }
+    control(app, name, true).await
+}
+
+async fn unload_model(State(app): State<Arc<App>>, Path(name): Path<String>) -> Response {
+    control(app, name, false).await
+}
+
+/// Loads (`load`) or unloads model `name` on a blocking thread: 200 with an empty body, as Triton.
+async fn control(app: Arc<App>, name: String, load: bool) -> Response {
+    let done = tokio::task::spawn_blocking(move || {
+        if load {
+            app.repository.load_model(&name)
+        } else {
+            app.repository.unload_model(&name)
+        }
+    })
+    .await;
+    match done {
+        Ok(Ok(())) => StatusCode::OK.into_response(),
+        Ok(Err(ControlError::Unknown(why))) => error_response(StatusCode::NOT_FOUND, why),
+        Ok(Err(ControlError::NotAllowed(why) | ControlError::Failed(why))) => bad_request(why),
+        Err(error) => error_response(StatusCode::INTERNAL_SERVER_ERROR, format!("the load task ended: {error}")),
+    }
 }
 
 async fn infer(State(app): State<Arc<App>>, Path(name): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
