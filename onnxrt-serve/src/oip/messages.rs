@@ -135,7 +135,7 @@ pub struct RepositoryEntry {
 }
 
 /// The protocol extensions this server answers.
-pub const EXTENSIONS: [&str; 3] = ["binary_tensor_data", "model_repository", "parameters"];
+pub const EXTENSIONS: [&str; 4] = ["binary_tensor_data", "model_repository", "parameters", "statistics"];
 
 /// The platform name in model metadata.
 pub const PLATFORM: &str = "onnxruntime_onnx";

@@ -18,6 +18,7 @@ mod errors;
 pub mod model;
 mod runner;
 mod sessions;
+pub mod stats;
 mod tensor;
 mod warm_up;
 

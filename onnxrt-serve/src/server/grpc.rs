@@ -263,6 +263,36 @@ impl GrpcInferenceService for Service {
         result.map(|()| Response::new(RepositoryModelUnloadResponse {}))
     }
 
+    async fn model_config(
+        &self,
+        request: Request<ModelConfigRequest>,
+    ) -> Result<Response<ModelConfigResponse>, Status> {
+        let (started, id, peer) = (Instant::now(), self.app.new_request_id(), peer_of(&request));
+        let request = request.into_inner();
+        let found = self.find(&request.name, &request.version);
+        log_access("ModelConfig", &id, &peer, &request.name, started, found.as_ref().map(|_| ()));
+        let model = found?;
+        let config = crate::server::triton::config_message(&model);
+        Ok(Response::new(ModelConfigResponse { config: Some(config) }))
+    }
+
+    async fn model_statistics(
+        &self,
+        request: Request<ModelStatisticsRequest>,
+    ) -> Result<Response<ModelStatisticsResponse>, Status> {
+        let (started, id, peer) = (Instant::now(), self.app.new_request_id(), peer_of(&request));
+        let request = request.into_inner();
+        // No name: every model served.
+        let models = if request.name.is_empty() {
+            Ok(self.app.repository.models())
+        } else {
+            self.find(&request.name, &request.version).map(|m| vec![m])
+        };
+        log_access("ModelStatistics", &id, &peer, &request.name, started, models.as_ref().map(|_| ()));
+        let models = models?;
+        Ok(Response::new(crate::server::triton::statistics_message(&models)))
+    }
+
     async fn model_infer(&self, request: Request<ModelInferRequest>) -> Result<Response<ModelInferResponse>, Status> {
         let started = Instant::now();
         let peer = peer_of(&request);

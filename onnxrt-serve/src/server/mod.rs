@@ -31,6 +31,7 @@ mod legacy;
 mod listener;
 mod metrics;
 mod rest;
+mod triton;
 
 use std::io::Write;
 use std::net::SocketAddr;

@@ -32,6 +32,10 @@ pub fn routes() -> Router<Arc<App>> {
         .route("/v2/models/{name}", get(model_metadata))
         .route("/v2/models/{name}/versions/{version}", get(model_metadata_version))
         .route("/v2/models/{name}/config", get(model_config))
+        .route("/v2/models/{name}/versions/{version}/config", get(model_config_version))
+        .route("/v2/models/stats", get(all_statistics))
+        .route("/v2/models/{name}/stats", get(model_statistics))
+        .route("/v2/models/{name}/versions/{version}/stats", get(model_statistics_version))
         .route("/v2/models/{name}/ready", get(model_ready))
         .route("/v2/models/{name}/versions/{version}/ready", get(model_ready_version))
         .route("/v2/models/{name}/infer", post(infer))
@@ -78,32 +82,41 @@ async fn model_metadata_version(
     }
 }
 
-/// Triton's model configuration, as far as clients read it (perf_analyzer asks for it first):
-/// `max_batch_size` 0 because shapes in the metadata include the batch axis.
+/// Triton's model configuration, as far as clients read it (perf_analyzer asks for it first).
 async fn model_config(State(app): State<Arc<App>>, Path(name): Path<String>) -> Response {
-    let model = match find(&app, &name, None) {
-        Ok(model) => model,
-        Err(response) => return response,
-    };
-    let metadata = model.metadata();
-    let tensors = |list: &[crate::oip::messages::TensorMetadata]| -> Vec<Json_> {
-        list.iter()
-            .map(|t| {
-                let data_type =
-                    if t.datatype == "BYTES" { "TYPE_STRING".to_owned() } else { format!("TYPE_{}", t.datatype) };
-                json!({ "name": t.name, "data_type": data_type, "dims": t.shape })
-            })
-            .collect()
-    };
-    Json(json!({
-        "name": metadata.name,
-        "platform": metadata.platform,
-        "backend": "onnxruntime",
-        "max_batch_size": 0,
-        "input": tensors(&metadata.inputs),
-        "output": tensors(&metadata.outputs),
-    }))
-    .into_response()
+    match find(&app, &name, None) {
+        Ok(model) => Json(crate::server::triton::config_json(&model)).into_response(),
+        Err(response) => response,
+    }
+}
+
+async fn model_config_version(State(app): State<Arc<App>>, Path((name, version)): Path<(String, String)>) -> Response {
+    match find(&app, &name, Some(&version)) {
+        Ok(model) => Json(crate::server::triton::config_json(&model)).into_response(),
+        Err(response) => response,
+    }
+}
+
+/// The statistics extension: every model served.
+async fn all_statistics(State(app): State<Arc<App>>) -> Response {
+    Json(crate::server::triton::statistics_json(&app.repository.models())).into_response()
+}
+
+async fn model_statistics(State(app): State<Arc<App>>, Path(name): Path<String>) -> Response {
+    match find(&app, &name, None) {
+        Ok(model) => Json(crate::server::triton::statistics_json(&[model])).into_response(),
+        Err(response) => response,
+    }
+}
+
+async fn model_statistics_version(
+    State(app): State<Arc<App>>,
+    Path((name, version)): Path<(String, String)>,
+) -> Response {
+    match find(&app, &name, Some(&version)) {
+        Ok(model) => Json(crate::server::triton::statistics_json(&[model])).into_response(),
+        Err(response) => response,
+    }
 }
 
 fn readiness(app: &App, name: &str, version: Option<&str>) -> Response {

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Model control (Triton's model-repository extension) with stock tritonclient, HTTP and gRPC.
+"""Model control, statistics and model configuration as Triton's clients read them: stock
+tritonclient, HTTP and gRPC.
 
     check_control.py --http HOST:PORT --grpc HOST:PORT --repository DIR --model NAME
 
@@ -13,7 +14,12 @@ Checked, over both protocols where the client has the call:
   UNAVAILABLE with the reason; load_model of a model that does not exist raises too;
 - a reload with zero failed requests: client threads (HTTP and gRPC) send NAME requests while
   DIR/NAME/2 and DIR/NAME/3 appear and are loaded; every request succeeds and every answer equals
-  the answer to the same sample before the reload, byte for byte; the index then says version 3.
+  the answer to the same sample before the reload, byte for byte; the index then says version 3;
+- statistics of the other model, freshly loaded: after 5 HTTP and 5 gRPC requests and one refused,
+  get_inference_statistics says inference_count 10, success 10, fail 1, queue and compute counts
+  10 with time in compute_infer, over both protocols, and lists every model when asked for all;
+- get_model_config (HTTP and gRPC): name, platform onnxruntime_onnx, max_batch_size 0, the
+  inputs and outputs of the metadata with their TYPE_ data types and dims.
 
 One line per check, then `checks: N passed, M failed`; exit status 1 if any failed.
 """
@@ -64,7 +70,7 @@ def grpc_index(client) -> dict:
 def infer(client, module, model: str, inputs: dict) -> dict:
     wanted = []
     for name, array in inputs.items():
-        datatype = {np.float32: "FP32", np.int64: "INT64"}[array.dtype.type]
+        datatype = {np.float32: "FP32", np.float64: "FP64", np.int64: "INT64"}[array.dtype.type]
         tensor = module.InferInput(name, list(array.shape), datatype)
         tensor.set_data_from_numpy(array)
         wanted.append(tensor)
@@ -153,6 +159,35 @@ def main() -> int:
     version = http_index(http)[name]["version"]
     check(f"index: {name} version 3 after the reloads", version == "3", version)
     check(f"grpc: {name} version 3 ready", grpc.is_model_ready(name, "3"))
+
+    # Statistics: `other` was loaded last, so its counters start at zero.
+    for n in range(5):
+        infer(http, httpclient, other, sample(other, n))
+        infer(grpc, grpcclient, other, sample(other, n))
+    wrong = {k: v.astype(np.float64) if v.dtype == np.float32 else v for k, v in sample(other, 0).items()}
+    check("a wrong datatype is refused", bool(raises(lambda: infer(http, httpclient, other, wrong))))
+    for protocol, client in (("http", http), ("grpc", grpc)):
+        kwargs = {"as_json": True} if protocol == "grpc" else {}
+        stats = client.get_inference_statistics(other, **kwargs)["model_stats"]
+        entry = stats[0] if len(stats) == 1 else {}
+        numbers = entry.get("inference_stats", {})
+        count = lambda key: int(numbers.get(key, {}).get("count", 0))  # noqa: E731 - gRPC's JSON gives strings
+        ns = lambda key: int(numbers.get(key, {}).get("ns", 0))  # noqa: E731
+        got = (int(entry.get("inference_count", 0)), count("success"), count("fail"), count("queue"), count("compute_infer"))
+        check(f"{protocol}: get_inference_statistics({other}): 10 answered, 1 refused", got == (10, 10, 1, 10, 10), str(entry))
+        check(f"{protocol}: statistics hold time (compute_infer, success)", ns("compute_infer") > 0 and ns("success") >= ns("compute_infer"), str(numbers))
+        check(f"{protocol}: execution_count 1..10", 1 <= int(entry.get("execution_count", 0)) <= 10, str(entry))
+        everything = client.get_inference_statistics(**kwargs)["model_stats"]
+        check(f"{protocol}: get_inference_statistics() lists every loaded model", {name, other} <= {m["name"] for m in everything}, str([m["name"] for m in everything]))
+        config = client.get_model_config(other, **kwargs)
+        config = config.get("config", config)
+        metadata = client.get_model_metadata(other, **kwargs)
+        want = [(t["name"], "TYPE_" + t["datatype"], [int(d) for d in t["shape"]]) for t in metadata["inputs"]]
+        got = [(t["name"], t["data_type"], [int(d) for d in t["dims"]]) for t in config.get("input", [])]
+        check(f"{protocol}: get_model_config({other}) inputs as the metadata", got == want, f"{got} != {want}")
+        check(f"{protocol}: get_model_config name, platform, max_batch_size",
+              (config.get("name"), config.get("platform"), int(config.get("max_batch_size", 0))) == (other, "onnxruntime_onnx", 0), str(config))
+        check(f"{protocol}: get_model_config outputs", [t["name"] for t in config.get("output", [])] == [t["name"] for t in metadata["outputs"]], str(config))
 
     print(f"checks: {passed} passed, {failed} failed")
     return 1 if failed else 0
