@@ -50,6 +50,8 @@ pub mod repository;
 #[cfg(feature = "server")]
 pub mod server;
 #[cfg(feature = "server")]
+pub mod shared_memory;
+#[cfg(feature = "server")]
 pub mod tensor_body;
 
 #[cfg(feature = "isolation")]

@@ -14,7 +14,7 @@
 # then tools/serve/fuzz_oip.py with ONNXRT_FUZZ_REQUESTS (default 2000) mutated requests; the
 # server must be up after them and exit 0 on SIGTERM.
 # Then a third server in --model-control-mode explicit: check_control.py (load, unload, a reload
-# under load with no failed request).
+# under load with no failed request, statistics, model config), check_shared_memory.py.
 # Exit status: the checker's, or 1 if the server did not start or did not exit 0.
 # ONNXRT_CHECK_MODELS=a,b checks only these of the four models (default: all four).
 # The temporary folder is removed on success and kept (and named) on failure.
@@ -191,6 +191,7 @@ done
 [ -n "$http" ] && [ -n "$grpc" ] || { say "no addresses from the server in explicit mode"; exit 1; }
 "$python" onnxrt-serve/tests/clients/check_control.py --http "$http" --grpc "$grpc" \
   --repository "$tmp/control" --model "$control_model" || exit 1
+"$python" onnxrt-serve/tests/clients/check_shared_memory.py --http "$http" --grpc "$grpc" --model "$control_model" || exit 1
 kill -TERM "$pid"
 for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 wait "$pid" && served=0 || served=$?

@@ -135,7 +135,8 @@ pub struct RepositoryEntry {
 }
 
 /// The protocol extensions this server answers.
-pub const EXTENSIONS: [&str; 4] = ["binary_tensor_data", "model_repository", "parameters", "statistics"];
+pub const EXTENSIONS: [&str; 5] =
+    ["binary_tensor_data", "model_repository", "parameters", "statistics", "system_shared_memory"];
 
 /// The platform name in model metadata.
 pub const PLATFORM: &str = "onnxruntime_onnx";

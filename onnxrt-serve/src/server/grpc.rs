@@ -17,6 +17,7 @@ use crate::oip::grpc::*;
 use crate::oip::messages::{EXTENSIONS, PLATFORM};
 use crate::oip::tensor;
 use crate::repository::{ControlError, FindError, InferError, ServedModel};
+use crate::shared_memory::{self, Place};
 use onnxrt::Value;
 use tonic::{Request, Response, Status};
 
@@ -293,6 +294,53 @@ impl GrpcInferenceService for Service {
         Ok(Response::new(crate::server::triton::statistics_message(&models)))
     }
 
+    async fn system_shared_memory_status(
+        &self,
+        request: Request<SystemSharedMemoryStatusRequest>,
+    ) -> Result<Response<SystemSharedMemoryStatusResponse>, Status> {
+        let (started, id, peer) = (Instant::now(), self.app.new_request_id(), peer_of(&request));
+        let name = request.into_inner().name;
+        let status = self.app.regions.status((!name.is_empty()).then_some(name.as_str()));
+        let status = status.map_err(|e| Status::not_found(e.to_string()));
+        log_access("SystemSharedMemoryStatus", &id, &peer, "", started, status.as_ref().map(|_| ()));
+        let regions = status?
+            .into_iter()
+            .map(|r| {
+                let entry = system_shared_memory_status_response::RegionStatus {
+                    name: r.name.clone(),
+                    key: r.key,
+                    offset: r.offset,
+                    byte_size: r.byte_size,
+                };
+                (r.name, entry)
+            })
+            .collect();
+        Ok(Response::new(SystemSharedMemoryStatusResponse { regions }))
+    }
+
+    async fn system_shared_memory_register(
+        &self,
+        request: Request<SystemSharedMemoryRegisterRequest>,
+    ) -> Result<Response<SystemSharedMemoryRegisterResponse>, Status> {
+        let (started, id, peer) = (Instant::now(), self.app.new_request_id(), peer_of(&request));
+        let r = request.into_inner();
+        let done = self.app.regions.register(&r.name, &r.key, r.offset, r.byte_size);
+        let done = done.map_err(|e| Status::invalid_argument(e.to_string()));
+        log_access("SystemSharedMemoryRegister", &id, &peer, "", started, done.as_ref().map(|_| ()));
+        done.map(|()| Response::new(SystemSharedMemoryRegisterResponse {}))
+    }
+
+    async fn system_shared_memory_unregister(
+        &self,
+        request: Request<SystemSharedMemoryUnregisterRequest>,
+    ) -> Result<Response<SystemSharedMemoryUnregisterResponse>, Status> {
+        let (started, id, peer) = (Instant::now(), self.app.new_request_id(), peer_of(&request));
+        let name = request.into_inner().name;
+        self.app.regions.unregister((!name.is_empty()).then_some(name.as_str()));
+        log_access("SystemSharedMemoryUnregister", &id, &peer, "", started, Ok(()));
+        Ok(Response::new(SystemSharedMemoryUnregisterResponse {}))
+    }
+
     async fn model_infer(&self, request: Request<ModelInferRequest>) -> Result<Response<ModelInferResponse>, Status> {
         let started = Instant::now();
         let peer = peer_of(&request);
@@ -328,18 +376,35 @@ impl Service {
     async fn infer(&self, request: ModelInferRequest, asked: Option<Duration>) -> Result<ModelInferResponse, Status> {
         let model = self.find(&request.model_name, &request.model_version)?;
         let raw = &request.raw_input_contents;
-        if !raw.is_empty() && raw.len() != request.inputs.len() {
+        let mut places = Vec::with_capacity(request.inputs.len());
+        for input in &request.inputs {
+            places.push(place_in(&input.name, &input.parameters)?);
+        }
+        // Inputs in shared memory have no raw contents: one entry per other input, in order.
+        let sent = places.iter().filter(|p| p.is_none()).count();
+        if !raw.is_empty() && raw.len() != sent {
             return Err(Status::invalid_argument(format!(
-                "raw_input_contents has {} entries for {} inputs; send one per input, in order",
-                raw.len(),
-                request.inputs.len()
+                "raw_input_contents has {} entries for {sent} inputs not in shared memory; send one per input, in order",
+                raw.len()
             )));
         }
+        let mut raw = raw.iter();
         let mut inputs = Vec::with_capacity(request.inputs.len());
-        for (at, input) in request.inputs.iter().enumerate() {
-            let value = match raw.get(at) {
-                Some(bytes) => tensor::value_from_raw(&input.name, &input.datatype, &input.shape, bytes),
-                None => value_from_contents(input),
+        for (input, place) in request.inputs.iter().zip(places) {
+            let value = match place {
+                Some(place) => {
+                    let limit = self.app.limits.max_body_bytes;
+                    let bytes = self
+                        .app
+                        .regions
+                        .read(&input.name, &place, limit)
+                        .map_err(|e| Status::invalid_argument(e.to_string()))?;
+                    tensor::value_from_raw(&input.name, &input.datatype, &input.shape, &bytes)
+                }
+                None => match raw.next() {
+                    Some(bytes) => tensor::value_from_raw(&input.name, &input.datatype, &input.shape, bytes),
+                    None => value_from_contents(input),
+                },
             }
             .map_err(Status::invalid_argument)?;
             inputs.push((input.name.clone(), value));
@@ -361,7 +426,11 @@ impl Service {
             (a, b) => a.or(b),
         };
         let mut outputs = Vec::with_capacity(request.outputs.len());
+        let mut output_places = std::collections::HashMap::new();
         for output in &request.outputs {
+            if let Some(place) = place_in(&output.name, &output.parameters)? {
+                output_places.insert(output.name.clone(), place);
+            }
             let class_count = match output.parameters.get("classification").and_then(|p| p.parameter_choice.as_ref()) {
                 None => 0,
                 Some(ParameterChoice::Int64Param(n)) => u64::try_from(*n).unwrap_or(0),
@@ -393,12 +462,29 @@ impl Service {
         let mut raw_outputs = Vec::with_capacity(outputs.len());
         for (name, value, _) in &outputs {
             let (datatype, shape) = tensor::datatype_and_shape(name, value).map_err(Status::internal)?;
-            raw_outputs.push(tensor::raw_of(name, value).map_err(Status::internal)?);
+            let bytes = tensor::raw_of(name, value).map_err(Status::internal)?;
+            let mut parameters = std::collections::HashMap::new();
+            if let Some(place) = output_places.get(name) {
+                self.app.regions.write(name, place, &bytes).map_err(|e| Status::invalid_argument(e.to_string()))?;
+                let parameter = |choice| InferParameter { parameter_choice: Some(choice) };
+                parameters.insert(
+                    "shared_memory_region".into(),
+                    parameter(ParameterChoice::StringParam(place.region.clone())),
+                );
+                parameters.insert(
+                    "shared_memory_byte_size".into(),
+                    parameter(ParameterChoice::Int64Param(bytes.len() as i64)),
+                );
+                // An empty entry keeps raw_output_contents aligned with `outputs`.
+                raw_outputs.push(Vec::new());
+            } else {
+                raw_outputs.push(bytes);
+            }
             described.push(InferOutputTensor {
                 name: name.clone(),
                 datatype: datatype.into(),
                 shape,
-                parameters: Default::default(),
+                parameters,
                 contents: None,
             });
         }
@@ -411,4 +497,30 @@ impl Service {
             raw_output_contents: raw_outputs,
         })
     }
+}
+
+/// The `shared_memory_*` parameters of a tensor: where its bytes are, if in a region.
+fn place_in(
+    tensor: &str,
+    parameters: &std::collections::HashMap<String, InferParameter>,
+) -> Result<Option<Place>, Status> {
+    let choice = |key: &str| parameters.get(key).and_then(|p| p.parameter_choice.as_ref());
+    let region = match choice("shared_memory_region") {
+        None => None,
+        Some(ParameterChoice::StringParam(region)) => Some(region.clone()),
+        Some(other) => {
+            return Err(Status::invalid_argument(format!(
+                "`{tensor}`: shared_memory_region must be a string, got {other:?}"
+            )))
+        }
+    };
+    let number = |key: &str| {
+        choice(key).map(|c| match c {
+            ParameterChoice::Int64Param(n) => u64::try_from(*n).ok(),
+            ParameterChoice::Uint64Param(n) => Some(*n),
+            _ => None,
+        })
+    };
+    shared_memory::place_of(tensor, region, number("shared_memory_byte_size"), number("shared_memory_offset"))
+        .map_err(Status::invalid_argument)
 }

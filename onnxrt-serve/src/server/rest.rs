@@ -9,6 +9,7 @@ use crate::infer::{self, WantedOutput};
 use crate::oip::messages::{InferRequest, InferResponse, RepositoryEntry, ResponseOutput, ServerMetadata, EXTENSIONS};
 use crate::oip::tensor;
 use crate::repository::{ControlError, FindError, InferError, ServedModel};
+use crate::shared_memory::{self, Place};
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -43,6 +44,11 @@ pub fn routes() -> Router<Arc<App>> {
         .route("/v2/repository/index", post(repository_index))
         .route("/v2/repository/models/{name}/load", post(load_model))
         .route("/v2/repository/models/{name}/unload", post(unload_model))
+        .route("/v2/systemsharedmemory/status", get(regions_status))
+        .route("/v2/systemsharedmemory/region/{name}/status", get(region_status))
+        .route("/v2/systemsharedmemory/region/{name}/register", post(region_register))
+        .route("/v2/systemsharedmemory/unregister", post(regions_unregister))
+        .route("/v2/systemsharedmemory/region/{name}/unregister", post(region_unregister))
 }
 
 async fn server_metadata() -> Json<ServerMetadata> {
@@ -199,6 +205,67 @@ async fn control(app: Arc<App>, name: String, load: bool) -> Response {
     }
 }
 
+async fn regions_status(State(app): State<Arc<App>>) -> Response {
+    status_answer(&app, None)
+}
+
+async fn region_status(State(app): State<Arc<App>>, Path(name): Path<String>) -> Response {
+    status_answer(&app, Some(&name))
+}
+
+fn status_answer(app: &App, name: Option<&str>) -> Response {
+    match app.regions.status(name) {
+        Ok(list) => Json(
+            list.into_iter()
+                .map(|r| json!({ "name": r.name, "key": r.key, "offset": r.offset, "byte_size": r.byte_size }))
+                .collect::<Vec<_>>(),
+        )
+        .into_response(),
+        Err(error) => error_response(StatusCode::NOT_FOUND, error.to_string()),
+    }
+}
+
+async fn region_register(State(app): State<Arc<App>>, Path(name): Path<String>, body: Bytes) -> Response {
+    let body: Json_ = match serde_json::from_slice(&body) {
+        Ok(body) => body,
+        Err(e) => return bad_request(format!("the body must be {{\"key\", \"offset\", \"byte_size\"}}: {e}")),
+    };
+    let (Some(key), Some(byte_size)) = (body["key"].as_str(), body["byte_size"].as_u64()) else {
+        return bad_request("register needs `key` (a string) and `byte_size` (a whole number)");
+    };
+    let Some(offset) = body.get("offset").map_or(Some(0), Json_::as_u64) else {
+        return bad_request("`offset` must be a whole number");
+    };
+    match app.regions.register(&name, key, offset, byte_size) {
+        Ok(()) => StatusCode::OK.into_response(),
+        Err(error) => bad_request(error.to_string()),
+    }
+}
+
+async fn regions_unregister(State(app): State<Arc<App>>) -> Response {
+    app.regions.unregister(None);
+    StatusCode::OK.into_response()
+}
+
+async fn region_unregister(State(app): State<Arc<App>>, Path(name): Path<String>) -> Response {
+    app.regions.unregister(Some(&name));
+    StatusCode::OK.into_response()
+}
+
+/// The `shared_memory_*` parameters of a tensor: where its bytes are, if in a region.
+fn place_in(tensor: &str, parameters: &serde_json::Map<String, Json_>) -> Result<Option<Place>, Response> {
+    let region = match parameters.get("shared_memory_region") {
+        None => None,
+        Some(Json_::String(region)) => Some(region.clone()),
+        Some(other) => {
+            return Err(bad_request(format!("`{tensor}`: shared_memory_region must be a string, got {other}")))
+        }
+    };
+    let number = |key: &str| parameters.get(key).map(Json_::as_u64);
+    shared_memory::place_of(tensor, region, number("shared_memory_byte_size"), number("shared_memory_offset"))
+        .map_err(bad_request)
+}
+
 async fn infer(State(app): State<Arc<App>>, Path(name): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
     answer(&app, &name, None, &headers, body).await
 }
@@ -289,8 +356,19 @@ async fn answer_inner(
                 bad_request(format!("input `{}`: binary_data_size must be a byte count, got {size}", input.name))
             })?),
         };
-        let value = match (binary_size, &input.data) {
-            (Some(size), None) => {
+        let place = place_in(&input.name, &input.parameters)?;
+        let value = match (binary_size, &input.data, place) {
+            (None, None, Some(place)) => {
+                let bytes = app
+                    .regions
+                    .read(&input.name, &place, app.limits.max_body_bytes)
+                    .map_err(|e| bad_request(e.to_string()))?;
+                tensor::value_from_raw(&input.name, &input.datatype, &input.shape, &bytes)
+            }
+            (_, _, Some(_)) => {
+                Err(format!("input `{}` names a shared-memory region and also sends data; send one", input.name))
+            }
+            (Some(size), None, None) => {
                 if size > binary.len() {
                     return Err(bad_request(format!(
                         "input `{}`: binary_data_size is {size}, only {} bytes of binary data remain",
@@ -301,9 +379,11 @@ async fn answer_inner(
                 let bytes = binary.split_to(size);
                 tensor::value_from_raw(&input.name, &input.datatype, &input.shape, &bytes)
             }
-            (None, Some(data)) => tensor::value_from_json(&input.name, &input.datatype, &input.shape, data),
-            (Some(_), Some(_)) => Err(format!("input `{}` has both `data` and binary_data_size; send one", input.name)),
-            (None, None) => Err(format!("input `{}` has no `data` (nor binary_data_size)", input.name)),
+            (None, Some(data), None) => tensor::value_from_json(&input.name, &input.datatype, &input.shape, data),
+            (Some(_), Some(_), None) => {
+                Err(format!("input `{}` has both `data` and binary_data_size; send one", input.name))
+            }
+            (None, None, None) => Err(format!("input `{}` has no `data` (nor binary_data_size)", input.name)),
         }
         .map_err(bad_request)?;
         inputs.push((input.name.clone(), value));
@@ -316,7 +396,11 @@ async fn answer_inner(
     }
     let all_binary = flag(request.parameters.get("binary_data_output"));
     let mut outputs = Vec::with_capacity(request.outputs.len());
+    let mut places = std::collections::HashMap::new();
     for output in &request.outputs {
+        if let Some(place) = place_in(&output.name, &output.parameters)? {
+            places.insert(output.name.clone(), place);
+        }
         let class_count = match output.parameters.get("class_count").or_else(|| output.parameters.get("classification"))
         {
             None => 0,
@@ -349,7 +433,16 @@ async fn answer_inner(
         let failed = |why: String| error_response(StatusCode::INTERNAL_SERVER_ERROR, why);
         let (datatype, shape) = tensor::datatype_and_shape(output_name, value).map_err(failed)?;
         let mut parameters = serde_json::Map::new();
-        let data = if *binary {
+        let data = if let Some(place) = places.get(output_name) {
+            let raw = tensor::raw_of(output_name, value).map_err(failed)?;
+            app.regions.write(output_name, place, &raw).map_err(|e| bad_request(e.to_string()))?;
+            parameters.insert("shared_memory_region".into(), json!(place.region));
+            parameters.insert("shared_memory_byte_size".into(), json!(raw.len()));
+            if place.offset != 0 {
+                parameters.insert("shared_memory_offset".into(), json!(place.offset));
+            }
+            None
+        } else if *binary {
             let raw = tensor::raw_of(output_name, value).map_err(failed)?;
             parameters.insert("binary_data_size".into(), json!(raw.len()));
             tail.extend(raw);
