@@ -32,6 +32,8 @@ mod error;
 pub mod pool;
 
 #[cfg(feature = "server")]
+pub mod classification;
+#[cfg(feature = "server")]
 pub mod embedded;
 #[cfg(feature = "server")]
 pub mod http_client;
