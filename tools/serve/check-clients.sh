@@ -168,8 +168,10 @@ fi
 # Model control (check_control.py): the models in Triton's layout (NAME/1/model.onnx) and a
 # folder that is no model, served with --model-control-mode explicit; load, unload, a failed load
 # and a reload under tritonclient load (HTTP and gRPC) with no failed request.
-first=$(basename "$(ls -d "$tmp/repository"/*/ | head -n1)")
-control_model=$([ -d "$tmp/repository/ppocr_cls" ] && echo ppocr_cls || echo "$first")
+control_model=ppocr_cls
+if [ ! -d "$tmp/repository/$control_model" ]; then
+  for folder in "$tmp/repository"/*/; do control_model=$(basename "$folder"); break; done
+fi
 for folder in "$tmp/repository"/*/; do
   name=$(basename "$folder")
   mkdir -p "$tmp/control/$name/1" && cp "$folder/model.onnx" "$tmp/control/$name/1/"
@@ -188,7 +190,7 @@ for _ in $(seq 1200); do
   kill -0 "$pid" 2>/dev/null || { say "the server in explicit mode did not start:"; cat "$tmp/control.err" >&2; exit 1; }
   sleep 0.1
 done
-[ -n "$http" ] && [ -n "$grpc" ] || { say "no addresses from the server in explicit mode"; exit 1; }
+if [ -z "$http" ] || [ -z "$grpc" ]; then say "no addresses from the server in explicit mode"; exit 1; fi
 "$python" onnxrt-serve/tests/clients/check_control.py --http "$http" --grpc "$grpc" \
   --repository "$tmp/control" --model "$control_model" || exit 1
 "$python" onnxrt-serve/tests/clients/check_shared_memory.py --http "$http" --grpc "$grpc" --model "$control_model" || exit 1

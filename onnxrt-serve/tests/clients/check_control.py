@@ -182,8 +182,8 @@ def main() -> int:
         config = client.get_model_config(other, **kwargs)
         config = config.get("config", config)
         metadata = client.get_model_metadata(other, **kwargs)
-        want = [(t["name"], "TYPE_" + t["datatype"], [int(d) for d in t["shape"]]) for t in metadata["inputs"]]
-        got = [(t["name"], t["data_type"], [int(d) for d in t["dims"]]) for t in config.get("input", [])]
+        want = [(t["name"], "TYPE_" + t["datatype"], [int(d) for d in t.get("shape", [])]) for t in metadata["inputs"]]
+        got = [(t["name"], t["data_type"], [int(d) for d in t.get("dims", [])]) for t in config.get("input", [])]
         check(f"{protocol}: get_model_config({other}) inputs as the metadata", got == want, f"{got} != {want}")
         check(f"{protocol}: get_model_config name, platform, max_batch_size",
               (config.get("name"), config.get("platform"), int(config.get("max_batch_size", 0))) == (other, "onnxruntime_onnx", 0), str(config))
