@@ -120,7 +120,7 @@ test_clients() {
   bash tools/serve/check-clients.sh
 }
 
-# Scale-out (issue 45): the KServe manifests (deploy/kserve/) against KServe's API model and
+# Scale-out: the KServe manifests (deploy/kserve/) against KServe's API model and
 # Kubernetes' schemas, their args against `serve --help`, broken copies refused; then three serve
 # instances behind HAProxy (apt-get) under tritonclient load, one drained (no request may be lost)
 # and one killed. SERVE_BIN: a prebuilt serve instead of the one built here.
