@@ -324,7 +324,7 @@ pub enum Error {
     },
 
     /// Device (or host) memory ran out, or a configured limit was hit.
-    #[error("out of memory in {function}: {message}\nFix: lower the batch size, raise gpu_mem_limit, or free other GPU work")]
+    #[error("out of memory in {function}: {message}\nFix: {}", oom_fix(.message))]
     OutOfMemory {
         /// The C API function.
         function: &'static str,
@@ -372,12 +372,12 @@ pub enum Error {
 
     /// [`SessionBuilder::strict_gpu`](crate::SessionBuilder::strict_gpu) without a GPU provider:
     /// there is nothing to be strict about.
-    #[error("strict_gpu is set but no execution provider was requested\nFix: add one with SessionBuilder::cuda or ::tensorrt (or ::provider), or leave strict_gpu off")]
+    #[error("strict_gpu is set but no execution provider was requested (providers_for_devices counts for any provider but the CPU's; a device_policy or device_selector does not count)\nFix: add one with SessionBuilder::cuda or ::tensorrt (or ::provider, or providers_for_devices with a GPU provider's devices), use DevicePolicy::RequireGpu for ORT's or a selector's choice, or leave strict_gpu off")]
     StrictGpuWithoutProvider,
 
     /// [`DevicePolicy::RequireGpu`](crate::ep_device::DevicePolicy::RequireGpu) where no
     /// registered execution provider lists a GPU device: refused instead of running on the CPU.
-    #[error("a GPU was required through the device API, but no execution provider lists a GPU device; ORT's device discovery listed {seen:?}. {why}\nFix: the classic append path (SessionBuilder::cuda / ::tensorrt, with strict_gpu) does not depend on device discovery and still reaches the GPU; or register a GPU provider's plugin library (Environment::register_provider_library) where /sys/class/drm lists the GPU")]
+    #[error("a GPU was required through the device API, but no GPU device was listed or chosen; the devices: {seen:?}. {why}\nFix: the classic append path (SessionBuilder::cuda / ::tensorrt, with strict_gpu) does not depend on device discovery and still reaches the GPU; or register a GPU provider's plugin library (Environment::register_provider_library) where /sys/class/drm lists the GPU")]
     NoGpuDevice {
         /// Every device the providers listed (`provider on KIND vendor (vendor:device)`).
         seen: Vec<String>,
@@ -542,3 +542,13 @@ fn devices_fix(count: &Option<i32>) -> String {
 
 /// Shorthand for this crate's results.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What to do about an out-of-memory failure: GPU advice only where ORT's message names the GPU.
+fn oom_fix(message: &str) -> &'static str {
+    let lower = message.to_ascii_lowercase();
+    if ["cuda", "gpu", "tensorrt"].iter().any(|word| lower.contains(word)) {
+        "lower the batch size, raise gpu_mem_limit, or free other GPU work"
+    } else {
+        "lower the batch size or the tensor's size, or free host memory (a CPU allocator's limit, e.g. the arena's, bounds it too)"
+    }
+}
