@@ -295,7 +295,9 @@ fn check_external_initializers(path: &Path, output: Output) -> Result<()> {
         })
     };
     if output == Output::Bytes {
-        return refuse("only with compile_to_file: the file is written beside the output model, and bytes have no folder");
+        return refuse(
+            "only with compile_to_file: the file is written beside the output model, and bytes have no folder",
+        );
     }
     if path.is_absolute() || path.has_root() {
         return refuse("a path relative to the output model's folder (ORT refuses absolute ones)");

@@ -442,7 +442,9 @@ pub(crate) fn apply(
         require_gpu_listed(api, env)?;
         return Err(Error::NoGpuDevice {
             seen: requests.appended.iter().flat_map(|(d, _)| d.iter().map(ToString::to_string)).collect(),
-            why: "DevicePolicy::RequireGpu was set, and the devices given to providers_for_devices include no GPU device".into(),
+            why:
+                "DevicePolicy::RequireGpu was set, and the devices given to providers_for_devices include no GPU device"
+                    .into(),
         });
     }
     if let Some(selector) = &requests.selector {

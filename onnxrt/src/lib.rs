@@ -92,6 +92,7 @@ mod layers;
 mod loader;
 pub mod lora;
 mod memory;
+mod pinned_plugin;
 pub mod profiling;
 pub mod providers;
 mod run_options;

@@ -134,7 +134,11 @@ fn requiring_a_gpu_holds_for_a_selector_and_for_explicit_devices() {
         .device_policy(DevicePolicy::RequireGpu)
         .device_selector(|_| vec![0])
         .commit_from_file(model("mlp.onnx"));
-    assert!(matches!(with_selector, Err(Error::NoGpuDevice { .. })), "{:?}", with_selector.map(|s| s.providers().to_vec()));
+    assert!(
+        matches!(with_selector, Err(Error::NoGpuDevice { .. })),
+        "{:?}",
+        with_selector.map(|s| s.providers().to_vec())
+    );
     let with_cpu = Session::builder()
         .device_policy(DevicePolicy::RequireGpu)
         .providers_for_devices(&cpu_devices(&env), &[])

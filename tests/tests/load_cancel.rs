@@ -28,10 +28,7 @@ fn a_cancelled_canceller_stops_the_load() {
     let error = result.expect_err("cancelled before it began");
     assert!(is_cancellation(&error), "{error:?}");
     // ORT's own code for it, by name.
-    assert!(
-        matches!(error, Error::Ort { code: onnxrt::ErrorCode::ModelLoadCanceled, .. }),
-        "{error:?}"
-    );
+    assert!(matches!(error, Error::Ort { code: onnxrt::ErrorCode::ModelLoadCanceled, .. }), "{error:?}");
     Session::builder().commit_from_file(model("mlp.onnx")).expect("without the canceller it loads");
 }
 

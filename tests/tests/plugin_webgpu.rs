@@ -48,9 +48,9 @@ fn has_device_api() -> bool {
 fn webgpu_devices(env: &Environment, path: &std::path::Path) -> Vec<EpDevice> {
     static REGISTERED: OnceLock<()> = OnceLock::new();
     REGISTERED.get_or_init(|| {
-        // SAFETY: the library is the WebGPU plugin of the pinned bundle (its sha256 checked when it
-        // was assembled), made for ORT's plugin API of runtimes >= 1.24.4; this one is 1.32.
-        unsafe { env.register_provider_library("webgpu", path) }.expect("the WebGPU plugin registers");
+        // The safe path: the file is checked against the bundle's pin before ORT loads it.
+        let bundle = env.register_pinned_provider_library("webgpu", path).expect("the pinned WebGPU plugin registers");
+        assert!(bundle.starts_with("webgpu-plugin-"), "{bundle}");
     });
     env.ep_devices().expect("ep_devices").into_iter().filter(|d| d.provider == PROVIDER).collect()
 }
@@ -164,7 +164,8 @@ fn the_session_lists_the_providers_the_device_api_appended() {
         .commit_from_file(model("mlp.onnx"))
         .expect("session");
     let placement = by_policy.placement().expect("placement");
-    let mut placed: Vec<&str> = placement.by_provider.keys().map(String::as_str).filter(|p| *p != "CPUExecutionProvider").collect();
+    let mut placed: Vec<&str> =
+        placement.by_provider.keys().map(String::as_str).filter(|p| *p != "CPUExecutionProvider").collect();
     placed.push("CPUExecutionProvider");
     assert_eq!(by_policy.providers(), placed, "{placement:?}");
 }
@@ -211,7 +212,9 @@ fn require_gpu_holds_for_what_a_selector_chooses() {
     let env = Environment::global().expect("env");
     let devices = webgpu_devices(&env, &path);
     let pick = |provider: &'static str| {
-        move |offered: &[EpDevice]| -> Vec<usize> { offered.iter().position(|d| d.provider == provider).into_iter().collect() }
+        move |offered: &[EpDevice]| -> Vec<usize> {
+            offered.iter().position(|d| d.provider == provider).into_iter().collect()
+        }
     };
     let on_cpu = Session::builder()
         .device_policy(DevicePolicy::RequireGpu)
@@ -227,4 +230,35 @@ fn require_gpu_holds_for_what_a_selector_chooses() {
     } else {
         assert!(matches!(on_webgpu, Err(Error::NoGpuDevice { .. })), "{devices:?}");
     }
+}
+
+/// The safe registration refuses, before ORT loads anything, a file that is not the pinned
+/// library: a copy of the plugin with one byte changed, and another library altogether.
+#[test]
+fn only_the_pinned_plugin_library_registers_safely() {
+    let Some(path) = plugin() else { return };
+    let env = Environment::global().expect("env");
+    if !has_device_api() {
+        let error = env.register_pinned_provider_library("webgpu-copy", &path).expect_err("1.16 has no plugin API");
+        return assert!(matches!(error, Error::NeedsNewerRuntime { needs: 22, .. }), "{error:?}");
+    }
+    let dir = onnxrt_tests::TempDir::new("pinned-plugin");
+    let changed = dir.path().join("libonnxruntime_providers_webgpu.so");
+    let mut bytes = std::fs::read(&path).expect("read the plugin");
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&changed, &bytes).expect("write the copy");
+    let error = env.register_pinned_provider_library("webgpu-changed", &changed).expect_err("changed: refused");
+    let Error::PluginNotPinned { why, pinned, .. } = &error else { panic!("expected PluginNotPinned, got {error:?}") };
+    assert!(why.contains("sha256"), "{error}");
+    assert!(pinned.iter().any(|p| p.contains("webgpu-plugin-")), "{error}");
+    let other = onnxrt::runtime_info().expect("runtime").library;
+    let error = env.register_pinned_provider_library("not-a-plugin", &other).expect_err("not pinned: refused");
+    assert!(matches!(error, Error::PluginNotPinned { .. }), "{error:?}");
+    // Refused before ORT saw them: the names stay free, and no new device appeared.
+    assert!(env
+        .ep_devices()
+        .expect("devices")
+        .iter()
+        .all(|d| d.provider == PROVIDER || d.provider == "CPUExecutionProvider"));
 }

@@ -385,6 +385,19 @@ pub enum Error {
         why: String,
     },
 
+    /// [`Environment::register_pinned_provider_library`](crate::Environment::register_pinned_provider_library)
+    /// refused a file that is not, byte for byte, the library of a plugin bundle pinned in
+    /// vendor-manifest.toml. Nothing was loaded.
+    #[error("{} is not a pinned plugin provider library: {why}; the pinned ones: {pinned:?}\nFix: use the library of the bundle `onnxrt-dist assemble <bundle>` provides, unchanged, or, for a library you vouch for yourself, the unsafe Environment::register_provider_library", path.display())]
+    PluginNotPinned {
+        /// The file.
+        path: PathBuf,
+        /// Why it is not one (its size or sha256, or that it cannot be read).
+        why: String,
+        /// The pinned libraries (bundle, path inside it, sha256).
+        pinned: Vec<String>,
+    },
+
     /// A write into a value that is read-only: one over memory it only borrows for reading
     /// ([`Value::from_view`](crate::Value::from_view)) or one that shares its tensor (an
     /// `IoBinding` output).
@@ -499,6 +512,7 @@ impl Error {
             Error::NoSuchDevice { .. } => "NoSuchDevice",
             Error::StrictGpuWithoutProvider => "StrictGpuWithoutProvider",
             Error::NoGpuDevice { .. } => "NoGpuDevice",
+            Error::PluginNotPinned { .. } => "PluginNotPinned",
             Error::ReadOnlyValue { .. } => "ReadOnlyValue",
             Error::NotHostMemory { .. } => "NotHostMemory",
             Error::InvalidArgument { .. } => "InvalidArgument",

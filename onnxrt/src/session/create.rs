@@ -281,7 +281,8 @@ impl SessionBuilder {
             });
         }
         // ORT chooses by policy: let it record what it chose (1.24+), for `Session::providers`.
-        let by_policy = self.devices.appended.is_empty() && self.devices.selector.is_none() && self.devices.policy.is_some();
+        let by_policy =
+            self.devices.appended.is_empty() && self.devices.selector.is_none() && self.devices.policy.is_some();
         if by_policy && api.api_level >= 24 && !config.iter().any(|e| e.key == super::placement::RECORD_KEY) {
             config.push(ConfigEntry { key: super::placement::RECORD_KEY.into(), value: "1".into(), checked: false });
         }
