@@ -46,19 +46,3 @@ fn a_tensor_of_the_shared_allocator_feeds_sessions_sharing_it() {
     let y = again.tensor::<i64>(&[3]).expect("tensor");
     assert_eq!(y.view::<i64>().expect("view").as_slice(), Some(&[0i64, 0, 0][..]));
 }
-
-/// A CPU allocator running out of memory says so, with advice for host memory, not the GPU's.
-#[test]
-fn the_cpu_shared_allocator_out_of_memory_gives_host_advice() {
-    if onnxrt::runtime_info().expect("runtime").api_level < 23 {
-        return;
-    }
-    let env = Environment::global().expect("env");
-    let shared = env.shared_allocator(&MemoryInfo::cpu().expect("cpu")).expect("shared").expect("the CPU has one");
-    // 4 TiB: more than this machine can give.
-    let error = shared.tensor::<f32>(&[1 << 40]).expect_err("too large");
-    assert!(matches!(error, Error::OutOfMemory { .. }), "{error:?}");
-    let text = error.to_string();
-    assert!(!text.contains("gpu_mem_limit") && !text.contains("GPU work"), "{text}");
-    assert!(text.contains("host memory"), "{text}");
-}
