@@ -18,6 +18,8 @@ use build_support::{emit, provision, Config};
 const CHECKED_IN: &str = "src/bindings.rs";
 
 fn main() -> ExitCode {
+    // The one definition of the requested C API version lives in build-support (its probe needs it).
+    println!("cargo:rustc-env=ONNXRT_SYS_API_VERSION={}", build_support::API_VERSION);
     println!("cargo:rerun-if-changed=wrapper.h");
     println!("cargo:rerun-if-changed={CHECKED_IN}");
     // Read by clang-sys (where libclang is) and by docs.rs (a documentation-only build).

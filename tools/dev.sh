@@ -69,7 +69,8 @@ test_newest() {
   say "integration tests on the newest runtime ($NEWEST_DIST)"
   cargo run -q -p onnxrt-build-support --bin onnxrt-dist -- assemble "$NEWEST_DIST" >/dev/null
   # Same target folder: only onnxrt-sys and what depends on it rebuild. An installed runtime or a
-  # local archive would take precedence over ONNXRT_DIST, so neither is passed on.
+  # local archive would take precedence over ONNXRT_DIST, so neither is passed on. Among them
+  # ort_messages.rs: the texts of onnxrt::ort_messages provoked from this runtime as from 1.16.2.
   env -u ONNXRT_LIB_DIR -u ONNXRT_INCLUDE_DIR -u ONNXRT_ARCHIVE -u ONNXRT_ARCHIVE_SHA256 \
     ONNXRT_DIST="$NEWEST_DIST" ONNXRT_REQUIRE_CONFORMANCE=1 cargo test -p onnxrt-tests --no-fail-fast
   # The C API 22+ surface on a runtime that has it: the checked-in bindings against bindgen's output
@@ -108,7 +109,7 @@ test_newest() {
 
 # The stages of `test`, in the order `bash tools/dev.sh test` runs them all;
 # `bash tools/dev.sh test STAGE...` runs only those (docs/testing.md lists what each covers).
-TEST_STAGES=(workspace clients fetch soundness gpu-libs cuda-api serve-cuda loading downstream newest)
+TEST_STAGES=(workspace clients scale-out fetch soundness gpu-libs cuda-api serve-cuda loading downstream newest)
 
 test_workspace() {
   ONNXRT_REQUIRE_CONFORMANCE=1 ONNXRT_REQUIRE_ONNX_PROTO=1 cargo test --workspace --no-fail-fast
@@ -120,6 +121,21 @@ test_workspace() {
 # four real pretrained models, answers bitwise equal to single runs (a pinned venv is made once).
 test_clients() {
   bash tools/serve/check-clients.sh
+}
+
+# Scale-out (issue 45): the KServe manifests (deploy/kserve/) against KServe's API model and
+# Kubernetes' schemas, their args against `serve --help`, broken copies refused; then three serve
+# instances behind HAProxy (apt-get) under tritonclient load, one drained (no request may be lost)
+# and one killed. SERVE_BIN: a prebuilt serve instead of the one built here.
+test_scale_out() {
+  local serve=${SERVE_BIN:-${CARGO_TARGET_DIR:-target}/debug/serve}
+  [ -n "${SERVE_BIN:-}" ] || cargo build -q -p onnxrt-serve --bin serve
+  python3 -c 'import ensurepip' 2>/dev/null || { say "installing python3-venv"; apt_install python3-venv; }
+  python3 tools/serve/validate-kserve.py --serve "$serve" --self-test \
+    deploy/kserve/serving-runtime.yaml deploy/kserve/inference-service.yaml
+  SERVE_BIN=$serve bash tools/serve/scale-out.sh
+  # Again with no retries at the balancer: serve's --drain-delay-ms alone must make the drain lossless.
+  SERVE_BIN=$serve SCALE_OUT_RETRY_ON=none bash tools/serve/scale-out.sh
 }
 
 # The CLI's provisioning commands (`onnxrt fetch`, `bundle --dist`) are behind its `fetch` feature.

@@ -18,7 +18,7 @@
  * Used twice:
  *  - compiled into the Rust benchmark (benches/build.rs, the `cc` crate) and called through
  *    raw_open / raw_loop / raw_close, so it is timed in the same process as onnxrt;
- *  - as a standalone program (-DRAW_RUN_MAIN, tools/bench/run-cpu.sh) that times itself:
+ *  - as a standalone program (-DRAW_RUN_MAIN, benches/scripts/run-cpu.sh) that times itself:
  *      raw_run LIBRARY MODEL CASE MODE [SAMPLES] [BATCH]
  *    CASE is add1 | add1mb | mlp; MODE is run | binding. Prints one line:
  *      raw_run CASE MODE median_ns=... min_ns=... samples=... batch=...

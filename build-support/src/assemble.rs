@@ -6,7 +6,7 @@
 //! is copied into place. The result is installed into the cache like a verified archive, under a
 //! key derived from all the pinned hashes ([`registry_key`]). Before it is published, the
 //! assembled folder is checked file by file against the manifest's `files` pins, and every later
-//! use checks the entry's record against the same pins ([`crate::binding`]).
+//! use checks the entry's record against the same pins ([`crate::cache::pins`]).
 //!
 //! Each registry file is opened once (never through a link), hashed through that descriptor,
 //! rewound, and its member read from the same descriptor: renaming another file over the path
@@ -75,11 +75,11 @@ pub fn assemble(config: &Config, downloads: &Path) -> Result<Provisioned> {
     // line (`onnxrt-dist assemble DIST DIR`) may be a link the user made.
     let follow = if downloads == config.cache_dir.join(DOWNLOADS) {
         cache.private_dir(DOWNLOADS)?;
-        crate::trust::Follow::No
+        crate::cache::ownership::Follow::No
     } else {
-        crate::trust::Follow::Yes
+        crate::cache::ownership::Follow::Yes
     };
-    crate::trust::ensure_dir(downloads, follow)?;
+    crate::cache::ownership::ensure_dir(downloads, follow)?;
     cache.sweep(&key);
     let work = cache.temp_dir(&key)?;
     let root = work.path().join(&dist.root);
@@ -92,7 +92,7 @@ pub fn assemble(config: &Config, downloads: &Path) -> Result<Provisioned> {
     finish_layout(dist, &root)?;
     check_files(dist, work.path())?;
     // Every file against the manifest's pins (the headers too), not only the library's member pin.
-    crate::binding::check_tree(dist, work.path())?;
+    crate::cache::pins::check_tree(dist, work.path())?;
     let entry = cache.publish(work, &key)?;
     eprintln!("assembled `{}` from package registries into {}", dist.name, entry.display());
     match crate::cached(config, dist, &cache, &key)? {
@@ -182,7 +182,7 @@ fn fetch(part: &Part, downloads: &Path) -> Result<(File, PathBuf)> {
 /// Opens `path` (never through a link), hashes it through that descriptor and rewinds it; the
 /// inner error is a mismatch with the pin.
 fn open_pinned(part: &Part, path: &Path) -> Result<std::result::Result<File, Error>> {
-    let mut file = crate::trust::open_private(path)?;
+    let mut file = crate::cache::ownership::open_private(path)?;
     let actual = verify::sha256_reader(&mut file).map_err(Error::io(format!("reading {}", path.display())))?;
     if let Err(mismatch) = verify::check(&part.file, &part.sha256, &actual) {
         return Ok(Err(mismatch));
@@ -212,14 +212,14 @@ fn apt_download(part: &Part, downloads: &Path) -> Result<()> {
     // apt's private state: lists it downloads and parses, and the packages it saves. Each folder
     // is checked like the cache (the user's own, writable by nobody else, no link).
     let state = downloads.join(format!("apt-{suite}"));
-    crate::trust::ensure_dir(&state, crate::trust::Follow::No)?;
+    crate::cache::ownership::ensure_dir(&state, crate::cache::ownership::Follow::No)?;
     for folder in ["lists", "lists/partial", "archives", "archives/partial"] {
-        crate::trust::ensure_dir(&state.join(folder), crate::trust::Follow::No)?;
+        crate::cache::ownership::ensure_dir(&state.join(folder), crate::cache::ownership::Follow::No)?;
     }
     let mirror = debian_mirror()?;
     let sources = state.join("sources.list");
     let _ = fs::remove_file(&sources);
-    crate::trust::write_new(&sources, format!("deb {mirror} {suite} main\n").as_bytes(), 0o644)?;
+    crate::cache::ownership::write_new(&sources, format!("deb {mirror} {suite} main\n").as_bytes(), 0o644)?;
     let options = [
         format!("-oDir::Etc::SourceList={}", sources.display()),
         "-oDir::Etc::SourceParts=/dev/null".to_owned(),

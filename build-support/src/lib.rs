@@ -10,11 +10,11 @@
 //! 3. The cache (`ONNXRT_CACHE_DIR`, default `$XDG_CACHE_HOME/onnxrt` or `~/.cache/onnxrt`), keyed
 //!    by sha256. Each entry records every file's size and sha256; a build checks the sizes every
 //!    time and the hashes when it first uses the entry (see [`record`]). Where the manifest pins
-//!    the files, the record must agree with those pins ([`binding`]); where it pins only the
+//!    the files, the record must agree with those pins ([`pins`]); where it pins only the
 //!    archive, the record written at install is trusted. A damaged entry (a missing record
 //!    included) is never used: it is moved aside and reinstalled, or the error names the file and
 //!    what to delete. The cache must be the user's own and writable by nobody else, and nothing in it is
-//!    followed through a symlink ([`trust`]); otherwise it is refused with what to fix.
+//!    followed through a symlink ([`ownership`]); otherwise it is refused with what to fix.
 //! 4. A download of the manifest URL (or the same file name under `ONNXRT_MIRROR`), unless
 //!    `ONNXRT_OFFLINE=1` or `CARGO_NET_OFFLINE=true`. A registry-assembled distribution is
 //!    assembled instead ([`assemble`]: npm, pip, apt-get), under the same condition.
@@ -25,7 +25,6 @@
 
 pub mod advice;
 pub mod assemble;
-pub mod binding;
 pub mod cache;
 pub mod config;
 pub mod deb;
@@ -33,15 +32,11 @@ pub mod download;
 pub mod emit;
 pub mod error;
 pub mod extract;
-pub mod lock;
 pub mod manifest;
 pub mod pack;
 pub mod plugin_setup;
 pub mod probe;
 pub mod progress;
-pub mod record;
-pub mod rederive;
-pub mod trust;
 pub mod verify;
 
 use std::fmt;
@@ -49,7 +44,10 @@ use std::fs::File;
 use std::io::{BufReader, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-pub use binding::Trust;
+// The cache's parts, also at the crate's root where onnxrt-sys's build script, the CLI and the
+// tests have always found them.
+pub use cache::pins::Provenance;
+pub use cache::{lock, ownership, pins, record, rederive};
 pub use config::Config;
 pub use error::{Error, Result};
 pub use manifest::{Dist, DistKind, Manifest};
@@ -57,7 +55,8 @@ pub use progress::Reporter;
 
 use cache::Cache;
 
-/// The C API version this project requests (ORT 1.16).
+/// The C API version this project requests (ORT 1.16): the one definition (onnxrt-sys reads it
+/// through its build script).
 pub const API_VERSION: u32 = 16;
 
 /// Where the runtime came from.
@@ -81,7 +80,7 @@ pub enum Source {
         checked: Checked,
         /// What the record was checked against: the manifest's pins, or nothing (trusted since
         /// the install), or the archive it was re-derived from.
-        trust: Trust,
+        trust: Provenance,
     },
     /// Downloaded, verified and installed into the cache just now.
     Download {
@@ -109,16 +108,16 @@ pub enum Checked {
     },
 }
 
-impl fmt::Display for Trust {
+impl fmt::Display for Provenance {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Trust::Manifest => write!(f, "against its record, which matches the manifest's pins"),
-            Trust::Install => write!(
+            Provenance::Manifest => write!(f, "against its record, which matches the manifest's pins"),
+            Provenance::Install => write!(
                 f,
                 "against its record, written at install from the verified archive and trusted since its install \
                  (`onnxrt-dist verify --archive FILE` re-derives it)"
             ),
-            Trust::Archive(path) => write!(f, "against the files re-derived from {}", path.display()),
+            Provenance::Archive(path) => write!(f, "against the files re-derived from {}", path.display()),
         }
     }
 }
@@ -262,7 +261,7 @@ fn damaged(cache: &Cache, key: &str, damage: record::Damage, remedy: String) -> 
     }
 }
 
-/// Looks `key` up and checks the entry: its record against the manifest's pins ([`binding`]),
+/// Looks `key` up and checks the entry: its record against the manifest's pins ([`pins`]),
 /// then its files against the record: sizes always; hashes on request, when no stamp of this
 /// build says it hashed these very files, or when there is no build at all.
 pub(crate) fn cached(config: &Config, dist: &Dist, cache: &Cache, key: &str) -> Result<Cached> {
@@ -276,7 +275,7 @@ pub(crate) fn cached(config: &Config, dist: &Dist, cache: &Cache, key: &str) -> 
         }
         Err(damage) => return Ok(Cached::Damaged(damage)),
     };
-    let trust = match binding::check(dist, &items) {
+    let trust = match pins::check(dist, &items) {
         Ok(trust) => trust,
         Err(damage) => return Ok(Cached::Damaged(damage)),
     };
@@ -310,7 +309,7 @@ const STAMP_CAP: u64 = 4 << 20;
 
 /// The stamp's text, if it is a regular file (never read through a link or from a FIFO).
 fn read_stamp(path: &Path) -> Option<String> {
-    crate::trust::read_bounded(path, STAMP_CAP).ok().flatten().and_then(|b| String::from_utf8(b).ok())
+    crate::cache::ownership::read_bounded(path, STAMP_CAP).ok().flatten().and_then(|b| String::from_utf8(b).ok())
 }
 
 /// Replaces the stamp in `dir` with `text`: a new file of random name, renamed over the old one,
@@ -445,7 +444,7 @@ fn from_archive(config: &Config, dist: &Dist, cache: &Cache, archive: &Path) -> 
     let mut notes = Vec::new();
     let held = recheck_under_lock(config, dist, cache, pin.as_deref(), &mut notes)?;
     let held = match held {
-        Some(p) if rederive && matches!(p.source, Source::Cache { trust: Trust::Install, .. }) => Some(p),
+        Some(p) if rederive && matches!(p.source, Source::Cache { trust: Provenance::Install, .. }) => Some(p),
         Some(p) if trusted_since_install(&p) => Some(p),
         Some(p) => return Ok(p),
         None => None,
@@ -482,7 +481,7 @@ fn from_archive(config: &Config, dist: &Dist, cache: &Cache, archive: &Path) -> 
                 let source = Source::Cache {
                     entry: p_entry(&p),
                     checked: Checked::Hashes { files },
-                    trust: Trust::Archive(archive.to_owned()),
+                    trust: Provenance::Archive(archive.to_owned()),
                 };
                 return Ok(Provisioned { source, ..p });
             }
@@ -508,7 +507,7 @@ fn from_archive(config: &Config, dist: &Dist, cache: &Cache, archive: &Path) -> 
 /// have not changed since (same inode, ctime and mtime): re-deriving it again would only
 /// re-read the archive on every run of the build script.
 fn trusted_since_install(p: &Provisioned) -> bool {
-    matches!(p.source, Source::Cache { trust: Trust::Install, checked: Checked::Hashes { .. }, .. })
+    matches!(p.source, Source::Cache { trust: Provenance::Install, checked: Checked::Hashes { .. }, .. })
 }
 
 /// The entry folder of a cache hit.
@@ -536,7 +535,7 @@ fn install_archive(config: &Config, dist: &Dist, cache: &Cache, archive: &mut Fi
     archive.seek(SeekFrom::Start(0)).map_err(Error::io("rewinding the verified archive"))?;
     extract::extract_tgz(BufReader::new(archive), work.path(), &dist.root, extract::Bounds::for_dist(dist))?;
     check_files(dist, work.path())?;
-    binding::check_tree(dist, work.path())?;
+    pins::check_tree(dist, work.path())?;
     let entry = cache.publish(work, sha256)?;
     if let (Some(dir), Ok(Some(items))) = (&config.stamp_dir, record::read(&entry)) {
         write_stamp(dir, &record::fingerprint(&entry, &items));

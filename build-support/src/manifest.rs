@@ -76,7 +76,7 @@ pub struct Dist {
     pub headers: Vec<String>,
     /// Every file and symlink an entry of this distribution holds, relative to `root`, pinned;
     /// empty: the entry is trusted from its install (its record was written from the verified
-    /// archive). An entry whose record differs from these pins is damaged ([`crate::binding`]).
+    /// archive). An entry whose record differs from these pins is damaged ([`crate::cache::pins`]).
     #[serde(default)]
     pub files: Vec<FilePin>,
     /// Registry files it is assembled from (registry kind only).

@@ -59,12 +59,12 @@ pub fn refuse_inside(out: &Path, folder: &Path, what: &'static str) -> Result<()
 /// holds nothing else. `None` for a folder that is no cache entry (an install of the user's own).
 fn recorded_paths(root: &Path) -> Result<Option<Vec<PathBuf>>> {
     for entry in [Some(root), root.parent()].into_iter().flatten() {
-        let items = match crate::record::read(entry) {
+        let items = match crate::cache::record::read(entry) {
             Ok(Some(items)) => items,
             Ok(None) => continue,
             Err(damage) => return Err(damaged(entry, damage)),
         };
-        crate::record::check_folder(entry, &items).map_err(|damage| damaged(entry, damage))?;
+        crate::cache::record::check_folder(entry, &items).map_err(|damage| damaged(entry, damage))?;
         let below = root.strip_prefix(entry).unwrap_or(Path::new(""));
         let paths = items.into_iter().filter_map(|(p, _)| p.strip_prefix(below).ok().map(Path::to_path_buf)).collect();
         return Ok(Some(paths));
@@ -72,7 +72,7 @@ fn recorded_paths(root: &Path) -> Result<Option<Vec<PathBuf>>> {
     Ok(None)
 }
 
-fn damaged(entry: &Path, damage: crate::record::Damage) -> Error {
+fn damaged(entry: &Path, damage: crate::cache::record::Damage) -> Error {
     Error::DamagedEntry {
         entry: entry.to_owned(),
         file: damage.file.display().to_string(),
@@ -90,7 +90,8 @@ fn write_archive(root: &Path, root_name: &str, tmp: &Path, recorded: Option<&[Pa
     files.sort();
     for path in files {
         let relative = path.strip_prefix(root).map_err(|_| Error::Manifest("walk left the root".into()))?;
-        if relative.as_os_str() == crate::cache::COMPLETE_MARKER || relative.as_os_str() == crate::record::RECORD {
+        if relative.as_os_str() == crate::cache::COMPLETE_MARKER || relative.as_os_str() == crate::cache::record::RECORD
+        {
             continue;
         }
         let name = Path::new(root_name).join(relative);

@@ -1,6 +1,6 @@
 //! Downloads go through the proxy the environment names, as curl reads it:
 //! `http_proxy` for http URLs (upper-case `HTTP_PROXY` is ignored, as
-//! curl ignores it: `fourth_probe`), `https_proxy` for
+//! curl ignores it: `hostile_environment`), `https_proxy` for
 //! https ones (tunnelled with CONNECT), `no_proxy` to go direct. The proxies are written here, on
 //! 127.0.0.1; the origin's host name does not resolve, so only a proxy can reach it. A proxy that
 //! alters the bytes makes the download fail its pin: nothing is installed.

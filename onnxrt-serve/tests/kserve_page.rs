@@ -1,6 +1,7 @@
-//! docs/serving-kserve.md stays true: every `serve` flag it names is one `serve --help` lists, and
-//! the ServingRuntime's container arguments start a server whose probe paths answer 200 (the
-//! repository swapped for a test one and the addresses for free local ports; nothing else changed).
+//! docs/serving-kserve.md stays true: every `serve` flag it and the ServingRuntime it points to
+//! (deploy/kserve/serving-runtime.yaml) name is one `serve --help` lists, and the ServingRuntime's
+//! container arguments start a server whose probe paths answer 200 (the repository swapped for a
+//! test one and the addresses for free local ports; nothing else changed).
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -9,6 +10,7 @@ use std::process::{Command, Stdio};
 use onnxrt_serve::http_client::Connection;
 
 const PAGE: &str = include_str!("../../docs/serving-kserve.md");
+const RUNTIME: &str = include_str!("../../deploy/kserve/serving-runtime.yaml");
 const MLP: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/mlp.onnx");
 
 /// `--flag` words of the page, leaving out the cargo commands in it (`` `cargo build … --bin
@@ -33,7 +35,7 @@ fn flags_named(page: &str) -> Vec<String> {
     flags
 }
 
-/// The `args:` list of the page's ServingRuntime (`- --flag=value` lines under `args:`).
+/// The `args:` list of the ServingRuntime (`- --flag=value` lines under `args:`).
 fn runtime_args(page: &str) -> Vec<String> {
     let mut lines = page.lines().skip_while(|line| line.trim() != "args:").skip(1);
     let mut args = Vec::new();
@@ -47,17 +49,20 @@ fn runtime_args(page: &str) -> Vec<String> {
 fn every_flag_the_page_names_is_a_serve_flag() {
     let help = Command::new(env!("CARGO_BIN_EXE_serve")).arg("--help").output().expect("serve --help");
     let help = String::from_utf8_lossy(&help.stdout);
-    let flags = flags_named(PAGE);
+    let flags = flags_named(&format!("{PAGE}\n{RUNTIME}"));
     for named in ["model-repository", "grpc-listen", "max-body-bytes", "header-timeout-ms"] {
         assert!(flags.iter().any(|flag| flag == named), "--{named} is read from the page: {flags:?}");
     }
     let unknown: Vec<&String> = flags.iter().filter(|flag| !help.contains(&format!("--{flag}"))).collect();
-    assert!(unknown.is_empty(), "docs/serving-kserve.md names flags serve does not have: {unknown:?}\n{help}");
+    assert!(
+        unknown.is_empty(),
+        "docs/serving-kserve.md or its ServingRuntime names flags serve does not have: {unknown:?}\n{help}"
+    );
 }
 
 #[test]
 fn the_serving_runtimes_arguments_start_a_server_whose_probes_answer() {
-    let args = runtime_args(PAGE);
+    let args = runtime_args(RUNTIME);
     assert_eq!(args.len(), 3, "the ServingRuntime's args: {args:?}");
     let repository = tempfile::tempdir().expect("temp dir");
     std::fs::create_dir(repository.path().join("mlp")).expect("model folder");
@@ -87,9 +92,9 @@ fn the_serving_runtimes_arguments_start_a_server_whose_probes_answer() {
     let statuses = runtime.block_on(async {
         let mut connection = Connection::open(address).await.expect("connect");
         let mut statuses = Vec::new();
-        // The probes of the page's manifest, and the metrics path its annotations name.
+        // The probes of the ServingRuntime, and the metrics path its annotations name.
         for path in ["/v2/health/ready", "/v2/health/live", "/metrics"] {
-            assert!(PAGE.contains(path), "the page names {path}");
+            assert!(RUNTIME.contains(path), "the ServingRuntime names {path}");
             statuses.push((path, connection.get(path).await.expect("a reply").status));
         }
         statuses

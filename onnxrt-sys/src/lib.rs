@@ -48,8 +48,23 @@ pub struct PinnedPlugin {
 /// Every pinned plugin library (vendor-manifest.toml, compiled in by the build).
 pub const PINNED_PLUGINS: &[PinnedPlugin] = include!(concat!(env!("OUT_DIR"), "/plugin_pins.rs"));
 
-/// The C API version requested from the runtime (ORT 1.16); newer runtimes serve it too.
-pub const API_VERSION: u32 = 16;
+/// The C API version requested from the runtime (ORT 1.16); newer runtimes serve it too. Defined
+/// once, as `build_support::API_VERSION`, and passed here by build.rs.
+pub const API_VERSION: u32 = decimal(env!("ONNXRT_SYS_API_VERSION"));
+
+/// A decimal number read at compile time; a non-digit stops the build.
+const fn decimal(text: &str) -> u32 {
+    let bytes = text.as_bytes();
+    assert!(!bytes.is_empty(), "empty number");
+    let mut value = 0u32;
+    let mut at = 0;
+    while at < bytes.len() {
+        assert!(bytes[at].is_ascii_digit(), "not a decimal number");
+        value = value * 10 + (bytes[at] - b'0') as u32;
+        at += 1;
+    }
+    value
+}
 
 #[cfg(feature = "link")]
 extern "C" {

@@ -9,6 +9,7 @@
 //! recognised before this (the status classifier asks it last).
 
 use crate::error::Error;
+use crate::ort_messages;
 
 /// The part of the GPU stack a failure came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,12 +37,11 @@ const DOCTOR: &str = "run `onnxrt doctor` first: it resolves every library the p
 
 /// The family of a GPU-stack failure in `message`, if it is one.
 pub(crate) fn family_of(message: &str) -> Option<GpuFamily> {
-    let lower = message.to_ascii_lowercase();
-    if lower.contains("cudnn_status_") || lower.contains("cudnn failure") || lower.contains("cudnn is unavailable") {
+    if ort_messages::CUDNN_FAILURE.matches(message) {
         Some(GpuFamily::Cudnn)
-    } else if lower.contains("cublas_status_") || lower.contains("cublas failure") {
+    } else if ort_messages::CUBLAS_FAILURE.matches(message) {
         Some(GpuFamily::Cublas)
-    } else if message.contains("cudaError") || lower.contains("cuda failure") || lower.contains("cuda error") {
+    } else if ort_messages::CUDA_ERROR_NAME.matches(message) || ort_messages::CUDA_FAILURE.matches(message) {
         Some(GpuFamily::Cuda)
     } else {
         None
@@ -50,26 +50,25 @@ pub(crate) fn family_of(message: &str) -> Option<GpuFamily> {
 
 /// What to check for a failure of `family` whose message is `message`.
 fn fix_for(family: GpuFamily, message: &str) -> String {
-    let lower = message.to_ascii_lowercase();
     let specific = match family {
-        GpuFamily::Cudnn if lower.contains("dlopen") || lower.contains("unavailable") || lower.contains("cannot open") => {
+        GpuFamily::Cudnn if ort_messages::CUDNN_NOT_LOADED.matches(message) => {
             "cuDNN could not be loaded (the message names the file): install the cuDNN major version this runtime was built against (cuDNN 9 for the CUDA 12/13 builds, cuDNN 8 for 1.16.2's CUDA 11.8 build), complete, and put its folder first on the search path"
         }
-        GpuFamily::Cudnn if lower.contains("internal_error") || lower.contains("not_initialized") || lower.contains("4000") => {
+        GpuFamily::Cudnn if ort_messages::CUDNN_SUBLIBRARY.matches(message) => {
             "cuDNN loads its kernel libraries only when first needed (cuDNN 9: libcudnn_engines_precompiled.so.9, libcudnn_engines_runtime_compiled.so.9, libcudnn_heuristic.so.9; cuDNN 8: libcudnn_cnn_infer.so.8, libcudnn_ops_infer.so.8): one of them is missing, damaged, or of another cuDNN release than libcudnn.so itself; reinstall cuDNN as one package"
         }
         GpuFamily::Cudnn => "check that cuDNN matches the runtime's build (major version and CUDA version) and that the GPU has memory left",
-        GpuFamily::Cublas if lower.contains("not_initialized") || lower.contains("alloc_failed") => {
+        GpuFamily::Cublas if ort_messages::CUBLAS_NOT_STARTED.matches(message) => {
             "cuBLAS could not start: usually the device is out of memory (other processes: nvidia-smi) or libcublas/libcublasLt are of another CUDA release than libcudart"
         }
         GpuFamily::Cublas => "check that libcublas and libcublasLt are of the CUDA release the runtime was built for, and that a truncated or foreign copy is not first on LD_LIBRARY_PATH",
-        GpuFamily::Cuda if lower.contains("no cuda-capable device") || lower.contains("cudaerrornodevice") => {
+        GpuFamily::Cuda if ort_messages::CUDA_NO_DEVICE.matches(message) => {
             "no GPU is visible to this process: check CUDA_VISIBLE_DEVICES (empty hides every GPU), nvidia-smi, and the container's GPU settings"
         }
-        GpuFamily::Cuda if lower.contains("driver") => {
+        GpuFamily::Cuda if ort_messages::CUDA_DRIVER.matches(message) => {
             "the NVIDIA driver is older than the CUDA runtime the provider uses, or does not match the kernel module: update the driver (nvidia-smi shows the highest CUDA version it supports)"
         }
-        GpuFamily::Cuda if lower.contains("no kernel image") || lower.contains("invalid device function") => {
+        GpuFamily::Cuda if ort_messages::CUDA_NO_KERNEL.matches(message) => {
             "the runtime has no kernels for this GPU's architecture: use an ONNX Runtime build for this GPU generation"
         }
         GpuFamily::Cuda => "check the driver (nvidia-smi), CUDA_VISIBLE_DEVICES, and that libcudart is of the CUDA release the runtime was built for",

@@ -19,11 +19,12 @@ const LAYERS: [&[&str]; 4] = [
         "cuda_runtime",
         "ffi_guard",
         "allowed_keys",
+        "ort_messages",
         "gpu_failure",
         "guide",
     ],
     &["env", "memory", "run_options", "cuda_stream", "lora"],
-    &["value", "providers", "custom_op", "ep_device"],
+    &["value", "providers", "custom_op", "ep_device", "pinned_plugin"],
     &["session", "io_binding", "allocator", "allocator_stats", "profiling", "cuda_graph", "compile"],
 ];
 

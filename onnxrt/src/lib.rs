@@ -92,6 +92,7 @@ mod layers;
 mod loader;
 pub mod lora;
 mod memory;
+pub mod ort_messages;
 mod pinned_plugin;
 pub mod profiling;
 pub mod providers;

@@ -7,6 +7,7 @@ use onnxrt_sys::OrtStatus;
 
 use crate::api::api;
 use crate::error::{Error, ErrorCode, Result};
+use crate::ort_messages;
 
 /// Converts a status returned by `function`, releasing it.
 ///
@@ -37,23 +38,13 @@ fn classify(function: &'static str, code: ErrorCode, message: String) -> Error {
     if let Some(error) = recognise_custom_op(function, &message) {
         return error;
     }
-    let lower = message.to_ascii_lowercase();
-    if lower.contains("out of memory")
-        || lower.contains("failed to allocate memory")
-        || lower.contains("cudaerrormemoryallocation")
-        || lower.contains("bad_alloc")
-        // The CUDA arena refusing past gpu_mem_limit.
-        || lower.contains("is smaller than requested bytes")
-    {
+    if ort_messages::OUT_OF_MEMORY.matches(&message) {
         return Error::OutOfMemory { function, message };
     }
-    if lower.contains("exiting due to terminate flag") {
+    if ort_messages::TERMINATED.matches(&message) {
         return Error::Terminated { message };
     }
-    if lower.contains("opset")
-        && (lower.contains("is under development") || lower.contains("current official support for domain"))
-        || lower.contains("unsupported model ir version")
-    {
+    if ort_messages::MODEL_TOO_NEW.matches(&message) {
         let runtime = api().map(|a| a.version.clone()).unwrap_or_default();
         let max_opset = crate::api::max_opset(&runtime);
         return Error::ModelTooNew { message, runtime, max_opset };

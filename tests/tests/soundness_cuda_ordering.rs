@@ -5,7 +5,7 @@
 //! non-blocking streams that do not wait for that stream. A copy right after `zeros_cuda` could
 //! then run first and be wiped by the late zeroing, or read what the memory's previous owner left.
 //!
-//! The tests touch the *last* row of a 1 GiB tensor, by a copy or by a Slice that ORT runs on its
+//! The tests touch the *last* row of an 8 GiB tensor, by a copy or by a Slice that ORT runs on its
 //! own compute stream: a zeroing still running reaches it last, so work queued at once gets there
 //! first. (The first rows are zeroed within microseconds, before any copy can be queued: a test of
 //! row 0 cannot fail.)
@@ -19,15 +19,24 @@
 
 use onnxrt::{CudaStream, ElementType, Value};
 
-/// 1 GiB of f32 in rows of 1 KiB.
-const ROWS: i64 = 1 << 20;
+/// Rows of 1 KiB of f32: 8 GiB by default (`ONNXRT_ORDERING_GIB`), so that a zeroing left
+/// running takes milliseconds, far longer than the host code between it and the next copy.
 const ROW: i64 = 256;
-const LAST: std::ops::Range<usize> = (ROWS as usize - 1)..(ROWS as usize);
 const ROUNDS: usize = 20;
+
+fn rows() -> i64 {
+    let gib: i64 = std::env::var("ONNXRT_ORDERING_GIB").ok().and_then(|v| v.parse().ok()).unwrap_or(8);
+    gib << 20
+}
+
+fn last() -> std::ops::Range<usize> {
+    let rows = rows() as usize;
+    (rows - 1)..rows
+}
 
 /// Page-locked host memory the shape of the device tensor, its last row filled with `fill`.
 fn pinned_with_last_row(fill: f32) -> Value<'static> {
-    let mut value = Value::zeros_pinned(&[ROWS, ROW], ElementType::F32).expect("pinned");
+    let mut value = Value::zeros_pinned(&[rows(), ROW], ElementType::F32).expect("pinned");
     last_row(&mut value).fill(fill);
     value
 }
@@ -50,10 +59,10 @@ fn a_row_copied_right_after_zeros_cuda_is_not_wiped_by_a_late_zeroing() {
     let mut wiped = Vec::new();
     for round in 0..ROUNDS {
         last_row(&mut back).fill(-1.0);
-        let mut device = Value::zeros_cuda(&[ROWS, ROW], ElementType::F32, 0).expect("device zeros");
+        let mut device = Value::zeros_cuda(&[rows(), ROW], ElementType::F32, 0).expect("device zeros");
         // At once, on a non-blocking stream of our own.
-        device.copy_rows_from(LAST, &ones, &stream).expect("the last row to the device");
-        back.copy_rows_from(LAST, &device, &stream).expect("the last row back");
+        device.copy_rows_from(last(), &ones, &stream).expect("the last row to the device");
+        back.copy_rows_from(last(), &device, &stream).expect("the last row back");
         let bad = count_not(last_row(&mut back), 1.0);
         if bad > 0 {
             wiped.push((round, bad));
@@ -73,11 +82,11 @@ fn zeros_cuda_reads_as_zeros_at_once_even_over_recycled_memory() {
         last_row(&mut back).fill(-1.0);
         // Memory left with a pattern in its last row and freed: CUDA's allocator hands the same
         // block out again for the same size.
-        let mut previous = Value::zeros_cuda(&[ROWS, ROW], ElementType::F32, 0).expect("device");
-        previous.copy_rows_from(LAST, &pattern, &stream).expect("fill");
+        let mut previous = Value::zeros_cuda(&[rows(), ROW], ElementType::F32, 0).expect("device");
+        previous.copy_rows_from(last(), &pattern, &stream).expect("fill");
         drop(previous);
-        let device = Value::zeros_cuda(&[ROWS, ROW], ElementType::F32, 0).expect("device zeros");
-        back.copy_rows_from(LAST, &device, &stream).expect("the last row back, at once");
+        let device = Value::zeros_cuda(&[rows(), ROW], ElementType::F32, 0).expect("device zeros");
+        back.copy_rows_from(last(), &device, &stream).expect("the last row back, at once");
         let bad = count_not(last_row(&mut back), 0.0);
         if bad > 0 {
             stale.push((round, bad));
@@ -102,10 +111,10 @@ fn an_ort_cuda_run_right_after_zeros_cuda_reads_zeros_not_the_previous_owners_da
     let pattern = pinned_with_last_row(f32::from_bits(0x7f7f_7f7f));
     let mut stale = Vec::new();
     for round in 0..ROUNDS {
-        let mut previous = Value::zeros_cuda(&[ROWS, ROW], ElementType::F32, 0).expect("device");
-        previous.copy_rows_from(LAST, &pattern, &stream).expect("fill");
+        let mut previous = Value::zeros_cuda(&[rows(), ROW], ElementType::F32, 0).expect("device");
+        previous.copy_rows_from(last(), &pattern, &stream).expect("fill");
         drop(previous);
-        let device = Value::zeros_cuda(&[ROWS, ROW], ElementType::F32, 0).expect("device zeros");
+        let device = Value::zeros_cuda(&[rows(), ROW], ElementType::F32, 0).expect("device zeros");
         let outputs = session.run(&[("x", &device)]).expect("the last row, on ORT's stream");
         let row = outputs.get("y").expect("y").to_array::<f32>().expect("f32");
         let bad = row.iter().filter(|&&x| x != 0.0).count();

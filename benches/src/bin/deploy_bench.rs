@@ -5,7 +5,7 @@
 //! deploy_bench memory MODEL [SESSIONS]     one child process per configuration, RSS table
 //! deploy_bench startup MODEL [ROUNDS]      start-up times, original vs saved, alternating
 //! ```
-//! MODEL takes input `input` [N,3,224,224] (tools/bench/make_resnet50.py writes one).
+//! MODEL takes input `input` [N,3,224,224] (benches/scripts/make_resnet50.py writes one).
 
 use std::process::Command;
 use std::sync::Arc;
@@ -54,7 +54,7 @@ fn level(name: &str) -> OptimizationLevel {
 }
 
 /// Every initializer of the model, loaded once as a service would: from the raw weights and index
-/// that `tools/bench/make_resnet50.py` writes beside the model (`MODEL.weights`, `MODEL.weights.txt`).
+/// that `benches/scripts/make_resnet50.py` writes beside the model (`MODEL.weights`, `MODEL.weights.txt`).
 fn shared_set(model: &str) -> onnxrt::Result<SharedInitializers> {
     let index = std::fs::read_to_string(format!("{model}.weights.txt"))
         .expect("MODEL.weights.txt (make_resnet50.py writes it)");

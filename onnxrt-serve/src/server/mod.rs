@@ -12,8 +12,8 @@
 //! `--grpc-listen` (default 127.0.0.1:8001; `off` for none). Each model is loaded and warmed up
 //! before the server listens. `/v1/models/{name}/infer` takes pictures for models with the
 //! picture step; `/health` and `/metrics` (Prometheus text) too. Logs go to stderr (`RUST_LOG`,
-//! default `info`: an access line per request). SIGTERM or Ctrl-C: stop accepting, finish the
-//! requests in flight, exit 0.
+//! default `info`: an access line per request). SIGTERM or Ctrl-C: not ready, and after
+//! `--drain-delay-ms` (default 0) stop accepting, finish the requests in flight, exit 0.
 
 //!
 //! This module is the whole server as a library: `src/bin/serve/main.rs` parses [`Args`] and
@@ -137,6 +137,12 @@ pub struct Args {
     /// A request's whole body must arrive within this many milliseconds of its head (408)
     #[arg(long, value_name = "MS", default_value_t = 10_000)]
     body_timeout_ms: u64,
+    /// After SIGTERM, keep serving this many milliseconds while /v2/health/ready answers 503, then
+    /// close the listeners and finish the requests in flight (behind a load balancer: longer than
+    /// its health-check interval times the failures it needs, so it stops sending first; a second
+    /// signal ends the wait)
+    #[arg(long, value_name = "MS", default_value_t = 0)]
+    drain_delay_ms: u64,
     /// Open connections at most, REST and gRPC together (more are refused)
     #[arg(long, value_name = "N", default_value_t = 1024)]
     max_connections: usize,
@@ -359,6 +365,15 @@ async fn serve(args: Args) -> Result<(), String> {
 
     stop_signal().await;
     app.draining.store(true, Ordering::Relaxed);
+    // Not ready, still listening: a balancer's health check sees the 503 and stops sending before
+    // the listeners close (closed at once, its requests already on the way would be refused).
+    if args.drain_delay_ms > 0 {
+        tracing::info!(drain_delay_ms = args.drain_delay_ms, "stop signal: not ready, serving on for the drain delay");
+        tokio::select! {
+            () = tokio::time::sleep(Duration::from_millis(args.drain_delay_ms)) => {}
+            () = stop_signal() => tracing::info!("second stop signal: the drain delay cut short"),
+        }
+    }
     tracing::info!("stop signal: no new connections, finishing the requests in flight");
     let _ = stop_sender.send(true);
     let _ = rest.await;

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use crate::api::Api;
 use crate::env::Environment;
 use crate::error::Error;
+use crate::ort_messages;
 
 /// The file name of a provider's library (`cuda` → `libonnxruntime_providers_cuda.so`).
 pub fn provider_library_name(short: &str) -> String {
@@ -111,14 +112,13 @@ pub(crate) fn other_release_failure(
 /// Whether ORT's error is its report of a provider library that did not load (it names only
 /// "Failed to load library …"; the real cause is in its log or found by loading it ourselves).
 pub(crate) fn is_load_failure(error: &Error) -> bool {
-    let text = error.to_string();
-    text.contains("Failed to load") || text.contains("cannot open shared object file") || text.contains("LoadLibrary")
+    ort_messages::LIBRARY_NOT_LOADED.matches(&error.to_string())
 }
 
 /// Turns a failed append of provider `short` into the most specific error we can establish.
 pub(crate) fn provider_load_failure(api: &Api, env: &Arc<Environment>, short: &str, error: Error) -> Error {
     let original = error.to_string();
-    if original.contains("not enabled in this build") {
+    if ort_messages::PROVIDER_NOT_IN_BUILD.matches(&original) {
         let have = super::available().unwrap_or_default();
         return Error::ProviderNotAvailable {
             provider: short.into(),
@@ -151,12 +151,8 @@ pub(crate) fn provider_load_failure(api: &Api, env: &Arc<Environment>, short: &s
         Ok(_) => None,
         Err(e) => Some(e.to_string()),
     };
-    let logged = env
-        .recent_log()
-        .into_iter()
-        .rev()
-        .map(|r| r.message)
-        .find(|m| m.contains("cannot open shared object file") || m.contains("Failed to load"));
+    let logged =
+        env.recent_log().into_iter().rev().map(|r| r.message).find(|m| ort_messages::LIBRARY_NOT_LOADED.matches(m));
     let cause_text = loader_message.clone().or(logged.clone()).unwrap_or_else(|| original.clone());
     let missing = loader_message
         .as_deref()

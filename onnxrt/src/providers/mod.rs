@@ -80,7 +80,7 @@ impl Prepared {
     /// Adds what the runtime knows to a session-creation failure.
     pub(crate) fn explain(&self, error: Error, _env: &Arc<Environment>) -> Error {
         match error {
-            Error::Ort { function, code, message } if self.strict && message.contains("fallback") => Error::Ort {
+            Error::Ort { function, code, message } if self.strict && crate::ort_messages::CPU_FALLBACK_DISABLED.matches(&message) => Error::Ort {
                 function,
                 code,
                 message: format!(

@@ -14,6 +14,7 @@ use super::append::Request;
 use crate::api::Api;
 use crate::env::Environment;
 use crate::error::{Error, Names};
+use crate::ort_messages;
 
 /// A provider asked for by name, with its options as ORT's strings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,8 +100,8 @@ impl NamedProvider {
 pub(crate) fn refusal(api: &Api, env: &Arc<Environment>, name: &str, error: Error) -> Error {
     let message = error.to_string();
     // ORT's words for a name it does not know, and for a provider left out of this build.
-    let unknown = message.contains("Unknown provider name");
-    let not_built = message.contains("not supported in this build") || message.contains("not enabled in this build");
+    let unknown = ort_messages::UNKNOWN_PROVIDER.matches(&message);
+    let not_built = ort_messages::PROVIDER_NOT_IN_BUILD.matches(&message);
     if unknown || not_built {
         let have = super::available().unwrap_or_default();
         let fix = if unknown {
@@ -122,7 +123,7 @@ pub(crate) fn refusal(api: &Api, env: &Arc<Environment>, name: &str, error: Erro
             fix,
         };
     }
-    if message.contains("Failed to load") || message.contains("cannot open shared object") {
+    if ort_messages::LIBRARY_NOT_LOADED.matches(&message) {
         return super::diagnose::provider_load_failure(api, env, name, error);
     }
     error

@@ -5,6 +5,7 @@ use std::ffi::CString;
 
 use crate::api::api;
 use crate::error::{Error, Result};
+use crate::ort_messages;
 use crate::status::ort;
 use crate::value::{Value, ValueKind};
 
@@ -54,12 +55,11 @@ pub(crate) fn explain(error: Error, initializers: &[(&str, &Value<'_>)]) -> Erro
             Err(_) => format!("`{name}`"),
         })
         .collect();
-    let hint = if message.contains("model_path must not be empty") || message.contains("external data") {
+    let hint = if ort_messages::EXTERNAL_DATA_WITHOUT_FILE.matches(&message) {
         "some external data of the model has no tensor here: a model loaded from memory has no folder to read data files from, so give a tensor for every initializer stored outside the model"
-    } else if message.contains("dimensions do not match") || message.contains("type does not match") {
+    } else if ort_messages::EXTERNAL_DATA_WRONG_TENSOR.matches(&message) {
         "a tensor's element type or shape differs from the model's initializer of that name"
-    } else if message.contains("not found") || message.contains("Failed to find") || message.contains("does not exist")
-    {
+    } else if ort_messages::EXTERNAL_DATA_UNKNOWN_NAME.matches(&message) {
         "a name given is not an initializer of the model with external data"
     } else {
         "check the tensors against the model's external initializers"

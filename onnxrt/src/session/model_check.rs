@@ -17,7 +17,7 @@ const HEAD: usize = 1024;
 /// Whether ORT's error is its protobuf parser refusing the bytes.
 fn is_parse_failure(error: &Error) -> bool {
     matches!(error, Error::Ort { code, message, .. }
-        if *code == ErrorCode::InvalidProtobuf || message.to_ascii_lowercase().contains("protobuf parsing failed"))
+        if *code == ErrorCode::InvalidProtobuf || crate::ort_messages::PROTOBUF_PARSE_FAILED.matches(message))
 }
 
 /// Replaces ORT's parse error for the file at `path` (or any ORT error for an empty file, which

@@ -69,10 +69,7 @@ const OFF: u8 = 2;
 /// provided output "has shape {3} but the computed output shape for this run is {4}").
 pub(crate) fn refused_shape(error: &Error) -> bool {
     let Error::Ort { message, .. } = error else { return false };
-    let message = message.to_ascii_lowercase();
-    message.contains("shape verification failed")
-        || message.contains("shape mismatch")
-        || message.contains("but the computed output shape for this run is")
+    crate::ort_messages::OUTPUT_SHAPE_REFUSED.matches(message)
 }
 
 /// The preallocated outputs of one session, by model output position.

@@ -51,7 +51,7 @@ impl Session {
         let listed =
             unsafe { ort!(api, Session_GetEpGraphAssignmentInfo(self.inner.raw.as_ptr(), &mut subgraphs, &mut n)) };
         if let Err(Error::Ort { message, .. }) = &listed {
-            if message.contains(RECORD_KEY) || message.contains("not enabled") {
+            if crate::ort_messages::PLACEMENT_NOT_RECORDED.matches(message) {
                 return Err(Error::BadSetting {
                     setting: "record_placement".into(),
                     value: "off".into(),
@@ -129,5 +129,14 @@ impl Session {
         let mut providers = Vec::new();
         super::add_before_cpu(&mut providers, placement.by_provider.keys().map(String::as_str));
         inner.providers = providers;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_message_table_names_the_key_it_sets() {
+        let pattern = crate::ort_messages::PLACEMENT_NOT_RECORDED.any_of;
+        assert!(pattern.iter().any(|all| *all == [super::RECORD_KEY]), "{pattern:?}");
     }
 }

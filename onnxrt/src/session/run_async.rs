@@ -358,7 +358,7 @@ fn start(session: &Session, state: &Arc<State>) -> Result<()> {
         state.gate.leave();
         // ORT refuses RunAsync when the intra-op pool has no worker (e.g. global pools of one).
         return Err(match error {
-            Error::Ort { message, .. } if message.contains("at least one thread for RunAsync") => {
+            Error::Ort { message, .. } if crate::ort_messages::RUN_ASYNC_NEEDS_THREADS.matches(&message) => {
                 Error::AsyncNeedsThreadPool { threads: 1 }
             }
             other => other,

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every benchmark of BENCHMARKS.md that runs on a CPU machine, results under OUT_DIR:
-#   bash tools/bench/run-cpu.sh [OUT_DIR]          (default target/bench-results)
+#   bash benches/scripts/run-cpu.sh [OUT_DIR]          (default target/bench-results)
 #
 # Uses the runtime your build provisions (set ONNXRT_DIST / ONNXRT_CACHE_DIR etc. as for any
 # build; BENCHMARKS.md used ONNXRT_DIST=cpu-1.16.2-registry). Needs cargo, cc, python3 (3.8 to 3.11
@@ -15,7 +15,7 @@
 #   cpu-python.txt          Python onnxruntime 1.16.3 (its own bundled library)
 #   cpu-whole-process.*     hyperfine: whole processes running N runs, onnxrt vs raw C
 #   alloc-count.txt         the allocation-count test's output
-#   provision-*.txt         tools/bench/provision.sh
+#   provision-*.txt         benches/scripts/provision.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${1:-target/bench-results}
@@ -73,7 +73,7 @@ if [ "${SKIP_PYTHON:-0}" != 1 ]; then
     "$PY" -m venv "$VENV"
   fi
   "$VENV/bin/pip" install -q onnxruntime==1.16.3 "numpy<2"
-  "$VENV/bin/python" tools/bench/bench_python.py --samples "$SAMPLES" | tee "$OUT/cpu-python.txt"
+  "$VENV/bin/python" benches/scripts/bench_python.py --samples "$SAMPLES" | tee "$OUT/cpu-python.txt"
 fi
 
 say "whole processes (hyperfine): N runs of one variant per process"
@@ -91,6 +91,6 @@ cargo test -q --release -p onnxrt-benches --test alloc_count -- --nocapture --te
 
 if [ "${SKIP_PROVISION:-0}" != 1 ]; then
   say "provisioning"
-  bash tools/bench/provision.sh "$OUT"
+  bash benches/scripts/provision.sh "$OUT"
 fi
 say "done: $OUT"

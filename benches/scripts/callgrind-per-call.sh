@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Instructions per call of each run_loop variant: (3,000-call process - 1,000-call process) / 2,000,
 # so set-up cancels (its table is in BENCHMARKS.md). Needs valgrind and the release run_loop:
-#   cargo build --release -p onnxrt-benches --bins && bash tools/bench/callgrind-per-call.sh
+#   cargo build --release -p onnxrt-benches --bins && bash benches/scripts/callgrind-per-call.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 for m in ${MODELS:-mul1 sigmoid}; do

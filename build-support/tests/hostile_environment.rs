@@ -1,5 +1,6 @@
-//! The fourth outside review of provisioning: its holes and the limits
-//! closed, each as the review reproduced it, through `onnxrt-dist` or the library.
+//! Provisioning in a hostile or careless environment: folders, settings and files that another
+//! account can plant or a user can get wrong, each refused or survived, through `onnxrt-dist` or
+//! the library (the labels H1-L4 name the test functions below).
 //!
 //! - H1: a cache below a folder others can write (no sticky bit) is refused;
 //! - H2: a relative `ONNXRT_LIB_DIR` / `ONNXRT_INCLUDE_DIR` is refused;

@@ -1,23 +1,23 @@
 //! Cache entries bound to the manifest: what an entry's record may say.
 //!
-//! An entry's record ([`crate::record::RECORD`]) and completion marker sit beside its files, so a
+//! An entry's record ([`crate::cache::record::RECORD`]) and completion marker sit beside its files, so a
 //! record proves nothing to whoever can write the cache: a planted library comes with a planted
 //! record. Where the manifest pins a distribution's files ([`Dist::files`], and each part's
 //! `member_sha256`), the record must list exactly those files with those sizes and hashes, and
-//! [`crate::record::check`] then checks the files against the record, so against the manifest.
+//! [`crate::cache::record::check`] then checks the files against the record, so against the manifest.
 //! Where the manifest pins only the archive, the record was written at install from the verified
-//! archive and is trusted from then on ([`Trust::Install`]); `onnxrt-dist verify --archive FILE`
-//! re-derives it from the archive ([`crate::rederive`]).
+//! archive and is trusted from then on ([`Provenance::Install`]); `onnxrt-dist verify --archive FILE`
+//! re-derives it from the archive ([`crate::cache::rederive`]).
 
 use std::path::{Path, PathBuf};
 
+use crate::cache::record::{self, Damage, Item};
 use crate::error::{Error, Result};
 use crate::manifest::Dist;
-use crate::record::{self, Damage, Item};
 
 /// What an entry's files were checked against.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Trust {
+pub enum Provenance {
     /// The manifest's pins of every file.
     Manifest,
     /// The entry's own record, written at install from the verified archive (the manifest pins
@@ -29,7 +29,7 @@ pub enum Trust {
 
 /// Checks an entry's record against the manifest's pins of `dist`: the parts' `member_sha256`
 /// first (the runtime library), then every pinned file, then that nothing unpinned is listed.
-pub fn check(dist: &Dist, items: &[(PathBuf, Item)]) -> std::result::Result<Trust, Damage> {
+pub fn check(dist: &Dist, items: &[(PathBuf, Item)]) -> std::result::Result<Provenance, Damage> {
     compare(dist, items, "the entry's record")
 }
 
@@ -46,7 +46,7 @@ pub fn check_tree(dist: &Dist, dir: &Path) -> Result<()> {
     })
 }
 
-fn compare(dist: &Dist, items: &[(PathBuf, Item)], listing: &str) -> std::result::Result<Trust, Damage> {
+fn compare(dist: &Dist, items: &[(PathBuf, Item)], listing: &str) -> std::result::Result<Provenance, Damage> {
     let root = Path::new(&dist.root);
     let find = |path: &Path| items.iter().find(|(p, _)| p == path).map(|(_, item)| item);
     let absent = |file: PathBuf| Damage { file, why: format!("is pinned by the manifest but not in {listing}") };
@@ -66,7 +66,7 @@ fn compare(dist: &Dist, items: &[(PathBuf, Item)], listing: &str) -> std::result
         }
     }
     if dist.files.is_empty() {
-        return Ok(Trust::Install);
+        return Ok(Provenance::Install);
     }
     let pins = pinned(dist);
     for (path, pin) in &pins {
@@ -83,7 +83,7 @@ fn compare(dist: &Dist, items: &[(PathBuf, Item)], listing: &str) -> std::result
         let why = format!("is in {listing}, but is not among the files the manifest pins for `{}`", dist.name);
         return Err(Damage { file: path.clone(), why });
     }
-    Ok(Trust::Manifest)
+    Ok(Provenance::Manifest)
 }
 
 /// The manifest's file pins as record items, paths relative to the entry (below `root`).
@@ -119,7 +119,7 @@ mod tests {
     fn the_pins_themselves_pass_and_any_change_is_named() {
         let dist = registry();
         let good = pinned(&dist);
-        assert_eq!(check(&dist, &good), Ok(Trust::Manifest));
+        assert_eq!(check(&dist, &good), Ok(Provenance::Manifest));
 
         let mut extra = good.clone();
         extra.push((PathBuf::from("onnxruntime-linux-x64-1.16.2/lib/libplanted.so"), Item::Link("x".into())));
@@ -141,6 +141,6 @@ mod tests {
     fn an_unpinned_archive_dist_trusts_its_install() {
         let m = Manifest::builtin().expect("manifest");
         let dist = m.dist("cpu-1.16.2").expect("dist");
-        assert_eq!(check(dist, &[]), Ok(Trust::Install));
+        assert_eq!(check(dist, &[]), Ok(Provenance::Install));
     }
 }

@@ -9,19 +9,25 @@
 //! .locks/<key>.lock         held (flock) while an entry for <key> is being made
 //! ```
 //!
-//! A warm build checks the marker and, against the entry's record ([`crate::record`]), every
+//! A warm build checks the marker and, against the entry's record ([`crate::cache::record`]), every
 //! file's size; it re-hashes only when the record says so. Files of a published entry carry one
 //! fixed, old mtime ([`INSTALLED_MTIME`]): a header written during an install must not look to
 //! cargo as if it changed after that build (which reran the build script once more), while any
 //! later change to a file gives it a new mtime, which `cargo:rerun-if-changed` notices.
+
+pub mod lock;
+pub mod ownership;
+pub mod pins;
+pub mod record;
+pub mod rederive;
 
 use std::fs::{self, File};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+pub use crate::cache::lock::KeyLock;
 use crate::error::{Error, Result};
-pub use crate::lock::KeyLock;
 
 /// File written last inside a complete entry (before the rename that publishes it).
 pub const COMPLETE_MARKER: &str = ".onnxrt-complete";
@@ -72,17 +78,17 @@ impl Cache {
     /// The complete entry for `sha256`, if there is one. The cache folder and the entry must be
     /// the user's own and not writable by others, and the entry a real folder, not a link.
     pub fn lookup(&self, sha256: &str) -> Result<Option<PathBuf>> {
-        if !crate::trust::check_dir(&self.dir, crate::trust::Follow::Yes)? {
+        if !crate::cache::ownership::check_dir(&self.dir, crate::cache::ownership::Follow::Yes)? {
             return Ok(None);
         }
         let entry = self.entry_path(sha256);
-        if !crate::trust::check_dir(&entry, crate::trust::Follow::No)? {
+        if !crate::cache::ownership::check_dir(&entry, crate::cache::ownership::Follow::No)? {
             return Ok(None);
         }
         // The work and lock folders are checked on a warm entry too, as when an install makes
         // them: a link there (to another user's folder) is refused, not used by a later sweep or lock.
         for private in [".locks", ".tmp"] {
-            crate::trust::check_dir(&self.dir.join(private), crate::trust::Follow::No)?;
+            crate::cache::ownership::check_dir(&self.dir.join(private), crate::cache::ownership::Follow::No)?;
         }
         let marker = entry.join(COMPLETE_MARKER);
         Ok(fs::symlink_metadata(&marker).is_ok_and(|m| m.is_file()).then_some(entry))
@@ -90,9 +96,9 @@ impl Cache {
 
     /// `name` below the cache folder, created if missing and checked like the cache folder.
     pub fn private_dir(&self, name: &str) -> Result<PathBuf> {
-        crate::trust::ensure_dir(&self.dir, crate::trust::Follow::Yes)?;
+        crate::cache::ownership::ensure_dir(&self.dir, crate::cache::ownership::Follow::Yes)?;
         let dir = self.dir.join(name);
-        crate::trust::ensure_dir(&dir, crate::trust::Follow::No)?;
+        crate::cache::ownership::ensure_dir(&dir, crate::cache::ownership::Follow::No)?;
         Ok(dir)
     }
 
@@ -110,9 +116,9 @@ impl Cache {
             .mode(0o600)
             .custom_flags(libc::O_NOFOLLOW)
             .open(&path)
-            .map_err(|e| crate::trust::open_error(&path, e))?;
-        crate::trust::check_file(&file, &path)?;
-        crate::lock::acquire(file, &path, &crate::lock::eprint)
+            .map_err(|e| crate::cache::ownership::open_error(&path, e))?;
+        crate::cache::ownership::check_file(&file, &path)?;
+        crate::cache::lock::acquire(file, &path, &crate::cache::lock::eprint)
     }
 
     /// A fresh work folder for `key`, of random name. Call under the key's lock.
@@ -169,23 +175,25 @@ impl Cache {
     /// mtimes, marker, then one rename.
     pub fn publish(&self, work: TempDir, sha256: &str) -> Result<PathBuf> {
         // Whatever umask the build runs under, no folder or file of an entry is writable by others.
-        crate::trust::normalise_modes(work.path())?;
-        crate::record::remove_empty_folders(work.path())?;
-        let items = crate::record::write(work.path())?;
+        crate::cache::ownership::normalise_modes(work.path())?;
+        crate::cache::record::remove_empty_folders(work.path())?;
+        let items = crate::cache::record::write(work.path())?;
         for (path, item) in &items {
-            if let crate::record::Item::File { .. } = item {
+            if let crate::cache::record::Item::File { .. } = item {
                 set_installed_mtime(&work.path().join(path))?;
             }
         }
         let marker = work.path().join(COMPLETE_MARKER);
-        crate::trust::write_new(&marker, sha256.as_bytes(), 0o644)?;
+        crate::cache::ownership::write_new(&marker, sha256.as_bytes(), 0o644)?;
         let entry = self.entry_path(sha256);
         // An entry without its marker can only be debris of a manual edit: replace it. A link
         // or a folder of someone else is refused by `lookup`, never removed here.
-        if crate::trust::check_dir(&entry, crate::trust::Follow::No)? && self.lookup(sha256)?.is_none() {
+        if crate::cache::ownership::check_dir(&entry, crate::cache::ownership::Follow::No)?
+            && self.lookup(sha256)?.is_none()
+        {
             fs::remove_dir_all(&entry).map_err(Error::io(format!("removing incomplete {}", entry.display())))?;
         }
-        crate::trust::make_readable(work.path())?;
+        crate::cache::ownership::make_readable(work.path())?;
         fs::rename(work.path(), &entry).map_err(Error::io(format!("renaming into {}", entry.display())))?;
         // Renamed away: nothing is left for the drop to remove.
         let _ = work.dir.keep();

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Whole-process CPU time (user + sys) of two run_loop variants pinned to CPU 1, in 7 alternating
 # pairs after one warm-up pair; prints each pair and the ratio B/A (its table is in BENCHMARKS.md).
-#   bash tools/bench/whole-process.sh mul1 c-trip onnxrt-trip [calls]
+#   bash benches/scripts/whole-process.sh mul1 c-trip onnxrt-trip [calls]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 model=$1 a=$2 b=$3 n=${4:-300000}

@@ -84,7 +84,7 @@ pub fn write(entry: &Path) -> Result<Vec<(PathBuf, Item)>> {
         }
     }
     let tmp = entry.join(format!("{RECORD}.{}", std::process::id()));
-    crate::trust::write_new(&tmp, text.as_bytes(), 0o644)?;
+    crate::cache::ownership::write_new(&tmp, text.as_bytes(), 0o644)?;
     let record = entry.join(RECORD);
     fs::rename(&tmp, &record).map_err(Error::io(format!("renaming into {}", record.display())))?;
     Ok(items)
@@ -94,7 +94,7 @@ pub fn write(entry: &Path) -> Result<Vec<(PathBuf, Item)>> {
 /// deleted: the caller treats that as damage, never writes a new record from the files).
 pub fn read(entry: &Path) -> std::result::Result<Option<Vec<(PathBuf, Item)>>, Damage> {
     // Bounded, never through a link, and never waiting on a FIFO planted in its place.
-    let text = match crate::trust::read_bounded(&entry.join(RECORD), RECORD_CAP) {
+    let text = match crate::cache::ownership::read_bounded(&entry.join(RECORD), RECORD_CAP) {
         Ok(Some(bytes)) => {
             String::from_utf8(bytes).map_err(|_| Damage { file: RECORD.into(), why: "malformed".into() })?
         }
@@ -306,7 +306,7 @@ fn walk(entry: &Path, relative: &Path, items: &mut Vec<(PathBuf, Item)>) -> Resu
 
 fn hash_file(path: &Path) -> std::io::Result<String> {
     // Never through a link and never waiting on a FIFO swapped in after the stat.
-    let mut file = crate::trust::open_regular(path)?;
+    let mut file = crate::cache::ownership::open_regular(path)?;
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 16];
     loop {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Provisioning cost: a warm build (cache hit) and a cold provision of a ~130 MB archive served by
 # a local HTTP server. Called by run-cpu.sh; runs alone too:
-#   bash tools/bench/provision.sh [OUT_DIR]
+#   bash benches/scripts/provision.sh [OUT_DIR]
 # Needs: cargo, python3, hyperfine (apt-get install hyperfine), sha256sum, a provisioned runtime
 # for the warm build (the ONNXRT_* variables you build with, e.g. ONNXRT_DIST=cpu-1.16.2-registry).
 #

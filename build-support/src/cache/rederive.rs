@@ -1,17 +1,17 @@
 //! `onnxrt-dist verify --archive FILE`: for a distribution the manifest pins only by its archive's
 //! hash, the entry's record was written at install from the verified archive and is trusted from
-//! then on ([`crate::Trust::Install`]). This re-derives what the entry must hold from the archive
+//! then on ([`crate::Provenance::Install`]). This re-derives what the entry must hold from the archive
 //! itself (verified against the pin first) and compares the entry's files and record with it. It
 //! changes nothing in the cache: a difference is an error that names the file and what to do.
 
 use std::io::{BufReader, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
+use crate::cache::record::{self, Item};
 use crate::cache::Cache;
 use crate::error::{Error, Result};
 use crate::manifest::DistKind;
-use crate::record::{self, Item};
-use crate::{extract, verify, Checked, Config, Provisioned, Source, Trust};
+use crate::{extract, verify, Checked, Config, Provenance, Provisioned, Source};
 
 /// Checks the cache entry of `config.dist` against the files of `archive`.
 pub fn verify_against_archive(config: &Config, archive: &Path) -> Result<Provisioned> {
@@ -62,7 +62,7 @@ pub fn verify_against_archive(config: &Config, archive: &Path) -> Result<Provisi
     }
     let files = record::read(&entry).ok().flatten().map_or(0, |items| items.len());
     let checked = Checked::Hashes { files };
-    let source = Source::Cache { entry: entry.clone(), checked, trust: Trust::Archive(archive.to_owned()) };
+    let source = Source::Cache { entry: entry.clone(), checked, trust: Provenance::Archive(archive.to_owned()) };
     crate::finish(dist, &entry, source)
 }
 

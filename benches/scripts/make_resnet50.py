@@ -4,7 +4,7 @@ seeded random weights, opset 17, dynamic batch, input `input` [N,3,224,224] → 
 For benchmarks on machines without torch (the CPU development machine): the architecture and
 weight sizes are ResNet-50's, the numbers are not a trained network's. Needs onnx and numpy.
 
-    python3 tools/bench/make_resnet50.py /tmp/resnet50.onnx
+    python3 benches/scripts/make_resnet50.py /tmp/resnet50.onnx
 """
 import sys
 
