@@ -427,4 +427,13 @@ fn a_cpu_allocator_out_of_memory_gives_host_advice() {
     let text = error.to_string();
     assert!(!text.contains("gpu_mem_limit") && !text.contains("GPU work"), "{text}");
     assert!(text.contains("host memory"), "{text}");
+    // The environment's shared CPU allocator (ORT 1.23+) says the same.
+    if onnxrt::runtime_info().expect("runtime").api_level >= 23 {
+        let env = Environment::global().expect("env");
+        let cpu = onnxrt::MemoryInfo::cpu().expect("cpu");
+        let shared = env.shared_allocator(&cpu).expect("shared").expect("the CPU has one");
+        let error = shared.tensor::<f32>(&[1 << 40]).expect_err("too large");
+        assert!(matches!(error, onnxrt::Error::OutOfMemory { host: true, .. }), "{error:?}");
+        assert!(!error.to_string().contains("gpu_mem_limit"), "{error}");
+    }
 }

@@ -324,12 +324,15 @@ pub enum Error {
     },
 
     /// Device (or host) memory ran out, or a configured limit was hit.
-    #[error("out of memory in {function}: {message}\nFix: {}", oom_fix(.message))]
+    #[error("out of memory in {function}: {message}\nFix: {}", oom_fix(*.host))]
     OutOfMemory {
         /// The C API function.
         function: &'static str,
         /// ORT's message.
         message: String,
+        /// Whether the memory is known to be the host's (a tensor made by a CPU allocator); else
+        /// it may be a GPU's (ORT's arena messages do not say which).
+        host: bool,
     },
 
     /// A run was cancelled through its [`crate::RunOptions`].
@@ -557,12 +560,11 @@ fn devices_fix(count: &Option<i32>) -> String {
 /// Shorthand for this crate's results.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// What to do about an out-of-memory failure: GPU advice only where ORT's message names the GPU.
-fn oom_fix(message: &str) -> &'static str {
-    let lower = message.to_ascii_lowercase();
-    if ["cuda", "gpu", "tensorrt"].iter().any(|word| lower.contains(word)) {
-        "lower the batch size, raise gpu_mem_limit, or free other GPU work"
+/// What to do about an out-of-memory failure: GPU advice unless the memory is the host's.
+fn oom_fix(host: bool) -> &'static str {
+    if host {
+        "lower the tensor's size or the batch size, or free host memory (a CPU allocator's limit, e.g. the arena's, bounds it too)"
     } else {
-        "lower the batch size or the tensor's size, or free host memory (a CPU allocator's limit, e.g. the arena's, bounds it too)"
+        "lower the batch size, raise gpu_mem_limit, or free other GPU work"
     }
 }
