@@ -509,7 +509,7 @@ pub(crate) fn drm_note(drm: &Path) -> String {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return format!(
-                "{} does not exist here (as in many containers and VMs): ORT's Linux device discovery reads it to find GPUs, so no provider can claim one",
+                "{} does not exist here (as in many containers and VMs): ORT's Linux device discovery reads it to find GPUs, so only a provider that finds its GPU by itself lists one (ORT 1.30's CUDA provider library, registered, listed an H100 of a VM without it)",
                 drm.display()
             )
         }

@@ -380,7 +380,7 @@ pub enum Error {
 
     /// [`DevicePolicy::RequireGpu`](crate::ep_device::DevicePolicy::RequireGpu) where no
     /// registered execution provider lists a GPU device: refused instead of running on the CPU.
-    #[error("a GPU was required through the device API, but no GPU device was listed or chosen; the devices: {seen:?}. {why}\nFix: the classic append path (SessionBuilder::cuda / ::tensorrt, with strict_gpu) does not depend on device discovery and still reaches the GPU; or register a GPU provider's plugin library (Environment::register_provider_library) where /sys/class/drm lists the GPU")]
+    #[error("a GPU was required through the device API, but no GPU device was listed or chosen; the devices: {seen:?}. {why}\nFix: the classic append path (SessionBuilder::cuda / ::tensorrt, with strict_gpu) does not depend on device discovery and still reaches the GPU; or register the GPU provider's library first (Environment::register_provider_library; for CUDA, libonnxruntime_providers_cuda.so beside the runtime), which lists the GPU where it finds it")]
     NoGpuDevice {
         /// Every device the providers listed (`provider on KIND vendor (vendor:device)`).
         seen: Vec<String>,
