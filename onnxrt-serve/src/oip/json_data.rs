@@ -11,7 +11,7 @@ use onnxrt::{ElementType, Value};
 use serde::de::{self, DeserializeSeed, SeqAccess, Visitor};
 use serde::ser::{Serialize, SerializeSeq, Serializer};
 
-use crate::oip::tensor::{element_count, element_type, value_from_raw};
+use crate::oip::tensor::{element_count, element_type};
 
 /// A value from a JSON `data` array's text: flat or nested in row-major order; numbers for
 /// numeric types (within the type's range; integers for integer types), `true`/`false` for BOOL,
@@ -20,8 +20,16 @@ use crate::oip::tensor::{element_count, element_type, value_from_raw};
 pub fn value_from_json(name: &str, datatype: &str, shape: &[i64], data: &str) -> Result<Value<'static>, String> {
     let element = element_type(name, datatype)?;
     let count = element_count(name, shape)?;
-    // Each element takes at least one character of `data`: the text bounds the reservation.
-    let reserve = count.min(data.len()).saturating_mul(element.size());
+    // The elements are written straight into the tensor. `count` elements take at least
+    // 2 * count - 1 characters (a scalar: one): a shape that `data` cannot fill gets no tensor,
+    // and the reading only counts (to name what it holds).
+    let fillable = element != ElementType::String && count <= (data.len() / 2).max(1);
+    let mut value =
+        if fillable { Some(Value::zeros(shape, element).map_err(|e| format!("input `{name}`: {e}"))?) } else { None };
+    let target = match value.as_mut() {
+        Some(value) => value.host_bytes_mut().map_err(|e| format!("input `{name}`: {e}"))?,
+        None => &mut [],
+    };
     let mut sink = Sink {
         name,
         datatype,
@@ -30,14 +38,14 @@ pub fn value_from_json(name: &str, datatype: &str, shape: &[i64], data: &str) ->
         count,
         taken: 0,
         flat: None,
-        bytes: Vec::new(),
+        target,
+        at: 0,
+        one: Vec::with_capacity(8),
         strings: Vec::new(),
         why: None,
     };
     if element == ElementType::String {
         sink.strings.reserve(count.min(data.len() / 2));
-    } else {
-        sink.bytes.reserve(reserve);
     }
     let mut reader = serde_json::Deserializer::from_str(data);
     let read = Node { sink: &mut sink, depth: 0 }.deserialize(&mut reader).and_then(|()| reader.end());
@@ -51,7 +59,8 @@ pub fn value_from_json(name: &str, datatype: &str, shape: &[i64], data: &str) ->
     if element == ElementType::String {
         return Value::from_strings(shape, &sink.strings).map_err(|e| format!("input `{name}`: {e}"));
     }
-    value_from_raw(name, datatype, shape, &sink.bytes)
+    drop(sink);
+    value.ok_or_else(|| format!("input `{name}`: shape {shape:?} is more than its `data` can hold"))
 }
 
 /// Where the elements go, and the first reason to stop (in the protocol's words).
@@ -64,7 +73,12 @@ struct Sink<'a> {
     taken: usize,
     /// Whether the outer array is flat (decided by its first item).
     flat: Option<bool>,
-    bytes: Vec<u8>,
+    /// The tensor's bytes (empty when `data` cannot fill the shape: then elements are only
+    /// counted), and where the next element goes.
+    target: &'a mut [u8],
+    at: usize,
+    /// One element's little-endian bytes.
+    one: Vec<u8>,
     strings: Vec<String>,
     why: Option<String>,
 }
@@ -103,7 +117,8 @@ impl Sink<'_> {
             let (shape, count) = (self.shape, self.count);
             return Err(self.stop(format!("shape {shape:?} holds {count} element(s), `data` holds more")));
         }
-        let out = &mut self.bytes;
+        let out = &mut self.one;
+        out.clear();
         let fits = match (self.element, &item) {
             (ElementType::Bool, Item::Bool(b)) => {
                 out.push(u8::from(*b));
@@ -139,6 +154,11 @@ impl Sink<'_> {
             let datatype = self.datatype;
             return Err(self.stop(format!("{item} is not a valid {datatype} element")));
         }
+        let end = self.at + self.one.len();
+        if let Some(slot) = self.target.get_mut(self.at..end) {
+            slot.copy_from_slice(&self.one);
+        }
+        self.at = end;
         self.taken += 1;
         Ok(())
     }
