@@ -1,7 +1,9 @@
 //! The Open Inference Protocol (KServe v2, which Triton, MLServer and their clients speak): its
-//! data types, tensors in JSON and raw form, and the REST side's JSON bodies. The gRPC messages
-//! are generated from `proto/grpc_service.proto` ([`grpc`]); the routes live in the `serve`
-//! program.
+//! data types, tensors in JSON and raw form, request parameters (one set of rules for both
+//! protocols), the REST side's JSON bodies. The gRPC messages are generated from
+//! `proto/grpc_service.proto` ([`grpc`]); `rest_body` and `grpc_body` turn each protocol's
+//! inference request into an `infer::Request` and its answer back; the
+//! routes live in `server`.
 
 pub mod datatype;
 #[cfg(feature = "server")]
