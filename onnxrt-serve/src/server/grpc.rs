@@ -6,18 +6,14 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::infer::{self, WantedOutput};
+use crate::infer;
 use crate::oip::grpc::grpc_inference_service_server::GrpcInferenceService;
-use crate::oip::grpc::infer_parameter::ParameterChoice;
-use crate::oip::grpc::model_infer_request::InferInputTensor;
-use crate::oip::grpc::model_infer_response::InferOutputTensor;
 use crate::oip::grpc::model_metadata_response::TensorMetadata;
 use crate::oip::grpc::repository_index_response::ModelIndex;
 use crate::oip::grpc::*;
+use crate::oip::grpc_body;
 use crate::oip::messages::{EXTENSIONS, PLATFORM};
-use crate::oip::tensor;
 use crate::repository::{FindError, InferError, ServedModel};
-use onnxrt::Value;
 use tonic::{Request, Response, Status};
 
 use crate::server::app::App;
@@ -90,60 +86,6 @@ fn grpc_timeout(metadata: &tonic::metadata::MetadataMap) -> Option<Duration> {
         "n" => Duration::from_nanos(amount),
         _ => return None,
     })
-}
-
-/// A value from an input's typed `contents`.
-fn value_from_contents(input: &InferInputTensor) -> Result<Value<'static>, String> {
-    let name = &input.name;
-    let contents = input.contents.clone().unwrap_or_default();
-    let mut bytes = Vec::new();
-    let narrow = |what: &str| format!("input `{name}`: an element does not fit {what}");
-    match input.datatype.as_str() {
-        "BYTES" => {
-            for element in &contents.bytes_contents {
-                let length = u32::try_from(element.len()).map_err(|_| narrow("a 4 GiB element"))?;
-                bytes.extend(length.to_le_bytes());
-                bytes.extend(element);
-            }
-        }
-        "BOOL" => bytes.extend(contents.bool_contents.iter().map(|&b| u8::from(b))),
-        "INT8" => {
-            for &x in &contents.int_contents {
-                bytes.extend(i8::try_from(x).map_err(|_| narrow("INT8"))?.to_le_bytes())
-            }
-        }
-        "INT16" => {
-            for &x in &contents.int_contents {
-                bytes.extend(i16::try_from(x).map_err(|_| narrow("INT16"))?.to_le_bytes())
-            }
-        }
-        "INT32" => contents.int_contents.iter().for_each(|x| bytes.extend(x.to_le_bytes())),
-        "INT64" => contents.int64_contents.iter().for_each(|x| bytes.extend(x.to_le_bytes())),
-        "UINT8" => {
-            for &x in &contents.uint_contents {
-                bytes.extend(u8::try_from(x).map_err(|_| narrow("UINT8"))?.to_le_bytes())
-            }
-        }
-        "UINT16" => {
-            for &x in &contents.uint_contents {
-                bytes.extend(u16::try_from(x).map_err(|_| narrow("UINT16"))?.to_le_bytes())
-            }
-        }
-        "UINT32" => contents.uint_contents.iter().for_each(|x| bytes.extend(x.to_le_bytes())),
-        "UINT64" => contents.uint64_contents.iter().for_each(|x| bytes.extend(x.to_le_bytes())),
-        "FP32" => contents.fp32_contents.iter().for_each(|x| bytes.extend(x.to_le_bytes())),
-        "FP64" => contents.fp64_contents.iter().for_each(|x| bytes.extend(x.to_le_bytes())),
-        "FP16" | "BF16" => {
-            return Err(format!(
-                "input `{name}`: {} has no typed contents field; send it in raw_input_contents",
-                input.datatype
-            ))
-        }
-        other => {
-            tensor::element_type(name, other)?;
-        }
-    }
-    tensor::value_from_raw(name, &input.datatype, &input.shape, &bytes)
 }
 
 #[tonic::async_trait]
@@ -252,88 +194,9 @@ impl GrpcInferenceService for Service {
 impl Service {
     async fn infer(&self, request: ModelInferRequest, asked: Option<Duration>) -> Result<ModelInferResponse, Status> {
         let model = self.find(&request.model_name, &request.model_version)?;
-        let raw = &request.raw_input_contents;
-        if !raw.is_empty() && raw.len() != request.inputs.len() {
-            return Err(Status::invalid_argument(format!(
-                "raw_input_contents has {} entries for {} inputs; send one per input, in order",
-                raw.len(),
-                request.inputs.len()
-            )));
-        }
-        let mut inputs = Vec::with_capacity(request.inputs.len());
-        for (at, input) in request.inputs.iter().enumerate() {
-            let value = match raw.get(at) {
-                Some(bytes) => tensor::value_from_raw(&input.name, &input.datatype, &input.shape, bytes),
-                None => value_from_contents(input),
-            }
-            .map_err(Status::invalid_argument)?;
-            inputs.push((input.name.clone(), value));
-        }
-        let parameter_timeout = match request.parameters.get("timeout").and_then(|p| p.parameter_choice.as_ref()) {
-            None => None,
-            // 0 is "none of its own", as for REST.
-            Some(ParameterChoice::Int64Param(0) | ParameterChoice::Uint64Param(0)) => None,
-            Some(ParameterChoice::Int64Param(micros)) if *micros > 0 => Some(Duration::from_micros(*micros as u64)),
-            Some(ParameterChoice::Uint64Param(micros)) => Some(Duration::from_micros(*micros)),
-            Some(other) => {
-                return Err(Status::invalid_argument(format!(
-                    "parameter `timeout` must be a whole number of microseconds, got {other:?}"
-                )))
-            }
-        };
-        let timeout = match (asked, parameter_timeout) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        let mut outputs = Vec::with_capacity(request.outputs.len());
-        for output in &request.outputs {
-            let class_count = match output.parameters.get("classification").and_then(|p| p.parameter_choice.as_ref()) {
-                None => 0,
-                Some(ParameterChoice::Int64Param(n)) => u64::try_from(*n).unwrap_or(0),
-                Some(ParameterChoice::Uint64Param(n)) => *n,
-                Some(other) => {
-                    return Err(Status::invalid_argument(format!(
-                        "output `{}`: `classification` must be a whole number, got {other:?}",
-                        output.name
-                    )))
-                }
-            };
-            outputs.push(WantedOutput { name: output.name.clone(), binary: true, class_count });
-        }
-        let sequence_id = ["sequence_id", "sequence_start", "sequence_end"].iter().find_map(|key| {
-            let named = match request.parameters.get(*key).and_then(|p| p.parameter_choice.as_ref())? {
-                ParameterChoice::Int64Param(n) => (*n != 0).then(|| n.to_string()),
-                ParameterChoice::Uint64Param(n) => (*n != 0).then(|| n.to_string()),
-                ParameterChoice::StringParam(s) => (!s.is_empty()).then(|| format!("{s:?}")),
-                ParameterChoice::BoolParam(b) => b.then(|| "true".to_owned()),
-                _ => None,
-            };
-            named.map(|v| format!("({key} {v})"))
-        });
-        let decoded = infer::Request { inputs, outputs, all_binary: true, timeout, sequence_id };
+        let decoded = grpc_body::decode(&request, asked).map_err(Status::invalid_argument)?;
         let deadline = self.app.deadline(decoded.timeout);
         let answer = infer::run(&model, decoded, deadline).await.map_err(|e| GrpcRefusal::from(e).0)?;
-        let outputs = answer.outputs;
-        let mut described = Vec::with_capacity(outputs.len());
-        let mut raw_outputs = Vec::with_capacity(outputs.len());
-        for (name, value, _) in &outputs {
-            let (datatype, shape) = tensor::datatype_and_shape(name, value).map_err(Status::internal)?;
-            raw_outputs.push(tensor::raw_of(name, value).map_err(Status::internal)?);
-            described.push(InferOutputTensor {
-                name: name.clone(),
-                datatype: datatype.into(),
-                shape,
-                parameters: Default::default(),
-                contents: None,
-            });
-        }
-        Ok(ModelInferResponse {
-            model_name: model.name.clone(),
-            model_version: model.version.clone(),
-            id: request.id,
-            parameters: Default::default(),
-            outputs: described,
-            raw_output_contents: raw_outputs,
-        })
+        grpc_body::encode(&model, request.id, &answer).map_err(Status::internal)
     }
 }
