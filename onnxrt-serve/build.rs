@@ -13,7 +13,7 @@ fn generate() {
         Ok(descriptors) => descriptors,
         Err(error) => panic!("proto/grpc_service.proto: {error}"),
     };
-    if let Err(error) = tonic_prost_build::configure().build_client(false).compile_fds(descriptors) {
+    if let Err(error) = tonic_prost_build::configure().build_client(true).compile_fds(descriptors) {
         panic!("generating the gRPC code from proto/grpc_service.proto: {error}");
     }
 }

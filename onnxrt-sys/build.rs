@@ -25,6 +25,10 @@ fn main() -> ExitCode {
     // Read by clang-sys (where libclang is) and by docs.rs (a documentation-only build).
     println!("cargo:rerun-if-env-changed=LIBCLANG_PATH");
     println!("cargo:rerun-if-env-changed=DOCS_RS");
+    if let Err(why) = write_plugin_pins() {
+        println!("cargo:warning=onnxrt-sys: writing the plugin pins: {why}");
+        return ExitCode::FAILURE;
+    }
     if std::env::var_os("DOCS_RS").is_some() {
         emit::documentation_only();
         return write_bindings(None);
@@ -67,6 +71,24 @@ fn main() -> ExitCode {
         return write_bindings_as(None, "checked-in (other headers)");
     }
     write_bindings(Some(&provided.include_dir))
+}
+
+/// Writes OUT_DIR/plugin_pins.rs: the library of every plugin bundle in the manifest (its
+/// `plugin = true` distributions) with its size and sha256, for `onnxrt`'s safe registration.
+fn write_plugin_pins() -> Result<(), String> {
+    let manifest = build_support::manifest::Manifest::builtin().map_err(|e| e.to_string())?;
+    let mut text = String::from("&[\n");
+    for dist in manifest.dists.iter().filter(|d| d.plugin) {
+        let Some(pin) = dist.files.iter().find(|f| f.path == dist.library) else { continue };
+        let (Some(size), Some(sha256)) = (pin.size, pin.sha256.as_deref()) else { continue };
+        text += &format!(
+            "    PinnedPlugin {{ dist: {:?}, min_ort_version: {:?}, library: {:?}, size: {size}, sha256: {sha256:?} }},\n",
+            dist.name, dist.ort_version, dist.library
+        );
+    }
+    text += "]\n";
+    let dir = PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_default());
+    build_support::replace_file(&dir, "plugin_pins.rs", text.as_bytes()).map_err(|e| e.to_string())
 }
 
 /// The `ORT_API_VERSION` a header (`#define ORT_API_VERSION N`) or bindings file

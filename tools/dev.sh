@@ -84,21 +84,24 @@ test_newest() {
   # Mesa's software Vulkan driver, vendor-manifest.toml), registered, chosen through the device API
   # and compared with the CPU provider. The driver's own libraries (LLVM, libdrm, xcb) and the
   # Vulkan loader come from the system's mesa-vulkan-drivers, whose older driver Dawn refuses.
-  local webgpu
-  webgpu=$(cargo run -q -p onnxrt-build-support --bin onnxrt-dist -- assemble webgpu-plugin-0.4.0-registry)
+  # `assemble` prints the bundle's lib folder, and on stderr the environment its device needs
+  # (VK_ICD_FILENAMES at the ICD manifest it wrote for the bundle's driver), which is used here.
+  local webgpu setup
+  setup=$(mktemp)
+  webgpu=$(cargo run -q -p onnxrt-build-support --bin onnxrt-dist -- assemble webgpu-plugin-0.4.0-registry 2>"$setup")
   webgpu=${webgpu%/lib}
   if [ ! -e /usr/lib/x86_64-linux-gnu/libvulkan.so.1 ] || ldd "$webgpu/vulkan/libvulkan_lvp.so" | grep -q 'not found'; then
     say "installing the Vulkan loader and Mesa's libraries"; apt_install libvulkan1 mesa-vulkan-drivers
   fi
   local icd
-  icd=$(mktemp --suffix=.json)
-  printf '{"file_format_version": "1.0.0", "ICD": {"library_path": "%s", "api_version": "1.4.305"}}\n' \
-    "$webgpu/vulkan/libvulkan_lvp.so" >"$icd"
+  icd=$(sed -n 's/^export VK_ICD_FILENAMES=//p' "$setup")
+  grep -qx 'export ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1' "$setup" && [ -f "$icd" ] \
+    || { cat "$setup" >&2; say "onnxrt-dist assemble printed no Vulkan ICD manifest for the plugin bundle"; return 1; }
+  rm -f "$setup"
   env -u ONNXRT_LIB_DIR -u ONNXRT_INCLUDE_DIR -u ONNXRT_ARCHIVE -u ONNXRT_ARCHIVE_SHA256 \
     ONNXRT_DIST="$NEWEST_DIST" ONNXRT_TEST_WEBGPU_PLUGIN="$webgpu/lib/libonnxruntime_providers_webgpu.so" \
     ONNXRT_REQUIRE_WEBGPU_PLUGIN=1 VK_ICD_FILENAMES="$icd" ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1 \
     cargo test -p onnxrt-tests --test plugin_webgpu
-  rm -f "$icd"
   command -v valgrind >/dev/null || { say "installing valgrind"; apt_install valgrind; }
   env -u ONNXRT_LIB_DIR -u ONNXRT_INCLUDE_DIR -u ONNXRT_ARCHIVE -u ONNXRT_ARCHIVE_SHA256 \
     ONNXRT_DIST="$NEWEST_DIST" bash tools/reliability/memcheck.sh device_api_soundness ep_devices compile_model placement_info lora_adapters allocator_stats load_cancel captured_graph shared_allocator
@@ -120,7 +123,7 @@ test_clients() {
   bash tools/serve/check-clients.sh
 }
 
-# Scale-out (issue 45): the KServe manifests (deploy/kserve/) against KServe's API model and
+# Scale-out: the KServe manifests (deploy/kserve/) against KServe's API model and
 # Kubernetes' schemas, their args against `serve --help`, broken copies refused; then three serve
 # instances behind HAProxy (apt-get) under tritonclient load, one drained (no request may be lost)
 # and one killed. SERVE_BIN: a prebuilt serve instead of the one built here.

@@ -34,6 +34,7 @@ pub mod error;
 pub mod extract;
 pub mod manifest;
 pub mod pack;
+pub mod plugin_setup;
 pub mod probe;
 pub mod progress;
 pub mod verify;
@@ -175,7 +176,7 @@ pub fn provision(config: &Config) -> Result<Provisioned> {
     let dist = config.manifest.dist(&config.dist)?;
     if dist.plugin {
         return Err(Error::Manifest(format!(
-            "`{}` is a plugin provider bundle, not a runtime: assemble it with `onnxrt-dist assemble {}` and register its library with Environment::register_provider_library",
+            "`{}` is a plugin provider bundle, not a runtime: assemble it with `onnxrt-dist assemble {}` and register its library with Environment::register_pinned_provider_library",
             dist.name, dist.name
         )));
     }

@@ -4,21 +4,17 @@
 //! highest value first, per row: `[rows, K]` for an output of two or more axes (the first is the
 //! batch), `[K]` for one of one axis. The value is printed with six decimals, as Triton does.
 
-use onnxrt::Value;
-use serde_json::Value as Json;
+use half::{bf16, f16};
+use onnxrt::{Element, ElementType, Value};
 
 use crate::oip::tensor;
 
 /// The top `count` classes of output `name`'s `value`, labelled from `labels`.
 pub fn top_classes(name: &str, value: &Value<'_>, count: u64, labels: &[String]) -> Result<Value<'static>, String> {
     let (datatype, shape) = tensor::datatype_and_shape(name, value)?;
-    if matches!(datatype, "BYTES" | "BOOL") {
-        return Err(format!("output `{name}` is {datatype}: class_count needs numbers to rank"));
-    }
-    let Json::Array(items) = tensor::json_of(name, value)? else {
-        return Err(format!("output `{name}`: its values are not a list"));
-    };
-    let values: Vec<f64> = items.iter().map(|v| v.as_f64().unwrap_or(f64::NAN)).collect();
+    let values = numbers(value)
+        .map_err(|e| format!("output `{name}`: {e}"))?
+        .ok_or_else(|| format!("output `{name}` is {datatype}: class_count needs numbers to rank"))?;
     let rows = if shape.len() >= 2 { usize::try_from(shape[0]).unwrap_or(0) } else { 1 };
     let classes = values.len().checked_div(rows).unwrap_or(0);
     if classes == 0 {
@@ -35,11 +31,33 @@ pub fn top_classes(name: &str, value: &Value<'_>, count: u64, labels: &[String])
                 Some(label) => format!("{:.6}:{index}:{label}", row[index]),
                 None => format!("{:.6}:{index}", row[index]),
             };
-            strings.push(Json::String(text));
+            strings.push(text);
         }
     }
     let out_shape: Vec<i64> = if shape.len() >= 2 { vec![rows as i64, k as i64] } else { vec![k as i64] };
-    tensor::value_from_json(name, "BYTES", &out_shape, &Json::Array(strings))
+    Value::from_strings(&out_shape, &strings).map_err(|e| format!("output `{name}`: {e}"))
+}
+
+/// A numeric tensor's elements as f64; `None` for strings and booleans.
+fn numbers(value: &Value<'_>) -> onnxrt::Result<Option<Vec<f64>>> {
+    fn all<T: Element>(value: &Value<'_>, to: impl Fn(&T) -> f64) -> onnxrt::Result<Option<Vec<f64>>> {
+        Ok(Some(value.view::<T>()?.iter().map(to).collect()))
+    }
+    match value.tensor_info()?.element_type {
+        ElementType::U8 => all::<u8>(value, |&x| f64::from(x)),
+        ElementType::U16 => all::<u16>(value, |&x| f64::from(x)),
+        ElementType::U32 => all::<u32>(value, |&x| f64::from(x)),
+        ElementType::U64 => all::<u64>(value, |&x| x as f64),
+        ElementType::I8 => all::<i8>(value, |&x| f64::from(x)),
+        ElementType::I16 => all::<i16>(value, |&x| f64::from(x)),
+        ElementType::I32 => all::<i32>(value, |&x| f64::from(x)),
+        ElementType::I64 => all::<i64>(value, |&x| x as f64),
+        ElementType::F32 => all::<f32>(value, |&x| f64::from(x)),
+        ElementType::F64 => all::<f64>(value, |&x| x),
+        ElementType::F16 => all::<f16>(value, |x| f64::from(x.to_f32())),
+        ElementType::BF16 => all::<bf16>(value, |x| f64::from(x.to_f32())),
+        _ => Ok(None),
+    }
 }
 
 #[cfg(test)]

@@ -45,7 +45,7 @@ pub struct Answer {
 }
 
 /// Runs `request` on `model`, answered before `deadline` (the sooner of the server's and the
-/// client's limits; [`deadline`]).
+/// client's limits: the server's `App::deadline`).
 pub async fn run(model: &ServedModel, request: Request, deadline: Instant) -> Result<Answer, InferError> {
     if let Some(id) = &request.sequence_id {
         return Err(InferError::Invalid(format!(
@@ -70,21 +70,4 @@ pub async fn run(model: &ServedModel, request: Request, deadline: Instant) -> Re
         answer.push((name, value, b));
     }
     Ok(Answer { outputs: answer })
-}
-
-/// The deadline of a request that asks for `asked` (or nothing) on a server whose limit is
-/// `server`: whichever is sooner.
-pub fn deadline(server: Duration, asked: Option<Duration>) -> Instant {
-    Instant::now() + asked.map_or(server, |a| a.min(server))
-}
-
-/// A sequence parameter's value as text when it names a sequence (nonzero number, nonempty
-/// string), else `None`.
-pub fn sequence_named(value: &serde_json::Value) -> Option<String> {
-    match value {
-        serde_json::Value::Number(n) if n.as_u64() != Some(0) && n.as_i64() != Some(0) => Some(n.to_string()),
-        serde_json::Value::String(s) if !s.is_empty() => Some(format!("{s:?}")),
-        serde_json::Value::Bool(true) => Some("true".into()),
-        _ => None,
-    }
 }

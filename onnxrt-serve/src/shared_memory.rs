@@ -52,16 +52,10 @@ pub struct RegionStatus {
     pub byte_size: u64,
 }
 
-/// A tensor's place in a region, from a request's `shared_memory_*` parameters.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Place {
-    /// The region's name.
-    pub region: String,
-    /// Bytes, from `offset`.
-    pub byte_size: u64,
-    /// From the region's start.
-    pub offset: u64,
-}
+pub use crate::oip::parameters::Place;
+
+/// The outputs a request asks to have written into regions, by name.
+pub type OutputPlaces = std::collections::HashMap<String, Place>;
 
 /// The registered regions, by name.
 #[derive(Debug, Default)]
@@ -200,33 +194,6 @@ fn locate<'a>(
         )));
     }
     Ok((region, region.offset + place.offset))
-}
-
-/// A tensor's place from its parameters, each read by `get` as a string or a whole number:
-/// `None` when it names no region.
-pub fn place_of(
-    tensor: &str,
-    region: Option<String>,
-    byte_size: Option<Option<u64>>,
-    offset: Option<Option<u64>>,
-) -> Result<Option<Place>, String> {
-    let Some(region) = region else {
-        return match (byte_size, offset) {
-            (None, None) => Ok(None),
-            _ => Err(format!("`{tensor}`: shared_memory_byte_size or _offset without shared_memory_region")),
-        };
-    };
-    let byte_size = match byte_size {
-        Some(Some(size)) => size,
-        Some(None) => return Err(format!("`{tensor}`: shared_memory_byte_size must be a whole number of bytes")),
-        None => return Err(format!("`{tensor}`: shared_memory_region `{region}` needs shared_memory_byte_size")),
-    };
-    let offset = match offset {
-        Some(Some(offset)) => offset,
-        Some(None) => return Err(format!("`{tensor}`: shared_memory_offset must be a whole number of bytes")),
-        None => 0,
-    };
-    Ok(Some(Place { region, byte_size, offset }))
 }
 
 #[cfg(test)]

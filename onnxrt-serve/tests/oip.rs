@@ -256,11 +256,11 @@ fn several_inputs_requested_outputs_and_every_bad_request_named() {
         let cases: Vec<(&str, &str, Json, u16, &str)> = vec![
             ("unknown model", "/v2/models/nope/infer", json!({ "inputs": [] }), 404, "no model `nope`"),
             ("unknown version", "/v2/models/add/versions/9/infer", json!({ "inputs": [a] }), 404, "no version `9`"),
-            ("missing input", "/v2/models/add/infer", json!({ "inputs": [a] }), 400, "input `b` (f32, shape [2, 3]) is missing"),
+            ("missing input", "/v2/models/add/infer", json!({ "inputs": [a] }), 400, "input `b` (FP32 [2, 3]) is missing"),
             ("input twice", "/v2/models/add/infer", json!({ "inputs": [a, a] }), 400, "input `a` was given more than once"),
             ("unknown input", "/v2/models/multi/infer", json!({ "inputs": [{ "name": "y", "shape": [1], "datatype": "FP32", "data": [1] }] }), 400, "no input named `y`"),
             ("wrong datatype", "/v2/models/multi/infer", json!({ "inputs": [{ "name": "x", "shape": [1], "datatype": "INT32", "data": [1] }] }), 400, "input `x` is FP32 in the model; the request sent INT32"),
-            ("wrong shape", "/v2/models/add/infer", json!({ "inputs": [{ "name": "a", "shape": [3, 2], "datatype": "FP32", "data": [1, 2, 3, 4, 5, 6] }, { "name": "b", "shape": [3, 2], "datatype": "FP32", "data": [1, 2, 3, 4, 5, 6] }] }), 400, "`a` expects shape [2, 3] but got [3, 2]"),
+            ("wrong shape", "/v2/models/add/infer", json!({ "inputs": [{ "name": "a", "shape": [3, 2], "datatype": "FP32", "data": [1, 2, 3, 4, 5, 6] }, { "name": "b", "shape": [3, 2], "datatype": "FP32", "data": [1, 2, 3, 4, 5, 6] }] }), 400, "input `a` has shape [2, 3] in the model (-1: any size); the request sent [3, 2]"),
             ("data shorter than shape", "/v2/models/multi/infer", json!({ "inputs": [{ "name": "x", "shape": [4], "datatype": "FP32", "data": [1] }] }), 400, "holds 4 element(s), `data` holds 1"),
             ("unknown datatype", "/v2/models/multi/infer", json!({ "inputs": [{ "name": "x", "shape": [1], "datatype": "FLOAT", "data": [1] }] }), 400, "unknown datatype `FLOAT`"),
             ("no data", "/v2/models/multi/infer", json!({ "inputs": [{ "name": "x", "shape": [1], "datatype": "FP32" }] }), 400, "has no `data`"),

@@ -436,7 +436,7 @@ fn sigterm_lets_the_requests_in_flight_finish_and_exits_0() {
     assert!(std::net::TcpStream::connect(server.address).is_err());
 }
 
-/// Behind a load balancer (issue 45): with `--drain-delay-ms`, SIGTERM turns readiness to 503 while
+/// Behind a load balancer: with `--drain-delay-ms`, SIGTERM turns readiness to 503 while
 /// the server still takes new connections and answers them, so the balancer's health checks take
 /// it out before anything is refused; a second SIGTERM ends the delay, and it exits 0. (Without the
 /// delay the listener closed at the moment readiness turned: tools/serve/scale-out.sh with

@@ -1,7 +1,8 @@
 //! Triton's system shared-memory extension over REST on the real `serve`: inputs read from a
 //! registered region of a /dev/shm object (at an offset), outputs written into one; every place
 //! outside its region, a key outside /dev/shm or a symbolic link is refused with 400 and the
-//! server answers on. (tritonclient over HTTP and gRPC: check_shared_memory.py.)
+//! server answers on. Over gRPC: an input in shared memory beside one in `raw_input_contents`
+//! (one raw entry per input not in shared memory). (tritonclient: check_shared_memory.py.)
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
@@ -10,6 +11,10 @@ use std::process::{Child, Command, Stdio};
 
 use hyper::body::Bytes;
 use onnxrt_serve::http_client::{Connection, Reply};
+use onnxrt_serve::oip::grpc::grpc_inference_service_client::GrpcInferenceServiceClient;
+use onnxrt_serve::oip::grpc::infer_parameter::ParameterChoice;
+use onnxrt_serve::oip::grpc::model_infer_request::{InferInputTensor, InferRequestedOutputTensor};
+use onnxrt_serve::oip::grpc::{InferParameter, ModelInferRequest, SystemSharedMemoryRegisterRequest};
 use serde_json::{json, Value as Json};
 
 const MODELS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models");
@@ -18,6 +23,7 @@ const MODELS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models"
 struct Server {
     child: Child,
     rest: SocketAddr,
+    grpc: SocketAddr,
 }
 
 impl Server {
@@ -25,21 +31,25 @@ impl Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_serve"))
             .arg("--model-repository")
             .arg(repository)
-            .args(["--listen", "127.0.0.1:0", "--grpc-listen", "off", "--workers", "2"])
+            .args(["--listen", "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0", "--workers", "2"])
             .args(args)
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
             .expect("serve starts");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout piped")).read_line(&mut line).expect("address line");
-        let rest = line
-            .strip_prefix("listening on http://")
-            .and_then(|rest| rest.split_whitespace().next())
-            .and_then(|a| a.parse().ok())
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
-        Server { child, rest }
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout piped"));
+        let mut address = |prefix: &str| {
+            let mut line = String::new();
+            stdout.read_line(&mut line).expect("address line");
+            line.strip_prefix(prefix)
+                .and_then(|rest| rest.split_whitespace().next())
+                .and_then(|a| a.parse().ok())
+                .unwrap_or_else(|| panic!("expected `{prefix}…`, got {line:?}"))
+        };
+        let rest = address("listening on http://");
+        let grpc = address("grpc listening on ");
+        Server { child, rest, grpc }
     }
 }
 
@@ -146,5 +156,64 @@ fn tensors_travel_through_shared_memory_and_every_place_outside_a_region_is_refu
     });
     let _ = std::fs::remove_file(&object);
     let _ = std::fs::remove_file(&link);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn over_grpc_an_input_in_shared_memory_takes_no_raw_entry_and_outputs_land_in_the_region() {
+    let root = folder("shm-grpc");
+    put(&root, "add", "add_f32.onnx");
+    let key = format!("onnxrt_serve_test_grpc_{}", std::process::id());
+    let object = Path::new("/dev/shm").join(&key);
+    // Input a at 0 (6 f32), room for the output at 32.
+    let mut bytes = vec![0u8; 64];
+    for (i, v) in [1f32, 2., 3., 4., 5., 6.].iter().enumerate() {
+        bytes[4 * i..4 * i + 4].copy_from_slice(&v.to_le_bytes());
+    }
+    std::fs::write(&object, &bytes).expect("shm object");
+    let server = Server::start(&root, &[]);
+    runtime().block_on(async {
+        let mut grpc = GrpcInferenceServiceClient::connect(format!("http://{}", server.grpc)).await.expect("gRPC");
+        let register =
+            SystemSharedMemoryRegisterRequest { name: "r".into(), key: format!("/{key}"), offset: 0, byte_size: 64 };
+        grpc.system_shared_memory_register(register).await.expect("registered");
+        let parameter = |choice| InferParameter { parameter_choice: Some(choice) };
+        let place = |offset: u64| {
+            [
+                ("shared_memory_region".to_owned(), parameter(ParameterChoice::StringParam("r".into()))),
+                ("shared_memory_byte_size".to_owned(), parameter(ParameterChoice::Int64Param(24))),
+                ("shared_memory_offset".to_owned(), parameter(ParameterChoice::Uint64Param(offset))),
+            ]
+            .into_iter()
+            .collect()
+        };
+        let input = |name: &str| InferInputTensor {
+            name: name.into(),
+            datatype: "FP32".into(),
+            shape: vec![2, 3],
+            ..Default::default()
+        };
+        let b: Vec<u8> = [0.5f32; 6].iter().flat_map(|x| x.to_le_bytes()).collect();
+        let request = |raw: Vec<Vec<u8>>| ModelInferRequest {
+            model_name: "add".into(),
+            inputs: vec![InferInputTensor { parameters: place(0), ..input("a") }, input("b")],
+            outputs: vec![InferRequestedOutputTensor { name: "sum".into(), parameters: place(32) }],
+            raw_input_contents: raw,
+            ..Default::default()
+        };
+        let answer = grpc.model_infer(request(vec![b.clone()])).await.expect("answered").into_inner();
+        assert_eq!(answer.raw_output_contents, [Vec::<u8>::new()], "an empty entry for the output in the region");
+        let region = answer.outputs[0].parameters.get("shared_memory_region").and_then(|p| p.parameter_choice.clone());
+        assert_eq!(region, Some(ParameterChoice::StringParam("r".into())));
+        let written = std::fs::read(&object).expect("object");
+        let sums: Vec<f32> =
+            written[32..56].chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().expect("4"))).collect();
+        assert_eq!(sums, [1.5, 2.5, 3.5, 4.5, 5.5, 6.5]);
+        // Two raw entries for the one input not in shared memory: refused, naming the rule.
+        let status = grpc.model_infer(request(vec![b.clone(), b])).await.expect_err("refused");
+        assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
+        assert!(status.message().contains("1 inputs not in shared memory"), "{}", status.message());
+    });
+    let _ = std::fs::remove_file(&object);
     let _ = std::fs::remove_dir_all(&root);
 }

@@ -29,6 +29,25 @@ pub const BUILD_SOURCE: &str = env!("ONNXRT_BUILD_SOURCE");
 /// the distribution's headers declare another C API version than `src/bindings.rs`.
 pub const BINDINGS: &str = env!("ONNXRT_SYS_BINDINGS");
 
+/// The library of a plugin execution-provider bundle pinned in vendor-manifest.toml (a
+/// `plugin = true` distribution), as the build read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PinnedPlugin {
+    /// The bundle's name in the manifest (e.g. `webgpu-plugin-0.4.0-registry`).
+    pub dist: &'static str,
+    /// The oldest ONNX Runtime the plugin loads into.
+    pub min_ort_version: &'static str,
+    /// The library's path inside the bundle.
+    pub library: &'static str,
+    /// Its exact size in bytes.
+    pub size: u64,
+    /// Its sha256, lowercase hex.
+    pub sha256: &'static str,
+}
+
+/// Every pinned plugin library (vendor-manifest.toml, compiled in by the build).
+pub const PINNED_PLUGINS: &[PinnedPlugin] = include!(concat!(env!("OUT_DIR"), "/plugin_pins.rs"));
+
 /// The C API version requested from the runtime (ORT 1.16); newer runtimes serve it too. Defined
 /// once, as `build_support::API_VERSION`, and passed here by build.rs.
 pub const API_VERSION: u32 = decimal(env!("ONNXRT_SYS_API_VERSION"));

@@ -10,7 +10,7 @@ use onnxrt_sys::OrtAllocator;
 use crate::api::api;
 use crate::element::Element;
 use crate::env::Environment;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::handle::Owned;
 use crate::memory::MemoryInfo;
 use crate::session::Session;
@@ -66,11 +66,39 @@ unsafe fn tensor_in<'a, T: Element>(allocator: *mut OrtAllocator, shape: &[i64])
     let api = api()?;
     let mut raw = std::ptr::null_mut();
     // SAFETY: the allocator is live (caller's contract); the shape slice is live for the call.
-    unsafe { ort!(api, CreateTensorAsOrtValue(allocator, shape.as_ptr(), shape.len(), T::TYPE.to_raw(), &mut raw)) }?;
+    let created = unsafe {
+        ort!(api, CreateTensorAsOrtValue(allocator, shape.as_ptr(), shape.len(), T::TYPE.to_raw(), &mut raw))
+    };
+    if let Err(Error::OutOfMemory { function, message, .. }) = created {
+        // The memory is known here: say so, for advice about the right memory.
+        // SAFETY: the allocator is live (caller's contract).
+        let host = unsafe { is_host(api, allocator) };
+        return Err(Error::OutOfMemory { function, message, host });
+    }
+    created?;
     // SAFETY: on success we own the value.
     let mut value = Value::from_owned(unsafe { Owned::from_raw(raw) }?);
     value.zero_if_host()?;
     Ok(value)
+}
+
+/// Whether `allocator` hands out host memory (the CPU's, or CUDA pinned); `false` where unknown.
+///
+/// # Safety
+/// `allocator` is live.
+unsafe fn is_host(api: &crate::api::Api, allocator: *mut OrtAllocator) -> bool {
+    let mut info = std::ptr::null();
+    // SAFETY: the allocator is live (caller's contract); the info it returns is its own.
+    if unsafe { ort!(api, AllocatorGetInfo(allocator, &mut info)) }.is_err() || info.is_null() {
+        return false;
+    }
+    let mut name = std::ptr::null();
+    // SAFETY: `info` is valid while the allocator lives; the name is a static string in ORT.
+    if unsafe { ort!(api, MemoryInfoGetName(info, &mut name)) }.is_err() || name.is_null() {
+        return false;
+    }
+    // SAFETY: a NUL-terminated static string.
+    matches!(unsafe { std::ffi::CStr::from_ptr(name) }.to_bytes(), b"Cpu" | b"CudaPinned")
 }
 
 /// The environment's allocator for one memory location (C API 23): ORT creates one per device

@@ -10,7 +10,9 @@ use crate::status::ort;
 
 impl Allocator<'_> {
     /// The allocator's statistics, as ORT names them (an arena reports `InUse`, `MaxInUse`,
-    /// `NumAllocs`...; an allocator without statistics reports ORT's error).
+    /// `NumAllocs`...). An allocator that keeps none (the CPU allocator without its arena,
+    /// [`SessionBuilder::cpu_arena(false)`](crate::SessionBuilder::cpu_arena)) returns an empty
+    /// map (ORT 1.32).
     ///
     /// # Errors
     /// [`Error::NeedsNewerRuntime`](crate::Error::NeedsNewerRuntime) before ONNX Runtime 1.23;

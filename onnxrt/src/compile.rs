@@ -81,6 +81,12 @@ impl ModelCompiler {
     }
 
     /// Writes the initializers larger than `threshold` bytes into `path` instead of the model.
+    ///
+    /// `path` is relative to the folder of the output model (where ORT writes it and where a
+    /// session looks for it): an absolute path or one with a `..` component is refused with
+    /// [`Error::BadSetting`], as is this setting with
+    /// [`compile_to_bytes`](ModelCompiler::compile_to_bytes) (bytes have no folder; ORT would write
+    /// the file beside the input model). Both before ORT runs.
     pub fn external_initializers(mut self, path: impl AsRef<Path>, threshold: usize) -> Self {
         self.external_initializers = Some((path.as_ref().to_owned(), threshold));
         self
@@ -105,7 +111,7 @@ impl ModelCompiler {
         let output = output.as_ref();
         let existed = output.exists();
         let output_c = path_c("output model path", output)?;
-        let result = self.compile(|compile, o| {
+        let result = self.compile(Output::File, |compile, o| {
             let set = compile
                 .ModelCompilationOptions_SetOutputModelPath
                 .ok_or_else(|| Error::missing("ModelCompilationOptions_SetOutputModelPath"))?;
@@ -130,7 +136,7 @@ impl ModelCompiler {
         let mut buffer: *mut c_void = std::ptr::null_mut();
         let mut size = 0usize;
         let (buffer_out, size_out) = (&mut buffer as *mut *mut c_void, &mut size as *mut usize);
-        self.compile(|compile, o| {
+        self.compile(Output::Bytes, |compile, o| {
             let set = compile
                 .ModelCompilationOptions_SetOutputModelBuffer
                 .ok_or_else(|| Error::missing("ModelCompilationOptions_SetOutputModelBuffer"))?;
@@ -154,9 +160,11 @@ impl ModelCompiler {
     }
 
     /// Makes the compilation options from the builder's session options, sets the input, the
-    /// embed mode and `set_output`, then compiles; releases everything on every path.
+    /// embed mode and `set_output`, then compiles (the builder's
+    /// [`LoadCanceller`](crate::LoadCanceller) can stop it); releases everything on every path.
     fn compile(
         self,
+        output: Output,
         set_output: impl FnOnce(&OrtCompileApi, *mut OrtModelCompilationOptions) -> Result<()>,
     ) -> Result<()> {
         let api = api()?;
@@ -168,9 +176,14 @@ impl ModelCompiler {
                 allowed: "input_file(path) or input_bytes(bytes)".into(),
             });
         };
+        if let Some((path, _)) = &self.external_initializers {
+            check_external_initializers(path, output)?;
+        }
         if self.error_if_nothing_compiled {
             api.needs(23, "ModelCompiler::error_if_nothing_compiled (ModelCompilationOptions_SetFlags)")?;
         }
+        let canceller = self.builder.load_canceller.clone();
+        crate::session::cancel_check(canceller.as_ref())?;
         let (env, session_options, prepared, _custom_ops) = self.builder.prepare()?;
         let create = compile
             .CreateModelCompilationOptionsFromSessionOptions
@@ -244,15 +257,58 @@ impl ModelCompiler {
             }?;
         }
         let run = compile.CompileModel.ok_or_else(|| Error::missing("CompileModel"))?;
-        // SAFETY: the environment and `o` are live; everything `o` points to (input bytes, the
-        // output buffer's locals, the device selector in `prepared`) outlives the call.
-        let result = unsafe { crate::status::check("CompileModel", run(env.as_ptr(), o)) };
+        // ORT's compilation reads the cancellation flag its session options share with these.
+        let result = match crate::session::cancel_watch(canceller.as_ref(), session_options.as_ptr()) {
+            Ok(watching) => {
+                // SAFETY: the environment and `o` are live; everything `o` points to (input bytes,
+                // the output buffer's locals, the device selector in `prepared`) outlives the call.
+                let result = unsafe { crate::status::check("CompileModel", run(env.as_ptr(), o)) };
+                // Unregistered before the session options are released.
+                drop(watching);
+                result
+            }
+            Err(e) => Err(e),
+        };
         // The compilation options first, then the session options and what they point to.
         drop(options);
         drop(session_options);
         drop(prepared);
         result
     }
+}
+
+/// Where the compiled model goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Output {
+    File,
+    Bytes,
+}
+
+/// The external initializers file must be a plain relative path inside the output model's
+/// folder, and the output a file (ORT resolves it against that folder; bytes have none).
+fn check_external_initializers(path: &Path, output: Output) -> Result<()> {
+    let refuse = |allowed: &str| {
+        Err(Error::BadSetting {
+            setting: "ModelCompiler::external_initializers".into(),
+            value: path.display().to_string(),
+            allowed: allowed.into(),
+        })
+    };
+    if output == Output::Bytes {
+        return refuse(
+            "only with compile_to_file: the file is written beside the output model, and bytes have no folder",
+        );
+    }
+    if path.is_absolute() || path.has_root() {
+        return refuse("a path relative to the output model's folder (ORT refuses absolute ones)");
+    }
+    if path.components().any(|c| matches!(c, std::path::Component::ParentDir)) {
+        return refuse("a path inside the output model's folder, without `..` (ORT refuses to load data outside it)");
+    }
+    if path.as_os_str().is_empty() {
+        return refuse("a file name, relative to the output model's folder");
+    }
+    Ok(())
 }
 
 /// Owns an `OrtModelCompilationOptions`.

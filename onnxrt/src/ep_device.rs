@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 use std::ffi::{c_void, CStr, CString};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use onnxrt_sys::{OrtEpDevice, OrtKeyValuePairs, OrtSessionOptions, OrtStatus};
 
@@ -275,7 +275,11 @@ pub enum DevicePolicy {
     /// A GPU or nothing: as [`PreferGpu`](DevicePolicy::PreferGpu) where a registered provider
     /// lists a GPU device; where none does, building the session fails with
     /// [`Error::NoGpuDevice`] (what discovery listed, and whether `/sys/class/drm`, which ORT's
-    /// Linux discovery reads, exists) instead of running on the CPU.
+    /// Linux discovery reads, exists) instead of running on the CPU. It also holds for the
+    /// devices chosen another way: the devices given to
+    /// [`providers_for_devices`](crate::SessionBuilder::providers_for_devices) must include a GPU
+    /// device, and a [`device_selector`](crate::SessionBuilder::device_selector) must choose one;
+    /// otherwise the same error.
     RequireGpu,
 }
 
@@ -329,9 +333,36 @@ impl DeviceRequests {
     }
 }
 
-/// The closure a session's options point to, kept alive until the session is gone.
+/// What the selection callback reads and records: the user's closure, whether a GPU device must
+/// be among its choices ([`DevicePolicy::RequireGpu`]), the providers of the devices it chose, and
+/// the devices offered when it chose no GPU device though one was required.
+struct SelectorState {
+    selector: Arc<DeviceSelector>,
+    require_gpu: bool,
+    chosen: Mutex<Vec<String>>,
+    refused_no_gpu: Mutex<Option<Vec<String>>>,
+}
+
+/// The selector state a session's options point to, kept alive until the session is gone.
 #[derive(Clone)]
-pub(crate) struct SelectorHold(#[allow(dead_code)] Arc<Arc<DeviceSelector>>);
+pub(crate) struct SelectorHold(Arc<SelectorState>);
+
+impl SelectorHold {
+    /// The providers of the devices the selector chose (empty until ORT has called it).
+    pub(crate) fn chosen_providers(&self) -> Vec<String> {
+        self.0.chosen.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// [`Error::NoGpuDevice`] where the selector chose no GPU device though
+    /// [`DevicePolicy::RequireGpu`] asked for one (the session's creation then failed).
+    pub(crate) fn no_gpu_error(&self) -> Option<Error> {
+        let seen = self.0.refused_no_gpu.lock().unwrap_or_else(|p| p.into_inner()).clone()?;
+        Some(Error::NoGpuDevice {
+            seen,
+            why: "DevicePolicy::RequireGpu was set with a device_selector, and the selector chose no GPU device among them".into(),
+        })
+    }
+}
 
 impl std::fmt::Debug for SelectorHold {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -339,18 +370,36 @@ impl std::fmt::Debug for SelectorHold {
     }
 }
 
-type SelectorKeepAlive = Option<SelectorHold>;
+/// What [`apply`] set on the session options.
+#[derive(Debug, Default)]
+pub(crate) struct Applied {
+    /// The selector state ORT keeps pointing to.
+    pub(crate) selector: Option<SelectorHold>,
+    /// The providers appended for devices, in order, each once.
+    pub(crate) appended: Vec<String>,
+    /// Whether a GPU device is among the devices appended.
+    pub(crate) appended_gpu: bool,
+    /// Whether ORT chooses by policy (what it chose is known only once the session exists).
+    pub(crate) by_policy: bool,
+}
 
-/// Applies `requests` to the session options `o`; returns what ORT keeps pointing to.
+/// Applies `requests` to the session options `o`; returns what ORT keeps pointing to and what
+/// was appended.
+///
+/// [`DevicePolicy::RequireGpu`] holds for every way of choosing: the devices given to
+/// `providers_for_devices` must include a GPU device, a selector must choose one, and ORT's own
+/// selection needs a provider that lists one; each is refused with [`Error::NoGpuDevice`].
 pub(crate) fn apply(
     api: &Api,
     env: &Environment,
     o: *mut OrtSessionOptions,
     requests: &DeviceRequests,
-) -> Result<SelectorKeepAlive> {
+) -> Result<Applied> {
+    let mut applied = Applied::default();
     if requests.is_empty() {
-        return Ok(None);
+        return Ok(applied);
     }
+    let require_gpu = requests.policy == Some(DevicePolicy::RequireGpu);
     for (devices, options) in &requests.appended {
         api.needs(DEVICES_API, "SessionBuilder::providers_for_devices (SessionOptionsAppendExecutionProvider_V2)")?;
         let raw = resolve(api, env, devices)?;
@@ -381,30 +430,67 @@ pub(crate) fn apply(
                 )
             )
         }?;
+        for device in devices {
+            if !applied.appended.contains(&device.provider) {
+                applied.appended.push(device.provider.clone());
+            }
+            applied.appended_gpu |= device.kind == DeviceKind::Gpu;
+        }
+    }
+    if require_gpu && !requests.appended.is_empty() && !applied.appended_gpu {
+        // Where no provider lists a GPU at all, say why discovery found none.
+        require_gpu_listed(api, env)?;
+        return Err(Error::NoGpuDevice {
+            seen: requests.appended.iter().flat_map(|(d, _)| d.iter().map(ToString::to_string)).collect(),
+            why:
+                "DevicePolicy::RequireGpu was set, and the devices given to providers_for_devices include no GPU device"
+                    .into(),
+        });
     }
     if let Some(selector) = &requests.selector {
         api.needs(DEVICES_API, "SessionBuilder::device_selector (SessionOptionsSetEpSelectionPolicyDelegate)")?;
-        // Boxed twice so the state ORT holds is a thin pointer; the session keeps it alive.
-        let keep = Arc::new(Arc::clone(selector));
-        let state = Arc::as_ptr(&keep) as *mut c_void;
-        // SAFETY: `o` is live; `select` matches EpSelectionDelegate; `state` points to the
-        // `Arc<DeviceSelector>` in `keep`, which the session holds for as long as ORT can call it.
-        unsafe { ort!(api, SessionOptionsSetEpSelectionPolicyDelegate(o, Some(select), state)) }?;
-        return Ok(Some(SelectorHold(keep)));
+        if require_gpu {
+            require_gpu_listed(api, env)?;
+        }
+        let state = Arc::new(SelectorState {
+            selector: Arc::clone(selector),
+            require_gpu,
+            chosen: Mutex::default(),
+            refused_no_gpu: Mutex::default(),
+        });
+        let raw_state = Arc::as_ptr(&state) as *mut c_void;
+        // SAFETY: `o` is live; `select` matches EpSelectionDelegate; `raw_state` points to the
+        // `SelectorState` in `state`, which the session holds for as long as ORT can call it.
+        unsafe { ort!(api, SessionOptionsSetEpSelectionPolicyDelegate(o, Some(select), raw_state)) }?;
+        applied.selector = Some(SelectorHold(state));
+        return Ok(applied);
     }
     if let Some(policy) = requests.policy {
         api.needs(DEVICES_API, "SessionBuilder::device_policy (SessionOptionsSetEpSelectionPolicy)")?;
-        if policy == DevicePolicy::RequireGpu {
-            require_gpu(api, env)?;
+        if require_gpu && requests.appended.is_empty() {
+            require_gpu_listed(api, env)?;
         }
         // SAFETY: `o` is live; the policy is one of ORT's enum values.
         unsafe { ort!(api, SessionOptionsSetEpSelectionPolicy(o, policy.to_raw())) }?;
+        applied.by_policy = requests.appended.is_empty();
     }
-    Ok(None)
+    Ok(applied)
+}
+
+/// The providers of every device the environment lists, in ORT's order, each once (what a
+/// selection policy can choose from).
+pub(crate) fn listed_providers(env: &Environment) -> Result<Vec<String>> {
+    let mut providers: Vec<String> = Vec::new();
+    for device in env.ep_devices()? {
+        if !providers.contains(&device.provider) {
+            providers.push(device.provider);
+        }
+    }
+    Ok(providers)
 }
 
 /// Refuses, with what discovery saw, where no registered provider lists a GPU device.
-fn require_gpu(api: &Api, env: &Environment) -> Result<()> {
+fn require_gpu_listed(api: &Api, env: &Environment) -> Result<()> {
     let raw = raw_devices(api, env)?;
     // SAFETY: each pointer was just listed by ORT for this environment, which keeps it.
     let devices: Vec<EpDevice> = raw.into_iter().map(|d| unsafe { EpDevice::read(api, d) }).collect::<Result<_>>()?;
@@ -423,7 +509,7 @@ pub(crate) fn drm_note(drm: &Path) -> String {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return format!(
-                "{} does not exist here (as in many containers and VMs): ORT's Linux device discovery reads it to find GPUs, so no provider can claim one",
+                "{} does not exist here (as in many containers and VMs): ORT's Linux device discovery reads it to find GPUs, so only a provider that finds its GPU by itself lists one (ORT 1.30's CUDA provider library, registered, listed an H100 of a VM without it)",
                 drm.display()
             )
         }
@@ -460,8 +546,8 @@ unsafe extern "C" fn select(
 ) -> *mut OrtStatus {
     crate::ffi_guard::guard(unexpected_panic, || {
         // SAFETY: ORT passes `num_devices` live devices, room for `max_selected` choices, a
-        // valid `num_selected`, and the state given in `apply` (an `Arc<DeviceSelector>` the
-        // session keeps alive).
+        // valid `num_selected`, and the state given in `apply` (a `SelectorState` the session
+        // keeps alive).
         unsafe { select_inner(ep_devices, num_devices, selected, max_selected, num_selected, state) }
     })
 }
@@ -484,8 +570,8 @@ unsafe fn select_inner(
     // SAFETY: `num_selected` is valid (checked non-null; ORT's contract). Nothing chosen until set.
     unsafe { *num_selected = 0 };
     let Ok(api) = api() else { return failure("the runtime is not loaded") };
-    // SAFETY: `state` is the `Arc<DeviceSelector>` `apply` gave ORT, alive with the session.
-    let selector: &Arc<DeviceSelector> = unsafe { &*(state as *const Arc<DeviceSelector>) };
+    // SAFETY: `state` is the `SelectorState` `apply` gave ORT, alive with the session.
+    let state: &SelectorState = unsafe { &*(state as *const SelectorState) };
     let raw: &[*const OrtEpDevice] =
         // SAFETY: `ep_devices` holds `num_devices` device pointers (checked non-null above).
         if num_devices == 0 { &[] } else { unsafe { std::slice::from_raw_parts(ep_devices, num_devices) } };
@@ -495,7 +581,7 @@ unsafe fn select_inner(
         Ok(devices) => devices,
         Err(e) => return failure(&format!("reading the devices: {e}")),
     };
-    let chosen = match crate::ffi_guard::catch(|| selector(&devices)) {
+    let chosen = match crate::ffi_guard::catch(|| (state.selector)(&devices)) {
         Ok(chosen) => chosen,
         Err(panic) => return failure(&format!("the device selector panicked: {panic}")),
     };
@@ -515,6 +601,20 @@ unsafe fn select_inner(
         // SAFETY: `slot < chosen.len() <= max_selected`: inside the array ORT passed.
         unsafe { *selected.add(slot) = device };
     }
+    if state.require_gpu && !chosen.iter().any(|&i| devices[i].kind == DeviceKind::Gpu) {
+        *state.refused_no_gpu.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some(devices.iter().map(ToString::to_string).collect());
+        // SAFETY: as above; nothing is chosen.
+        unsafe { *num_selected = 0 };
+        return failure("DevicePolicy::RequireGpu: the device selector chose no GPU device");
+    }
+    let mut providers: Vec<String> = Vec::new();
+    for &index in &chosen {
+        if !providers.contains(&devices[index].provider) {
+            providers.push(devices[index].provider.clone());
+        }
+    }
+    *state.chosen.lock().unwrap_or_else(|p| p.into_inner()) = providers;
     // SAFETY: as above.
     unsafe { *num_selected = chosen.len() };
     std::ptr::null_mut()

@@ -88,7 +88,7 @@ mod tests {
 
     #[test]
     fn families_and_advice_from_the_messages_ort_writes() {
-        // Messages as ORT 1.30 wrote them on the H200 with libraries hidden (issue 27).
+        // Messages as ORT 1.30 wrote them on the H200 with libraries hidden (docs/history/diagnostics-2026-12.md).
         let internal = "CUDNN failure 4000: CUDNN_STATUS_INTERNAL_ERROR ; GPU=0 ; hostname=h ; file=/onnxruntime_src/onnxruntime/core/providers/cuda/nn/conv.cc ; line=503 ; expr=cudnnFindConvolutionForwardAlgorithmEx(...)";
         let unavailable =
             "cuDNN is unavailable or disabled. dlopen failed for libcudnn.so: libcudnn.so.9: file too short";

@@ -102,3 +102,41 @@
 //! threads' runs. The CUDA options (`prefer_nhwc`, `gpu_mem_limit`, …) are typed on
 //! `CudaOptions` (`enable_cuda_graph` is `unsafe`: a captured graph replays the first run's
 //! buffers whatever a later run binds); TensorRT (feature `tensorrt`) likewise on `TensorRtOptions`.
+//!
+//! # 8. Newer runtimes: devices, plugins, compiled models
+//!
+//! Everything above runs on every ONNX Runtime from 1.16.2. Newer features need a newer runtime
+//! (build with `ONNXRT_DIST=cpu-1.32.0-registry`, or a GPU 1.30 archive); on an older one each
+//! call fails with [`NeedsNewerRuntime`](crate::Error::NeedsNewerRuntime) naming the version.
+//! The README's "Versions" table says which needs which: LoRA adapters ([`crate::lora`]) 1.20;
+//! [`LoadCanceller`](crate::LoadCanceller), the device API ([`crate::ep_device`]) and
+//! [`compile::ModelCompiler`](crate::compile::ModelCompiler) 1.22; allocator statistics 1.23;
+//! [`Session::placement`](crate::Session::placement) 1.24.
+//!
+//! The device API lists the devices each registered provider offers and appends a provider for
+//! chosen ones, or lets ORT (a [`DevicePolicy`](crate::ep_device::DevicePolicy)) or a closure
+//! choose. [`Session::providers`](crate::Session::providers) lists the providers so appended or
+//! chosen, as it does the classic ones. A plugin provider is registered first; a pinned bundle's
+//! library safely, checked against its sha256:
+//!
+//! ```no_run
+//! # fn main() -> onnxrt::Result<()> {
+//! use onnxrt::ep_device::DevicePolicy;
+//! use onnxrt::{Environment, Session};
+//!
+//! let env = Environment::global()?;
+//! // The .so that `onnxrt-dist assemble webgpu-plugin-0.4.0-registry` names.
+//! env.register_pinned_provider_library("webgpu", "libonnxruntime_providers_webgpu.so".as_ref())?;
+//! let webgpu: Vec<_> =
+//!     env.ep_devices()?.into_iter().filter(|d| d.provider == "WebGpuExecutionProvider").collect();
+//! let session = Session::builder().providers_for_devices(&webgpu, &[]).commit_from_file("model.onnx")?;
+//! assert_eq!(session.providers()[0], "WebGpuExecutionProvider");
+//! // Or a GPU, whichever provider offers it, or an error saying why none is listed.
+//! let session = Session::builder().device_policy(DevicePolicy::RequireGpu).commit_from_file("model.onnx")?;
+//! # drop(session);
+//! # Ok(()) }
+//! ```
+//!
+//! ORT's Linux device discovery reads `/sys/class/drm`; where it is missing (many containers) no
+//! GPU device is listed, and the classic `SessionBuilder::cuda`
+//! path above still reaches the GPU.

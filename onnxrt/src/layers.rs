@@ -24,7 +24,7 @@ const LAYERS: [&[&str]; 4] = [
         "guide",
     ],
     &["env", "memory", "run_options", "cuda_stream", "lora"],
-    &["value", "providers", "custom_op", "ep_device"],
+    &["value", "providers", "custom_op", "ep_device", "pinned_plugin"],
     &["session", "io_binding", "allocator", "allocator_stats", "profiling", "cuda_graph", "compile"],
 ];
 

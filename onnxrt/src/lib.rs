@@ -93,6 +93,7 @@ mod loader;
 pub mod lora;
 mod memory;
 pub mod ort_messages;
+mod pinned_plugin;
 pub mod profiling;
 pub mod providers;
 mod run_options;

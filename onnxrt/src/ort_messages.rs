@@ -68,7 +68,8 @@ pub const CHECKED_ON: [&str; 2] = ["1.16.2", "1.32.0"];
 const BOTH: &[&str] = &CHECKED_ON;
 
 /// The issue-27 GPU runs (cuDNN's files hidden from ORT 1.30's CUDA build on an H200).
-const H200_HIDDEN_CUDNN: &str = "H200, ORT 1.30's CUDA 13 build with cuDNN files hidden (issue 27)";
+const H200_HIDDEN_CUDNN: &str =
+    "H200, ORT 1.30's CUDA 13 build with cuDNN files hidden (docs/history/diagnostics-2026-12.md)";
 /// The GPU test suite of 2026-12-06 on an H100 (driver 580), ORT 1.30.0's CUDA build.
 const H100_GPU_TESTS: &str = "H100 80GB, the GPU test suite of 2026-12-06 (tests/tests/gpu.rs)";
 
@@ -243,7 +244,7 @@ const RECORDED_CUDNN_UNAVAILABLE: Recorded = Recorded {
 };
 const RECORDED_CUBLAS_ALLOC: Recorded = Recorded {
     runtime: None,
-    on: "issue 27's GPU runs (the record names no runtime)",
+    on: "the GPU runs with libraries hidden (docs/history/diagnostics-2026-12.md; the record names no runtime)",
     text: "CUBLAS failure 3: CUBLAS_STATUS_ALLOC_FAILED ; GPU=0 ; file=cublas_handle.cc",
 };
 const RECORDED_NO_DEVICE: Recorded = Recorded {

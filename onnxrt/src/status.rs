@@ -39,7 +39,7 @@ fn classify(function: &'static str, code: ErrorCode, message: String) -> Error {
         return error;
     }
     if ort_messages::OUT_OF_MEMORY.matches(&message) {
-        return Error::OutOfMemory { function, message };
+        return Error::OutOfMemory { function, message, host: false };
     }
     if ort_messages::TERMINATED.matches(&message) {
         return Error::Terminated { message };

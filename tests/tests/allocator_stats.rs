@@ -24,3 +24,17 @@ fn a_cpu_arena_reports_its_use() {
     assert!(number(&after, "InUse") >= number(&before, "InUse") + 256 * 256 * 4, "{before:?} -> {after:?}");
     drop(tensor);
 }
+
+/// An allocator without statistics (the CPU allocator without its arena) reports none: an empty
+/// map on ORT 1.32, as the docs say.
+#[test]
+fn an_allocator_without_an_arena_reports_no_statistics() {
+    let session = Session::builder().cpu_arena(false).commit_from_file(model("mlp.onnx")).expect("session");
+    let allocator = session.allocator(&MemoryInfo::cpu().expect("cpu info")).expect("allocator");
+    let stats = allocator.stats();
+    if onnxrt::runtime_info().expect("runtime").api_level < 23 {
+        assert!(matches!(stats, Err(Error::NeedsNewerRuntime { needs: 23, .. })), "{stats:?}");
+        return;
+    }
+    assert!(stats.expect("stats").is_empty());
+}

@@ -113,3 +113,60 @@ fn the_compatibility_of_a_model_compiled_for_the_cpu() {
     let none = onnxrt::compile::compatibility(&env, &out, &[]);
     assert!(matches!(none, Err(Error::BadSetting { .. })), "{none:?}");
 }
+
+/// The external initializers file lives in the output model's folder: an absolute path, a path
+/// leaving the folder, or bytes as the output (no folder) are refused before ORT runs, and nothing
+/// is written; a plain relative name is written beside the output and the model loads.
+#[test]
+fn external_initializers_stay_in_the_output_folder() {
+    if api_level() < 22 {
+        return;
+    }
+    let dir = TempDir::new("compile-external");
+    let out = dir.path().join("mlp_ctx.onnx");
+    let compiler = || ModelCompiler::new(Session::builder()).input_file(model("mlp.onnx")).embed_context(true);
+    let absolute = dir.path().join("abs.bin");
+    for (path, to_bytes) in [(absolute.as_path(), false), ("../up.bin".as_ref(), false), ("w.bin".as_ref(), true)] {
+        let result = if to_bytes {
+            compiler().external_initializers(path, 0).compile_to_bytes().map(drop)
+        } else {
+            compiler().external_initializers(path, 0).compile_to_file(&out)
+        };
+        let error = result.expect_err("refused");
+        assert!(
+            matches!(&error, Error::BadSetting { setting, .. } if setting == "ModelCompiler::external_initializers"),
+            "{path:?}: {error:?}"
+        );
+        assert!(!out.exists() && !absolute.exists(), "nothing written for {path:?}");
+        assert!(!dir.path().join("w.bin").exists() && !dir.path().parent().expect("parent").join("up.bin").exists());
+    }
+    let beside_input = std::path::Path::new(&model("mlp.onnx")).with_file_name("w.bin");
+    assert!(!beside_input.exists(), "nothing beside the input model");
+    compiler().external_initializers("weights.bin", 0).compile_to_file(&out).expect("compiles");
+    assert!(dir.path().join("weights.bin").exists(), "written beside the output model");
+    let session = Session::builder().commit_from_file(&out).expect("loads with its external initializers");
+    assert_eq!(run_mlp(&session), original());
+}
+
+/// The builder's LoadCanceller stops a compilation as it stops a load.
+#[test]
+fn a_cancelled_canceller_stops_the_compilation() {
+    if api_level() < 22 {
+        return;
+    }
+    let canceller = onnxrt::LoadCanceller::new();
+    let compiled = ModelCompiler::new(Session::builder().load_canceller(&canceller))
+        .input_file(model("mlp.onnx"))
+        .embed_context(true)
+        .compile_to_bytes()
+        .expect("not cancelled: compiles");
+    assert!(!compiled.is_empty());
+    canceller.cancel();
+    let error = ModelCompiler::new(Session::builder().load_canceller(&canceller))
+        .input_file(model("mlp.onnx"))
+        .embed_context(true)
+        .compile_to_bytes()
+        .map(|bytes| bytes.len())
+        .expect_err("cancelled");
+    assert!(error.to_string().to_ascii_lowercase().contains("cancel"), "{error:?}");
+}

@@ -116,6 +116,34 @@ fn requiring_a_gpu_where_discovery_lists_none_is_an_error_that_says_why() {
     let session =
         Session::builder().device_policy(DevicePolicy::PreferGpu).commit_from_file(model("mlp.onnx")).expect("session");
     assert_eq!(run_mlp(&session), default_logits());
+    assert_eq!(session.providers(), ["CPUExecutionProvider"], "ORT could only choose the CPU here");
+}
+
+/// RequireGpu holds whichever way the devices are chosen: with a selector too, and with devices
+/// given explicitly (none of them a GPU here).
+#[test]
+fn requiring_a_gpu_holds_for_a_selector_and_for_explicit_devices() {
+    if !has_device_api() {
+        return;
+    }
+    let env = Environment::global().expect("env");
+    if env.ep_devices().expect("ep_devices").iter().any(|d| d.kind == DeviceKind::Gpu) {
+        return; // plugin_webgpu.rs covers a machine with a GPU device
+    }
+    let with_selector = Session::builder()
+        .device_policy(DevicePolicy::RequireGpu)
+        .device_selector(|_| vec![0])
+        .commit_from_file(model("mlp.onnx"));
+    assert!(
+        matches!(with_selector, Err(Error::NoGpuDevice { .. })),
+        "{:?}",
+        with_selector.map(|s| s.providers().to_vec())
+    );
+    let with_cpu = Session::builder()
+        .device_policy(DevicePolicy::RequireGpu)
+        .providers_for_devices(&cpu_devices(&env), &[])
+        .commit_from_file(model("mlp.onnx"));
+    assert!(matches!(with_cpu, Err(Error::NoGpuDevice { .. })), "{:?}", with_cpu.map(|s| s.providers().to_vec()));
 }
 
 #[test]

@@ -414,3 +414,26 @@ fn a_sample_is_checked_without_its_batch_axis_or_with_a_leading_one() {
     assert!(matches!(error, Error::ElementTypeMismatch { .. }), "{error:?}");
     declared.check(&Value::from_vec(&[4, 16], vec![0f32; 64]).expect("v")).expect("a batch of 4");
 }
+
+/// A CPU allocator running out of memory says so, with advice for host memory, not the GPU's.
+/// (Not under valgrind: its allocator aborts where ORT's would throw `bad_alloc`.)
+#[test]
+fn a_cpu_allocator_out_of_memory_gives_host_advice() {
+    let session = onnxrt::Session::builder().commit_from_file(onnxrt_tests::model("mlp.onnx")).expect("session");
+    let allocator = session.allocator(&onnxrt::MemoryInfo::cpu().expect("cpu")).expect("allocator");
+    // 4 TiB: more than this machine can give.
+    let error = allocator.tensor::<f32>(&[1 << 40]).expect_err("too large");
+    assert!(matches!(error, onnxrt::Error::OutOfMemory { .. }), "{error:?}");
+    let text = error.to_string();
+    assert!(!text.contains("gpu_mem_limit") && !text.contains("GPU work"), "{text}");
+    assert!(text.contains("host memory"), "{text}");
+    // The environment's shared CPU allocator (ORT 1.23+) says the same.
+    if onnxrt::runtime_info().expect("runtime").api_level >= 23 {
+        let env = Environment::global().expect("env");
+        let cpu = onnxrt::MemoryInfo::cpu().expect("cpu");
+        let shared = env.shared_allocator(&cpu).expect("shared").expect("the CPU has one");
+        let error = shared.tensor::<f32>(&[1 << 40]).expect_err("too large");
+        assert!(matches!(error, onnxrt::Error::OutOfMemory { host: true, .. }), "{error:?}");
+        assert!(!error.to_string().contains("gpu_mem_limit"), "{error}");
+    }
+}

@@ -27,6 +27,8 @@ fn a_cancelled_canceller_stops_the_load() {
     }
     let error = result.expect_err("cancelled before it began");
     assert!(is_cancellation(&error), "{error:?}");
+    // ORT's own code for it, by name.
+    assert!(matches!(error, Error::Ort { code: onnxrt::ErrorCode::ModelLoadCanceled, .. }), "{error:?}");
     Session::builder().commit_from_file(model("mlp.onnx")).expect("without the canceller it loads");
 }
 
@@ -50,4 +52,44 @@ fn cancelling_after_the_load_is_harmless_and_racing_it_is_clean() {
             assert!(is_cancellation(&error), "{error:?}");
         }
     }
+}
+
+/// One canceller shared by two loads at once: the second load starts and ends while the first is
+/// held in its device selector (which the test releases), then a cancel must still reach the
+/// first. Ordered by channels, not by timing.
+#[test]
+fn a_shared_canceller_reaches_every_load_in_progress() {
+    if api_level() < 22 {
+        return;
+    }
+    use std::sync::mpsc;
+    let canceller = LoadCanceller::new();
+    let (entered_tx, entered_rx) = mpsc::channel::<()>();
+    let (release_tx, release_rx) = mpsc::channel::<()>();
+    let release_rx = std::sync::Mutex::new(release_rx);
+    let entered_tx = std::sync::Mutex::new(entered_tx);
+    let first = {
+        let canceller = canceller.clone();
+        std::thread::spawn(move || {
+            Session::builder()
+                .load_canceller(&canceller)
+                .device_selector(move |devices| {
+                    let _ = entered_tx.lock().expect("lock").send(());
+                    let _ = release_rx.lock().expect("lock").recv();
+                    // The CPU provider's device (ORT always offers it).
+                    vec![devices.iter().position(|d| d.provider == "CPUExecutionProvider").unwrap_or(0)]
+                })
+                .commit_from_file(model("mlp.onnx"))
+        })
+    };
+    entered_rx.recv().expect("the first load reaches its selector");
+    Session::builder()
+        .load_canceller(&canceller)
+        .commit_from_file(model("mlp.onnx"))
+        .expect("the second load, not cancelled, ends while the first is held");
+    canceller.cancel();
+    release_tx.send(()).expect("release the first load");
+    let result = first.join().expect("first load thread");
+    let error = result.expect_err("the cancel reached the first load, still in progress");
+    assert!(is_cancellation(&error), "{error:?}");
 }

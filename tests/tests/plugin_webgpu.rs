@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use ndarray::ArrayD;
-use onnxrt::ep_device::EpDevice;
+use onnxrt::ep_device::{DeviceKind, DevicePolicy, EpDevice};
 use onnxrt::{Environment, Error, Session, SessionBuilder, Value};
 use onnxrt_tests::{close, mlp_input, model};
 
@@ -48,9 +48,9 @@ fn has_device_api() -> bool {
 fn webgpu_devices(env: &Environment, path: &std::path::Path) -> Vec<EpDevice> {
     static REGISTERED: OnceLock<()> = OnceLock::new();
     REGISTERED.get_or_init(|| {
-        // SAFETY: the library is the WebGPU plugin of the pinned bundle (its sha256 checked when it
-        // was assembled), made for ORT's plugin API of runtimes >= 1.24.4; this one is 1.32.
-        unsafe { env.register_provider_library("webgpu", path) }.expect("the WebGPU plugin registers");
+        // The safe path: the file is checked against the bundle's pin before ORT loads it.
+        let bundle = env.register_pinned_provider_library("webgpu", path).expect("the pinned WebGPU plugin registers");
+        assert!(bundle.starts_with("webgpu-plugin-"), "{bundle}");
     });
     env.ep_devices().expect("ep_devices").into_iter().filter(|d| d.provider == PROVIDER).collect()
 }
@@ -135,4 +135,130 @@ fn a_rust_closure_chooses_the_plugin_device() {
     assert_eq!(calls.load(Ordering::SeqCst), 1, "ORT asked the closure once");
     assert_all_on_webgpu(&session);
     assert_same_numbers(&run_mlp(&session), &cpu_logits());
+}
+
+/// A session on the plugin's device lists the plugin's provider, however the device was chosen:
+/// explicitly, by a closure, or by ORT's policy (what ORT placed nodes on).
+#[test]
+fn the_session_lists_the_providers_the_device_api_appended() {
+    let Some(path) = plugin() else { return };
+    let _one = one_at_a_time();
+    if !has_device_api() {
+        return;
+    }
+    let env = Environment::global().expect("env");
+    let devices = webgpu_devices(&env, &path);
+    let explicit =
+        Session::builder().providers_for_devices(&devices, &[]).commit_from_file(model("mlp.onnx")).expect("session");
+    assert_eq!(explicit.providers(), [PROVIDER, "CPUExecutionProvider"]);
+    drop(explicit);
+    let chosen = Session::builder()
+        .device_selector(|offered| offered.iter().position(|d| d.provider == PROVIDER).into_iter().collect())
+        .commit_from_file(model("mlp.onnx"))
+        .expect("session");
+    assert_eq!(chosen.providers(), [PROVIDER, "CPUExecutionProvider"]);
+    drop(chosen);
+    let by_policy = Session::builder()
+        .record_placement(true)
+        .device_policy(DevicePolicy::PreferGpu)
+        .commit_from_file(model("mlp.onnx"))
+        .expect("session");
+    let placement = by_policy.placement().expect("placement");
+    let mut placed: Vec<&str> =
+        placement.by_provider.keys().map(String::as_str).filter(|p| *p != "CPUExecutionProvider").collect();
+    placed.push("CPUExecutionProvider");
+    assert_eq!(by_policy.providers(), placed, "{placement:?}");
+}
+
+/// strict_gpu with the plugin's devices: the CPU fallback is off and the session builds, every node
+/// on WebGPU; with only the CPU's devices there is nothing to be strict about.
+#[test]
+fn strict_gpu_applies_to_providers_appended_by_device() {
+    let Some(path) = plugin() else { return };
+    let _one = one_at_a_time();
+    if !has_device_api() {
+        return;
+    }
+    let env = Environment::global().expect("env");
+    let devices = webgpu_devices(&env, &path);
+    let session = Session::builder()
+        .strict_gpu(true)
+        .record_placement(true)
+        .providers_for_devices(&devices, &[])
+        .commit_from_file(model("mlp.onnx"))
+        .expect("strict session on the plugin's device");
+    assert_eq!(session.providers(), [PROVIDER, "CPUExecutionProvider"]);
+    assert_all_on_webgpu(&session);
+    assert_same_numbers(&run_mlp(&session), &cpu_logits());
+    drop(session);
+    let cpu: Vec<EpDevice> =
+        env.ep_devices().expect("devices").into_iter().filter(|d| d.provider == "CPUExecutionProvider").collect();
+    let error = Session::builder()
+        .strict_gpu(true)
+        .providers_for_devices(&cpu, &[])
+        .commit_from_file(model("mlp.onnx"))
+        .expect_err("only the CPU's devices");
+    assert!(matches!(error, Error::StrictGpuWithoutProvider), "{error:?}");
+}
+
+/// RequireGpu with a selector: the selector must choose a GPU device.
+#[test]
+fn require_gpu_holds_for_what_a_selector_chooses() {
+    let Some(path) = plugin() else { return };
+    let _one = one_at_a_time();
+    if !has_device_api() {
+        return;
+    }
+    let env = Environment::global().expect("env");
+    let devices = webgpu_devices(&env, &path);
+    let pick = |provider: &'static str| {
+        move |offered: &[EpDevice]| -> Vec<usize> {
+            offered.iter().position(|d| d.provider == provider).into_iter().collect()
+        }
+    };
+    let on_cpu = Session::builder()
+        .device_policy(DevicePolicy::RequireGpu)
+        .device_selector(pick("CPUExecutionProvider"))
+        .commit_from_file(model("mlp.onnx"));
+    assert!(matches!(on_cpu, Err(Error::NoGpuDevice { .. })), "{:?}", on_cpu.map(|s| s.providers().to_vec()));
+    let on_webgpu = Session::builder()
+        .device_policy(DevicePolicy::RequireGpu)
+        .device_selector(pick(PROVIDER))
+        .commit_from_file(model("mlp.onnx"));
+    if devices[0].kind == DeviceKind::Gpu {
+        assert_eq!(on_webgpu.expect("a GPU device chosen").providers(), [PROVIDER, "CPUExecutionProvider"]);
+    } else {
+        assert!(matches!(on_webgpu, Err(Error::NoGpuDevice { .. })), "{devices:?}");
+    }
+}
+
+/// The safe registration refuses, before ORT loads anything, a file that is not the pinned
+/// library: a copy of the plugin with one byte changed, and another library altogether.
+#[test]
+fn only_the_pinned_plugin_library_registers_safely() {
+    let Some(path) = plugin() else { return };
+    let env = Environment::global().expect("env");
+    if !has_device_api() {
+        let error = env.register_pinned_provider_library("webgpu-copy", &path).expect_err("1.16 has no plugin API");
+        return assert!(matches!(error, Error::NeedsNewerRuntime { needs: 22, .. }), "{error:?}");
+    }
+    let dir = onnxrt_tests::TempDir::new("pinned-plugin");
+    let changed = dir.path().join("libonnxruntime_providers_webgpu.so");
+    let mut bytes = std::fs::read(&path).expect("read the plugin");
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&changed, &bytes).expect("write the copy");
+    let error = env.register_pinned_provider_library("webgpu-changed", &changed).expect_err("changed: refused");
+    let Error::PluginNotPinned { why, pinned, .. } = &error else { panic!("expected PluginNotPinned, got {error:?}") };
+    assert!(why.contains("sha256"), "{error}");
+    assert!(pinned.iter().any(|p| p.contains("webgpu-plugin-")), "{error}");
+    let other = onnxrt::runtime_info().expect("runtime").library;
+    let error = env.register_pinned_provider_library("not-a-plugin", &other).expect_err("not pinned: refused");
+    assert!(matches!(error, Error::PluginNotPinned { .. }), "{error:?}");
+    // Refused before ORT saw them: the names stay free, and no new device appeared.
+    assert!(env
+        .ep_devices()
+        .expect("devices")
+        .iter()
+        .all(|d| d.provider == PROVIDER || d.provider == "CPUExecutionProvider"));
 }

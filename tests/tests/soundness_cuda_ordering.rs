@@ -5,10 +5,16 @@
 //! non-blocking streams that do not wait for that stream. A copy right after `zeros_cuda` could
 //! then run first and be wiped by the late zeroing, or read what the memory's previous owner left.
 //!
-//! The tests touch the *last* row of a 1 GiB tensor, by a copy or by a Slice that ORT runs on its
-//! own compute stream: a zeroing still running reaches it last, so work queued at once gets there
-//! first. (The first rows are zeroed within microseconds, before any copy can be queued: a test of
-//! row 0 cannot fail.)
+//! The tests touch the *last* row of a large tensor (8 GiB by default), by a copy or by a Slice
+//! that ORT runs on its own compute stream: a zeroing still running reaches it last, so work
+//! queued at once gets there first. (The first rows are zeroed within microseconds, before any
+//! copy can be queued: a test of row 0 cannot fail.) What a late zeroing did is read only after
+//! the whole device is idle, and the previous owner's data is written on the legacy stream after
+//! its own zeroing: a test that reads back on the copy's own stream at once sees its row before
+//! the zeroing lands, and a previous owner filled on that stream has its pattern wiped by its own
+//! late zeroing, so neither could fail (the first versions of these tests did exactly that, and
+//! passed on the old code on an H100, while `tools/gpu/legacy_stream_race.py`, the same CUDA calls
+//! with the device waited for before reading, lost the row in 20 of 20 rounds).
 //!
 //! GPU only, run by hand on the GPU machine (CI has no GPU):
 //! ```text
@@ -19,15 +25,24 @@
 
 use onnxrt::{CudaStream, ElementType, Value};
 
-/// 1 GiB of f32 in rows of 1 KiB.
-const ROWS: i64 = 1 << 20;
+/// Rows of 1 KiB of f32: 8 GiB by default (`ONNXRT_ORDERING_GIB`), so that a zeroing left
+/// running takes milliseconds, far longer than the host code between it and the next copy.
 const ROW: i64 = 256;
-const LAST: std::ops::Range<usize> = (ROWS as usize - 1)..(ROWS as usize);
 const ROUNDS: usize = 20;
+
+fn rows() -> i64 {
+    let gib: i64 = std::env::var("ONNXRT_ORDERING_GIB").ok().and_then(|v| v.parse().ok()).unwrap_or(8);
+    gib << 20
+}
+
+fn last() -> std::ops::Range<usize> {
+    let rows = rows() as usize;
+    (rows - 1)..rows
+}
 
 /// Page-locked host memory the shape of the device tensor, its last row filled with `fill`.
 fn pinned_with_last_row(fill: f32) -> Value<'static> {
-    let mut value = Value::zeros_pinned(&[ROWS, ROW], ElementType::F32).expect("pinned");
+    let mut value = Value::zeros_pinned(&[rows(), ROW], ElementType::F32).expect("pinned");
     last_row(&mut value).fill(fill);
     value
 }
@@ -36,6 +51,27 @@ fn last_row<'v>(value: &'v mut Value<'_>) -> &'v mut [f32] {
     let all = value.view_mut::<f32>().expect("f32").into_slice().expect("contiguous");
     let start = all.len() - ROW as usize;
     &mut all[start..]
+}
+
+/// Waits for all work on device 0, the legacy default stream's included: `copy_from_host` copies
+/// with `cudaMemcpy` and then synchronizes the device.
+fn wait_for_the_device() {
+    let mut probe = Value::zeros_cuda(&[1], ElementType::F32, 0).expect("device");
+    probe.copy_from_host(&[0.0f32]).expect("a device-wide wait");
+}
+
+/// The previous owner's data: a pattern in the last row of a tensor the device's size, written
+/// with `copy_from_host` (the legacy stream, after that tensor's own zeroing, and waited for).
+fn previous_owner(pattern: &[f32]) {
+    let mut previous = Value::zeros_cuda(&[rows(), ROW], ElementType::F32, 0).expect("device");
+    previous.copy_from_host(pattern).expect("the previous owner's data");
+}
+
+fn host_pattern() -> Vec<f32> {
+    let mut data = vec![0.0f32; (rows() * ROW) as usize];
+    let start = data.len() - ROW as usize;
+    data[start..].fill(f32::from_bits(0x7f7f_7f7f));
+    data
 }
 
 fn count_not(row: &[f32], expected: f32) -> usize {
@@ -50,10 +86,11 @@ fn a_row_copied_right_after_zeros_cuda_is_not_wiped_by_a_late_zeroing() {
     let mut wiped = Vec::new();
     for round in 0..ROUNDS {
         last_row(&mut back).fill(-1.0);
-        let mut device = Value::zeros_cuda(&[ROWS, ROW], ElementType::F32, 0).expect("device zeros");
+        let mut device = Value::zeros_cuda(&[rows(), ROW], ElementType::F32, 0).expect("device zeros");
         // At once, on a non-blocking stream of our own.
-        device.copy_rows_from(LAST, &ones, &stream).expect("the last row to the device");
-        back.copy_rows_from(LAST, &device, &stream).expect("the last row back");
+        device.copy_rows_from(last(), &ones, &stream).expect("the last row to the device");
+        wait_for_the_device();
+        back.copy_rows_from(last(), &device, &stream).expect("the last row back");
         let bad = count_not(last_row(&mut back), 1.0);
         if bad > 0 {
             wiped.push((round, bad));
@@ -66,18 +103,15 @@ fn a_row_copied_right_after_zeros_cuda_is_not_wiped_by_a_late_zeroing() {
 #[test]
 fn zeros_cuda_reads_as_zeros_at_once_even_over_recycled_memory() {
     let stream = CudaStream::new(0).expect("stream");
-    let pattern = pinned_with_last_row(f32::from_bits(0x7f7f_7f7f));
+    let pattern = host_pattern();
     let mut back = pinned_with_last_row(-1.0);
     let mut stale = Vec::new();
     for round in 0..ROUNDS {
         last_row(&mut back).fill(-1.0);
-        // Memory left with a pattern in its last row and freed: CUDA's allocator hands the same
-        // block out again for the same size.
-        let mut previous = Value::zeros_cuda(&[ROWS, ROW], ElementType::F32, 0).expect("device");
-        previous.copy_rows_from(LAST, &pattern, &stream).expect("fill");
-        drop(previous);
-        let device = Value::zeros_cuda(&[ROWS, ROW], ElementType::F32, 0).expect("device zeros");
-        back.copy_rows_from(LAST, &device, &stream).expect("the last row back, at once");
+        // Freed with the pattern in place: CUDA's allocator hands the same block out again.
+        previous_owner(&pattern);
+        let device = Value::zeros_cuda(&[rows(), ROW], ElementType::F32, 0).expect("device zeros");
+        back.copy_rows_from(last(), &device, &stream).expect("the last row back, at once");
         let bad = count_not(last_row(&mut back), 0.0);
         if bad > 0 {
             stale.push((round, bad));
@@ -98,14 +132,11 @@ fn an_ort_cuda_run_right_after_zeros_cuda_reads_zeros_not_the_previous_owners_da
         .strict_gpu(true)
         .commit_from_file(onnxrt_tests::model("last_row.onnx"))
         .expect("CUDA session");
-    let stream = CudaStream::new(0).expect("stream");
-    let pattern = pinned_with_last_row(f32::from_bits(0x7f7f_7f7f));
+    let pattern = host_pattern();
     let mut stale = Vec::new();
     for round in 0..ROUNDS {
-        let mut previous = Value::zeros_cuda(&[ROWS, ROW], ElementType::F32, 0).expect("device");
-        previous.copy_rows_from(LAST, &pattern, &stream).expect("fill");
-        drop(previous);
-        let device = Value::zeros_cuda(&[ROWS, ROW], ElementType::F32, 0).expect("device zeros");
+        previous_owner(&pattern);
+        let device = Value::zeros_cuda(&[rows(), ROW], ElementType::F32, 0).expect("device zeros");
         let outputs = session.run(&[("x", &device)]).expect("the last row, on ORT's stream");
         let row = outputs.get("y").expect("y").to_array::<f32>().expect("f32");
         let bad = row.iter().filter(|&&x| x != 0.0).count();

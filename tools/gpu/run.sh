@@ -82,6 +82,8 @@ mode_devices() {
   LD_LIBRARY_PATH=/tmp/openvino/onnxruntime_ep_openvino:$LD_LIBRARY_PATH ONNXRT_TEST_OPENVINO_PLUGIN=$plugin \
     ONNXRT_TEST_OCR_DET=$PWD/.gpu-run/ch_PP-OCRv4_det_infer.onnx ONNXRT_REQUIRE_OPENVINO_DEVICE=1 \
     .gpu-run/plugin_openvino --test-threads 1 --nocapture 2>&1 | tee "$out/plugin_openvino.log" | tail -25
+  echo "== a legacy-stream zeroing against a non-blocking copy, CUDA alone"
+  python3 tools/gpu/legacy_stream_race.py 2>&1 | tee "$out/legacy_stream_race.log"
   for pass in 1 2; do
     for build in old fixed; do
       echo "== zeros_cuda ordering, pass $pass, $build build"

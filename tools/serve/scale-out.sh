@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Three `serve` instances behind HAProxy (REST and gRPC), under load from tritonclient, with one
-# instance drained (SIGTERM) and one killed (SIGKILL) while the load runs (issue 45):
+# instance drained (SIGTERM) and one killed (SIGKILL) while the load runs:
 #   tools/serve/scale-out.sh
 # SERVE_BIN names a prebuilt serve binary (default: target/debug/serve, built first with cargo).
 # SCALE_OUT_COUNT requests per phase (default 1000), SCALE_OUT_CLIENTS concurrent clients

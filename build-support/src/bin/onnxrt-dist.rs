@@ -45,15 +45,12 @@ fn main() -> ExitCode {
     let result = match words.as_slice() {
         ["fetch"] => config(None).and_then(|c| provision(&c)).map(report),
         ["fetch", dist] => config(Some(dist)).and_then(|c| provision(&c)).map(report),
-        ["assemble", dist] => config(Some(dist))
-            .and_then(|c| {
-                let downloads = c.cache_dir.join(assemble::DOWNLOADS);
-                assemble::assemble(&c, &downloads)
-            })
-            .map(report),
-        ["assemble", dist, dir] => {
-            config(Some(dist)).and_then(|c| assemble::assemble(&c, &PathBuf::from(dir))).map(report)
-        }
+        ["assemble", dist] => config(Some(dist)).and_then(|c| {
+            let downloads = c.cache_dir.join(assemble::DOWNLOADS);
+            assemble::assemble(&c, &downloads).and_then(|p| report_assembled(&c, p))
+        }),
+        ["assemble", dist, dir] => config(Some(dist))
+            .and_then(|c| assemble::assemble(&c, &PathBuf::from(dir)).and_then(|p| report_assembled(&c, p))),
         ["pack", dist, out] => config(Some(dist)).and_then(|c| {
             let out = PathBuf::from(out);
             // Checked before and after provisioning (which may create the cache).
@@ -161,6 +158,36 @@ fn report(p: Provisioned) {
     }
     say_err!("onnxrt-dist: ONNX Runtime {} (`{}`) from {}", p.ort_version, p.dist, p.source);
     say!("{}", p.lib_dir.display());
+}
+
+/// As [`report`], but a plugin bundle is named as one (the runtimes it loads into), with its
+/// library and the environment its device needs (`plugin_setup`).
+fn report_assembled(config: &Config, p: Provisioned) -> build_support::Result<()> {
+    let dist = config.manifest.dist(&p.dist)?;
+    if !dist.plugin {
+        report(p);
+        return Ok(());
+    }
+    for note in &p.notes {
+        say_err!("onnxrt-dist: {note}");
+    }
+    say_err!(
+        "onnxrt-dist: plugin bundle `{}` (a plugin provider for ONNX Runtime >= {}, not a runtime) from {}",
+        p.dist,
+        dist.ort_version,
+        p.source
+    );
+    let root = build_support::plugin_setup::bundle_root(dist, &p.library);
+    say_err!("onnxrt-dist: register {} (Environment::register_pinned_provider_library)", p.library.display());
+    let environment = build_support::plugin_setup::environment(&config.cache_dir, dist, &root)?;
+    if !environment.is_empty() {
+        say_err!("onnxrt-dist: for its device on a machine without a GPU driver, set in the program's environment:");
+        for (name, value) in &environment {
+            say_err!("export {name}={value}");
+        }
+    }
+    say!("{}", p.lib_dir.display());
+    Ok(())
 }
 
 fn shell_env(p: Provisioned) {

@@ -1,8 +1,9 @@
 //! The devices every registered execution provider sees (ORT 1.22+, `GetEpDevices`), and why a
 //! GPU is missing from them: ORT's Linux device discovery reads `/sys/class/drm`, which many
-//! containers and VMs lack; then no provider can claim the GPU through the device API (a plugin
-//! provider "registers" and everything runs on the CPU), while the classic append path
-//! (`--provider cuda`) still reaches it.
+//! containers and VMs lack; then only a provider that finds its GPU by itself lists one (ORT
+//! 1.30's CUDA provider library, registered, did on an H100 VM without it; a plugin provider may
+//! "register" and everything runs on the CPU), while the classic append path (`--provider cuda`)
+//! always reaches it.
 
 use std::path::Path;
 
@@ -45,7 +46,7 @@ pub fn row(facts: &Facts, gpu_found: bool) -> Row {
             format!("{DRM} is missing (a container or VM without it), and ORT's device discovery reads it")
         };
         return Row::new(CHECK, Status::Warn, format!("{detail}; nvidia-smi sees a GPU but no provider lists one: {why}"))
-            .fix("providers chosen by device (providers_for_devices, device policies, plugin providers) will run on the CPU here; append the GPU provider by name instead (`--provider cuda`, SessionBuilder::cuda), which does not use the device discovery");
+            .fix("providers chosen by device (providers_for_devices, device policies, plugin providers) run on the CPU unless a registered provider lists the GPU: register the GPU provider's library first (Environment::register_provider_library; for CUDA, libonnxruntime_providers_cuda.so beside the runtime), or append it by name (`--provider cuda`, SessionBuilder::cuda), which does not use the device discovery");
     }
     Row::new(CHECK, Status::Ok, detail)
 }

@@ -1,7 +1,10 @@
 //! The REST side's JSON bodies, as the Open Inference Protocol (KServe v2) describes them.
 
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value as Json};
+
+use crate::oip::json_data::Elements;
 
 /// `parameters`: free-form name → value pairs.
 pub type Parameters = Map<String, Json>;
@@ -10,7 +13,7 @@ pub type Parameters = Map<String, Json>;
 /// binary-tensor extension is used).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct InferRequest {
+pub struct InferRequest<'a> {
     /// Echoed in the answer.
     #[serde(default)]
     pub id: Option<String>,
@@ -18,7 +21,8 @@ pub struct InferRequest {
     #[serde(default)]
     pub parameters: Parameters,
     /// One entry per model input.
-    pub inputs: Vec<RequestInput>,
+    #[serde(borrow)]
+    pub inputs: Vec<RequestInput<'a>>,
     /// The outputs wanted (all when empty or absent).
     #[serde(default)]
     pub outputs: Vec<RequestOutput>,
@@ -27,7 +31,7 @@ pub struct InferRequest {
 /// One input tensor of a request.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RequestInput {
+pub struct RequestInput<'a> {
     /// The model input's name.
     pub name: String,
     /// Its shape.
@@ -37,9 +41,10 @@ pub struct RequestInput {
     /// `binary_data_size`: the tensor's bytes follow the JSON in the body.
     #[serde(default)]
     pub parameters: Parameters,
-    /// The elements (absent when sent as binary).
-    #[serde(default)]
-    pub data: Option<Json>,
+    /// The elements' text (absent when sent as binary), read once the datatype and shape are
+    /// known ([`value_from_json`](crate::oip::json_data::value_from_json)): no JSON tree.
+    #[serde(default, borrow)]
+    pub data: Option<&'a RawValue>,
 }
 
 /// One requested output.
@@ -54,8 +59,8 @@ pub struct RequestOutput {
 }
 
 /// The answer to an inference request.
-#[derive(Debug, Serialize)]
-pub struct InferResponse {
+#[derive(Serialize)]
+pub struct InferResponse<'v> {
     /// The model's name.
     pub model_name: String,
     /// The model's version.
@@ -64,12 +69,12 @@ pub struct InferResponse {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
     /// One entry per output.
-    pub outputs: Vec<ResponseOutput>,
+    pub outputs: Vec<ResponseOutput<'v>>,
 }
 
 /// One output tensor of an answer.
-#[derive(Debug, Serialize)]
-pub struct ResponseOutput {
+#[derive(Serialize)]
+pub struct ResponseOutput<'v> {
     /// Its name.
     pub name: String,
     /// Its datatype.
@@ -79,9 +84,9 @@ pub struct ResponseOutput {
     /// `binary_data_size` when the data follows the JSON as binary.
     #[serde(skip_serializing_if = "Map::is_empty")]
     pub parameters: Parameters,
-    /// The elements, when sent as JSON.
+    /// The elements, when sent as JSON (written as they are read).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub data: Option<Json>,
+    pub data: Option<Elements<'v>>,
 }
 
 /// A tensor in model metadata (free axes are -1).

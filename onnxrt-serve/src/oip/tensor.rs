@@ -79,32 +79,6 @@ fn split_length_prefixed<'b>(name: &str, mut bytes: &'b [u8]) -> Result<Vec<&'b 
     Ok(elements)
 }
 
-/// A value from a JSON `data` array: flat or nested in row-major order; numbers for numeric types
-/// (within the type's range; integers for integer types), `true`/`false` for BOOL, strings for BYTES.
-pub fn value_from_json(name: &str, datatype: &str, shape: &[i64], data: &Json) -> Result<Value<'static>, String> {
-    let element = element_type(name, datatype)?;
-    let count = element_count(name, shape)?;
-    let mut flat = Vec::with_capacity(count.min(1 << 20));
-    flatten(name, shape, data, &mut flat)?;
-    if flat.len() != count {
-        return Err(format!("input `{name}`: shape {shape:?} holds {count} element(s), `data` holds {}", flat.len()));
-    }
-    if element == ElementType::String {
-        let strings = flat
-            .iter()
-            .map(|item| item.as_str().ok_or_else(|| format!("input `{name}`: BYTES data must be strings, got {item}")))
-            .collect::<Result<Vec<_>, _>>()?;
-        return Value::from_strings(shape, &strings).map_err(|e| format!("input `{name}`: {e}"));
-    }
-    // `count` equals the elements present in the request, so this is bounded by the body size.
-    let mut bytes = Vec::with_capacity(count * element.size());
-    for item in flat {
-        push_element(&mut bytes, element, item)
-            .ok_or_else(|| format!("input `{name}`: {item} is not a valid {datatype} element"))?;
-    }
-    value_from_raw(name, datatype, shape, &bytes)
-}
-
 /// A tensor of `shape` with every element `fill` (converted to the element type; strings stay
 /// empty), e.g. for a warm-up run.
 pub fn filled(name: &str, element: ElementType, shape: &[i64], fill: f64) -> Result<Value<'static>, String> {
@@ -126,47 +100,6 @@ pub fn filled(name: &str, element: ElementType, shape: &[i64], fill: f64) -> Res
         chunk.copy_from_slice(&one);
     }
     Ok(value)
-}
-
-/// The elements of a `data` array in row-major order: a flat array (no element an array), a
-/// single element, or arrays nested exactly as `shape` (each level as long as its axis, elements
-/// only at the last). A ragged nesting is refused even when its element count happens to match.
-fn flatten<'j>(name: &str, shape: &[i64], data: &'j Json, out: &mut Vec<&'j Json>) -> Result<(), String> {
-    match data {
-        Json::Array(items) if items.iter().all(|item| !item.is_array()) => {
-            out.extend(items);
-            Ok(())
-        }
-        Json::Array(_) => nested(name, shape, 0, data, out),
-        other => {
-            out.push(other);
-            Ok(())
-        }
-    }
-}
-
-/// One level of a nested `data` array, checked against axis `depth` of `shape`.
-fn nested<'j>(name: &str, shape: &[i64], depth: usize, data: &'j Json, out: &mut Vec<&'j Json>) -> Result<(), String> {
-    let ragged = |what: String| {
-        format!("input `{name}`: nested `data` does not follow shape {shape:?}: {what}; send a flat array or arrays nested as the shape")
-    };
-    match (data, shape.get(depth)) {
-        (Json::Array(items), Some(&axis)) => {
-            if i64::try_from(items.len()).ok() != Some(axis) {
-                return Err(ragged(format!(
-                    "an array of {} at depth {depth} where axis {depth} is {axis}",
-                    items.len()
-                )));
-            }
-            items.iter().try_for_each(|item| nested(name, shape, depth + 1, item, out))
-        }
-        (Json::Array(_), None) => Err(ragged(format!("an array at depth {depth}, below the last axis"))),
-        (_, Some(_)) => Err(ragged(format!("an element at depth {depth}, above the last axis"))),
-        (item, None) => {
-            out.push(item);
-            Ok(())
-        }
-    }
 }
 
 /// Appends one JSON element as `element`'s little-endian bytes; `None` when it does not fit.
@@ -216,41 +149,19 @@ pub fn raw_of(name: &str, value: &Value<'_>) -> Result<Vec<u8>, String> {
     value.host_bytes().map(<[u8]>::to_vec).map_err(|e| format!("output `{name}`: {e}"))
 }
 
-/// An output's data as a flat JSON array (non-finite floats become `null`, as JSON has no NaN).
-pub fn json_of(name: &str, value: &Value<'_>) -> Result<Json, String> {
-    let info = value.tensor_info().map_err(|e| format!("output `{name}`: {e}"))?;
-    let failed = |e: onnxrt::Error| format!("output `{name}`: {e}");
-    let items: Vec<Json> = match info.element_type {
-        ElementType::String => value.strings().map_err(failed)?.into_iter().map(Json::from).collect(),
-        ElementType::Bool => value.view::<bool>().map_err(failed)?.iter().map(|&b| Json::from(b)).collect(),
-        ElementType::U8 => numbers::<u8>(value).map_err(failed)?,
-        ElementType::U16 => numbers::<u16>(value).map_err(failed)?,
-        ElementType::U32 => numbers::<u32>(value).map_err(failed)?,
-        ElementType::U64 => numbers::<u64>(value).map_err(failed)?,
-        ElementType::I8 => numbers::<i8>(value).map_err(failed)?,
-        ElementType::I16 => numbers::<i16>(value).map_err(failed)?,
-        ElementType::I32 => numbers::<i32>(value).map_err(failed)?,
-        ElementType::I64 => numbers::<i64>(value).map_err(failed)?,
-        ElementType::F32 => numbers::<f32>(value).map_err(failed)?,
-        ElementType::F64 => numbers::<f64>(value).map_err(failed)?,
-        ElementType::F16 => value.view::<f16>().map_err(failed)?.iter().map(|x| Json::from(x.to_f32())).collect(),
-        ElementType::BF16 => value.view::<bf16>().map_err(failed)?.iter().map(|x| Json::from(x.to_f32())).collect(),
-        other => return Err(format!("output `{name}` is {other}, which the protocol has no datatype for")),
-    };
-    Ok(Json::Array(items))
-}
-
-fn numbers<T>(value: &Value<'_>) -> onnxrt::Result<Vec<Json>>
-where
-    T: onnxrt::Element + Copy + Into<Json>,
-{
-    Ok(value.view::<T>()?.iter().map(|&x| x.into()).collect())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::oip::json_data::Elements;
     use serde_json::json;
+
+    fn value_from_json(name: &str, datatype: &str, shape: &[i64], data: &Json) -> Result<Value<'static>, String> {
+        crate::oip::json_data::value_from_json(name, datatype, shape, &data.to_string())
+    }
+
+    fn json_of(value: &Value<'static>) -> Json {
+        serde_json::to_value(Elements(value)).expect("test value")
+    }
 
     #[test]
     fn json_and_raw_give_the_same_tensor() {
@@ -259,7 +170,7 @@ mod tests {
         let from_raw = value_from_raw("x", "INT16", &[2, 2], &raw).expect("test value");
         assert_eq!(from_json.host_bytes().expect("test value"), from_raw.host_bytes().expect("test value"));
         assert_eq!(raw_of("x", &from_json).expect("test value"), raw);
-        assert_eq!(json_of("x", &from_raw).expect("test value"), json!([1, -2, 3, 4]));
+        assert_eq!(json_of(&from_raw), json!([1, -2, 3, 4]));
     }
 
     #[test]

@@ -143,8 +143,13 @@ impl ServedModel {
                 let pool = Arc::clone(pool);
                 builder = builder.run_batches_with(move |inputs| run_batch_in(&pool, inputs));
             }
-            let batcher = builder.build().map_err(|e| {
-                format!("{e}\n(or turn batching off for this model: \"batching\": false in config.json)")
+            let batcher = builder.build().map_err(|e| match e {
+                // In the repository's terms, not the library's (the reason reaches protocol clients).
+                crate::Error::NotBatchable { name, why } => format!(
+                    "cannot batch this model: `{name}` {why}; turn batching off for it (\"batching\": false in \
+                     config.json), or export it with a free first (batch) axis"
+                ),
+                other => format!("{other}\n(or turn batching off for this model: \"batching\": false in config.json)"),
             })?;
             // Its workers capture their CUDA graphs now. Neither the next model's session nor a
             // warm-up run may meet a capture (it would break it): both come after this.

@@ -1,24 +1,20 @@
 //! The Open Inference Protocol over gRPC (`inference.GRPCInferenceService`), on the same models
 //! and checks as REST. Inputs come as raw bytes (`raw_input_contents`, what tritonclient sends)
-//! or typed `contents`; outputs go back as raw bytes (`raw_output_contents`). A request's deadline
+//! or typed `contents` (or lie in shared memory); outputs go back as raw bytes
+//! (`raw_output_contents`) or into a shared-memory region ([`grpc_body`]). A request's deadline
 //! is the sooner of its gRPC deadline, its `timeout` parameter (µs) and the server's timeout.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::infer::{self, WantedOutput};
+use crate::infer;
 use crate::oip::grpc::grpc_inference_service_server::GrpcInferenceService;
-use crate::oip::grpc::infer_parameter::ParameterChoice;
-use crate::oip::grpc::model_infer_request::InferInputTensor;
-use crate::oip::grpc::model_infer_response::InferOutputTensor;
 use crate::oip::grpc::model_metadata_response::TensorMetadata;
 use crate::oip::grpc::repository_index_response::ModelIndex;
 use crate::oip::grpc::*;
+use crate::oip::grpc_body;
 use crate::oip::messages::{EXTENSIONS, PLATFORM};
-use crate::oip::tensor;
 use crate::repository::{ControlError, FindError, InferError, ServedModel};
-use crate::shared_memory::{self, Place};
-use onnxrt::Value;
 use tonic::{Request, Response, Status};
 
 use crate::server::app::App;
@@ -91,60 +87,6 @@ fn grpc_timeout(metadata: &tonic::metadata::MetadataMap) -> Option<Duration> {
         "n" => Duration::from_nanos(amount),
         _ => return None,
     })
-}
-
-/// A value from an input's typed `contents`.
-fn value_from_contents(input: &InferInputTensor) -> Result<Value<'static>, String> {
-    let name = &input.name;
-    let contents = input.contents.clone().unwrap_or_default();
-    let mut bytes = Vec::new();
-    let narrow = |what: &str| format!("input `{name}`: an element does not fit {what}");
-    match input.datatype.as_str() {
-        "BYTES" => {
-            for element in &contents.bytes_contents {
-                let length = u32::try_from(element.len()).map_err(|_| narrow("a 4 GiB element"))?;
-                bytes.extend(length.to_le_bytes());
-                bytes.extend(element);
-            }
-        }
-        "BOOL" => bytes.extend(contents.bool_contents.iter().map(|&b| u8::from(b))),
-        "INT8" => {
-            for &x in &contents.int_contents {
-                bytes.extend(i8::try_from(x).map_err(|_| narrow("INT8"))?.to_le_bytes())
-            }
-        }
-        "INT16" => {
-            for &x in &contents.int_contents {
-                bytes.extend(i16::try_from(x).map_err(|_| narrow("INT16"))?.to_le_bytes())
-            }
-        }
-        "INT32" => contents.int_contents.iter().for_each(|x| bytes.extend(x.to_le_bytes())),
-        "INT64" => contents.int64_contents.iter().for_each(|x| bytes.extend(x.to_le_bytes())),
-        "UINT8" => {
-            for &x in &contents.uint_contents {
-                bytes.extend(u8::try_from(x).map_err(|_| narrow("UINT8"))?.to_le_bytes())
-            }
-        }
-        "UINT16" => {
-            for &x in &contents.uint_contents {
-                bytes.extend(u16::try_from(x).map_err(|_| narrow("UINT16"))?.to_le_bytes())
-            }
-        }
-        "UINT32" => contents.uint_contents.iter().for_each(|x| bytes.extend(x.to_le_bytes())),
-        "UINT64" => contents.uint64_contents.iter().for_each(|x| bytes.extend(x.to_le_bytes())),
-        "FP32" => contents.fp32_contents.iter().for_each(|x| bytes.extend(x.to_le_bytes())),
-        "FP64" => contents.fp64_contents.iter().for_each(|x| bytes.extend(x.to_le_bytes())),
-        "FP16" | "BF16" => {
-            return Err(format!(
-                "input `{name}`: {} has no typed contents field; send it in raw_input_contents",
-                input.datatype
-            ))
-        }
-        other => {
-            tensor::element_type(name, other)?;
-        }
-    }
-    tensor::value_from_raw(name, &input.datatype, &input.shape, &bytes)
 }
 
 #[tonic::async_trait]
@@ -375,152 +317,11 @@ impl Service {
 
     async fn infer(&self, request: ModelInferRequest, asked: Option<Duration>) -> Result<ModelInferResponse, Status> {
         let model = self.find(&request.model_name, &request.model_version)?;
-        let raw = &request.raw_input_contents;
-        let mut places = Vec::with_capacity(request.inputs.len());
-        for input in &request.inputs {
-            places.push(place_in(&input.name, &input.parameters)?);
-        }
-        // Inputs in shared memory have no raw contents: one entry per other input, in order.
-        let sent = places.iter().filter(|p| p.is_none()).count();
-        if !raw.is_empty() && raw.len() != sent {
-            return Err(Status::invalid_argument(format!(
-                "raw_input_contents has {} entries for {sent} inputs not in shared memory; send one per input, in order",
-                raw.len()
-            )));
-        }
-        let mut raw = raw.iter();
-        let mut inputs = Vec::with_capacity(request.inputs.len());
-        for (input, place) in request.inputs.iter().zip(places) {
-            let value = match place {
-                Some(place) => {
-                    let limit = self.app.limits.max_body_bytes;
-                    let bytes = self
-                        .app
-                        .regions
-                        .read(&input.name, &place, limit)
-                        .map_err(|e| Status::invalid_argument(e.to_string()))?;
-                    tensor::value_from_raw(&input.name, &input.datatype, &input.shape, &bytes)
-                }
-                None => match raw.next() {
-                    Some(bytes) => tensor::value_from_raw(&input.name, &input.datatype, &input.shape, bytes),
-                    None => value_from_contents(input),
-                },
-            }
-            .map_err(Status::invalid_argument)?;
-            inputs.push((input.name.clone(), value));
-        }
-        let parameter_timeout = match request.parameters.get("timeout").and_then(|p| p.parameter_choice.as_ref()) {
-            None => None,
-            // 0 is "none of its own", as for REST.
-            Some(ParameterChoice::Int64Param(0) | ParameterChoice::Uint64Param(0)) => None,
-            Some(ParameterChoice::Int64Param(micros)) if *micros > 0 => Some(Duration::from_micros(*micros as u64)),
-            Some(ParameterChoice::Uint64Param(micros)) => Some(Duration::from_micros(*micros)),
-            Some(other) => {
-                return Err(Status::invalid_argument(format!(
-                    "parameter `timeout` must be a whole number of microseconds, got {other:?}"
-                )))
-            }
-        };
-        let timeout = match (asked, parameter_timeout) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        let mut outputs = Vec::with_capacity(request.outputs.len());
-        let mut output_places = std::collections::HashMap::new();
-        for output in &request.outputs {
-            if let Some(place) = place_in(&output.name, &output.parameters)? {
-                output_places.insert(output.name.clone(), place);
-            }
-            let class_count = match output.parameters.get("classification").and_then(|p| p.parameter_choice.as_ref()) {
-                None => 0,
-                Some(ParameterChoice::Int64Param(n)) => u64::try_from(*n).unwrap_or(0),
-                Some(ParameterChoice::Uint64Param(n)) => *n,
-                Some(other) => {
-                    return Err(Status::invalid_argument(format!(
-                        "output `{}`: `classification` must be a whole number, got {other:?}",
-                        output.name
-                    )))
-                }
-            };
-            outputs.push(WantedOutput { name: output.name.clone(), binary: true, class_count });
-        }
-        let sequence_id = ["sequence_id", "sequence_start", "sequence_end"].iter().find_map(|key| {
-            let named = match request.parameters.get(*key).and_then(|p| p.parameter_choice.as_ref())? {
-                ParameterChoice::Int64Param(n) => (*n != 0).then(|| n.to_string()),
-                ParameterChoice::Uint64Param(n) => (*n != 0).then(|| n.to_string()),
-                ParameterChoice::StringParam(s) => (!s.is_empty()).then(|| format!("{s:?}")),
-                ParameterChoice::BoolParam(b) => b.then(|| "true".to_owned()),
-                _ => None,
-            };
-            named.map(|v| format!("({key} {v})"))
-        });
-        let decoded = infer::Request { inputs, outputs, all_binary: true, timeout, sequence_id };
+        let limit = self.app.limits.max_body_bytes;
+        let decoded = grpc_body::decode(&request, asked, &self.app.regions, limit).map_err(Status::invalid_argument)?;
+        let grpc_body::Decoded { request: decoded, places } = decoded;
         let deadline = self.app.deadline(decoded.timeout);
         let answer = infer::run(&model, decoded, deadline).await.map_err(|e| GrpcRefusal::from(e).0)?;
-        let outputs = answer.outputs;
-        let mut described = Vec::with_capacity(outputs.len());
-        let mut raw_outputs = Vec::with_capacity(outputs.len());
-        for (name, value, _) in &outputs {
-            let (datatype, shape) = tensor::datatype_and_shape(name, value).map_err(Status::internal)?;
-            let bytes = tensor::raw_of(name, value).map_err(Status::internal)?;
-            let mut parameters = std::collections::HashMap::new();
-            if let Some(place) = output_places.get(name) {
-                self.app.regions.write(name, place, &bytes).map_err(|e| Status::invalid_argument(e.to_string()))?;
-                let parameter = |choice| InferParameter { parameter_choice: Some(choice) };
-                parameters.insert(
-                    "shared_memory_region".into(),
-                    parameter(ParameterChoice::StringParam(place.region.clone())),
-                );
-                parameters.insert(
-                    "shared_memory_byte_size".into(),
-                    parameter(ParameterChoice::Int64Param(bytes.len() as i64)),
-                );
-                // An empty entry keeps raw_output_contents aligned with `outputs`.
-                raw_outputs.push(Vec::new());
-            } else {
-                raw_outputs.push(bytes);
-            }
-            described.push(InferOutputTensor {
-                name: name.clone(),
-                datatype: datatype.into(),
-                shape,
-                parameters,
-                contents: None,
-            });
-        }
-        Ok(ModelInferResponse {
-            model_name: model.name.clone(),
-            model_version: model.version.clone(),
-            id: request.id,
-            parameters: Default::default(),
-            outputs: described,
-            raw_output_contents: raw_outputs,
-        })
+        grpc_body::encode(&model, request.id, &answer, (&places, &self.app.regions)).map_err(|e| GrpcRefusal::from(e).0)
     }
-}
-
-/// The `shared_memory_*` parameters of a tensor: where its bytes are, if in a region.
-fn place_in(
-    tensor: &str,
-    parameters: &std::collections::HashMap<String, InferParameter>,
-) -> Result<Option<Place>, Status> {
-    let choice = |key: &str| parameters.get(key).and_then(|p| p.parameter_choice.as_ref());
-    let region = match choice("shared_memory_region") {
-        None => None,
-        Some(ParameterChoice::StringParam(region)) => Some(region.clone()),
-        Some(other) => {
-            return Err(Status::invalid_argument(format!(
-                "`{tensor}`: shared_memory_region must be a string, got {other:?}"
-            )))
-        }
-    };
-    let number = |key: &str| {
-        choice(key).map(|c| match c {
-            ParameterChoice::Int64Param(n) => u64::try_from(*n).ok(),
-            ParameterChoice::Uint64Param(n) => Some(*n),
-            _ => None,
-        })
-    };
-    shared_memory::place_of(tensor, region, number("shared_memory_byte_size"), number("shared_memory_offset"))
-        .map_err(Status::invalid_argument)
 }

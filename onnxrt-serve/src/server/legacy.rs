@@ -140,13 +140,19 @@ async fn answer(
     shape.extend(contract.sample_shape.iter().map(|&d| d as i64));
     let value = Value::from_vec(&shape, sample)
         .map_err(|e| error_response(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?;
-    let outputs = model
-        .infer(vec![(contract.input.clone(), value)], std::slice::from_ref(&contract.output), Some(app.deadline(None)))
-        .await
-        .map_err(|error| Refusal::from(error).0)?;
-    let logits: Vec<f32> = outputs
+    // The same core as /v2: infer::run (its checks, deadline, extensions).
+    let wanted = crate::infer::WantedOutput { name: contract.output.clone(), ..Default::default() };
+    let request = crate::infer::Request {
+        inputs: vec![(contract.input.clone(), value)],
+        outputs: vec![wanted],
+        ..Default::default()
+    };
+    let answer =
+        crate::infer::run(&model, request, app.deadline(None)).await.map_err(|error| Refusal::from(error).0)?;
+    let logits: Vec<f32> = answer
+        .outputs
         .first()
-        .and_then(|(_, v)| v.view::<f32>().ok())
+        .and_then(|(_, v, _)| v.view::<f32>().ok())
         .map(|view| view.iter().copied().collect())
         .ok_or_else(|| error_response(StatusCode::INTERNAL_SERVER_ERROR, "the run returned no logits"))?;
     let ranked: Vec<serde_json::Value> = imagenet::top_k(&imagenet::softmax(&logits), k)

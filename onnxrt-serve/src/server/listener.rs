@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::io;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
@@ -122,6 +122,24 @@ pub struct RestSettings {
     pub header_timeout: Duration,
 }
 
+/// A request hyper refused before the service saw it (a broken request line or Content-Length,
+/// a URI or head too long, over 100 headers), answered by hyper with an empty body: one access
+/// line for it; other connection errors (a peer gone) at debug.
+fn http_layer_refusal(peer: SocketAddr, error: &hyper::Error) {
+    let text = error.to_string();
+    let status = if !error.is_parse() && !error.is_parse_too_large() {
+        tracing::debug!(%peer, %error, "connection ended with an error");
+        return;
+    } else if text.contains("URI too long") {
+        414
+    } else if error.is_parse_too_large() {
+        431
+    } else {
+        400
+    };
+    tracing::info!(target: "access", id = "-", %peer, method = "-", path = "-", status, error = %text, "refused by the HTTP layer");
+}
+
 /// Serves `router` on `listener` until `stop` resolves, then waits for the connections' requests
 /// in flight to be answered (each connection closes after its current request).
 pub async fn serve_rest(
@@ -160,7 +178,7 @@ pub async fn serve_rest(
         let connection = graceful.watch(connection);
         tokio::spawn(async move {
             if let Err(error) = connection.await {
-                tracing::debug!(%peer, %error, "connection ended with an error");
+                http_layer_refusal(peer, &error);
             }
             drop(permit);
         });

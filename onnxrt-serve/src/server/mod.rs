@@ -27,6 +27,7 @@ mod access;
 mod app;
 mod batch_metrics;
 mod grpc;
+mod grpc_limit;
 mod legacy;
 mod listener;
 mod metrics;
@@ -318,7 +319,12 @@ async fn serve(args: Args) -> Result<(), String> {
             None => {}
         }
         if model.workers().is_none() && runtime_crashes() {
-            tracing::warn!(model = %name, %mode, "this model runs in the server's process on a runtime known to crash on some valid shapes: one such request ends the server (isolation cannot run batches on device inputs, CUDA graphs or a session per batch size)");
+            let why = if model.settings.isolation == Some(false) {
+                "isolation is off for it (\"isolation\": false or --isolation false)"
+            } else {
+                "isolation cannot run batches on device inputs, CUDA graphs or a session per batch size"
+            };
+            tracing::warn!(model = %name, %mode, "this model runs in the server's process on a runtime known to crash on some valid shapes: one such request ends the server ({why})");
         }
     }
     let limits = RequestLimits {
@@ -388,6 +394,7 @@ async fn serve(args: Args) -> Result<(), String> {
         let service = GrpcInferenceServiceServer::new(grpc::Service { app: Arc::clone(&app) })
             .max_decoding_message_size(args.max_body_bytes)
             .max_encoding_message_size(usize::MAX);
+        let service = grpc_limit::MessageLimit::new(service, Arc::clone(&app));
         // Idle connections end on a silence timer (listener::Capped), so no keep-alive pings:
         // their answers would keep an idle connection busy for ever.
         let idle = Duration::from_millis(args.grpc_idle_timeout_ms.max(args.timeout_ms.saturating_add(1000)));

@@ -3,27 +3,21 @@
 //! the binary-tensor extension), `POST /v2/repository/index`, `…/models/{name}/load`, `…/unload`.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use crate::infer::{self, WantedOutput};
-use crate::oip::messages::{InferRequest, InferResponse, RepositoryEntry, ResponseOutput, ServerMetadata, EXTENSIONS};
-use crate::oip::tensor;
+use crate::infer;
+use crate::oip::messages::{RepositoryEntry, ServerMetadata, EXTENSIONS};
+use crate::oip::rest_body;
 use crate::repository::{ControlError, FindError, InferError, ServedModel};
-use crate::shared_memory::{self, Place};
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use onnxrt::Value;
 use serde_json::{json, Value as Json_};
 
 use crate::server::access::error_response;
 use crate::server::app::App;
-
-/// The header that says how long the JSON part of a body with binary tensors is.
-const HEADER_LENGTH: &str = "inference-header-content-length";
 
 pub fn routes() -> Router<Arc<App>> {
     Router::new()
@@ -252,20 +246,6 @@ async fn region_unregister(State(app): State<Arc<App>>, Path(name): Path<String>
     StatusCode::OK.into_response()
 }
 
-/// The `shared_memory_*` parameters of a tensor: where its bytes are, if in a region.
-fn place_in(tensor: &str, parameters: &serde_json::Map<String, Json_>) -> Result<Option<Place>, Response> {
-    let region = match parameters.get("shared_memory_region") {
-        None => None,
-        Some(Json_::String(region)) => Some(region.clone()),
-        Some(other) => {
-            return Err(bad_request(format!("`{tensor}`: shared_memory_region must be a string, got {other}")))
-        }
-    };
-    let number = |key: &str| parameters.get(key).map(Json_::as_u64);
-    shared_memory::place_of(tensor, region, number("shared_memory_byte_size"), number("shared_memory_offset"))
-        .map_err(bad_request)
-}
-
 async fn infer(State(app): State<Arc<App>>, Path(name): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
     answer(&app, &name, None, &headers, body).await
 }
@@ -330,154 +310,23 @@ async fn answer_inner(
     body: Bytes,
 ) -> Result<Response, Response> {
     let model = find(app, name, version)?;
-    // The binary-tensor extension: the JSON header first, then the tensors' bytes.
-    let (json_part, mut binary) = match headers.get(HEADER_LENGTH) {
-        Some(value) => {
-            let length = value.to_str().ok().and_then(|v| v.trim().parse::<usize>().ok()).ok_or_else(|| {
-                bad_request(format!("{HEADER_LENGTH} must be the JSON header's length in bytes, got {value:?}"))
-            })?;
-            if length > body.len() {
-                return Err(bad_request(format!(
-                    "{HEADER_LENGTH} says {length} bytes of JSON, the body has {} bytes",
-                    body.len()
-                )));
-            }
-            (body.slice(..length), body.slice(length..))
-        }
-        None => (body.clone(), Bytes::new()),
+    let header_length = headers.get(rest_body::HEADER_LENGTH).map(HeaderValue::as_bytes);
+    let decoded = rest_body::decode(&body, header_length, &app.regions, app.limits.max_body_bytes);
+    drop(body);
+    let rest_body::Decoded { id, request, places } = decoded.map_err(bad_request)?;
+    let deadline = app.deadline(request.timeout);
+    let answer = infer::run(&model, request, deadline).await.map_err(|e| Refusal::from(e).0)?;
+    let json_limit = app.limits.max_body_bytes.saturating_mul(rest_body::JSON_ANSWER_FACTOR);
+    let shared = (&places, &app.regions);
+    let encoded = rest_body::encode((&model.name, &model.version), id, &answer, shared, json_limit, deadline)
+        .map_err(|e| Refusal::from(e).0)?;
+    drop(answer);
+    let Some(json_length) = encoded.json_length else {
+        return Ok(([(header::CONTENT_TYPE, "application/json")], encoded.body).into_response());
     };
-    let request: InferRequest = serde_json::from_slice(&json_part)
-        .map_err(|e| bad_request(format!("the request is not an inference request's JSON: {e}")))?;
-    let mut inputs: Vec<(String, Value<'static>)> = Vec::with_capacity(request.inputs.len());
-    for input in &request.inputs {
-        let binary_size = match input.parameters.get("binary_data_size") {
-            None => None,
-            Some(size) => Some(size.as_u64().and_then(|s| usize::try_from(s).ok()).ok_or_else(|| {
-                bad_request(format!("input `{}`: binary_data_size must be a byte count, got {size}", input.name))
-            })?),
-        };
-        let place = place_in(&input.name, &input.parameters)?;
-        let value = match (binary_size, &input.data, place) {
-            (None, None, Some(place)) => {
-                let bytes = app
-                    .regions
-                    .read(&input.name, &place, app.limits.max_body_bytes)
-                    .map_err(|e| bad_request(e.to_string()))?;
-                tensor::value_from_raw(&input.name, &input.datatype, &input.shape, &bytes)
-            }
-            (_, _, Some(_)) => {
-                Err(format!("input `{}` names a shared-memory region and also sends data; send one", input.name))
-            }
-            (Some(size), None, None) => {
-                if size > binary.len() {
-                    return Err(bad_request(format!(
-                        "input `{}`: binary_data_size is {size}, only {} bytes of binary data remain",
-                        input.name,
-                        binary.len()
-                    )));
-                }
-                let bytes = binary.split_to(size);
-                tensor::value_from_raw(&input.name, &input.datatype, &input.shape, &bytes)
-            }
-            (None, Some(data), None) => tensor::value_from_json(&input.name, &input.datatype, &input.shape, data),
-            (Some(_), Some(_), None) => {
-                Err(format!("input `{}` has both `data` and binary_data_size; send one", input.name))
-            }
-            (None, None, None) => Err(format!("input `{}` has no `data` (nor binary_data_size)", input.name)),
-        }
-        .map_err(bad_request)?;
-        inputs.push((input.name.clone(), value));
-    }
-    if !binary.is_empty() {
-        return Err(bad_request(format!(
-            "{} bytes of binary data follow the inputs' data; each binary input must say its binary_data_size",
-            binary.len()
-        )));
-    }
-    let all_binary = flag(request.parameters.get("binary_data_output"));
-    let mut outputs = Vec::with_capacity(request.outputs.len());
-    let mut places = std::collections::HashMap::new();
-    for output in &request.outputs {
-        if let Some(place) = place_in(&output.name, &output.parameters)? {
-            places.insert(output.name.clone(), place);
-        }
-        let class_count = match output.parameters.get("class_count").or_else(|| output.parameters.get("classification"))
-        {
-            None => 0,
-            Some(count) => count.as_u64().ok_or_else(|| {
-                bad_request(format!("output `{}`: class_count must be a whole number, got {count}", output.name))
-            })?,
-        };
-        let binary = flag(output.parameters.get("binary_data"));
-        outputs.push(WantedOutput { name: output.name.clone(), binary, class_count });
-    }
-    // `timeout` in microseconds, as Triton reads it; 0 is "none of its own".
-    let timeout = match request.parameters.get("timeout") {
-        None => None,
-        Some(micros) => Some(micros.as_u64().ok_or_else(|| {
-            bad_request(format!("parameter `timeout` must be a whole number of microseconds, got {micros}"))
-        })?),
-    }
-    .filter(|&micros| micros > 0)
-    .map(Duration::from_micros);
-    let sequence_id = ["sequence_id", "sequence_start", "sequence_end"]
-        .iter()
-        .find_map(|key| request.parameters.get(*key).and_then(infer::sequence_named).map(|v| format!("({key} {v})")));
-    let decoded = infer::Request { inputs, outputs, all_binary, timeout, sequence_id };
-    let deadline = app.deadline(decoded.timeout);
-    let answer = infer::run(&model, decoded, deadline).await.map_err(|e| Refusal::from(e).0)?;
-    let outputs = answer.outputs;
-    let mut described = Vec::with_capacity(outputs.len());
-    let mut tail: Vec<u8> = Vec::new();
-    for (output_name, value, binary) in &outputs {
-        let failed = |why: String| error_response(StatusCode::INTERNAL_SERVER_ERROR, why);
-        let (datatype, shape) = tensor::datatype_and_shape(output_name, value).map_err(failed)?;
-        let mut parameters = serde_json::Map::new();
-        let data = if let Some(place) = places.get(output_name) {
-            let raw = tensor::raw_of(output_name, value).map_err(failed)?;
-            app.regions.write(output_name, place, &raw).map_err(|e| bad_request(e.to_string()))?;
-            parameters.insert("shared_memory_region".into(), json!(place.region));
-            parameters.insert("shared_memory_byte_size".into(), json!(raw.len()));
-            if place.offset != 0 {
-                parameters.insert("shared_memory_offset".into(), json!(place.offset));
-            }
-            None
-        } else if *binary {
-            let raw = tensor::raw_of(output_name, value).map_err(failed)?;
-            parameters.insert("binary_data_size".into(), json!(raw.len()));
-            tail.extend(raw);
-            None
-        } else {
-            Some(tensor::json_of(output_name, value).map_err(failed)?)
-        };
-        described.push(ResponseOutput { name: output_name.clone(), datatype, shape, parameters, data });
-    }
-    let response = InferResponse {
-        model_name: model.name.clone(),
-        model_version: model.version.clone(),
-        id: request.id.clone(),
-        outputs: described,
-    };
-    let json_bytes = serde_json::to_vec(&response)
-        .map_err(|e| error_response(StatusCode::INTERNAL_SERVER_ERROR, format!("encoding the answer: {e}")))?;
-    if tail.is_empty() {
-        return Ok(([(header::CONTENT_TYPE, "application/json")], json_bytes).into_response());
-    }
-    let json_length = json_bytes.len();
-    let mut body = json_bytes;
-    body.extend(tail);
-    let mut response = (StatusCode::OK, body).into_response();
+    let mut response = (StatusCode::OK, encoded.body).into_response();
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/octet-stream"));
-    headers.insert(HEADER_LENGTH, HeaderValue::from(json_length));
+    headers.insert(rest_body::HEADER_LENGTH, HeaderValue::from(json_length));
     Ok(response)
-}
-
-/// A boolean parameter (`true`, or a nonzero number as some clients send).
-fn flag(value: Option<&Json_>) -> bool {
-    match value {
-        Some(Json_::Bool(b)) => *b,
-        Some(Json_::Number(n)) => n.as_u64().is_some_and(|n| n != 0),
-        _ => false,
-    }
 }

@@ -26,6 +26,12 @@ pub enum ErrorCode {
     InvalidGraph,
     /// `ORT_EP_FAIL`
     EpFail,
+    /// `ORT_MODEL_LOAD_CANCELED`: a [`LoadCanceller`](crate::LoadCanceller) stopped the load.
+    ModelLoadCanceled,
+    /// `ORT_MODEL_REQUIRES_COMPILATION`: the model must be compiled for its provider first.
+    ModelRequiresCompilation,
+    /// `ORT_NOT_FOUND`
+    NotFound,
     /// A code this crate does not know.
     Unknown(u32),
 }
@@ -44,6 +50,9 @@ impl ErrorCode {
             9 => ErrorCode::NotImplemented,
             10 => ErrorCode::InvalidGraph,
             11 => ErrorCode::EpFail,
+            12 => ErrorCode::ModelLoadCanceled,
+            13 => ErrorCode::ModelRequiresCompilation,
+            14 => ErrorCode::NotFound,
             other => ErrorCode::Unknown(other),
         }
     }

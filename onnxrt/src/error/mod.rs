@@ -324,12 +324,15 @@ pub enum Error {
     },
 
     /// Device (or host) memory ran out, or a configured limit was hit.
-    #[error("out of memory in {function}: {message}\nFix: lower the batch size, raise gpu_mem_limit, or free other GPU work")]
+    #[error("out of memory in {function}: {message}\nFix: {}", oom_fix(*.host))]
     OutOfMemory {
         /// The C API function.
         function: &'static str,
         /// ORT's message.
         message: String,
+        /// Whether the memory is known to be the host's (a tensor made by a CPU allocator); else
+        /// it may be a GPU's (ORT's arena messages do not say which).
+        host: bool,
     },
 
     /// A run was cancelled through its [`crate::RunOptions`].
@@ -372,17 +375,30 @@ pub enum Error {
 
     /// [`SessionBuilder::strict_gpu`](crate::SessionBuilder::strict_gpu) without a GPU provider:
     /// there is nothing to be strict about.
-    #[error("strict_gpu is set but no execution provider was requested\nFix: add one with SessionBuilder::cuda or ::tensorrt (or ::provider), or leave strict_gpu off")]
+    #[error("strict_gpu is set but no execution provider was requested (providers_for_devices counts for any provider but the CPU's; a device_policy or device_selector does not count)\nFix: add one with SessionBuilder::cuda or ::tensorrt (or ::provider, or providers_for_devices with a GPU provider's devices), use DevicePolicy::RequireGpu for ORT's or a selector's choice, or leave strict_gpu off")]
     StrictGpuWithoutProvider,
 
     /// [`DevicePolicy::RequireGpu`](crate::ep_device::DevicePolicy::RequireGpu) where no
     /// registered execution provider lists a GPU device: refused instead of running on the CPU.
-    #[error("a GPU was required through the device API, but no execution provider lists a GPU device; ORT's device discovery listed {seen:?}. {why}\nFix: the classic append path (SessionBuilder::cuda / ::tensorrt, with strict_gpu) does not depend on device discovery and still reaches the GPU; or register a GPU provider's plugin library (Environment::register_provider_library) where /sys/class/drm lists the GPU")]
+    #[error("a GPU was required through the device API, but no GPU device was listed or chosen; the devices: {seen:?}. {why}\nFix: the classic append path (SessionBuilder::cuda / ::tensorrt, with strict_gpu) does not depend on device discovery and still reaches the GPU; or register the GPU provider's library first (Environment::register_provider_library; for CUDA, libonnxruntime_providers_cuda.so beside the runtime), which lists the GPU where it finds it")]
     NoGpuDevice {
         /// Every device the providers listed (`provider on KIND vendor (vendor:device)`).
         seen: Vec<String>,
         /// Why discovery found no GPU, as far as the crate can tell (what `/sys/class/drm` holds).
         why: String,
+    },
+
+    /// [`Environment::register_pinned_provider_library`](crate::Environment::register_pinned_provider_library)
+    /// refused a file that is not, byte for byte, the library of a plugin bundle pinned in
+    /// vendor-manifest.toml. Nothing was loaded.
+    #[error("{} is not a pinned plugin provider library: {why}; the pinned ones: {pinned:?}\nFix: use the library of the bundle `onnxrt-dist assemble <bundle>` provides, unchanged, or, for a library you vouch for yourself, the unsafe Environment::register_provider_library", path.display())]
+    PluginNotPinned {
+        /// The file.
+        path: PathBuf,
+        /// Why it is not one (its size or sha256, or that it cannot be read).
+        why: String,
+        /// The pinned libraries (bundle, path inside it, sha256).
+        pinned: Vec<String>,
     },
 
     /// A write into a value that is read-only: one over memory it only borrows for reading
@@ -499,6 +515,7 @@ impl Error {
             Error::NoSuchDevice { .. } => "NoSuchDevice",
             Error::StrictGpuWithoutProvider => "StrictGpuWithoutProvider",
             Error::NoGpuDevice { .. } => "NoGpuDevice",
+            Error::PluginNotPinned { .. } => "PluginNotPinned",
             Error::ReadOnlyValue { .. } => "ReadOnlyValue",
             Error::NotHostMemory { .. } => "NotHostMemory",
             Error::InvalidArgument { .. } => "InvalidArgument",
@@ -542,3 +559,12 @@ fn devices_fix(count: &Option<i32>) -> String {
 
 /// Shorthand for this crate's results.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What to do about an out-of-memory failure: GPU advice unless the memory is the host's.
+fn oom_fix(host: bool) -> &'static str {
+    if host {
+        "lower the tensor's size or the batch size, or free host memory (a CPU allocator's limit, e.g. the arena's, bounds it too)"
+    } else {
+        "lower the batch size, raise gpu_mem_limit, or free other GPU work"
+    }
+}

@@ -63,7 +63,8 @@ pub enum ProviderRequest {
 
 /// What appending providers produced, kept by the session.
 pub(crate) struct Prepared {
-    /// Providers registered, in priority order, `CPU` last.
+    /// Providers registered, in priority order, `CPU` last (those appended by device included;
+    /// a device selector's or policy's choice is added once the session exists).
     pub(crate) registered: Vec<&'static str>,
     /// Whether runs must be serialized (TensorRT on ORT < 1.17).
     pub(crate) serialize_runs: bool,
@@ -71,6 +72,8 @@ pub(crate) struct Prepared {
     pub(crate) strict: bool,
     /// The device selector the options point to, moved into the session's `SessionHeld`.
     pub(crate) device_selector: Option<crate::ep_device::SelectorHold>,
+    /// Whether ORT chooses the providers by a selection policy (read back once the session exists).
+    pub(crate) by_policy: bool,
 }
 
 impl Prepared {
@@ -98,6 +101,7 @@ pub(crate) fn append_all(
     options: *mut OrtSessionOptions,
     requests: &[ProviderRequest],
     strict: bool,
+    devices: &crate::ep_device::DeviceRequests,
 ) -> Result<Prepared> {
     let requests: Vec<append::Request<'_>> = requests.iter().map(ProviderRequest::request).collect();
     let registered_of = |request: &append::Request<'_>| named::registered_name(request.name);
@@ -116,11 +120,18 @@ pub(crate) fn append_all(
         registered.push(name);
         serialize_runs |= name == "TensorrtExecutionProvider" && tensorrt_runs_need_serializing(api.api_level);
     }
-    if strict && registered.is_empty() {
+    // Providers by device after the classic ones: the order ORT tries them in.
+    let applied = crate::ep_device::apply(api, env, options, devices)?;
+    registered.extend(applied.appended.iter().map(|name| named::interned(name)));
+    // Strict applies to the devices' providers too, as to a provider asked for by name.
+    let requested = !requests.is_empty() || applied.appended.iter().any(|p| p != "CPUExecutionProvider");
+    if strict && !requested {
         return Err(Error::StrictGpuWithoutProvider);
     }
-    registered.push("CPUExecutionProvider");
-    Ok(Prepared { registered, serialize_runs, strict, device_selector: None })
+    if !registered.contains(&"CPUExecutionProvider") {
+        registered.push("CPUExecutionProvider");
+    }
+    Ok(Prepared { registered, serialize_runs, strict, device_selector: applied.selector, by_policy: applied.by_policy })
 }
 
 impl ProviderRequest {

@@ -67,13 +67,18 @@ pub(crate) fn resolve(name: &str) -> (String, String) {
 /// typed providers' names: each distinct name is stored once per process.
 pub(crate) fn registered_name(name: &str) -> &'static str {
     let (_, full) = resolve(name);
+    interned(&full)
+}
+
+/// `full` (a provider's registered name), stored once for the program's life.
+pub(crate) fn interned(full: &str) -> &'static str {
     static NAMES: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
     let mut names = NAMES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(known) = names.get(full.as_str()) {
+    if let Some(known) = names.get(full) {
         return known;
     }
-    // Bounded by the distinct provider names a program asks for.
-    let leaked: &'static str = Box::leak(full.into_boxed_str());
+    // Bounded by the distinct provider names a program asks for or ORT lists.
+    let leaked: &'static str = Box::leak(full.to_owned().into_boxed_str());
     names.insert(leaked);
     leaked
 }

@@ -468,6 +468,11 @@ impl SessionBuilder {
     /// (`session.disable_cpu_ep_fallback=1`), and fail with
     /// [`Error::StrictGpuWithoutProvider`](crate::Error::StrictGpuWithoutProvider) if no provider
     /// was requested.
+    ///
+    /// A provider appended by device ([`providers_for_devices`](SessionBuilder::providers_for_devices))
+    /// counts as requested unless it is the CPU provider: the same no-fallback rule applies to it. Devices chosen by ORT ([`device_policy`](SessionBuilder::device_policy)) or by a
+    /// [`device_selector`](SessionBuilder::device_selector) do not count: use
+    /// [`DevicePolicy::RequireGpu`](crate::ep_device::DevicePolicy::RequireGpu) to require a GPU there.
     pub fn strict_gpu(mut self, strict: bool) -> Self {
         self.strict_gpu = strict;
         self

@@ -11,8 +11,10 @@ impl SessionBuilder {
     /// Appends the provider of `devices` (all of one provider, from
     /// [`Environment::ep_devices`](crate::Environment::ep_devices) of this builder's environment)
     /// for those devices, with provider `options` (string keys and values the provider reads).
-    /// Providers appended this way and the classic ones ([`provider`](SessionBuilder::provider),
-    /// `cuda`...) are tried in the order given, then the CPU.
+    /// ORT tries the classic providers ([`provider`](SessionBuilder::provider), `cuda`...) first,
+    /// then those appended this way in the order given, then the CPU; [`Session::providers`](crate::Session::providers)
+    /// lists them in that order. With [`strict_gpu`](SessionBuilder::strict_gpu), a provider
+    /// appended this way (other than the CPU's) is the one to be strict about.
     ///
     /// ```
     /// # let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/mlp.onnx");
@@ -48,8 +50,10 @@ impl SessionBuilder {
 
     /// Chooses the devices with a Rust closure: ORT calls it while it creates the session with
     /// the devices it offers; it returns the indices of those to use (at most 8), best first.
-    /// It wins over [`device_policy`](SessionBuilder::device_policy). A panic or an index out of
-    /// range fails the session's creation with ORT's error naming it; nothing unwinds into ORT.
+    /// It wins over [`device_policy`](SessionBuilder::device_policy), except that
+    /// [`DevicePolicy::RequireGpu`] still holds: a choice without a GPU device fails with
+    /// [`Error::NoGpuDevice`](crate::Error::NoGpuDevice). A panic or an index out of range fails
+    /// the session's creation with ORT's error naming it; nothing unwinds into ORT.
     ///
     /// Corresponds to `OrtApi::SessionOptionsSetEpSelectionPolicyDelegate`.
     #[doc(alias = "SessionOptionsSetEpSelectionPolicyDelegate")]

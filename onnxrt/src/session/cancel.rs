@@ -2,7 +2,9 @@
 //! [`SessionBuilder`](crate::SessionBuilder) can stop its `commit_from_*` from another thread; the
 //! load then fails with ORT's "canceled" error. ORT reads the flag from the session options while it
 //! loads, so the canceller reaches them only while they exist: the commit registers them under a
-//! lock and unregisters them before they are released.
+//! lock and unregisters them before they are released. One canceller may cover several loads at
+//! once (it and the builder are `Clone`): each registration is its own, so a cancel reaches every
+//! load in progress and a load that ends removes only its own options.
 
 use std::sync::{Arc, Mutex};
 
@@ -23,8 +25,11 @@ pub struct LoadCanceller {
 #[derive(Debug, Default)]
 struct State {
     cancelled: bool,
-    /// The options of the load in progress (address), while they exist.
-    options: Option<usize>,
+    /// The options of each load in progress (its registration number, the options' address),
+    /// while they exist.
+    options: Vec<(u64, usize)>,
+    /// The next registration number.
+    next: u64,
 }
 
 impl LoadCanceller {
@@ -40,7 +45,7 @@ impl LoadCanceller {
     pub fn cancel(&self) {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         state.cancelled = true;
-        if let Some(options) = state.options {
+        for &(_, options) in &state.options {
             // Best effort: the load ends on its own if ORT cannot take the flag.
             let _ = set_flag(options as *mut OrtSessionOptions);
         }
@@ -61,13 +66,14 @@ fn set_flag(options: *mut OrtSessionOptions) -> Result<()> {
     unsafe { ort!(api, SessionOptionsSetLoadCancellationFlag(options, true)) }
 }
 
-/// The registration of a load's options with its canceller; unregisters on drop.
-pub(crate) struct Watching<'c>(Option<&'c LoadCanceller>);
+/// The registration of a load's options with its canceller (and its number); unregisters
+/// exactly that registration on drop.
+pub(crate) struct Watching<'c>(Option<(&'c LoadCanceller, u64)>);
 
 impl Drop for Watching<'_> {
     fn drop(&mut self) {
-        if let Some(canceller) = self.0 {
-            canceller.state.lock().unwrap_or_else(|p| p.into_inner()).options = None;
+        if let Some((canceller, id)) = self.0 {
+            canceller.state.lock().unwrap_or_else(|p| p.into_inner()).options.retain(|&(other, _)| other != id);
         }
     }
 }
@@ -83,14 +89,15 @@ pub(crate) fn check(canceller: Option<&LoadCanceller>) -> Result<()> {
 /// Registers `options` (live until the returned guard is dropped, which the caller does first)
 /// with `canceller`; sets the flag at once if it was already cancelled.
 pub(crate) fn watch(canceller: Option<&LoadCanceller>, options: *mut OrtSessionOptions) -> Result<Watching<'_>> {
-    if let Some(canceller) = canceller {
-        let mut state = canceller.state.lock().unwrap_or_else(|p| p.into_inner());
-        if state.cancelled {
-            set_flag(options)?;
-        }
-        state.options = Some(options as usize);
+    let Some(canceller) = canceller else { return Ok(Watching(None)) };
+    let mut state = canceller.state.lock().unwrap_or_else(|p| p.into_inner());
+    if state.cancelled {
+        set_flag(options)?;
     }
-    Ok(Watching(canceller))
+    let id = state.next;
+    state.next += 1;
+    state.options.push((id, options as usize));
+    Ok(Watching(Some((canceller, id))))
 }
 
 impl SessionBuilder {

@@ -165,6 +165,10 @@ impl SessionBuilder {
             Ok(()) => {}
             Err(Failure::Setup(e)) => return Err(e),
             Err(Failure::Create(e)) => {
+                // A selector that chose no GPU device under DevicePolicy::RequireGpu.
+                if let Some(no_gpu) = held.device_selector.as_ref().and_then(|s| s.no_gpu_error()) {
+                    return Err(no_gpu);
+                }
                 let e = super::external_data::explain(prepared.explain(e, &env), external);
                 return Err(match source {
                     Source::File(path, _) => model_check::explain_file(e, path),
@@ -276,6 +280,12 @@ impl SessionBuilder {
                 checked: true,
             });
         }
+        // ORT chooses by policy: let it record what it chose (1.24+), for `Session::providers`.
+        let by_policy =
+            self.devices.appended.is_empty() && self.devices.selector.is_none() && self.devices.policy.is_some();
+        if by_policy && api.api_level >= 24 && !config.iter().any(|e| e.key == super::placement::RECORD_KEY) {
+            config.push(ConfigEntry { key: super::placement::RECORD_KEY.into(), value: "1".into(), checked: false });
+        }
         for ConfigEntry { key, value, checked } in &config {
             let key_c = CString::new(key.as_str()).map_err(|_| Error::nul("config key", key))?;
             let value_c = CString::new(value.as_str()).map_err(|_| Error::nul("config value", value))?;
@@ -303,8 +313,7 @@ impl SessionBuilder {
             // SAFETY: see above. ORT loads the library and keeps it for the session's life.
             unsafe { ort!(api, RegisterCustomOpsLibrary_V2(o, lib_c.as_ptr())) }?;
         }
-        let mut prepared = crate::providers::append_all(api, &env, o, &self.providers, self.strict_gpu)?;
-        prepared.device_selector = crate::ep_device::apply(api, &env, o, &self.devices)?;
+        let prepared = crate::providers::append_all(api, &env, o, &self.providers, self.strict_gpu, &self.devices)?;
         // Last: nothing fails after it here, and the caller releases `options` before it.
         let mut custom_ops = custom_op::register(api, o, &self.op_domains)?;
         if !self.custom_op_libraries.is_empty() {

@@ -59,6 +59,7 @@ type OutputValues = SmallVec<[Value<'static>; 4]>;
 pub use async_input::{AsyncInput, HeldValue, InputName};
 pub use builder::{config_keys, ExecutionMode, OptimizationLevel, SessionBuilder, DEFAULT_MAX_ASYNC_RUNS};
 pub use cancel::LoadCanceller;
+pub(crate) use cancel::{check as cancel_check, watch as cancel_watch};
 pub use info::{Dim, ValueInfo};
 pub use input::SessionInput;
 pub use metadata::ModelMetadata;
@@ -254,11 +255,22 @@ impl Session {
         let output_labels = outputs.iter().map(|o| Arc::from(o.name.as_str())).collect();
         let run_lock = prepared.serialize_runs.then(|| Mutex::new(()));
         let passthrough: Vec<bool> = outputs.iter().map(|o| inputs.iter().any(|i| i.name == o.name)).collect();
-        let cpu_only = prepared.registered == ["CPUExecutionProvider"];
+        let mut providers = prepared.registered;
+        if let Some(selector) = &held.device_selector {
+            let chosen = selector.chosen_providers();
+            add_before_cpu(&mut providers, chosen.iter().map(String::as_str));
+        }
+        // ORT chose by policy: what it chose where the runtime records it, else every provider
+        // it could choose from (never `CPU` alone unless that is all there was).
+        let by_policy = prepared.by_policy;
+        if by_policy {
+            add_before_cpu(&mut providers, crate::ep_device::listed_providers(&env)?.iter().map(String::as_str));
+        }
+        let cpu_only = providers == ["CPUExecutionProvider"];
         // The preallocation rule (session/output_pool.rs): only where every node must write.
         let every_output_written = !custom_ops.may_skip_outputs();
         let output_pool = output_pool::OutputPool::new(&outputs, &passthrough, cpu_only && every_output_written);
-        Ok(Session {
+        let mut session = Session {
             inner: Arc::new(Inner {
                 raw: ManuallyDrop::new(raw),
                 env,
@@ -272,13 +284,17 @@ impl Session {
                 in_flight: Arc::default(),
                 gate: Arc::new(gate::Gate::new(asyncs.max_async_runs)),
                 intra_op_threads: asyncs.intra_op_threads,
-                providers: prepared.registered,
+                providers,
                 passthrough,
                 custom_ops,
                 held,
                 output_pool,
             }),
-        })
+        };
+        if by_policy {
+            session.providers_from_placement();
+        }
+        Ok(session)
     }
 
     /// The model's inputs, in order, with element types and shapes (symbolic axes by name).
@@ -300,7 +316,12 @@ impl Session {
         &self.inner.outputs
     }
 
-    /// Execution providers registered for this session, in priority order (`CPU` last).
+    /// Execution providers registered for this session, in priority order (`CPU` last): the
+    /// classic ones ([`SessionBuilder::cuda`], [`provider`](SessionBuilder::provider), …), those
+    /// appended by device ([`SessionBuilder::providers_for_devices`]) and those of the devices a
+    /// [`device_selector`](SessionBuilder::device_selector) chose. For a
+    /// [`device_policy`](SessionBuilder::device_policy), ORT chooses: on ONNX Runtime 1.24+ these
+    /// are the providers ORT assigned nodes to; before, every provider whose devices it could choose.
     pub fn providers(&self) -> &[&'static str] {
         &self.inner.providers
     }
@@ -369,4 +390,16 @@ impl Session {
     pub(crate) fn as_ptr(&self) -> *mut OrtSession {
         self.inner.raw.as_ptr()
     }
+}
+
+/// Adds `names` (each once) to `providers` before the CPU provider, which stays last.
+fn add_before_cpu<'a>(providers: &mut Vec<&'static str>, names: impl Iterator<Item = &'a str>) {
+    let cpu = "CPUExecutionProvider";
+    providers.retain(|&p| p != cpu);
+    for name in names {
+        if name != cpu && !providers.contains(&name) {
+            providers.push(crate::providers::named::interned(name));
+        }
+    }
+    providers.push(cpu);
 }

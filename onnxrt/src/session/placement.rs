@@ -14,7 +14,7 @@ use crate::session::{Session, SessionBuilder};
 use crate::status::ort;
 
 /// ORT's session key that makes it record the assignment (`kOrtSessionOptionsRecordEpGraphAssignmentInfo`).
-const RECORD_KEY: &str = "session.record_ep_graph_assignment_info";
+pub(super) const RECORD_KEY: &str = "session.record_ep_graph_assignment_info";
 
 impl SessionBuilder {
     /// Makes ORT record which provider each node is assigned to, for [`Session::placement`]
@@ -117,6 +117,18 @@ unsafe fn text(ptr: *const std::ffi::c_char) -> String {
     } else {
         // SAFETY: the caller's contract.
         unsafe { CStr::from_ptr(ptr) }.to_string_lossy().into_owned()
+    }
+}
+
+impl Session {
+    /// For a session whose providers ORT chose by policy: the providers it assigned nodes to, in
+    /// place of every provider it could choose from, where the runtime recorded them (1.24+).
+    pub(super) fn providers_from_placement(&mut self) {
+        let Ok(placement) = self.placement() else { return };
+        let Some(inner) = std::sync::Arc::get_mut(&mut self.inner) else { return };
+        let mut providers = Vec::new();
+        super::add_before_cpu(&mut providers, placement.by_provider.keys().map(String::as_str));
+        inner.providers = providers;
     }
 }
 
