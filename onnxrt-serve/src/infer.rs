@@ -18,7 +18,7 @@ pub struct WantedOutput {
     /// Answer it as raw bytes (REST's binary-tensor extension; gRPC always).
     pub binary: bool,
     /// The classification extension's class count (Triton's `classification`, KServe's
-    /// `class_count`); this server has no classification outputs, so a nonzero count is refused.
+    /// `class_count`): nonzero answers the top classes as strings ([`crate::classification`]).
     pub class_count: u64,
 }
 
@@ -54,23 +54,20 @@ pub async fn run(model: &ServedModel, request: Request, deadline: Instant) -> Re
             model.name
         )));
     }
-    if let Some(output) = request.outputs.iter().find(|o| o.class_count > 0) {
-        return Err(InferError::Invalid(format!(
-            "output `{}`: the classification extension (`class_count`/`classification` {}) is not supported by this \
-             server; ask for the output without it and take the top classes from its values",
-            output.name, output.class_count
-        )));
-    }
     let wanted: Vec<String> = request.outputs.iter().map(|o| o.name.clone()).collect();
     let outputs = model.infer(request.inputs, &wanted, Some(deadline)).await?;
     let binary = |name: &str| request.all_binary || request.outputs.iter().any(|o| o.name == name && o.binary);
-    Ok(Answer {
-        outputs: outputs
-            .into_iter()
-            .map(|(name, value)| {
-                let b = binary(&name);
-                (name, value, b)
-            })
-            .collect(),
-    })
+    let class_count = |name: &str| request.outputs.iter().find(|o| o.name == name).map_or(0, |o| o.class_count);
+    let mut answer = Vec::with_capacity(outputs.len());
+    for (name, value) in outputs {
+        let value = match class_count(&name) {
+            0 => value,
+            count => {
+                crate::classification::top_classes(&name, &value, count, &model.labels).map_err(InferError::Invalid)?
+            }
+        };
+        let b = binary(&name);
+        answer.push((name, value, b));
+    }
+    Ok(Answer { outputs: answer })
 }

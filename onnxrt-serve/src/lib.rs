@@ -32,6 +32,8 @@ mod error;
 pub mod pool;
 
 #[cfg(feature = "server")]
+pub mod classification;
+#[cfg(feature = "server")]
 pub mod embedded;
 #[cfg(feature = "server")]
 pub mod http_client;
@@ -49,6 +51,8 @@ mod provider;
 pub mod repository;
 #[cfg(feature = "server")]
 pub mod server;
+#[cfg(feature = "server")]
+pub mod shared_memory;
 #[cfg(feature = "server")]
 pub mod tensor_body;
 

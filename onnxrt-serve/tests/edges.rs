@@ -214,15 +214,7 @@ fn parameters_follow_one_set_of_rules_over_rest_and_grpc() {
     let server = Server::start(&root, &[]);
     use ParameterChoice::{DoubleParam, Int64Param, StringParam, Uint64Param};
     // (what, request parameters, output parameters, the words the refusal has); each refused.
-    let refused: [Case; 5] = [
-        (
-            "class_count",
-            json!({}),
-            json!({ "class_count": 2 }),
-            vec![],
-            vec![("class_count", Int64Param(2))],
-            "classification",
-        ),
+    let refused: [Case; 4] = [
         (
             "classification -1",
             json!({}),
@@ -274,6 +266,32 @@ fn parameters_follow_one_set_of_rules_over_rest_and_grpc() {
             "parameters": { "sequence_id": 0, "timeout": 60_000_000 },
         });
         assert_eq!(post(server.rest, rest.to_string()).await.status, 200);
+        // class_count 2 (REST) and classification 2 (gRPC, int or uint): the same top two classes.
+        let top_two = ["3.000000:2", "2.000000:1"];
+        let rest = json!({
+            "inputs": [{ "name": "x", "shape": [1, 3], "datatype": "FP32", "data": [1.0, 2.0, 3.0] }],
+            "outputs": [{ "name": "y", "parameters": { "class_count": 2 } }],
+        });
+        let reply = post(server.rest, rest.to_string()).await;
+        assert_eq!(reply.status, 200, "REST class_count: {}", reply.text());
+        let output = &serde_json::from_slice::<Json>(&reply.body).expect("JSON")["outputs"][0];
+        assert_eq!((&output["datatype"], &output["shape"]), (&json!("BYTES"), &json!([1, 2])), "{output}");
+        assert_eq!(output["data"], json!(top_two), "{output}");
+        for count in [Int64Param(2), Uint64Param(2)] {
+            let answer = grpc.model_infer(grpc_request(&[], &[("classification", count)])).await.expect("answered");
+            let answer = answer.into_inner();
+            assert_eq!(
+                (answer.outputs[0].datatype.as_str(), answer.outputs[0].shape.as_slice()),
+                ("BYTES", &[1, 2][..])
+            );
+            let (mut raw, mut strings) = (answer.raw_output_contents[0].as_slice(), Vec::new());
+            while let Some((length, rest)) = raw.split_first_chunk::<4>() {
+                let (text, rest) = rest.split_at(u32::from_le_bytes(*length) as usize);
+                strings.push(String::from_utf8(text.to_vec()).expect("UTF-8"));
+                raw = rest;
+            }
+            assert_eq!(strings, top_two);
+        }
     });
 }
 

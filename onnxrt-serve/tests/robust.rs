@@ -433,7 +433,7 @@ fn errors_the_client_caused_are_400_with_the_runtimes_reason() {
 }
 
 #[test]
-fn extensions_this_server_lacks_are_refused_not_ignored() {
+fn class_count_answers_top_classes_and_sequences_are_refused_not_ignored() {
     let root = folder("extensions");
     put(&root, "id", &test_model("identity_f32.onnx"), None);
     let server = Server::start(&root, &[]);
@@ -441,9 +441,12 @@ fn extensions_this_server_lacks_are_refused_not_ignored() {
     runtime().block_on(async {
         let class_count =
             json!({ "inputs": [input], "outputs": [{ "name": "y", "parameters": { "class_count": 2 } }] });
-        let refused = post(server.rest, "/v2/models/id/infer", &class_count).await;
-        assert_eq!(refused.status, 400, "{}", refused.text());
-        assert!(refused.text().contains("classification"), "{}", refused.text());
+        // The classification extension: the top 2 of [1, 2, 3] as Triton writes them.
+        let answered = post(server.rest, "/v2/models/id/infer", &class_count).await;
+        assert_eq!(answered.status, 200, "{}", answered.text());
+        let output = &json_of(&answered)["outputs"][0];
+        assert_eq!((output["datatype"].clone(), output["shape"].clone()), (json!("BYTES"), json!([1, 2])), "{output}");
+        assert_eq!(output["data"], json!(["3.000000:2", "2.000000:1"]), "{output}");
         let sequence = json!({ "inputs": [input], "parameters": { "sequence_id": 7, "sequence_start": true } });
         let refused = post(server.rest, "/v2/models/id/infer", &sequence).await;
         assert_eq!(refused.status, 400, "{}", refused.text());

@@ -13,6 +13,8 @@
 # one request, client errors are 400, extensions refused, memory after a 2048x2048 det request),
 # then tools/serve/fuzz_oip.py with ONNXRT_FUZZ_REQUESTS (default 2000) mutated requests; the
 # server must be up after them and exit 0 on SIGTERM.
+# Then a third server in --model-control-mode explicit: check_control.py (load, unload, a reload
+# under load with no failed request, statistics, model config), check_shared_memory.py.
 # Exit status: the checker's, or 1 if the server did not start or did not exit 0.
 # ONNXRT_CHECK_MODELS=a,b checks only these of the four models (default: all four).
 # The temporary folder is removed on success and kept (and named) on failure.
@@ -162,4 +164,40 @@ if [ "${ONNXRT_CHECK_ROBUST:-1}" = 1 ]; then
   [ "$served" = 0 ] || { say "the server on the models as they come exited $served after SIGTERM"; tail -n 20 "$tmp/robust.err" >&2; exit 1; }
   say "the server on the models as they come: checks passed, fuzzed, exited 0 after SIGTERM"
 fi
+
+# Model control (check_control.py): the models in Triton's layout (NAME/1/model.onnx) and a
+# folder that is no model, served with --model-control-mode explicit; load, unload, a failed load
+# and a reload under tritonclient load (HTTP and gRPC) with no failed request.
+control_model=ppocr_cls
+if [ ! -d "$tmp/repository/$control_model" ]; then
+  for folder in "$tmp/repository"/*/; do control_model=$(basename "$folder"); break; done
+fi
+for folder in "$tmp/repository"/*/; do
+  name=$(basename "$folder")
+  mkdir -p "$tmp/control/$name/1" && cp "$folder/model.onnx" "$tmp/control/$name/1/"
+  if [ -f "$folder/config.json" ]; then cp "$folder/config.json" "$tmp/control/$name/"; fi
+done
+mkdir -p "$tmp/control/broken/1" && echo "not an ONNX model" >"$tmp/control/broken/1/model.onnx"
+say "starting $serve --model-control-mode explicit --load-model $control_model"
+"$serve" --model-repository "$tmp/control" --listen 127.0.0.1:0 --grpc-listen 127.0.0.1:0 \
+  --model-control-mode explicit --load-model "$control_model" >"$tmp/control.out" 2>"$tmp/control.err" &
+pid=$!
+http="" grpc=""
+for _ in $(seq 1200); do
+  http=$(sed -n 's|^listening on http://\([^ ]*\).*|\1|p' "$tmp/control.out" | head -n1)
+  grpc=$(sed -n 's|^grpc listening on \([^ ]*\).*|\1|p' "$tmp/control.out" | head -n1)
+  [ -n "$http" ] && [ -n "$grpc" ] && break
+  kill -0 "$pid" 2>/dev/null || { say "the server in explicit mode did not start:"; cat "$tmp/control.err" >&2; exit 1; }
+  sleep 0.1
+done
+if [ -z "$http" ] || [ -z "$grpc" ]; then say "no addresses from the server in explicit mode"; exit 1; fi
+"$python" onnxrt-serve/tests/clients/check_control.py --http "$http" --grpc "$grpc" \
+  --repository "$tmp/control" --model "$control_model" || exit 1
+"$python" onnxrt-serve/tests/clients/check_shared_memory.py --http "$http" --grpc "$grpc" --model "$control_model" || exit 1
+kill -TERM "$pid"
+for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+wait "$pid" && served=0 || served=$?
+pid=
+[ "$served" = 0 ] || { say "the server in explicit mode exited $served after SIGTERM"; tail -n 20 "$tmp/control.err" >&2; exit 1; }
+say "model control: checks passed, exited 0 after SIGTERM"
 exit 0

@@ -1,7 +1,8 @@
 //! `ModelInfer` over gRPC, without tonic: a `ModelInferRequest` decoded into an
 //! [`infer::Request`] (inputs as `raw_input_contents`, what tritonclient sends, or typed
-//! `contents`; parameters by the rules REST follows, [`crate::oip::parameters`]), and an
-//! [`infer::Answer`] encoded back as `raw_output_contents`.
+//! `contents`, or in a shared-memory region; parameters by the rules REST follows,
+//! [`crate::oip::parameters`]), and an [`infer::Answer`] encoded back as `raw_output_contents`
+//! (outputs asked for in shared memory written there, their entry empty).
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -9,28 +10,56 @@ use std::time::Duration;
 use onnxrt::Value;
 
 use crate::infer::{self, WantedOutput};
+use crate::oip::grpc::infer_parameter::ParameterChoice as Choice;
 use crate::oip::grpc::model_infer_request::InferInputTensor;
 use crate::oip::grpc::model_infer_response::InferOutputTensor;
 use crate::oip::grpc::{InferParameter, ModelInferRequest, ModelInferResponse};
-use crate::oip::parameters::{output_parameters, request_parameters, Parameter};
+use crate::oip::parameters::{output_parameters, place, request_parameters, Parameter};
 use crate::oip::tensor;
-use crate::repository::ServedModel;
+use crate::repository::{InferError, ServedModel};
+use crate::shared_memory::{OutputPlaces, Regions};
 
-/// The request in `request`; `asked` is its gRPC deadline, if any.
-pub fn decode(request: &ModelInferRequest, asked: Option<Duration>) -> Result<infer::Request, String> {
+/// A decoded gRPC inference request.
+pub struct Decoded {
+    /// What to run.
+    pub request: infer::Request,
+    /// The outputs to write into shared-memory regions.
+    pub places: OutputPlaces,
+}
+
+/// The request in `request`; `asked` is its gRPC deadline, if any. Inputs in shared memory are
+/// read from `regions`, at most `limit` bytes each.
+pub fn decode(
+    request: &ModelInferRequest,
+    asked: Option<Duration>,
+    regions: &Regions,
+    limit: usize,
+) -> Result<Decoded, String> {
+    let mut input_places = Vec::with_capacity(request.inputs.len());
+    for input in &request.inputs {
+        input_places.push(place(&input.name, lookup(&input.parameters))?);
+    }
+    // Inputs in shared memory have no raw contents: one entry per other input, in order.
+    let sent = input_places.iter().filter(|p| p.is_none()).count();
     let raw = &request.raw_input_contents;
-    if !raw.is_empty() && raw.len() != request.inputs.len() {
+    if !raw.is_empty() && raw.len() != sent {
         return Err(format!(
-            "raw_input_contents has {} entries for {} inputs; send one per input, in order",
-            raw.len(),
-            request.inputs.len()
+            "raw_input_contents has {} entries for {sent} inputs not in shared memory; send one per input, in order",
+            raw.len()
         ));
     }
+    let mut raw = raw.iter();
     let mut inputs = Vec::with_capacity(request.inputs.len());
-    for (at, input) in request.inputs.iter().enumerate() {
-        let value = match raw.get(at) {
-            Some(bytes) => tensor::value_from_raw(&input.name, &input.datatype, &input.shape, bytes),
-            None => value_from_contents(input),
+    for (input, place) in request.inputs.iter().zip(input_places) {
+        let value = match place {
+            Some(place) => {
+                let bytes = regions.read(&input.name, &place, limit).map_err(|e| e.to_string())?;
+                tensor::value_from_raw(&input.name, &input.datatype, &input.shape, &bytes)
+            }
+            None => match raw.next() {
+                Some(bytes) => tensor::value_from_raw(&input.name, &input.datatype, &input.shape, bytes),
+                None => value_from_contents(input),
+            },
         }?;
         inputs.push((input.name.clone(), value));
     }
@@ -41,12 +70,18 @@ pub fn decode(request: &ModelInferRequest, asked: Option<Duration>) -> Result<in
         (a, b) => a.or(b),
     };
     let mut outputs = Vec::with_capacity(request.outputs.len());
+    let mut places = OutputPlaces::new();
     for output in &request.outputs {
         let read = output_parameters(&output.name, lookup(&output.parameters))?;
+        if let Some(place) = read.place {
+            places.insert(output.name.clone(), place);
+        }
         // gRPC answers every output raw.
         outputs.push(WantedOutput { name: output.name.clone(), binary: true, class_count: read.class_count });
     }
-    Ok(infer::Request { inputs, outputs, all_binary: true, timeout, sequence_id: asked_by_parameters.sequence })
+    let request =
+        infer::Request { inputs, outputs, all_binary: true, timeout, sequence_id: asked_by_parameters.sequence };
+    Ok(Decoded { request, places })
 }
 
 /// A parameter map's lookup.
@@ -54,18 +89,35 @@ fn lookup(parameters: &HashMap<String, InferParameter>) -> impl Fn(&str) -> Opti
     move |key| parameters.get(key).and_then(|p| p.parameter_choice.as_ref()).map(Parameter::from)
 }
 
-/// The answer to request `id` of `model`: every output as raw bytes.
-pub fn encode(model: &ServedModel, id: String, answer: &infer::Answer) -> Result<ModelInferResponse, String> {
+/// The answer to request `id` of `model`: every output as raw bytes, those in `places` written
+/// into `regions` instead (their raw entry empty, keeping `raw_output_contents` aligned).
+pub fn encode(
+    model: &ServedModel,
+    id: String,
+    answer: &infer::Answer,
+    (places, regions): (&OutputPlaces, &Regions),
+) -> Result<ModelInferResponse, InferError> {
     let mut described = Vec::with_capacity(answer.outputs.len());
     let mut raw_outputs = Vec::with_capacity(answer.outputs.len());
     for (name, value, _) in &answer.outputs {
-        let (datatype, shape) = tensor::datatype_and_shape(name, value)?;
-        raw_outputs.push(tensor::raw_of(name, value)?);
+        let (datatype, shape) = tensor::datatype_and_shape(name, value).map_err(InferError::Failed)?;
+        let bytes = tensor::raw_of(name, value).map_err(InferError::Failed)?;
+        let mut parameters = HashMap::new();
+        if let Some(place) = places.get(name) {
+            regions.write(name, place, &bytes).map_err(|e| InferError::Invalid(e.to_string()))?;
+            let parameter = |choice| InferParameter { parameter_choice: Some(choice) };
+            parameters.insert("shared_memory_region".into(), parameter(Choice::StringParam(place.region.clone())));
+            let size = i64::try_from(bytes.len()).unwrap_or(i64::MAX);
+            parameters.insert("shared_memory_byte_size".into(), parameter(Choice::Int64Param(size)));
+            raw_outputs.push(Vec::new());
+        } else {
+            raw_outputs.push(bytes);
+        }
         described.push(InferOutputTensor {
             name: name.clone(),
             datatype: datatype.into(),
             shape,
-            parameters: Default::default(),
+            parameters,
             contents: None,
         });
     }

@@ -140,7 +140,8 @@ pub struct RepositoryEntry {
 }
 
 /// The protocol extensions this server answers.
-pub const EXTENSIONS: [&str; 3] = ["binary_tensor_data", "model_repository", "parameters"];
+pub const EXTENSIONS: [&str; 5] =
+    ["binary_tensor_data", "model_repository", "parameters", "statistics", "system_shared_memory"];
 
 /// The platform name in model metadata.
 pub const PLATFORM: &str = "onnxruntime_onnx";

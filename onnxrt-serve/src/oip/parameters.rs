@@ -1,6 +1,7 @@
 //! The protocol's request and output `parameters`, read once with one set of rules whichever
 //! protocol brought them: REST's JSON values and gRPC's `InferParameter`s both become
-//! [`Parameter`]s, then [`request_parameters`] and [`output_parameters`] decide.
+//! [`Parameter`]s, then [`request_parameters`], [`output_parameters`] and [`place`] (a tensor in
+//! shared memory, inputs and outputs) decide.
 
 use std::time::Duration;
 
@@ -102,6 +103,19 @@ pub struct OutputParameters {
     pub binary: bool,
     /// `class_count` (KServe) or `classification` (Triton): the classification extension.
     pub class_count: u64,
+    /// `shared_memory_*`: written into a registered region instead of the answer.
+    pub place: Option<Place>,
+}
+
+/// A tensor's place in a shared-memory region, from its `shared_memory_*` parameters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    /// The region's name.
+    pub region: String,
+    /// Bytes, from `offset`.
+    pub byte_size: u64,
+    /// From the region's start.
+    pub offset: u64,
 }
 
 /// A request's parameters, each looked up by `get`.
@@ -134,7 +148,37 @@ pub fn output_parameters(name: &str, get: impl Fn(&str) -> Option<Parameter>) ->
     };
     let binary =
         get("binary_data").map(|p| p.flag("binary_data")).transpose().map_err(|e| format!("output `{name}`: {e}"))?;
-    Ok(OutputParameters { binary: binary.unwrap_or(false), class_count })
+    let place = place(name, &get)?;
+    Ok(OutputParameters { binary: binary.unwrap_or(false), class_count, place })
+}
+
+/// Where tensor `tensor`'s bytes lie when its parameters (looked up by `get`) name a
+/// shared-memory region: `shared_memory_region` (text), `shared_memory_byte_size` and
+/// `shared_memory_offset` (whole numbers; the offset 0 when absent). `None` when they name none.
+pub fn place(tensor: &str, get: impl Fn(&str) -> Option<Parameter>) -> Result<Option<Place>, String> {
+    let region = match get("shared_memory_region") {
+        None => None,
+        Some(Parameter::Text(region)) => Some(region),
+        Some(other) => return Err(format!("`{tensor}`: shared_memory_region must be a string, got {other}")),
+    };
+    let (byte_size, offset) = (get("shared_memory_byte_size"), get("shared_memory_offset"));
+    let Some(region) = region else {
+        return match (byte_size, offset) {
+            (None, None) => Ok(None),
+            _ => Err(format!("`{tensor}`: shared_memory_byte_size or _offset without shared_memory_region")),
+        };
+    };
+    let byte_size = match byte_size.map(|size| size.count()) {
+        Some(Some(size)) => size,
+        Some(None) => return Err(format!("`{tensor}`: shared_memory_byte_size must be a whole number of bytes")),
+        None => return Err(format!("`{tensor}`: shared_memory_region `{region}` needs shared_memory_byte_size")),
+    };
+    let offset = match offset.map(|offset| offset.count()) {
+        Some(Some(offset)) => offset,
+        Some(None) => return Err(format!("`{tensor}`: shared_memory_offset must be a whole number of bytes")),
+        None => 0,
+    };
+    Ok(Some(Place { region, byte_size, offset }))
 }
 
 #[cfg(feature = "server")]
@@ -179,5 +223,29 @@ mod tests {
         let error = output_parameters("y", of(&[("classification", Parameter::Int(-1))])).expect_err("negative");
         assert!(error.contains("`classification` must be a whole number"), "{error}");
         assert!(output_parameters("y", of(&[("binary_data", Parameter::Text("yes".into()))])).is_err());
+        let placed = output_parameters(
+            "y",
+            of(&[
+                ("shared_memory_region", Parameter::Text("r".into())),
+                ("shared_memory_byte_size", Parameter::Int(8)),
+            ]),
+        );
+        assert_eq!(placed.expect("place").place, Some(Place { region: "r".into(), byte_size: 8, offset: 0 }));
+        for bad in [
+            vec![("shared_memory_region", Parameter::Uint(1)), ("shared_memory_byte_size", Parameter::Uint(8))],
+            vec![("shared_memory_region", Parameter::Text("r".into()))],
+            vec![
+                ("shared_memory_region", Parameter::Text("r".into())),
+                ("shared_memory_byte_size", Parameter::Int(-8)),
+            ],
+            vec![
+                ("shared_memory_region", Parameter::Text("r".into())),
+                ("shared_memory_byte_size", Parameter::Uint(8)),
+                ("shared_memory_offset", Parameter::Double(1.0)),
+            ],
+            vec![("shared_memory_offset", Parameter::Uint(8))],
+        ] {
+            assert!(place("x", of(&bad)).is_err(), "{bad:?}");
+        }
     }
 }

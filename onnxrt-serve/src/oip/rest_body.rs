@@ -1,6 +1,7 @@
 //! `POST /v2/models/{name}/infer` over REST, without the web framework: the body (JSON, or the
-//! binary-tensor extension's JSON header and raw tensors) decoded into an [`infer::Request`],
-//! and an [`infer::Answer`] encoded back, its JSON bounded in size and by the request's deadline.
+//! binary-tensor extension's JSON header and raw tensors, or tensors in shared memory) decoded
+//! into an [`infer::Request`], and an [`infer::Answer`] encoded back, its JSON bounded in size and
+//! by the request's deadline, outputs asked for in shared memory written there.
 
 use std::time::Instant;
 
@@ -10,9 +11,10 @@ use serde_json::json;
 use crate::infer::{self, WantedOutput};
 use crate::oip::json_data::{value_from_json, BoundedWriter, Elements, Stopped};
 use crate::oip::messages::{InferRequest, InferResponse, Parameters, ResponseOutput};
-use crate::oip::parameters::{output_parameters, request_parameters, Parameter};
+use crate::oip::parameters::{output_parameters, place, request_parameters, Parameter};
 use crate::oip::tensor;
 use crate::repository::InferError;
+use crate::shared_memory::{OutputPlaces, Regions};
 
 /// The header that says how long the JSON part of a body with binary tensors is.
 pub const HEADER_LENGTH: &str = "inference-header-content-length";
@@ -27,10 +29,13 @@ pub struct Decoded {
     pub id: Option<String>,
     /// What to run.
     pub request: infer::Request,
+    /// The outputs to write into shared-memory regions.
+    pub places: OutputPlaces,
 }
 
 /// The request in `body`; `header_length` is the binary-tensor extension's header, when sent.
-pub fn decode(body: &[u8], header_length: Option<&[u8]>) -> Result<Decoded, String> {
+/// Inputs in shared memory are read from `regions`, at most `limit` bytes each.
+pub fn decode(body: &[u8], header_length: Option<&[u8]>, regions: &Regions, limit: usize) -> Result<Decoded, String> {
     // The binary-tensor extension: the JSON header first, then the tensors' bytes.
     let (json_part, mut binary) = match header_length {
         Some(value) => {
@@ -59,8 +64,15 @@ pub fn decode(body: &[u8], header_length: Option<&[u8]>) -> Result<Decoded, Stri
                     format!("input `{}`: binary_data_size must be a byte count, got {size}", input.name)
                 })?),
             };
-        let value = match (binary_size, input.data) {
-            (Some(size), None) => {
+        let value = match (binary_size, input.data, place(&input.name, lookup(&input.parameters))?) {
+            (None, None, Some(place)) => {
+                let bytes = regions.read(&input.name, &place, limit).map_err(|e| e.to_string())?;
+                tensor::value_from_raw(&input.name, &input.datatype, &input.shape, &bytes)
+            }
+            (_, _, Some(_)) => {
+                Err(format!("input `{}` names a shared-memory region and also sends data; send one", input.name))
+            }
+            (Some(size), None, None) => {
                 if size > binary.len() {
                     return Err(format!(
                         "input `{}`: binary_data_size is {size}, only {} bytes of binary data remain",
@@ -72,9 +84,11 @@ pub fn decode(body: &[u8], header_length: Option<&[u8]>) -> Result<Decoded, Stri
                 binary = rest;
                 tensor::value_from_raw(&input.name, &input.datatype, &input.shape, bytes)
             }
-            (None, Some(data)) => value_from_json(&input.name, &input.datatype, &input.shape, data.get()),
-            (Some(_), Some(_)) => Err(format!("input `{}` has both `data` and binary_data_size; send one", input.name)),
-            (None, None) => Err(format!("input `{}` has no `data` (nor binary_data_size)", input.name)),
+            (None, Some(data), None) => value_from_json(&input.name, &input.datatype, &input.shape, data.get()),
+            (Some(_), Some(_), None) => {
+                Err(format!("input `{}` has both `data` and binary_data_size; send one", input.name))
+            }
+            (None, None, None) => Err(format!("input `{}` has no `data` (nor binary_data_size)", input.name)),
         }?;
         inputs.push((input.name.clone(), value));
     }
@@ -86,8 +100,12 @@ pub fn decode(body: &[u8], header_length: Option<&[u8]>) -> Result<Decoded, Stri
     }
     let asked = request_parameters(lookup(&request.parameters))?;
     let mut outputs = Vec::with_capacity(request.outputs.len());
+    let mut places = OutputPlaces::new();
     for output in &request.outputs {
         let read = output_parameters(&output.name, lookup(&output.parameters))?;
+        if let Some(place) = read.place {
+            places.insert(output.name.clone(), place);
+        }
         outputs.push(WantedOutput { name: output.name.clone(), binary: read.binary, class_count: read.class_count });
     }
     let decoded = infer::Request {
@@ -97,7 +115,7 @@ pub fn decode(body: &[u8], header_length: Option<&[u8]>) -> Result<Decoded, Stri
         timeout: asked.timeout,
         sequence_id: asked.sequence,
     };
-    Ok(Decoded { id: request.id, request: decoded })
+    Ok(Decoded { id: request.id, request: decoded, places })
 }
 
 /// A parameter map's lookup.
@@ -113,12 +131,14 @@ pub struct Encoded {
     pub json_length: Option<usize>,
 }
 
-/// The answer's body: JSON, with the binary outputs' bytes after it. Its JSON may be at most
-/// `json_limit` bytes and must be written before `deadline`.
+/// The answer's body: JSON, with the binary outputs' bytes after it; the outputs in `places`
+/// written into `regions` instead. Its JSON may be at most `json_limit` bytes and must be written
+/// before `deadline`.
 pub fn encode(
     model: (&str, &str),
     id: Option<String>,
     answer: &infer::Answer,
+    (places, regions): (&OutputPlaces, &Regions),
     json_limit: usize,
     deadline: Instant,
 ) -> Result<Encoded, InferError> {
@@ -128,7 +148,16 @@ pub fn encode(
     for (name, value, binary) in &answer.outputs {
         let (datatype, shape) = tensor::datatype_and_shape(name, value).map_err(InferError::Failed)?;
         let mut parameters = serde_json::Map::new();
-        let data = if *binary {
+        let data = if let Some(place) = places.get(name) {
+            let raw = tensor::raw_of(name, value).map_err(InferError::Failed)?;
+            regions.write(name, place, &raw).map_err(|e| InferError::Invalid(e.to_string()))?;
+            parameters.insert("shared_memory_region".into(), json!(place.region));
+            parameters.insert("shared_memory_byte_size".into(), json!(raw.len()));
+            if place.offset != 0 {
+                parameters.insert("shared_memory_offset".into(), json!(place.offset));
+            }
+            None
+        } else if *binary {
             let raw = tensor::raw_of(name, value).map_err(InferError::Failed)?;
             parameters.insert("binary_data_size".into(), json!(raw.len()));
             tail.extend(raw);

@@ -9,28 +9,41 @@
 //! Every model is loaded and warmed up at start. One that cannot be loaded or warmed up is kept,
 //! not ready, with the reason (the repository index lists it; requests for it are answered 503
 //! naming the reason) while the others serve; [`Repository::load`] with `strict` (and
-//! `serve --strict-start`) makes the first such model an error instead.
+//! `serve --strict-start`) makes the first such model an error instead. Models are loaded,
+//! reloaded and unloaded while serving by the model-control modes (`control.rs`).
 
 pub mod config;
+mod control;
 mod errors;
 pub mod model;
 mod runner;
 mod sessions;
+pub mod stats;
 mod tensor;
 mod warm_up;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 pub use config::{Defaults, ModelConfig, Settings};
+pub use control::{ControlError, ControlMode};
 pub use model::{InferError, ModelTensor, ServedModel, WarmedUp};
 
-/// The models a server serves, by name.
+/// The models a server serves, by name. A request takes its model's `Arc` and lets the lock go,
+/// so a reload swaps in a new model while requests in flight finish on the old one.
 #[derive(Debug, Default)]
 pub struct Repository {
+    served: RwLock<Served>,
+    /// Where the models come from and how they may change (none for `--model` and the embedded one).
+    source: Option<control::Source>,
+}
+
+/// What the repository serves now.
+#[derive(Debug, Default)]
+struct Served {
     models: BTreeMap<String, Arc<ServedModel>>,
-    /// Models of the repository that could not be loaded, by name.
+    /// Models of the repository that could not be loaded, or were unloaded, by name.
     unavailable: BTreeMap<String, Unavailable>,
 }
 
@@ -41,6 +54,16 @@ pub struct Unavailable {
     pub version: String,
     /// Why it could not be loaded.
     pub error: LoadError,
+    /// Whether it was never loaded or unloaded on request (explicit model control).
+    pub unloaded: bool,
+}
+
+impl Unavailable {
+    /// A model of the repository not loaded (on request, or not named at start).
+    fn unloaded() -> Unavailable {
+        let why = "unloaded".into();
+        Unavailable { version: String::new(), error: LoadError { path: PathBuf::new(), why }, unloaded: true }
+    }
 }
 
 /// Why a request names no model that serves.
@@ -105,14 +128,38 @@ impl Repository {
     /// cannot be loaded is listed as unavailable, with the reason, unless `strict`: then it is
     /// the error.
     pub fn load(root: &Path, defaults: &Defaults, strict: bool) -> Result<Repository, LoadError> {
-        let mut repository = Repository::default();
+        Repository::open(root, defaults, strict, ControlMode::None, &[])
+    }
+
+    /// As [`Repository::load`], under model-control `mode`: with [`ControlMode::Explicit`] only
+    /// the models named in `initial` are loaded (`*`: all), the others are listed as unloaded.
+    pub fn open(
+        root: &Path,
+        defaults: &Defaults,
+        strict: bool,
+        mode: ControlMode,
+        initial: &[String],
+    ) -> Result<Repository, LoadError> {
+        let mut repository =
+            Repository { source: Some(control::Source::new(root, defaults, mode)), ..Repository::default() };
         for found in scan(root)? {
+            let name = found.as_ref().map_or_else(|(name, _)| name.clone(), |f| f.name.clone());
+            if mode == ControlMode::Explicit && !initial.iter().any(|n| *n == name || n == "*") {
+                repository.served_mut().unavailable.insert(name, Unavailable::unloaded());
+                continue;
+            }
+            if let (Ok(found), Some(source)) = (&found, &repository.source) {
+                source.record(found);
+            }
             let found = match found {
                 Ok(found) => found,
                 Err((_, error)) if strict => return Err(error),
                 Err((name, error)) => {
                     tracing::error!(model = %name, cause = %error, "model not loaded: it is listed as unavailable and not served (--strict-start makes this an error)");
-                    repository.unavailable.insert(name, Unavailable { version: "1".into(), error });
+                    repository
+                        .served_mut()
+                        .unavailable
+                        .insert(name, Unavailable { version: "1".into(), error, unloaded: false });
                     continue;
                 }
             };
@@ -126,11 +173,15 @@ impl Repository {
                 Err(error) if strict => return Err(error),
                 Err(error) => {
                     tracing::error!(model = %found.name, cause = %error, "model not loaded: it is listed as unavailable and not served (--strict-start makes this an error)");
-                    repository.unavailable.insert(found.name.clone(), Unavailable { version: found.version, error });
+                    repository
+                        .served_mut()
+                        .unavailable
+                        .insert(found.name.clone(), Unavailable { version: found.version, error, unloaded: false });
                 }
             }
         }
-        if repository.models.is_empty() && repository.unavailable.is_empty() {
+        let served = repository.served_mut();
+        if served.models.is_empty() && served.unavailable.is_empty() {
             return Err(LoadError {
                 path: root.to_owned(),
                 why: "holds no model: put each model in a folder of its own, as NAME/model.onnx".into(),
@@ -165,8 +216,16 @@ impl Repository {
         let settings = Settings::of(&config, defaults).map_err(refuse)?;
         let model =
             ServedModel::load(name, "1", Path::new(name), Some(bytes), config, settings, labels).map_err(refuse)?;
-        self.models.insert(name.to_owned(), Arc::new(model));
+        self.served_mut().models.insert(name.to_owned(), Arc::new(model));
         Ok(())
+    }
+
+    fn served_mut(&mut self) -> &mut Served {
+        self.served.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn served(&self) -> std::sync::RwLockReadGuard<'_, Served> {
+        self.served.read().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -180,24 +239,11 @@ impl Repository {
         config: ModelConfig,
         defaults: &Defaults,
     ) -> Result<(), LoadError> {
-        let refuse = |why: String| LoadError { path: file.to_owned(), why };
-        if self.models.contains_key(name) {
-            return Err(refuse(format!("a second model named `{name}`")));
+        if self.served_mut().models.contains_key(name) {
+            return Err(LoadError { path: file.to_owned(), why: format!("a second model named `{name}`") });
         }
-        let settings = Settings::of(&config, defaults).map_err(refuse)?;
-        let labels = match &config.labels {
-            Some(labels) => {
-                let path = folder.join(labels);
-                std::fs::read_to_string(&path)
-                    .map_err(|e| LoadError { path: path.clone(), why: format!("the labels file: {e}") })?
-                    .lines()
-                    .map(str::to_owned)
-                    .collect()
-            }
-            None => Vec::new(),
-        };
-        let model = ServedModel::load(name, version, file, bytes, config, settings, labels).map_err(refuse)?;
-        self.models.insert(name.to_owned(), Arc::new(model));
+        let model = build(name, version, file, bytes, folder, config, defaults)?;
+        self.served_mut().models.insert(name.to_owned(), Arc::new(model));
         Ok(())
     }
 
@@ -205,8 +251,9 @@ impl Repository {
     /// not ready, with the reason, unless `strict`: then the first failure is returned, naming
     /// the model.
     pub fn warm_up(&self, strict: bool) -> Result<Vec<WarmUpOutcome>, LoadError> {
-        let mut outcomes = Vec::with_capacity(self.models.len());
-        for model in self.models.values() {
+        let models = self.models();
+        let mut outcomes = Vec::with_capacity(models.len());
+        for model in &models {
             let outcome = model.warm_up();
             if let (true, Err(why)) = (strict, &outcome) {
                 return Err(LoadError { path: model.path.clone(), why: format!("model `{}`: {why}", model.name) });
@@ -217,27 +264,33 @@ impl Repository {
     }
 
     /// The model named `name`.
-    pub fn get(&self, name: &str) -> Option<&Arc<ServedModel>> {
-        self.models.get(name)
+    pub fn get(&self, name: &str) -> Option<Arc<ServedModel>> {
+        self.served().models.get(name).cloned()
     }
 
     /// The model named `name` (of `version`, when one is given and not empty), or why there is
     /// none: a message naming the models there are, or the version there is.
     /// A model that could not be loaded, or whose warm-up failed, is [`FindError::Unavailable`].
-    pub fn find(&self, name: &str, version: Option<&str>) -> Result<&Arc<ServedModel>, FindError> {
+    pub fn find(&self, name: &str, version: Option<&str>) -> Result<Arc<ServedModel>, FindError> {
+        let served = self.served();
         let wrong_version = |has: &str| match version {
             Some(version) if !version.is_empty() && version != has => {
                 Some(FindError::Unknown(format!("model `{name}` has no version `{version}`; it has version `{has}`")))
             }
             _ => None,
         };
-        if let Some(unavailable) = self.unavailable.get(name) {
-            return Err(wrong_version(&unavailable.version).unwrap_or_else(|| {
-                FindError::Unavailable(format!("model `{name}` is not available: {}", unavailable.error))
-            }));
-        }
-        let Some(model) = self.models.get(name) else {
-            let known: Vec<&str> = self.models.keys().chain(self.unavailable.keys()).map(String::as_str).collect();
+        let Some(model) = served.models.get(name) else {
+            if let Some(unavailable) = served.unavailable.get(name) {
+                if unavailable.unloaded {
+                    return Err(FindError::Unavailable(format!(
+                        "model `{name}` is not loaded: POST /v2/repository/models/{name}/load loads it"
+                    )));
+                }
+                return Err(wrong_version(&unavailable.version).unwrap_or_else(|| {
+                    FindError::Unavailable(format!("model `{name}` is not available: {}", unavailable.error))
+                }));
+            }
+            let known: Vec<&str> = served.models.keys().chain(served.unavailable.keys()).map(String::as_str).collect();
             return Err(FindError::Unknown(format!("no model `{name}`; this server has {known:?}")));
         };
         if let Some(error) = wrong_version(&model.version) {
@@ -246,43 +299,71 @@ impl Repository {
         if model.failed() {
             return Err(FindError::Unavailable(format!("model `{name}` is not available: {}", model.reason())));
         }
-        Ok(model)
+        Ok(Arc::clone(model))
     }
 
     /// Every model of the repository, served or not, by name: the repository index.
     pub fn index(&self) -> Vec<IndexEntry> {
-        let served = self.models.values().map(|m| IndexEntry {
+        let served = self.served();
+        let unavailable = served.unavailable.iter().filter(|(name, _)| !served.models.contains_key(*name));
+        let unavailable = unavailable.map(|(name, u)| IndexEntry {
+            name: name.clone(),
+            version: u.version.clone(),
+            ready: false,
+            reason: if u.unloaded { "unloaded".into() } else { u.error.to_string() },
+        });
+        let loaded = served.models.values().map(|m| IndexEntry {
             name: m.name.clone(),
             version: m.version.clone(),
             ready: m.is_ready(),
             reason: m.reason(),
         });
-        let unavailable = self.unavailable.iter().map(|(name, u)| IndexEntry {
-            name: name.clone(),
-            version: u.version.clone(),
-            ready: false,
-            reason: u.error.to_string(),
-        });
-        let mut entries: Vec<IndexEntry> = served.chain(unavailable).collect();
+        let mut entries: Vec<IndexEntry> = loaded.chain(unavailable).collect();
         entries.sort_by(|a, b| a.name.cmp(&b.name));
         entries
     }
 
-    /// Every model, by name.
-    pub fn models(&self) -> impl Iterator<Item = &Arc<ServedModel>> {
-        self.models.values()
+    /// Every model served now, by name.
+    pub fn models(&self) -> Vec<Arc<ServedModel>> {
+        self.served().models.values().cloned().collect()
     }
 
     /// Whether every model that loaded is ready or marked failed (the server has finished
     /// starting; the index says which models serve).
     pub fn is_ready(&self) -> bool {
-        self.models.values().all(|m| m.is_ready() || m.failed())
+        self.served().models.values().all(|m| m.is_ready() || m.failed())
     }
 
     /// Drains and stops every batcher.
     pub fn shutdown(&self) {
-        self.models.values().for_each(|m| m.shutdown());
+        self.models().iter().for_each(|m| m.shutdown());
     }
+}
+
+/// A model built from its file (labels and config paths relative to `folder`), not warmed up.
+fn build(
+    name: &str,
+    version: &str,
+    file: &Path,
+    bytes: Option<&'static [u8]>,
+    folder: &Path,
+    config: ModelConfig,
+    defaults: &Defaults,
+) -> Result<ServedModel, LoadError> {
+    let refuse = |why: String| LoadError { path: file.to_owned(), why };
+    let settings = Settings::of(&config, defaults).map_err(refuse)?;
+    let labels = match &config.labels {
+        Some(labels) => {
+            let path = folder.join(labels);
+            std::fs::read_to_string(&path)
+                .map_err(|e| LoadError { path: path.clone(), why: format!("the labels file: {e}") })?
+                .lines()
+                .map(str::to_owned)
+                .collect()
+        }
+        None => Vec::new(),
+    };
+    ServedModel::load(name, version, file, bytes, config, settings, labels).map_err(refuse)
 }
 
 /// The models under `root`, sorted by name; a folder that holds none, or has a name the
@@ -298,39 +379,7 @@ fn scan(root: &Path) -> Result<Vec<Scanned>, LoadError> {
         if name.starts_with('.') || !folder.is_dir() {
             continue;
         }
-        if !name.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c)) {
-            let why = "a model's folder name may hold letters, digits, `_`, `-` and `.` only".into();
-            found.push(Err((name, refuse(&folder, why))));
-            continue;
-        }
-        let direct = folder.join("model.onnx");
-        let (version, file) = if direct.is_file() {
-            ("1".to_owned(), direct)
-        } else {
-            let versions = match std::fs::read_dir(&folder) {
-                Ok(versions) => versions,
-                Err(error) => {
-                    found.push(Err((name, refuse(&folder, error.to_string()))));
-                    continue;
-                }
-            };
-            let newest = versions
-                .filter_map(Result::ok)
-                .filter_map(|v| v.file_name().to_str().and_then(|n| n.parse::<u64>().ok()).map(|n| (n, v.path())))
-                .filter(|(_, path)| path.join("model.onnx").is_file())
-                .max_by_key(|(n, _)| *n);
-            match newest {
-                Some((n, path)) => (n.to_string(), path.join("model.onnx")),
-                None => {
-                    let why = "has no model.onnx (nor a numbered version folder holding one): put the model at \
-                               NAME/model.onnx, or remove the folder"
-                        .into();
-                    found.push(Err((name, refuse(&folder, why))));
-                    continue;
-                }
-            }
-        };
-        found.push(Ok(Found { name, version, folder, file }));
+        found.push(scan_folder(name, folder));
     }
     found.sort_by(|a, b| {
         let name = |f: &Scanned| match f {
@@ -340,4 +389,35 @@ fn scan(root: &Path) -> Result<Vec<Scanned>, LoadError> {
         name(a).cmp(&name(b))
     });
     Ok(found)
+}
+
+/// The model of one folder of the repository (its highest numbered version), or what is wrong.
+fn scan_folder(name: String, folder: PathBuf) -> Scanned {
+    let refuse = |path: &Path, why: String| LoadError { path: path.to_owned(), why };
+    if !name.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c)) {
+        let why = "a model's folder name may hold letters, digits, `_`, `-` and `.` only".into();
+        return Err((name, refuse(&folder, why)));
+    }
+    let direct = folder.join("model.onnx");
+    if direct.is_file() {
+        return Ok(Found { name, version: "1".to_owned(), folder, file: direct });
+    }
+    let versions = match std::fs::read_dir(&folder) {
+        Ok(versions) => versions,
+        Err(error) => return Err((name, refuse(&folder, error.to_string()))),
+    };
+    let newest = versions
+        .filter_map(Result::ok)
+        .filter_map(|v| v.file_name().to_str().and_then(|n| n.parse::<u64>().ok()).map(|n| (n, v.path())))
+        .filter(|(_, path)| path.join("model.onnx").is_file())
+        .max_by_key(|(n, _)| *n);
+    match newest {
+        Some((n, path)) => Ok(Found { name, version: n.to_string(), folder, file: path.join("model.onnx") }),
+        None => {
+            let why = "has no model.onnx (nor a numbered version folder holding one): put the model at \
+                       NAME/model.onnx, or remove the folder"
+                .into();
+            Err((name, refuse(&folder, why)))
+        }
+    }
 }

@@ -3,7 +3,7 @@
 //! anything reaches ONNX Runtime and runs it batched or alone.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -19,36 +19,11 @@ use crate::repository::runner::{run_batch_in, runtime_crashes, Runner, SessionRe
 #[cfg(feature = "cuda")]
 use crate::repository::sessions::make_graph;
 use crate::repository::sessions::make_session;
+pub use crate::repository::stats::ModelStats;
+use crate::repository::stats::Phases;
 use crate::repository::tensor::narrow;
 pub use crate::repository::tensor::ModelTensor;
 pub use crate::repository::warm_up::WarmedUp;
-
-/// Per-model counters, for `/metrics`.
-#[derive(Debug, Default)]
-pub struct ModelStats {
-    /// Requests answered with outputs.
-    pub success: AtomicU64,
-    /// Requests refused or failed.
-    pub failure: AtomicU64,
-    /// Time spent in `infer` by answered requests, in microseconds.
-    pub success_micros: AtomicU64,
-    /// Requests in `infer` now.
-    pub in_flight: AtomicU64,
-}
-
-impl ModelStats {
-    fn count(&self, result: &Result<Vec<(String, Value<'static>)>, InferError>, started: Instant) {
-        match result {
-            Ok(_) => {
-                self.success.fetch_add(1, Relaxed);
-                self.success_micros.fetch_add(started.elapsed().as_micros() as u64, Relaxed);
-            }
-            Err(_) => {
-                self.failure.fetch_add(1, Relaxed);
-            }
-        }
-    }
-}
 
 /// One model of the repository.
 pub struct ServedModel {
@@ -270,9 +245,10 @@ impl ServedModel {
     ) -> Result<Vec<(String, Value<'static>)>, InferError> {
         self.stats.in_flight.fetch_add(1, Relaxed);
         let started = Instant::now();
-        let result = self.infer_checked(inputs, outputs, deadline).await;
+        let mut phases = Phases::default();
+        let result = self.infer_checked(inputs, outputs, deadline, &mut phases).await;
         self.stats.in_flight.fetch_sub(1, Relaxed);
-        self.stats.count(&result, started);
+        self.stats.count(result.is_ok(), started, &phases);
         if let Err(InferError::Failed(why)) = &result {
             tracing::error!(model = %self.name, cause = %why, "inference failed");
         }
@@ -284,7 +260,9 @@ impl ServedModel {
         inputs: Vec<(String, Value<'static>)>,
         outputs: &[String],
         deadline: Option<Instant>,
+        phases: &mut Phases,
     ) -> Result<Vec<(String, Value<'static>)>, InferError> {
+        let checking = Instant::now();
         if !self.is_ready() {
             return Err(InferError::Overloaded(format!("model `{}` is not ready: {}", self.name, self.reason())));
         }
@@ -293,15 +271,18 @@ impl ServedModel {
         if deadline.is_some_and(|at| Instant::now() >= at) {
             return Err(self.late());
         }
+        phases.input = checking.elapsed();
         let one_sample = inputs.iter().all(|(_, v)| v.tensor_info().is_ok_and(|i| i.shape.first() == Some(&1)));
         let all = match &self.runner {
             Runner::Batched { batcher, .. } if one_sample => {
                 let options = RequestOptions { deadline, ..RequestOptions::default() };
+                let submitted = Instant::now();
                 let future = batcher.run_async_with(inputs, options)?;
                 let ran = match deadline {
                     Some(at) => tokio::time::timeout_at(at.into(), future).await.map_err(|_| self.late())?,
                     None => future.await,
                 };
+                phases.infer = submitted.elapsed();
                 ran?.into_named()
             }
             Runner::Batched { batcher, pool } => {
@@ -309,15 +290,16 @@ impl ServedModel {
                     Some(pool) => SessionRef::Isolated(Arc::clone(pool)),
                     None => SessionRef::Batched(Arc::clone(batcher)),
                 };
-                self.run_direct(session, inputs, &wanted, deadline).await?
+                self.run_direct(session, inputs, &wanted, deadline, phases).await?
             }
             Runner::Direct { session } => {
-                self.run_direct(SessionRef::Direct(Arc::clone(session)), inputs, &wanted, deadline).await?
+                self.run_direct(SessionRef::Direct(Arc::clone(session)), inputs, &wanted, deadline, phases).await?
             }
             Runner::Isolated { pool } => {
-                self.run_direct(SessionRef::Isolated(Arc::clone(pool)), inputs, &wanted, deadline).await?
+                self.run_direct(SessionRef::Isolated(Arc::clone(pool)), inputs, &wanted, deadline, phases).await?
             }
         };
+        let picking = Instant::now();
         let mut all: Vec<Option<(String, Value<'static>)>> = all.into_iter().map(Some).collect();
         let mut answer = Vec::with_capacity(wanted.len());
         for name in wanted {
@@ -327,6 +309,7 @@ impl ServedModel {
                 None => return Err(InferError::Failed(format!("the run returned no output `{name}`"))),
             }
         }
+        phases.output = picking.elapsed();
         Ok(answer)
     }
 

@@ -12,6 +12,7 @@ use crate::batch::Batcher;
 use crate::isolation::{IsolatedError, RunHandle, WorkerPool};
 use crate::repository::errors::InferError;
 use crate::repository::model::ServedModel;
+use crate::repository::stats::Phases;
 
 /// How requests reach the session.
 pub(super) enum Runner {
@@ -33,7 +34,9 @@ impl ServedModel {
         inputs: Vec<(String, Value<'static>)>,
         wanted: &[&str],
         deadline: Option<Instant>,
+        phases: &mut Phases,
     ) -> Result<Vec<(String, Value<'static>)>, InferError> {
+        let queued = Instant::now();
         let waiting = self.waiting.fetch_add(1, Relaxed);
         let _waiting = Decrement(&self.waiting);
         if waiting >= self.settings.queue {
@@ -49,6 +52,8 @@ impl ServedModel {
         }
         .map_err(|_| InferError::ShuttingDown)?;
         drop(_waiting);
+        phases.queue = queued.elapsed();
+        let running = Instant::now();
         // A run past the request's deadline is stopped (ORT's terminate flag, or its worker
         // process killed), so an abandoned request does not keep its slot and a core busy.
         let options = onnxrt::RunOptions::new().map_err(|e| InferError::Failed(e.to_string()))?;
@@ -78,6 +83,8 @@ impl ServedModel {
             },
             None => run.await,
         };
+        phases.infer = running.elapsed();
+        phases.executions = 1;
         joined.map_err(|e| InferError::Failed(format!("the run's thread ended: {e}")))?
     }
 }

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use crate::imagenet::DecodeLimits;
 use crate::repository::Repository;
+use crate::shared_memory::Regions;
 use tokio::sync::Semaphore;
 
 use crate::server::listener::ConnectionLimit;
@@ -28,6 +29,8 @@ pub struct App {
     pub repository: Repository,
     /// HTTP counters.
     pub metrics: HttpMetrics,
+    /// Registered system shared-memory regions.
+    pub regions: Regions,
     /// Limits on each request.
     pub limits: RequestLimits,
     /// What an uploaded picture may be (the picture step of `/v1`).
@@ -54,6 +57,7 @@ impl App {
         App {
             repository,
             metrics: HttpMetrics::default(),
+            regions: Regions::default(),
             limits,
             decode_limits,
             decode_slots: Semaphore::new(cores * 2),

@@ -1,6 +1,7 @@
 //! The Open Inference Protocol over gRPC (`inference.GRPCInferenceService`), on the same models
 //! and checks as REST. Inputs come as raw bytes (`raw_input_contents`, what tritonclient sends)
-//! or typed `contents`; outputs go back as raw bytes (`raw_output_contents`). A request's deadline
+//! or typed `contents` (or lie in shared memory); outputs go back as raw bytes
+//! (`raw_output_contents`) or into a shared-memory region ([`grpc_body`]). A request's deadline
 //! is the sooner of its gRPC deadline, its `timeout` parameter (µs) and the server's timeout.
 
 use std::sync::Arc;
@@ -13,7 +14,7 @@ use crate::oip::grpc::repository_index_response::ModelIndex;
 use crate::oip::grpc::*;
 use crate::oip::grpc_body;
 use crate::oip::messages::{EXTENSIONS, PLATFORM};
-use crate::repository::{FindError, InferError, ServedModel};
+use crate::repository::{ControlError, FindError, InferError, ServedModel};
 use tonic::{Request, Response, Status};
 
 use crate::server::app::App;
@@ -24,7 +25,7 @@ pub struct Service {
 
 impl Service {
     fn find(&self, name: &str, version: &str) -> Result<Arc<ServedModel>, Status> {
-        self.app.repository.find(name, Some(version)).map(Arc::clone).map_err(|e| GrpcRefusal::from(e).0)
+        self.app.repository.find(name, Some(version)).map_err(|e| GrpcRefusal::from(e).0)
     }
 }
 
@@ -178,6 +179,110 @@ impl GrpcInferenceService for Service {
         Ok(Response::new(RepositoryIndexResponse { models }))
     }
 
+    async fn repository_model_load(
+        &self,
+        request: Request<RepositoryModelLoadRequest>,
+    ) -> Result<Response<RepositoryModelLoadResponse>, Status> {
+        let (started, id, peer) = (Instant::now(), self.app.new_request_id(), peer_of(&request));
+        let request = request.into_inner();
+        let result = match request.parameters.keys().find(|k| *k == "config" || k.starts_with("file:")) {
+            Some(key) => Err(Status::invalid_argument(format!(
+                "load parameter `{key}` is not supported: put the model and its config.json in the repository"
+            ))),
+            None => self.control(request.model_name.clone(), true).await,
+        };
+        log_access("RepositoryModelLoad", &id, &peer, &request.model_name, started, result.as_ref().map(|_| ()));
+        result.map(|()| Response::new(RepositoryModelLoadResponse {}))
+    }
+
+    async fn repository_model_unload(
+        &self,
+        request: Request<RepositoryModelUnloadRequest>,
+    ) -> Result<Response<RepositoryModelUnloadResponse>, Status> {
+        let (started, id, peer) = (Instant::now(), self.app.new_request_id(), peer_of(&request));
+        let request = request.into_inner();
+        let result = self.control(request.model_name.clone(), false).await;
+        log_access("RepositoryModelUnload", &id, &peer, &request.model_name, started, result.as_ref().map(|_| ()));
+        result.map(|()| Response::new(RepositoryModelUnloadResponse {}))
+    }
+
+    async fn model_config(
+        &self,
+        request: Request<ModelConfigRequest>,
+    ) -> Result<Response<ModelConfigResponse>, Status> {
+        let (started, id, peer) = (Instant::now(), self.app.new_request_id(), peer_of(&request));
+        let request = request.into_inner();
+        let found = self.find(&request.name, &request.version);
+        log_access("ModelConfig", &id, &peer, &request.name, started, found.as_ref().map(|_| ()));
+        let model = found?;
+        let config = crate::server::triton::config_message(&model);
+        Ok(Response::new(ModelConfigResponse { config: Some(config) }))
+    }
+
+    async fn model_statistics(
+        &self,
+        request: Request<ModelStatisticsRequest>,
+    ) -> Result<Response<ModelStatisticsResponse>, Status> {
+        let (started, id, peer) = (Instant::now(), self.app.new_request_id(), peer_of(&request));
+        let request = request.into_inner();
+        // No name: every model served.
+        let models = if request.name.is_empty() {
+            Ok(self.app.repository.models())
+        } else {
+            self.find(&request.name, &request.version).map(|m| vec![m])
+        };
+        log_access("ModelStatistics", &id, &peer, &request.name, started, models.as_ref().map(|_| ()));
+        let models = models?;
+        Ok(Response::new(crate::server::triton::statistics_message(&models)))
+    }
+
+    async fn system_shared_memory_status(
+        &self,
+        request: Request<SystemSharedMemoryStatusRequest>,
+    ) -> Result<Response<SystemSharedMemoryStatusResponse>, Status> {
+        let (started, id, peer) = (Instant::now(), self.app.new_request_id(), peer_of(&request));
+        let name = request.into_inner().name;
+        let status = self.app.regions.status((!name.is_empty()).then_some(name.as_str()));
+        let status = status.map_err(|e| Status::not_found(e.to_string()));
+        log_access("SystemSharedMemoryStatus", &id, &peer, "", started, status.as_ref().map(|_| ()));
+        let regions = status?
+            .into_iter()
+            .map(|r| {
+                let entry = system_shared_memory_status_response::RegionStatus {
+                    name: r.name.clone(),
+                    key: r.key,
+                    offset: r.offset,
+                    byte_size: r.byte_size,
+                };
+                (r.name, entry)
+            })
+            .collect();
+        Ok(Response::new(SystemSharedMemoryStatusResponse { regions }))
+    }
+
+    async fn system_shared_memory_register(
+        &self,
+        request: Request<SystemSharedMemoryRegisterRequest>,
+    ) -> Result<Response<SystemSharedMemoryRegisterResponse>, Status> {
+        let (started, id, peer) = (Instant::now(), self.app.new_request_id(), peer_of(&request));
+        let r = request.into_inner();
+        let done = self.app.regions.register(&r.name, &r.key, r.offset, r.byte_size);
+        let done = done.map_err(|e| Status::invalid_argument(e.to_string()));
+        log_access("SystemSharedMemoryRegister", &id, &peer, "", started, done.as_ref().map(|_| ()));
+        done.map(|()| Response::new(SystemSharedMemoryRegisterResponse {}))
+    }
+
+    async fn system_shared_memory_unregister(
+        &self,
+        request: Request<SystemSharedMemoryUnregisterRequest>,
+    ) -> Result<Response<SystemSharedMemoryUnregisterResponse>, Status> {
+        let (started, id, peer) = (Instant::now(), self.app.new_request_id(), peer_of(&request));
+        let name = request.into_inner().name;
+        self.app.regions.unregister((!name.is_empty()).then_some(name.as_str()));
+        log_access("SystemSharedMemoryUnregister", &id, &peer, "", started, Ok(()));
+        Ok(Response::new(SystemSharedMemoryUnregisterResponse {}))
+    }
+
     async fn model_infer(&self, request: Request<ModelInferRequest>) -> Result<Response<ModelInferResponse>, Status> {
         let started = Instant::now();
         let peer = peer_of(&request);
@@ -192,11 +297,31 @@ impl GrpcInferenceService for Service {
 }
 
 impl Service {
+    /// Loads (`load`) or unloads model `name` on a blocking thread.
+    async fn control(&self, name: String, load: bool) -> Result<(), Status> {
+        let app = Arc::clone(&self.app);
+        let done = tokio::task::spawn_blocking(move || {
+            if load {
+                app.repository.load_model(&name)
+            } else {
+                app.repository.unload_model(&name)
+            }
+        })
+        .await
+        .map_err(|e| Status::internal(format!("the load task ended: {e}")))?;
+        done.map_err(|error| match error {
+            ControlError::Unknown(why) => Status::not_found(why),
+            ControlError::NotAllowed(why) | ControlError::Failed(why) => Status::invalid_argument(why),
+        })
+    }
+
     async fn infer(&self, request: ModelInferRequest, asked: Option<Duration>) -> Result<ModelInferResponse, Status> {
         let model = self.find(&request.model_name, &request.model_version)?;
-        let decoded = grpc_body::decode(&request, asked).map_err(Status::invalid_argument)?;
+        let limit = self.app.limits.max_body_bytes;
+        let decoded = grpc_body::decode(&request, asked, &self.app.regions, limit).map_err(Status::invalid_argument)?;
+        let grpc_body::Decoded { request: decoded, places } = decoded;
         let deadline = self.app.deadline(decoded.timeout);
         let answer = infer::run(&model, decoded, deadline).await.map_err(|e| GrpcRefusal::from(e).0)?;
-        grpc_body::encode(&model, request.id, &answer).map_err(Status::internal)
+        grpc_body::encode(&model, request.id, &answer, (&places, &self.app.regions)).map_err(|e| GrpcRefusal::from(e).0)
     }
 }

@@ -214,7 +214,7 @@ fn tensor_sample(contract: &Contract, headers: &HeaderMap, body: &[u8]) -> Resul
 /// `GET /health`: 200 when every model is warmed up and the server is not draining.
 async fn health(State(app): State<Arc<App>>) -> Response {
     if app.is_ready() {
-        let models: Vec<&str> = app.repository.models().map(|m| m.name.as_str()).collect();
+        let models: Vec<String> = app.repository.models().iter().map(|m| m.name.clone()).collect();
         Json(json!({ "status": "ok", "models": models })).into_response()
     } else {
         let status = if app.draining.load(std::sync::atomic::Ordering::Relaxed) { "draining" } else { "starting" };

@@ -120,19 +120,21 @@ pub fn render_all(app: &crate::server::app::App, out: &mut String) {
     );
     let _ = writeln!(out, "serve_connections_refused_total {}", connections.refused.load(Relaxed));
     models(app, out);
+    let served = app.repository.models();
     let batchers: Vec<(&str, _)> =
-        app.repository.models().filter_map(|m| m.batcher().map(|b| (m.name.as_str(), b.stats()))).collect();
+        served.iter().filter_map(|m| m.batcher().map(|b| (m.name.as_str(), b.stats()))).collect();
     crate::server::batch_metrics::render(&batchers, out);
     process(app, out);
 }
 
 fn models(app: &crate::server::app::App, out: &mut String) {
+    let served = app.repository.models();
     family(out, "serve_model_ready", "1 when the model has been warmed up and takes requests.", "gauge");
-    for model in app.repository.models() {
+    for model in &served {
         let _ = writeln!(out, "serve_model_ready{{model=\"{}\"}} {}", model.name, u8::from(model.is_ready()));
     }
     family(out, "serve_model_requests_total", "Inference requests (REST and gRPC), by model and outcome.", "counter");
-    for model in app.repository.models() {
+    for model in &served {
         let stats = &model.stats;
         let _ = writeln!(
             out,
@@ -153,12 +155,12 @@ fn models(app: &crate::server::app::App, out: &mut String) {
         "Time answered requests spent in the model (queue and run).",
         "counter",
     );
-    for model in app.repository.models() {
+    for model in &served {
         let seconds = model.stats.success_micros.load(Relaxed) as f64 / 1e6;
         let _ = writeln!(out, "serve_model_success_seconds_total{{model=\"{}\"}} {seconds}", model.name);
     }
     family(out, "serve_model_in_flight", "Requests being handled by the model now.", "gauge");
-    for model in app.repository.models() {
+    for model in &served {
         let _ =
             writeln!(out, "serve_model_in_flight{{model=\"{}\"}} {}", model.name, model.stats.in_flight.load(Relaxed));
     }
@@ -168,7 +170,7 @@ fn models(app: &crate::server::app::App, out: &mut String) {
         "Worker processes of isolated models that died running a request (each answered 500 and replaced).",
         "counter",
     );
-    for model in app.repository.models() {
+    for model in &served {
         if let Some(pool) = model.workers() {
             let _ =
                 writeln!(out, "serve_worker_crashes_total{{model=\"{}\"}} {}", model.name, pool.crashes.load(Relaxed));
@@ -180,7 +182,7 @@ fn models(app: &crate::server::app::App, out: &mut String) {
         "Worker processes started for isolated models, restarts included.",
         "counter",
     );
-    for model in app.repository.models() {
+    for model in &served {
         if let Some(pool) = model.workers() {
             let _ =
                 writeln!(out, "serve_worker_starts_total{{model=\"{}\"}} {}", model.name, pool.started.load(Relaxed));

@@ -32,6 +32,7 @@ mod legacy;
 mod listener;
 mod metrics;
 mod rest;
+mod triton;
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -43,7 +44,7 @@ use std::time::Duration;
 use crate::embedded;
 use crate::imagenet::DecodeLimits;
 use crate::oip::grpc::grpc_inference_service_server::GrpcInferenceServiceServer;
-use crate::repository::{Defaults, ModelConfig, Repository, WarmedUp};
+use crate::repository::{ControlMode, Defaults, ModelConfig, Repository, WarmedUp};
 use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
@@ -159,6 +160,17 @@ pub struct Args {
     /// Warm models up at start (false: none is; a model's config.json may say otherwise)
     #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
     warmup: bool,
+    /// How models change while serving (Triton's names): none (those of the folder at start),
+    /// explicit (POST /v2/repository/models/NAME/load and /unload; --load-model at start), poll
+    /// (the folder scanned every --repository-poll-secs)
+    #[arg(long, value_name = "MODE", default_value = "none", value_parser = ["none", "poll", "explicit"], requires = "model_repository")]
+    model_control_mode: String,
+    /// With --model-control-mode explicit: a model to load at start (again for more; `*`: all)
+    #[arg(long, value_name = "NAME")]
+    load_model: Vec<String>,
+    /// With --model-control-mode poll: seconds between scans of the repository
+    #[arg(long, value_name = "S", default_value_t = 15)]
+    repository_poll_secs: u64,
     /// Exit 1 if any model cannot be loaded or warmed up (default: such a model is listed as
     /// unavailable, with the reason, and the others serve)
     #[arg(long)]
@@ -229,7 +241,8 @@ fn defaults(args: &Args) -> Defaults {
 fn repository(args: &Args) -> Result<Repository, String> {
     let defaults = defaults(args);
     if let Some(root) = &args.model_repository {
-        return Repository::load(root, &defaults, args.strict_start).map_err(|e| e.to_string());
+        let mode = control_mode(args);
+        return Repository::open(root, &defaults, args.strict_start, mode, &args.load_model).map_err(|e| e.to_string());
     }
     let picture_step = ModelConfig { preprocess: Some("imagenet".into()), ..ModelConfig::default() };
     let mut repository = Repository::default();
@@ -256,13 +269,33 @@ fn repository(args: &Args) -> Result<Repository, String> {
     Ok(repository)
 }
 
+fn control_mode(args: &Args) -> ControlMode {
+    match args.model_control_mode.as_str() {
+        "poll" => ControlMode::Poll,
+        "explicit" => ControlMode::Explicit,
+        _ => ControlMode::None,
+    }
+}
+
+/// Poll mode: scans the repository every `every` until the server stops.
+async fn poll_repository(app: Arc<App>, every: Duration) {
+    loop {
+        tokio::time::sleep(every).await;
+        if app.draining.load(Ordering::Relaxed) {
+            return;
+        }
+        let app = Arc::clone(&app);
+        let _ = tokio::task::spawn_blocking(move || app.repository.poll()).await;
+    }
+}
+
 async fn serve(args: Args) -> Result<(), String> {
     log_runtime();
     let repository = repository(&args)?;
     // Warm-up before listening: a client that finds the port finds every model ready (or
     // marked unavailable, with the reason).
     let warm = tokio::task::block_in_place(|| repository.warm_up(args.strict_start)).map_err(|e| e.to_string())?;
-    for model in repository.models() {
+    for model in &repository.models() {
         let s = &model.settings;
         let mode = if model.batcher().is_some() {
             let isolated = if model.workers().is_some() { ", isolated: each batch in a worker process" } else { "" };
@@ -316,7 +349,8 @@ async fn serve(args: Args) -> Result<(), String> {
             Some(tokio::net::TcpListener::bind(at).await.map_err(|e| format!("cannot listen on {at} (gRPC): {e}"))?)
         }
     };
-    let names: Vec<&str> = app.repository.models().map(|m| m.name.as_str()).collect();
+    let served = app.repository.models();
+    let names: Vec<&str> = served.iter().map(|m| m.name.as_str()).collect();
     let grpc_address = match &grpc_listener {
         Some(listener) => Some(listener.local_addr().map_err(|e| e.to_string())?),
         None => None,
@@ -324,7 +358,7 @@ async fn serve(args: Args) -> Result<(), String> {
     // Tests and scripts read these lines to find the ports (and may close the pipe after the
     // line they need: a failed write is no reason to stop).
     let mut stdout = std::io::stdout().lock();
-    let mut providers: Vec<&str> = app.repository.models().map(|m| m.settings.provider.as_str()).collect();
+    let mut providers: Vec<&str> = served.iter().map(|m| m.settings.provider.as_str()).collect();
     providers.dedup();
     let _ = writeln!(stdout, "listening on http://{address} (models {names:?} on {})", providers.join(", "));
     if let Some(at) = grpc_address {
@@ -332,6 +366,8 @@ async fn serve(args: Args) -> Result<(), String> {
     }
     let _ = stdout.flush();
     drop(stdout);
+    // Holding them would keep an unloaded or replaced model alive.
+    drop(served);
     tracing::info!(rest = %address, grpc = ?grpc_address, "listening");
 
     let (stop_sender, stop_receiver) = watch::channel(false);
@@ -370,7 +406,13 @@ async fn serve(args: Args) -> Result<(), String> {
         )
     });
 
+    let poll = (app.repository.control_mode() == ControlMode::Poll).then(|| {
+        tokio::spawn(poll_repository(Arc::clone(&app), Duration::from_secs(args.repository_poll_secs.max(1))))
+    });
     stop_signal().await;
+    if let Some(poll) = poll {
+        poll.abort();
+    }
     app.draining.store(true, Ordering::Relaxed);
     // Not ready, still listening: a balancer's health check sees the 503 and stops sending before
     // the listeners close (closed at once, its requests already on the way would be refused).

@@ -1,13 +1,13 @@
 //! The Open Inference Protocol over REST: `/v2` (server metadata), `/v2/health/{live,ready}`,
 //! `/v2/models/{name}[/versions/{version}]` (metadata), `…/ready`, `…/infer` (JSON tensors and
-//! the binary-tensor extension), `POST /v2/repository/index`.
+//! the binary-tensor extension), `POST /v2/repository/index`, `…/models/{name}/load`, `…/unload`.
 
 use std::sync::Arc;
 
 use crate::infer;
 use crate::oip::messages::{RepositoryEntry, ServerMetadata, EXTENSIONS};
 use crate::oip::rest_body;
-use crate::repository::{FindError, InferError, ServedModel};
+use crate::repository::{ControlError, FindError, InferError, ServedModel};
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
@@ -27,11 +27,22 @@ pub fn routes() -> Router<Arc<App>> {
         .route("/v2/models/{name}", get(model_metadata))
         .route("/v2/models/{name}/versions/{version}", get(model_metadata_version))
         .route("/v2/models/{name}/config", get(model_config))
+        .route("/v2/models/{name}/versions/{version}/config", get(model_config_version))
+        .route("/v2/models/stats", get(all_statistics))
+        .route("/v2/models/{name}/stats", get(model_statistics))
+        .route("/v2/models/{name}/versions/{version}/stats", get(model_statistics_version))
         .route("/v2/models/{name}/ready", get(model_ready))
         .route("/v2/models/{name}/versions/{version}/ready", get(model_ready_version))
         .route("/v2/models/{name}/infer", post(infer))
         .route("/v2/models/{name}/versions/{version}/infer", post(infer_version))
         .route("/v2/repository/index", post(repository_index))
+        .route("/v2/repository/models/{name}/load", post(load_model))
+        .route("/v2/repository/models/{name}/unload", post(unload_model))
+        .route("/v2/systemsharedmemory/status", get(regions_status))
+        .route("/v2/systemsharedmemory/region/{name}/status", get(region_status))
+        .route("/v2/systemsharedmemory/region/{name}/register", post(region_register))
+        .route("/v2/systemsharedmemory/unregister", post(regions_unregister))
+        .route("/v2/systemsharedmemory/region/{name}/unregister", post(region_unregister))
 }
 
 async fn server_metadata() -> Json<ServerMetadata> {
@@ -51,7 +62,7 @@ async fn ready(State(app): State<Arc<App>>) -> Response {
 /// The model named in the path, or a 404 naming the models there are (503 with the reason for
 /// one that could not be loaded or warmed up).
 pub fn find(app: &App, name: &str, version: Option<&str>) -> Result<Arc<ServedModel>, Response> {
-    app.repository.find(name, version).map(Arc::clone).map_err(|e| Refusal::from(e).0)
+    app.repository.find(name, version).map_err(|e| Refusal::from(e).0)
 }
 
 async fn model_metadata(State(app): State<Arc<App>>, Path(name): Path<String>) -> Response {
@@ -71,32 +82,41 @@ async fn model_metadata_version(
     }
 }
 
-/// Triton's model configuration, as far as clients read it (perf_analyzer asks for it first):
-/// `max_batch_size` 0 because shapes in the metadata include the batch axis.
+/// Triton's model configuration, as far as clients read it (perf_analyzer asks for it first).
 async fn model_config(State(app): State<Arc<App>>, Path(name): Path<String>) -> Response {
-    let model = match find(&app, &name, None) {
-        Ok(model) => model,
-        Err(response) => return response,
-    };
-    let metadata = model.metadata();
-    let tensors = |list: &[crate::oip::messages::TensorMetadata]| -> Vec<Json_> {
-        list.iter()
-            .map(|t| {
-                let data_type =
-                    if t.datatype == "BYTES" { "TYPE_STRING".to_owned() } else { format!("TYPE_{}", t.datatype) };
-                json!({ "name": t.name, "data_type": data_type, "dims": t.shape })
-            })
-            .collect()
-    };
-    Json(json!({
-        "name": metadata.name,
-        "platform": metadata.platform,
-        "backend": "onnxruntime",
-        "max_batch_size": 0,
-        "input": tensors(&metadata.inputs),
-        "output": tensors(&metadata.outputs),
-    }))
-    .into_response()
+    match find(&app, &name, None) {
+        Ok(model) => Json(crate::server::triton::config_json(&model)).into_response(),
+        Err(response) => response,
+    }
+}
+
+async fn model_config_version(State(app): State<Arc<App>>, Path((name, version)): Path<(String, String)>) -> Response {
+    match find(&app, &name, Some(&version)) {
+        Ok(model) => Json(crate::server::triton::config_json(&model)).into_response(),
+        Err(response) => response,
+    }
+}
+
+/// The statistics extension: every model served.
+async fn all_statistics(State(app): State<Arc<App>>) -> Response {
+    Json(crate::server::triton::statistics_json(&app.repository.models())).into_response()
+}
+
+async fn model_statistics(State(app): State<Arc<App>>, Path(name): Path<String>) -> Response {
+    match find(&app, &name, None) {
+        Ok(model) => Json(crate::server::triton::statistics_json(&[model])).into_response(),
+        Err(response) => response,
+    }
+}
+
+async fn model_statistics_version(
+    State(app): State<Arc<App>>,
+    Path((name, version)): Path<(String, String)>,
+) -> Response {
+    match find(&app, &name, Some(&version)) {
+        Ok(model) => Json(crate::server::triton::statistics_json(&[model])).into_response(),
+        Err(response) => response,
+    }
 }
 
 fn readiness(app: &App, name: &str, version: Option<&str>) -> Response {
@@ -126,11 +146,14 @@ async fn model_ready_version(State(app): State<Arc<App>>, Path((name, version)):
     readiness(&app, &name, Some(&version))
 }
 
-async fn repository_index(State(app): State<Arc<App>>) -> Json<Vec<RepositoryEntry>> {
+/// The index; a body `{"ready": true}` lists only the models that serve.
+async fn repository_index(State(app): State<Arc<App>>, body: Bytes) -> Json<Vec<RepositoryEntry>> {
+    let only_ready = serde_json::from_slice::<Json_>(&body).is_ok_and(|b| b["ready"] == json!(true));
     let entries = app
         .repository
         .index()
         .into_iter()
+        .filter(|m| !only_ready || m.ready)
         .map(|m| RepositoryEntry {
             name: m.name,
             version: m.version,
@@ -139,6 +162,88 @@ async fn repository_index(State(app): State<Arc<App>>) -> Json<Vec<RepositoryEnt
         })
         .collect();
     Json(entries)
+}
+
+async fn load_model(State(app): State<Arc<App>>, Path(name): Path<String>, body: Bytes) -> Response {
+    // Triton's load may carry a config or files to use instead of the repository's: not taken.
+    let parameters = serde_json::from_slice::<Json_>(&body).ok().and_then(|b| b.get("parameters").cloned());
+    if let Some(Json_::Object(parameters)) = parameters {
+        if let Some(key) = parameters.keys().find(|k| *k == "config" || k.starts_with("file:")) {
+            return bad_request(format!(
+                "load parameter `{key}` is not supported: put the model and its config.json in the repository"
+            ));
+        }
+    }
+    control(app, name, true).await
+}
+
+async fn unload_model(State(app): State<Arc<App>>, Path(name): Path<String>) -> Response {
+    control(app, name, false).await
+}
+
+/// Loads (`load`) or unloads model `name` on a blocking thread: 200 with an empty body, as Triton.
+async fn control(app: Arc<App>, name: String, load: bool) -> Response {
+    let done = tokio::task::spawn_blocking(move || {
+        if load {
+            app.repository.load_model(&name)
+        } else {
+            app.repository.unload_model(&name)
+        }
+    })
+    .await;
+    match done {
+        Ok(Ok(())) => StatusCode::OK.into_response(),
+        Ok(Err(ControlError::Unknown(why))) => error_response(StatusCode::NOT_FOUND, why),
+        Ok(Err(ControlError::NotAllowed(why) | ControlError::Failed(why))) => bad_request(why),
+        Err(error) => error_response(StatusCode::INTERNAL_SERVER_ERROR, format!("the load task ended: {error}")),
+    }
+}
+
+async fn regions_status(State(app): State<Arc<App>>) -> Response {
+    status_answer(&app, None)
+}
+
+async fn region_status(State(app): State<Arc<App>>, Path(name): Path<String>) -> Response {
+    status_answer(&app, Some(&name))
+}
+
+fn status_answer(app: &App, name: Option<&str>) -> Response {
+    match app.regions.status(name) {
+        Ok(list) => Json(
+            list.into_iter()
+                .map(|r| json!({ "name": r.name, "key": r.key, "offset": r.offset, "byte_size": r.byte_size }))
+                .collect::<Vec<_>>(),
+        )
+        .into_response(),
+        Err(error) => error_response(StatusCode::NOT_FOUND, error.to_string()),
+    }
+}
+
+async fn region_register(State(app): State<Arc<App>>, Path(name): Path<String>, body: Bytes) -> Response {
+    let body: Json_ = match serde_json::from_slice(&body) {
+        Ok(body) => body,
+        Err(e) => return bad_request(format!("the body must be {{\"key\", \"offset\", \"byte_size\"}}: {e}")),
+    };
+    let (Some(key), Some(byte_size)) = (body["key"].as_str(), body["byte_size"].as_u64()) else {
+        return bad_request("register needs `key` (a string) and `byte_size` (a whole number)");
+    };
+    let Some(offset) = body.get("offset").map_or(Some(0), Json_::as_u64) else {
+        return bad_request("`offset` must be a whole number");
+    };
+    match app.regions.register(&name, key, offset, byte_size) {
+        Ok(()) => StatusCode::OK.into_response(),
+        Err(error) => bad_request(error.to_string()),
+    }
+}
+
+async fn regions_unregister(State(app): State<Arc<App>>) -> Response {
+    app.regions.unregister(None);
+    StatusCode::OK.into_response()
+}
+
+async fn region_unregister(State(app): State<Arc<App>>, Path(name): Path<String>) -> Response {
+    app.regions.unregister(Some(&name));
+    StatusCode::OK.into_response()
 }
 
 async fn infer(State(app): State<Arc<App>>, Path(name): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
@@ -205,13 +310,15 @@ async fn answer_inner(
     body: Bytes,
 ) -> Result<Response, Response> {
     let model = find(app, name, version)?;
-    let decoded = rest_body::decode(&body, headers.get(rest_body::HEADER_LENGTH).map(HeaderValue::as_bytes));
+    let header_length = headers.get(rest_body::HEADER_LENGTH).map(HeaderValue::as_bytes);
+    let decoded = rest_body::decode(&body, header_length, &app.regions, app.limits.max_body_bytes);
     drop(body);
-    let rest_body::Decoded { id, request } = decoded.map_err(bad_request)?;
+    let rest_body::Decoded { id, request, places } = decoded.map_err(bad_request)?;
     let deadline = app.deadline(request.timeout);
     let answer = infer::run(&model, request, deadline).await.map_err(|e| Refusal::from(e).0)?;
     let json_limit = app.limits.max_body_bytes.saturating_mul(rest_body::JSON_ANSWER_FACTOR);
-    let encoded = rest_body::encode((&model.name, &model.version), id, &answer, json_limit, deadline)
+    let shared = (&places, &app.regions);
+    let encoded = rest_body::encode((&model.name, &model.version), id, &answer, shared, json_limit, deadline)
         .map_err(|e| Refusal::from(e).0)?;
     drop(answer);
     let Some(json_length) = encoded.json_length else {

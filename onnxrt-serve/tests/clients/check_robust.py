@@ -11,7 +11,7 @@ they come (no config.json: the server's defaults decide everything).
 - client errors: a det side that is not a multiple of 32, silero `sr` 12345, a zero-size axis are
   answered 400 (INVALID_ARGUMENT) with ONNX Runtime's reason;
 - body size: tritonclient's JSON for a 512x512 det page (over 2 MiB) is answered;
-- extensions: `class_count` and `sequence_id` are refused (400), not ignored; gRPC ModelReady on
+- extensions: `class_count` answers the top classes; `sequence_id` is refused (400), not ignored; gRPC ModelReady on
   an unknown model answers false, as the HTTP client reads the 404;
 - memory: the resident memory of the server and its worker processes before and after one
   2048x2048 det request (printed; after must be within 256 MiB of before).
@@ -43,6 +43,15 @@ def http_inputs(arrays: dict, binary: bool = True) -> list:
         datatype = {np.float32: "FP32", np.int64: "INT64"}[array.dtype.type]
         tensor = httpclient.InferInput(name, list(array.shape), datatype)
         tensor.set_data_from_numpy(array, binary_data=binary)
+        inputs.append(tensor)
+    return inputs
+
+
+def grpc_inputs(arrays: dict) -> list:
+    inputs = []
+    for name, array in arrays.items():
+        tensor = grpcclient.InferInput(name, list(array.shape), {np.float32: "FP32", np.int64: "INT64"}[array.dtype.type])
+        tensor.set_data_from_numpy(array)
         inputs.append(tensor)
     return inputs
 
@@ -139,10 +148,16 @@ def main() -> None:
     status, result = refusal(lambda: http.infer("ppocr_det", http_inputs(page, binary=False)))
     check("body: a 512x512 det page as JSON (over 2 MiB) is answered", status is None, f"{status} {str(result)[:200]}")
 
-    # 6. Extensions this server lacks are refused, not ignored.
-    wanted = [httpclient.InferRequestedOutput("save_infer_model/scale_0.tmp_1", class_count=2)]
-    status, message = refusal(lambda: http.infer("ppocr_cls", http_inputs(picture(48, 192)), outputs=wanted))
-    check("class_count is refused with 400", status == "400", f"{status} {message}")
+    # 6. The classification extension answers the top classes; sequences are refused, not ignored.
+    output = "save_infer_model/scale_0.tmp_1"
+    scores = http.infer("ppocr_cls", http_inputs(picture(48, 192))).as_numpy(output)
+    for protocol, client, module in (("HTTP", http, httpclient), ("gRPC", grpc, grpcclient)):
+        wanted = [module.InferRequestedOutput(output, class_count=2)]
+        inputs = http_inputs(picture(48, 192)) if module is httpclient else grpc_inputs(picture(48, 192))
+        status, result = refusal(lambda: client.infer("ppocr_cls", inputs, outputs=wanted))
+        top = [] if status else [t.decode() if isinstance(t, bytes) else str(t) for t in result.as_numpy(output).ravel()]
+        want = [f"{scores[0, i]:.6f}:{i}" for i in np.argsort(-scores[0], kind="stable")[:2]]
+        check(f"class_count 2 answers the top classes as 'value:index' ({protocol})", top == want, f"{status or ''} got {top}, want {want}")
     status, message = refusal(lambda: http.infer("silero_vad", http_inputs(silero(16000)), sequence_id=5, sequence_start=True))
     check("sequence_id is refused with 400 (HTTP)", status == "400", f"{status} {message}")
     inputs = []

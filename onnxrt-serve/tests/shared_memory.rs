@@ -1,0 +1,219 @@
+//! Triton's system shared-memory extension over REST on the real `serve`: inputs read from a
+//! registered region of a /dev/shm object (at an offset), outputs written into one; every place
+//! outside its region, a key outside /dev/shm or a symbolic link is refused with 400 and the
+//! server answers on. Over gRPC: an input in shared memory beside one in `raw_input_contents`
+//! (one raw entry per input not in shared memory). (tritonclient: check_shared_memory.py.)
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use hyper::body::Bytes;
+use onnxrt_serve::http_client::{Connection, Reply};
+use onnxrt_serve::oip::grpc::grpc_inference_service_client::GrpcInferenceServiceClient;
+use onnxrt_serve::oip::grpc::infer_parameter::ParameterChoice;
+use onnxrt_serve::oip::grpc::model_infer_request::{InferInputTensor, InferRequestedOutputTensor};
+use onnxrt_serve::oip::grpc::{InferParameter, ModelInferRequest, SystemSharedMemoryRegisterRequest};
+use serde_json::{json, Value as Json};
+
+const MODELS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models");
+
+/// A running `serve`, killed when dropped.
+struct Server {
+    child: Child,
+    rest: SocketAddr,
+    grpc: SocketAddr,
+}
+
+impl Server {
+    fn start(repository: &Path, args: &[&str]) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_serve"))
+            .arg("--model-repository")
+            .arg(repository)
+            .args(["--listen", "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0", "--workers", "2"])
+            .args(args)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("serve starts");
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout piped"));
+        let mut address = |prefix: &str| {
+            let mut line = String::new();
+            stdout.read_line(&mut line).expect("address line");
+            line.strip_prefix(prefix)
+                .and_then(|rest| rest.split_whitespace().next())
+                .and_then(|a| a.parse().ok())
+                .unwrap_or_else(|| panic!("expected `{prefix}…`, got {line:?}"))
+        };
+        let rest = address("listening on http://");
+        let grpc = address("grpc listening on ");
+        Server { child, rest, grpc }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A fresh folder named for this test.
+fn folder(test: &str) -> PathBuf {
+    let root = std::env::temp_dir().join(format!("control-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).expect("repository folder");
+    root
+}
+
+/// Puts test model `file` at `root/path/model.onnx`.
+fn put(root: &Path, path: &str, file: &str) {
+    let at = root.join(path);
+    std::fs::create_dir_all(&at).expect("model folder");
+    std::fs::copy(Path::new(MODELS).join(file), at.join("model.onnx.part")).expect("copy model");
+    // Whole or not at all: a poll never sees half a file.
+    std::fs::rename(at.join("model.onnx.part"), at.join("model.onnx")).expect("rename");
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime")
+}
+
+async fn post(c: &mut Connection, path: &str, body: &Json) -> Reply {
+    c.send("POST", path, &[("content-type", "application/json")], Bytes::from(body.to_string())).await.expect("reply")
+}
+
+fn json_of(reply: &Reply) -> Json {
+    serde_json::from_slice(&reply.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", reply.text()))
+}
+
+#[test]
+fn tensors_travel_through_shared_memory_and_every_place_outside_a_region_is_refused() {
+    let root = folder("shm");
+    put(&root, "add", "add_f32.onnx");
+    let key = format!("onnxrt_serve_test_{}", std::process::id());
+    let object = Path::new("/dev/shm").join(&key);
+    // Inputs a and b at 16 and 40 (6 f32 each), room for the output at 64.
+    let mut bytes = vec![0u8; 96];
+    for (at, values) in [(16, [1f32, 2., 3., 4., 5., 6.]), (40, [0.5; 6])] {
+        for (i, v) in values.iter().enumerate() {
+            bytes[at + 4 * i..at + 4 * i + 4].copy_from_slice(&v.to_le_bytes());
+        }
+    }
+    std::fs::write(&object, &bytes).expect("shm object");
+    let link = Path::new("/dev/shm").join(format!("{key}_link"));
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(root.join("add/model.onnx"), &link).expect("symlink");
+    let server = Server::start(&root, &[]);
+    runtime().block_on(async {
+        let mut c = Connection::open(server.rest).await.expect("connects");
+        let register = json!({ "key": format!("/{key}"), "offset": 8, "byte_size": 88 });
+        let reply = post(&mut c, "/v2/systemsharedmemory/region/r/register", &register).await;
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        let status = json_of(&c.get("/v2/systemsharedmemory/status").await.expect("reply"));
+        assert_eq!(status, json!([{ "name": "r", "key": format!("/{key}"), "offset": 8, "byte_size": 88 }]));
+        let input = |name: &str, offset: u64| {
+            json!({ "name": name, "shape": [2, 3], "datatype": "FP32",
+                    "parameters": { "shared_memory_region": "r", "shared_memory_byte_size": 24, "shared_memory_offset": offset } })
+        };
+        let output = json!({ "name": "sum", "parameters": { "shared_memory_region": "r", "shared_memory_byte_size": 24, "shared_memory_offset": 56 } });
+        let request = json!({ "inputs": [input("a", 8), input("b", 32)], "outputs": [output] });
+        let reply = post(&mut c, "/v2/models/add/infer", &request).await;
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        let answer = json_of(&reply);
+        assert_eq!(answer["outputs"][0]["parameters"]["shared_memory_region"], "r", "{answer}");
+        assert!(answer["outputs"][0].get("data").is_none(), "{answer}");
+        let written = std::fs::read(&object).expect("object");
+        let sums: Vec<f32> = written[64..88].chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().expect("4"))).collect();
+        assert_eq!(sums, [1.5, 2.5, 3.5, 4.5, 5.5, 6.5]);
+
+        // Hostile places: each refused with 400, naming the fault.
+        let refused = [
+            (json!({ "inputs": [input("a", 72), input("b", 32)] }), "outside region"),
+            (json!({ "inputs": [input("a", u64::MAX - 4), input("b", 32)] }), "outside region"),
+            (json!({ "inputs": [{ "name": "a", "shape": [2, 3], "datatype": "FP32", "parameters": { "shared_memory_region": "nowhere", "shared_memory_byte_size": 24 } }, input("b", 32)] }), "nowhere"),
+            (json!({ "inputs": [{ "name": "a", "shape": [2, 3], "datatype": "FP32", "parameters": { "shared_memory_region": "r" } }, input("b", 32)] }), "needs shared_memory_byte_size"),
+            (json!({ "inputs": [input("a", 8), input("b", 32)], "outputs": [{ "name": "sum", "parameters": { "shared_memory_region": "r", "shared_memory_byte_size": 8 } }] }), "is 24 bytes"),
+        ];
+        for (request, why) in refused {
+            let reply = post(&mut c, "/v2/models/add/infer", &request).await;
+            assert_eq!(reply.status, 400, "{request}: {}", reply.text());
+            assert!(reply.text().contains(why), "{why}: {}", reply.text());
+        }
+        for (name, key, size) in [("r", format!("/{key}"), 8), ("up", "/../etc/passwd".into(), 8), ("link", format!("/{key}_link"), 8), ("big", format!("/{key}"), 97)] {
+            let reply = post(&mut c, &format!("/v2/systemsharedmemory/region/{name}/register"), &json!({ "key": key, "byte_size": size })).await;
+            assert_eq!(reply.status, 400, "{name}: {}", reply.text());
+        }
+        assert_eq!(c.get("/v2/systemsharedmemory/region/nowhere/status").await.expect("reply").status, 404);
+        let reply = post(&mut c, "/v2/systemsharedmemory/region/r/unregister", &json!({})).await;
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        assert_eq!(json_of(&c.get("/v2/systemsharedmemory/status").await.expect("reply")), json!([]));
+        let reply = post(&mut c, "/v2/models/add/infer", &request).await;
+        assert_eq!(reply.status, 400, "{}", reply.text());
+        assert_eq!(c.get("/v2/health/live").await.expect("reply").status, 200);
+    });
+    let _ = std::fs::remove_file(&object);
+    let _ = std::fs::remove_file(&link);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn over_grpc_an_input_in_shared_memory_takes_no_raw_entry_and_outputs_land_in_the_region() {
+    let root = folder("shm-grpc");
+    put(&root, "add", "add_f32.onnx");
+    let key = format!("onnxrt_serve_test_grpc_{}", std::process::id());
+    let object = Path::new("/dev/shm").join(&key);
+    // Input a at 0 (6 f32), room for the output at 32.
+    let mut bytes = vec![0u8; 64];
+    for (i, v) in [1f32, 2., 3., 4., 5., 6.].iter().enumerate() {
+        bytes[4 * i..4 * i + 4].copy_from_slice(&v.to_le_bytes());
+    }
+    std::fs::write(&object, &bytes).expect("shm object");
+    let server = Server::start(&root, &[]);
+    runtime().block_on(async {
+        let mut grpc = GrpcInferenceServiceClient::connect(format!("http://{}", server.grpc)).await.expect("gRPC");
+        let register =
+            SystemSharedMemoryRegisterRequest { name: "r".into(), key: format!("/{key}"), offset: 0, byte_size: 64 };
+        grpc.system_shared_memory_register(register).await.expect("registered");
+        let parameter = |choice| InferParameter { parameter_choice: Some(choice) };
+        let place = |offset: u64| {
+            [
+                ("shared_memory_region".to_owned(), parameter(ParameterChoice::StringParam("r".into()))),
+                ("shared_memory_byte_size".to_owned(), parameter(ParameterChoice::Int64Param(24))),
+                ("shared_memory_offset".to_owned(), parameter(ParameterChoice::Uint64Param(offset))),
+            ]
+            .into_iter()
+            .collect()
+        };
+        let input = |name: &str| InferInputTensor {
+            name: name.into(),
+            datatype: "FP32".into(),
+            shape: vec![2, 3],
+            ..Default::default()
+        };
+        let b: Vec<u8> = [0.5f32; 6].iter().flat_map(|x| x.to_le_bytes()).collect();
+        let request = |raw: Vec<Vec<u8>>| ModelInferRequest {
+            model_name: "add".into(),
+            inputs: vec![InferInputTensor { parameters: place(0), ..input("a") }, input("b")],
+            outputs: vec![InferRequestedOutputTensor { name: "sum".into(), parameters: place(32) }],
+            raw_input_contents: raw,
+            ..Default::default()
+        };
+        let answer = grpc.model_infer(request(vec![b.clone()])).await.expect("answered").into_inner();
+        assert_eq!(answer.raw_output_contents, [Vec::<u8>::new()], "an empty entry for the output in the region");
+        let region = answer.outputs[0].parameters.get("shared_memory_region").and_then(|p| p.parameter_choice.clone());
+        assert_eq!(region, Some(ParameterChoice::StringParam("r".into())));
+        let written = std::fs::read(&object).expect("object");
+        let sums: Vec<f32> =
+            written[32..56].chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().expect("4"))).collect();
+        assert_eq!(sums, [1.5, 2.5, 3.5, 4.5, 5.5, 6.5]);
+        // Two raw entries for the one input not in shared memory: refused, naming the rule.
+        let status = grpc.model_infer(request(vec![b.clone(), b])).await.expect_err("refused");
+        assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
+        assert!(status.message().contains("1 inputs not in shared memory"), "{}", status.message());
+    });
+    let _ = std::fs::remove_file(&object);
+    let _ = std::fs::remove_dir_all(&root);
+}
