@@ -109,9 +109,9 @@ fn run() -> Result<(), String> {
     for round in 0..args.rounds {
         let order: [usize; 2] = if round % 2 == 0 { [0, 1] } else { [1, 0] };
         for at in order {
-            let model = variants[at].1.models().next().ok_or("no model")?;
+            let model = variants[at].1.models().into_iter().next().ok_or("no model")?;
             for _ in 0..args.requests {
-                let inputs = inputs_of(&args, model)?;
+                let inputs = inputs_of(&args, &model)?;
                 let started = Instant::now();
                 rt.block_on(model.infer(inputs, &[], None)).map_err(|e| e.to_string())?;
                 latencies[at].push(started.elapsed().as_secs_f64() * 1e6);
