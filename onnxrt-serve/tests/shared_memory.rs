@@ -4,90 +4,17 @@
 //! server answers on. Over gRPC: an input in shared memory beside one in `raw_input_contents`
 //! (one raw entry per input not in shared memory). (tritonclient: check_shared_memory.py.)
 
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 
-use hyper::body::Bytes;
-use onnxrt_serve::http_client::{Connection, Reply};
+use onnxrt_serve::http_client::Connection;
 use onnxrt_serve::oip::grpc::grpc_inference_service_client::GrpcInferenceServiceClient;
 use onnxrt_serve::oip::grpc::infer_parameter::ParameterChoice;
 use onnxrt_serve::oip::grpc::model_infer_request::{InferInputTensor, InferRequestedOutputTensor};
 use onnxrt_serve::oip::grpc::{InferParameter, ModelInferRequest, SystemSharedMemoryRegisterRequest};
-use serde_json::{json, Value as Json};
+use serde_json::json;
 
-const MODELS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models");
-
-/// A running `serve`, killed when dropped.
-struct Server {
-    child: Child,
-    rest: SocketAddr,
-    grpc: SocketAddr,
-}
-
-impl Server {
-    fn start(repository: &Path, args: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_serve"))
-            .arg("--model-repository")
-            .arg(repository)
-            .args(["--listen", "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0", "--workers", "2"])
-            .args(args)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("serve starts");
-        let mut stdout = BufReader::new(child.stdout.take().expect("stdout piped"));
-        let mut address = |prefix: &str| {
-            let mut line = String::new();
-            stdout.read_line(&mut line).expect("address line");
-            line.strip_prefix(prefix)
-                .and_then(|rest| rest.split_whitespace().next())
-                .and_then(|a| a.parse().ok())
-                .unwrap_or_else(|| panic!("expected `{prefix}…`, got {line:?}"))
-        };
-        let rest = address("listening on http://");
-        let grpc = address("grpc listening on ");
-        Server { child, rest, grpc }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A fresh folder named for this test.
-fn folder(test: &str) -> PathBuf {
-    let root = std::env::temp_dir().join(format!("control-{test}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
-    std::fs::create_dir_all(&root).expect("repository folder");
-    root
-}
-
-/// Puts test model `file` at `root/path/model.onnx`.
-fn put(root: &Path, path: &str, file: &str) {
-    let at = root.join(path);
-    std::fs::create_dir_all(&at).expect("model folder");
-    std::fs::copy(Path::new(MODELS).join(file), at.join("model.onnx.part")).expect("copy model");
-    // Whole or not at all: a poll never sees half a file.
-    std::fs::rename(at.join("model.onnx.part"), at.join("model.onnx")).expect("rename");
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime")
-}
-
-async fn post(c: &mut Connection, path: &str, body: &Json) -> Reply {
-    c.send("POST", path, &[("content-type", "application/json")], Bytes::from(body.to_string())).await.expect("reply")
-}
-
-fn json_of(reply: &Reply) -> Json {
-    serde_json::from_slice(&reply.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", reply.text()))
-}
+mod common;
+use common::{folder, json_of, post, put, runtime, Server};
 
 #[test]
 fn tensors_travel_through_shared_memory_and_every_place_outside_a_region_is_refused() {
@@ -106,7 +33,7 @@ fn tensors_travel_through_shared_memory_and_every_place_outside_a_region_is_refu
     let link = Path::new("/dev/shm").join(format!("{key}_link"));
     let _ = std::fs::remove_file(&link);
     std::os::unix::fs::symlink(root.join("add/model.onnx"), &link).expect("symlink");
-    let server = Server::start(&root, &[]);
+    let server = Server::start_with_grpc(&root, &[]);
     runtime().block_on(async {
         let mut c = Connection::open(server.rest).await.expect("connects");
         let register = json!({ "key": format!("/{key}"), "offset": 8, "byte_size": 88 });
@@ -171,9 +98,11 @@ fn over_grpc_an_input_in_shared_memory_takes_no_raw_entry_and_outputs_land_in_th
         bytes[4 * i..4 * i + 4].copy_from_slice(&v.to_le_bytes());
     }
     std::fs::write(&object, &bytes).expect("shm object");
-    let server = Server::start(&root, &[]);
+    let server = Server::start_with_grpc(&root, &[]);
     runtime().block_on(async {
-        let mut grpc = GrpcInferenceServiceClient::connect(format!("http://{}", server.grpc)).await.expect("gRPC");
+        let mut grpc = GrpcInferenceServiceClient::connect(format!("http://{}", server.grpc.expect("gRPC started")))
+            .await
+            .expect("gRPC");
         let register =
             SystemSharedMemoryRegisterRequest { name: "r".into(), key: format!("/{key}"), offset: 0, byte_size: 64 };
         grpc.system_shared_memory_register(register).await.expect("registered");

@@ -3,81 +3,11 @@
 //! for all; the configuration as perf_analyzer reads it. (tritonclient over HTTP and gRPC:
 //! check_control.py in tools/serve/check-clients.sh.)
 
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-
-use hyper::body::Bytes;
-use onnxrt_serve::http_client::{Connection, Reply};
+use onnxrt_serve::http_client::Connection;
 use serde_json::{json, Value as Json};
 
-const MODELS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models");
-
-/// A running `serve`, killed when dropped.
-struct Server {
-    child: Child,
-    rest: SocketAddr,
-}
-
-impl Server {
-    fn start(repository: &Path, args: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_serve"))
-            .arg("--model-repository")
-            .arg(repository)
-            .args(["--listen", "127.0.0.1:0", "--grpc-listen", "off", "--workers", "2"])
-            .args(args)
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("serve starts");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout piped")).read_line(&mut line).expect("address line");
-        let rest = line
-            .strip_prefix("listening on http://")
-            .and_then(|rest| rest.split_whitespace().next())
-            .and_then(|a| a.parse().ok())
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
-        Server { child, rest }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A fresh folder named for this test.
-fn folder(test: &str) -> PathBuf {
-    let root = std::env::temp_dir().join(format!("control-{test}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
-    std::fs::create_dir_all(&root).expect("repository folder");
-    root
-}
-
-/// Puts test model `file` at `root/path/model.onnx`.
-fn put(root: &Path, path: &str, file: &str) {
-    let at = root.join(path);
-    std::fs::create_dir_all(&at).expect("model folder");
-    std::fs::copy(Path::new(MODELS).join(file), at.join("model.onnx.part")).expect("copy model");
-    // Whole or not at all: a poll never sees half a file.
-    std::fs::rename(at.join("model.onnx.part"), at.join("model.onnx")).expect("rename");
-}
-
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime")
-}
-
-async fn post(c: &mut Connection, path: &str, body: &Json) -> Reply {
-    c.send("POST", path, &[("content-type", "application/json")], Bytes::from(body.to_string())).await.expect("reply")
-}
-
-fn json_of(reply: &Reply) -> Json {
-    serde_json::from_slice(&reply.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", reply.text()))
-}
+mod common;
+use common::{folder, json_of, post, put, runtime, Server};
 
 fn sample(seed: u64) -> Vec<f32> {
     (0..16).map(|i| ((seed * 16 + i) as f32 * 0.37).sin()).collect()

@@ -1,0 +1,96 @@
+//! What the end-to-end tests of model control, statistics and shared memory share: a real
+//! `serve` on a repository folder made for the test, and small REST helpers.
+#![allow(dead_code)] // each test binary uses a part
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use hyper::body::Bytes;
+use onnxrt_serve::http_client::{Connection, Reply};
+use serde_json::Value as Json;
+
+pub const MODELS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models");
+
+/// A running `serve`, killed when dropped.
+pub struct Server {
+    child: Child,
+    pub rest: SocketAddr,
+    /// The gRPC address, where started with gRPC.
+    pub grpc: Option<SocketAddr>,
+}
+
+impl Server {
+    /// REST only.
+    pub fn start(repository: &Path, args: &[&str]) -> Server {
+        Server::launch(repository, args, false)
+    }
+
+    /// REST and gRPC.
+    pub fn start_with_grpc(repository: &Path, args: &[&str]) -> Server {
+        Server::launch(repository, args, true)
+    }
+
+    fn launch(repository: &Path, args: &[&str], grpc: bool) -> Server {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_serve"))
+            .arg("--model-repository")
+            .arg(repository)
+            .args(["--listen", "127.0.0.1:0", "--grpc-listen", if grpc { "127.0.0.1:0" } else { "off" }])
+            .args(["--workers", "2"])
+            .args(args)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("serve starts");
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout piped"));
+        let mut address = |prefix: &str| {
+            let mut line = String::new();
+            stdout.read_line(&mut line).expect("address line");
+            line.strip_prefix(prefix)
+                .and_then(|rest| rest.split_whitespace().next())
+                .and_then(|a| a.parse().ok())
+                .unwrap_or_else(|| panic!("expected `{prefix}…`, got {line:?}"))
+        };
+        let rest = address("listening on http://");
+        let grpc = grpc.then(|| address("grpc listening on "));
+        Server { child, rest, grpc }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A fresh folder named for this test.
+pub fn folder(test: &str) -> PathBuf {
+    let root = std::env::temp_dir().join(format!("control-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).expect("repository folder");
+    root
+}
+
+/// Puts test model `file` at `root/path/model.onnx`.
+pub fn put(root: &Path, path: &str, file: &str) {
+    let at = root.join(path);
+    std::fs::create_dir_all(&at).expect("model folder");
+    std::fs::copy(Path::new(MODELS).join(file), at.join("model.onnx.part")).expect("copy model");
+    // Whole or not at all: a poll never sees half a file.
+    std::fs::rename(at.join("model.onnx.part"), at.join("model.onnx")).expect("rename");
+}
+
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime")
+}
+
+pub async fn post(c: &mut Connection, path: &str, body: &Json) -> Reply {
+    c.send("POST", path, &[("content-type", "application/json")], Bytes::from(body.to_string())).await.expect("reply")
+}
+
+pub fn json_of(reply: &Reply) -> Json {
+    serde_json::from_slice(&reply.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", reply.text()))
+}
