@@ -175,8 +175,10 @@ test_cuda_api() {
 
 # The batcher and the server's settings built with CUDA (device buffers, CUDA graphs): on a
 # machine without CUDA their refusals, fallbacks and capture bookkeeping.
+# With `tensorrt` (which takes `cuda`): a model naming TensorRT reaches the runtime's typed refusal
+# after its engine-cache folder is made (tests/providers.rs).
 test_serve_cuda() {
-  cargo test -p onnxrt-serve --features cuda --lib --test batch
+  cargo test -p onnxrt-serve --features tensorrt --lib --test batch --test providers
 }
 
 # Loading without LD_LIBRARY_PATH, in both modes, as a user would run the binary.

@@ -71,7 +71,10 @@ impl TensorRtSetup {
         if let Some(folder) = &self.folder {
             let folder = folder.display().to_string();
             set(&mut plain, "trt_timing_cache_enable", "1".into());
-            set(&mut plain, "trt_timing_cache_path", folder.clone());
+            // Before ORT 1.17 the timing cache goes to the engine cache's folder: the same one.
+            if runtime_takes("trt_timing_cache_path") {
+                set(&mut plain, "trt_timing_cache_path", folder.clone());
+            }
             if self.engine_cache {
                 set(&mut vouched, "trt_engine_cache_enable", "1".into());
                 set(&mut vouched, "trt_engine_cache_path", folder);
@@ -122,6 +125,22 @@ impl TensorRtSetup {
     }
 }
 
+/// Whether the loaded runtime reads TensorRT option `key` (onnxrt refuses, as `Unsupported`, a
+/// key newer than the runtime). Without the `tensorrt` feature nothing is built: every key shows.
+fn runtime_takes(key: &str) -> bool {
+    #[cfg(feature = "tensorrt")]
+    {
+        let level = onnxrt::runtime_info().map_or(0, |runtime| runtime.api_level);
+        let since = onnxrt::providers::tensorrt::OPTION_SINCE.iter().find(|(k, _)| *k == key);
+        since.is_none_or(|(_, since)| level >= *since)
+    }
+    #[cfg(not(feature = "tensorrt"))]
+    {
+        let _ = key;
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::TensorRtSetup;
@@ -148,15 +167,15 @@ mod tests {
         let (plain, vouched) = v1.session_options();
         let text = |list: &[(String, String)]| -> Vec<(String, String)> { list.to_vec() };
         let at = folder.display().to_string();
-        assert_eq!(
-            text(&plain),
-            [
-                ("trt_fp16_enable".into(), "1".into()),
-                ("device_id".into(), "1".into()),
-                ("trt_timing_cache_enable".into(), "1".into()),
-                ("trt_timing_cache_path".into(), at.clone()),
-            ]
-        );
+        let mut expected: Vec<(String, String)> = vec![
+            ("trt_fp16_enable".into(), "1".into()),
+            ("device_id".into(), "1".into()),
+            ("trt_timing_cache_enable".into(), "1".into()),
+        ];
+        if super::runtime_takes("trt_timing_cache_path") {
+            expected.push(("trt_timing_cache_path".into(), at.clone()));
+        }
+        assert_eq!(text(&plain), expected);
         assert_eq!(
             text(&vouched),
             [("trt_engine_cache_enable".into(), "1".into()), ("trt_engine_cache_path".into(), at)]
