@@ -70,18 +70,22 @@ fn register_once(env: &Environment, path: &Path) -> onnxrt::Result<()> {
 }
 
 /// The library of `library`: a path as given, or a pinned bundle's library in onnxrt's cache
-/// (where `onnxrt-dist assemble BUNDLE` put it).
+/// (where `onnxrt-dist assemble BUNDLE` put it; the size is checked here, the sha256 by
+/// onnxrt's registration).
 fn library_path(library: &str) -> onnxrt::Result<PathBuf> {
     let Some(pin) = onnxrt::pinned_plugins().iter().find(|p| p.dist == library) else {
         return Ok(PathBuf::from(library));
     };
     let cache = cache_root();
-    let found = cache.as_ref().and_then(|root| std::fs::read_dir(root).ok()).and_then(|entries| {
-        entries
-            .flatten()
-            .map(|e| e.path().join(pin.library))
-            .find(|candidate| std::fs::metadata(candidate).is_ok_and(|m| m.is_file() && m.len() == pin.size))
-    });
+    // A bundle lies in `<cache>/<sha256>/<its folder>/`: the library's place two levels down.
+    let folders = |dir: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(dir).map(|entries| entries.flatten().map(|e| e.path()).collect()).unwrap_or_default()
+    };
+    let found =
+        cache.as_deref().map(folders).unwrap_or_default().iter().flat_map(|d| folders(d)).find(|bundle| {
+            std::fs::metadata(bundle.join(pin.library)).is_ok_and(|m| m.is_file() && m.len() == pin.size)
+        });
+    let found = found.map(|bundle| bundle.join(pin.library));
     found.ok_or_else(|| Error::InvalidArgument {
         what: format!("the plugin bundle {library}"),
         why: format!(
