@@ -7,6 +7,9 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+/// Provider options as ORT's strings, in order.
+pub type Options = Vec<(String, String)>;
+
 /// A model's TensorRT settings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TensorRtSetup {
@@ -60,7 +63,7 @@ impl TensorRtSetup {
     /// cache) and the engine-cache keys, which onnxrt takes from safe code only through
     /// `TensorRtOptions::private_engine_cache` (a folder no other user can write: a cached engine
     /// is GPU code TensorRT runs unchecked).
-    pub fn session_options(&self) -> (Vec<(String, String)>, Vec<(String, String)>) {
+    pub fn session_options(&self) -> (Options, Options) {
         let mut plain = self.options.clone();
         let set = |options: &mut Vec<(String, String)>, key: &str, value: String| {
             options.retain(|(k, _)| k != key);
