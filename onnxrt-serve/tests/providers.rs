@@ -176,6 +176,9 @@ fn a_model_served_on_a_plugin_providers_device_answers_as_on_the_cpu() {
         let accelerator = &config["optimization"]["execution_accelerators"]["gpu_execution_accelerator"][0];
         assert_eq!(accelerator["name"], "webgpu", "{config}");
         assert_eq!(accelerator["parameters"]["library"], "webgpu-plugin-0.4.0-registry", "{config}");
+        // The session got the plugin's provider for the device chosen, ahead of the CPU's.
+        let providers = accelerator["parameters"]["session_providers"].as_str().unwrap_or_default();
+        assert_eq!(providers, "WebGpuExecutionProvider,CPUExecutionProvider", "{config}");
         for seed in 0..4 {
             let expected = logits(&mut c, "cpu", seed).await;
             for model in ["webgpu", "webgpu_path"] {
