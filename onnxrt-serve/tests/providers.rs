@@ -148,13 +148,16 @@ fn a_model_served_on_a_plugin_providers_device_answers_as_on_the_cpu() {
         put(&root, model, "mlp.onnx");
         config(&root, model, &json!({ "provider": "webgpu", "plugin": library, "concurrency": 1 }));
     }
+    // A device the plugin does not offer (it offers one).
+    put(&root, "webgpu_second", "mlp.onnx");
+    config(&root, "webgpu_second", &json!({ "provider": "webgpu", "plugin": library, "device": 1 }));
     if !newer {
         // ORT 1.16: no plugin API; the models fail alone with onnxrt's NeedsNewerRuntime.
         let server = Server::start(&root, &[]);
         return runtime().block_on(async {
             let mut c = Connection::open(server.rest).await.expect("connects");
             let index = index(&mut c).await;
-            for model in ["webgpu", "webgpu_path"] {
+            for model in ["webgpu", "webgpu_path", "webgpu_second"] {
                 let (_, state, reason) = entry(&index, model);
                 assert_eq!(state, "UNAVAILABLE", "{reason}");
                 assert!(reason.contains("provider `webgpu`") && reason.contains("(NeedsNewerRuntime)"), "{reason}");
@@ -172,6 +175,10 @@ fn a_model_served_on_a_plugin_providers_device_answers_as_on_the_cpu() {
         for model in ["cpu", "webgpu", "webgpu_path"] {
             assert_eq!(entry(&index, model).1, "READY", "{index:?}");
         }
+        // No such device: said so, with what ORT's discovery reads (onnxrt's words).
+        let (_, state, reason) = entry(&index, "webgpu_second");
+        assert_eq!(state, "UNAVAILABLE", "{reason}");
+        assert!(reason.contains("the plugin offers 1 device(s)") && reason.contains("/sys/class/drm"), "{reason}");
         let config = json_of(&c.send("GET", "/v2/models/webgpu/config", &[], Default::default()).await.expect("reply"));
         let accelerator = &config["optimization"]["execution_accelerators"]["gpu_execution_accelerator"][0];
         assert_eq!(accelerator["name"], "webgpu", "{config}");

@@ -217,6 +217,28 @@ mod tests {
         assert!(session_for(&mlp(), None, &ProviderSetup::Cpu, None).is_ok());
     }
 
+    /// Worker processes get the setup as JSON: it comes back whole.
+    #[test]
+    fn a_setup_reaches_a_worker_process_unchanged() {
+        let trt = TensorRtSetup {
+            device: 2,
+            options: vec![("trt_fp16_enable".into(), "1".into())],
+            engine_cache: true,
+            cache_root: "/srv/engines".into(),
+            folder: Some("/srv/engines/m/4".into()),
+        };
+        let plugin = ProviderSetup::Plugin {
+            library: "webgpu-plugin-0.4.0-registry".into(),
+            provider: "webgpu".into(),
+            device: 0,
+            options: Vec::new(),
+        };
+        for setup in [ProviderSetup::Cpu, ProviderSetup::Cuda { device: 1 }, ProviderSetup::TensorRt(trt), plugin] {
+            let text = serde_json::to_string(&setup).expect("serializes");
+            assert_eq!(serde_json::from_str::<ProviderSetup>(&text).expect("parses"), setup, "{text}");
+        }
+    }
+
     /// On ORT 1.16 a plugin is refused before any library is looked for.
     #[test]
     fn a_plugin_on_a_runtime_without_the_device_api_needs_a_newer_one() {
