@@ -485,3 +485,72 @@ fn registering_from_inside_a_selector_is_refused() {
     assert_eq!(attempts.len(), 1);
     assert!(matches!(&attempts[0], Err(Error::BadSetting { .. })), "{:?}", attempts[0]);
 }
+
+// ---------------------------------------------------------------------------------------------
+// LoRA adapters
+
+/// A LoRA adapter is bytes safe code can write (`LoraAdapter::from_bytes`), and ORT feeds its
+/// parameters to the model as inputs, past the crate's input checks (invariant 7): a BOOL
+/// parameter whose bytes are not 0 or 1 would reach ORT's kernels as C++ `bool`. The adapter here
+/// is tests/data/adapters/add_w.onnx_adapter with its parameter retyped BOOL[16] (its 16 data
+/// bytes, those of the floats 1, 2, 3, 4, kept). ORT 1.32 refuses it (adapter parameters are
+/// floating-point types only, every bit pattern a value); should a runtime take it, a `Cast` to
+/// float must read each byte as 0 or 1.
+#[test]
+fn a_lora_adapter_cannot_carry_invalid_bools() {
+    use onnxrt_onnx_proto::{GraphProto, Message, ModelProto, OperatorSetIdProto, TensorProto};
+    use onnxrt_tests::proto::{int_attribute, node, tensor_info, BOOL, FLOAT};
+    if level() < 20 {
+        return;
+    }
+    let mut bytes =
+        std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("data/adapters/add_w.onnx_adapter")).expect("adapter");
+    // The parameter's data_type (FLOAT, 1, at 0x40) becomes BOOL (9); its one dim (4, at 0x60)
+    // becomes 16, one bool per data byte.
+    assert_eq!((bytes[0x40], bytes[0x60]), (1, 4), "the committed adapter's layout");
+    bytes[0x40] = 9;
+    bytes[0x60] = 16;
+    let adapter = match onnxrt::lora::LoraAdapter::from_bytes(&bytes) {
+        Ok(adapter) => Arc::new(adapter),
+        Err(error) => {
+            assert!(matches!(&error, Error::Ort { .. }) && error.to_string().contains("data_type"), "{error:?}");
+            return;
+        }
+    };
+    let w = TensorProto {
+        name: Some("w".into()),
+        dims: vec![16],
+        data_type: Some(BOOL),
+        int32_data: vec![0; 16],
+        ..Default::default()
+    };
+    let graph = GraphProto {
+        node: vec![
+            node("Cast", &["w"], &["wf"], &[int_attribute("to", i64::from(FLOAT))]),
+            node("Add", &["x", "wf"], &["y"], &[]),
+        ],
+        name: Some("cast_w".into()),
+        input: vec![tensor_info("x", FLOAT, &[16]), tensor_info("w", BOOL, &[16])],
+        output: vec![tensor_info("y", FLOAT, &[16])],
+        initializer: vec![w],
+        ..Default::default()
+    };
+    let model = ModelProto {
+        ir_version: Some(8),
+        graph: Some(graph),
+        opset_import: vec![OperatorSetIdProto { domain: Some(String::new()), version: Some(17) }],
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let session = Session::builder().commit_from_memory(&model).expect("session");
+    let mut options = onnxrt::RunOptions::new().expect("options");
+    options.add_lora_adapter(&adapter).expect("added");
+    let x = Value::from_array(ndarray::Array1::<f32>::zeros(16)).expect("x");
+    match session.run_with(&[("x", &x)], &["y"], Some(&options)) {
+        Ok(out) => {
+            let y: Vec<f32> = out.get("y").expect("y").to_array::<f32>().expect("f32").iter().copied().collect();
+            assert!(y.iter().all(|&v| v == 0.0 || v == 1.0), "bools read as {y:?}");
+        }
+        Err(error) => assert!(matches!(error, Error::BadSetting { .. } | Error::InvalidArgument { .. }), "{error:?}"),
+    }
+}
