@@ -374,7 +374,7 @@ fn listing_devices_while_another_thread_registers() {
             let mut reads = 0usize;
             while !done.load(Ordering::SeqCst) || reads == 0 {
                 // ORT reads its device list itself while it chooses by policy.
-                if reads % 8 == 0 {
+                if reads.is_multiple_of(8) {
                     let session = Session::builder()
                         .device_policy(onnxrt::ep_device::DevicePolicy::PreferCpu)
                         .commit_from_file(model("mlp.onnx"))
@@ -552,5 +552,31 @@ fn a_lora_adapter_cannot_carry_invalid_bools() {
             assert!(y.iter().all(|&v| v == 0.0 || v == 1.0), "bools read as {y:?}");
         }
         Err(error) => assert!(matches!(error, Error::BadSetting { .. } | Error::InvalidArgument { .. }), "{error:?}"),
+    }
+}
+
+/// A pinned library registered from a file that is then truncated in place (`File::create`, safe
+/// code): the provider's code must still run. ORT must not execute a mapping of that file (every
+/// page past the new end would be SIGBUS), only of the bytes that were checked.
+#[test]
+fn a_pinned_library_truncated_after_registering_still_runs() {
+    let Some(library) = plugin() else { return };
+    let _turn = one_at_a_time();
+    let env = Environment::global().expect("env");
+    let dir = tempfile::tempdir().expect("dir");
+    let copy = dir.path().join("libonnxruntime_providers_webgpu.so");
+    std::fs::copy(&library, &copy).expect("copy");
+    env.register_pinned_provider_library("audit-truncated-later", &copy).expect("the pinned bytes register");
+    std::fs::File::create(&copy).expect("truncate the registered file");
+    // The devices of the registration just made: ORT appends them to its list.
+    let devices = env.ep_devices().expect("devices");
+    let newest = devices.iter().rev().find(|d| d.provider == "WebGpuExecutionProvider").expect("a WebGPU device");
+    let session = Session::builder()
+        .providers_for_devices(std::slice::from_ref(newest), &[])
+        .commit_from_file(model("mlp.onnx"))
+        .expect("a session on the plugin");
+    let (got, expected) = (logits(&session), reference());
+    for (g, e) in got.iter().zip(&expected) {
+        assert!((g - e).abs() <= 1e-4 + 1e-4 * e.abs(), "WebGPU {g} vs CPU {e}");
     }
 }
