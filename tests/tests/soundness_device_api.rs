@@ -84,12 +84,12 @@ fn compilations_racing_one_shared_canceller() {
     for _ in 0..2 {
         let canceller = LoadCanceller::new();
         let builder = Session::builder().load_canceller(&canceller);
-        let workers: Vec<_> = (0..4)
+        let workers: Vec<_> = (0..4usize)
             .map(|i| {
                 let builder = builder.clone();
                 std::thread::spawn(move || {
                     let compiler = ModelCompiler::new(builder).input_file(model("mlp.onnx"));
-                    if i % 2 == 0 {
+                    if i.is_multiple_of(2) {
                         compiler.compile_to_bytes()
                     } else {
                         let dir = tempfile::tempdir().expect("dir");
@@ -579,4 +579,120 @@ fn a_pinned_library_truncated_after_registering_still_runs() {
     for (g, e) in got.iter().zip(&expected) {
         assert!((g - e).abs() <= 1e-4 + 1e-4 * e.abs(), "WebGPU {g} vs CPU {e}");
     }
+}
+
+/// The compatibility check given what it does not expect: devices of two providers at once (the
+/// CPU's and the plugin's, in both orders), a path that is no model, a folder, a missing file.
+/// Each is an answer or a typed error.
+#[test]
+fn the_compatibility_check_with_mixed_devices_and_bad_paths() {
+    let Some(library) = plugin() else { return };
+    let _turn = one_at_a_time();
+    let env = Environment::global().expect("env");
+    env.register_pinned_provider_library("audit-compat", &library).expect("registers");
+    let devices = env.ep_devices().expect("devices");
+    let cpu = devices.iter().find(|d| d.provider == "CPUExecutionProvider").expect("cpu").clone();
+    let gpu = devices.iter().find(|d| d.provider == "WebGpuExecutionProvider").expect("webgpu").clone();
+    let dir = tempfile::tempdir().expect("dir");
+    let compiled = dir.path().join("ctx.onnx");
+    ModelCompiler::new(Session::builder()).input_file(model("mlp.onnx")).compile_to_file(&compiled).expect("compiles");
+    for mixed in [vec![cpu.clone(), gpu.clone()], vec![gpu.clone(), cpu.clone()], vec![gpu.clone(), gpu.clone()]] {
+        let answer = onnxrt::compile::compatibility(&env, &compiled, &mixed);
+        assert!(matches!(answer, Ok(_) | Err(Error::Ort { .. } | Error::BadSetting { .. })), "{answer:?}");
+    }
+    let garbage = dir.path().join("garbage.onnx");
+    std::fs::write(&garbage, [0xffu8; 100]).expect("write");
+    for path in [garbage.as_path(), dir.path(), &dir.path().join("missing.onnx")] {
+        let answer = onnxrt::compile::compatibility(&env, path, std::slice::from_ref(&gpu));
+        assert!(answer.is_err(), "{}: {answer:?}", path.display());
+    }
+}
+
+/// The CPU's shared allocator, taken before plugin libraries register (each registration may add
+/// shared allocators for its devices), still makes and frees tensors afterwards, and tensors made
+/// before read back what was written.
+#[test]
+fn the_shared_allocator_survives_registrations() {
+    let Some(library) = plugin() else { return };
+    let _turn = one_at_a_time();
+    let env = Environment::global().expect("env");
+    let cpu = onnxrt::MemoryInfo::cpu().expect("cpu");
+    let shared = env.shared_allocator(&cpu).expect("shared allocator").expect("the CPU has one");
+    let mut before = shared.tensor::<f32>(&[2, 16]).expect("tensor");
+    before.view_mut::<f32>().expect("writable").assign(&mlp_input().into_dyn());
+    for i in 0..3 {
+        env.register_pinned_provider_library(&format!("audit-allocator-{i}"), &library).expect("registers");
+        let mut after = shared.tensor::<f32>(&[2, 16]).expect("tensor after a registration");
+        after.view_mut::<f32>().expect("writable").assign(&mlp_input().into_dyn());
+        let session = Session::builder()
+            .config_entry("session.use_env_allocators", "1")
+            .commit_from_file(model("mlp.onnx"))
+            .expect("session");
+        let out = session.run(&[("x", &after)]).expect("run");
+        assert_eq!(
+            out.get("logits").expect("logits").to_array::<f32>().expect("f32").iter().copied().collect::<Vec<_>>(),
+            reference()
+        );
+    }
+    assert_eq!(
+        before.view::<f32>().expect("view").iter().copied().collect::<Vec<_>>(),
+        mlp_input().iter().copied().collect::<Vec<_>>()
+    );
+}
+
+/// Placement read from many threads while others run the same session: every read is the same.
+#[test]
+fn placement_read_while_the_session_runs() {
+    let session = Session::builder().record_placement(true).commit_from_file(model("mlp.onnx")).expect("session");
+    let Ok(first) = session.placement() else {
+        assert!(level() < 24);
+        return;
+    };
+    let expected = reference();
+    let threads: Vec<_> = (0..4usize)
+        .map(|i| {
+            let session = session.clone();
+            std::thread::spawn(move || {
+                for _ in 0..4 {
+                    if i.is_multiple_of(2) {
+                        assert!(session.placement().expect("placement").anything_on_cpu());
+                    } else {
+                        assert_eq!(logits(&session).len(), 8);
+                    }
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().expect("thread");
+    }
+    assert!(first.anything_on_cpu());
+    assert_eq!(logits(&session), expected);
+}
+
+/// A compilation whose builder chooses devices by a selector that misbehaves (panics, an index out
+/// of range, nine devices) fails with an error naming it, and the closure is freed.
+#[test]
+fn a_compilation_with_a_misbehaving_selector_fails_cleanly() {
+    if level() < 22 {
+        return;
+    }
+    let held = Arc::new(());
+    let cases: Vec<(&str, Box<dyn Fn(&[EpDevice]) -> Vec<usize> + Send + Sync>)> = vec![
+        ("panicked", Box::new(|_| panic!("a selector panics inside CompileModel"))),
+        ("index", Box::new(|_| vec![usize::MAX])),
+        ("at most", Box::new(|d| vec![cpu_index(d); 9])),
+    ];
+    for (words, case) in cases {
+        let keep = Arc::clone(&held);
+        let result = ModelCompiler::new(Session::builder().device_selector(move |d| {
+            let _ = &keep;
+            case(d)
+        }))
+        .input_file(model("mlp.onnx"))
+        .compile_to_bytes();
+        let error = result.expect_err("a misbehaving selector fails the compilation");
+        assert!(error.to_string().contains(words), "{words}: {error}");
+    }
+    assert_eq!(Arc::strong_count(&held), 1, "every closure was freed");
 }
