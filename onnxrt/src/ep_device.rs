@@ -241,11 +241,13 @@ impl Environment {
     ///
     /// Waits while other threads list devices or build sessions that choose by device (ORT reads
     /// its device list then, and a registration reallocates it); refused from inside a
-    /// [`device_selector`](crate::SessionBuilder::device_selector), which would wait for itself.
+    /// [`device_selector`](crate::SessionBuilder::device_selector), which would wait for itself,
+    /// and from a log hook ORT calls during a registration (ORT would take its own lock twice).
     ///
     /// # Errors
     /// [`Error::NeedsNewerRuntime`] before ONNX Runtime 1.22; [`Error::InvalidString`] for a name
-    /// or path with a NUL byte; [`Error::BadSetting`] inside a device selector; ORT's error when
+    /// or path with a NUL byte; [`Error::BadSetting`] inside a device selector or a registration's
+    /// log hook; ORT's error when
     /// the library cannot be loaded or is not a plugin.
     ///
     /// Corresponds to `OrtApi::RegisterExecutionProviderLibrary`.

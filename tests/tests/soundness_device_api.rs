@@ -696,3 +696,39 @@ fn a_compilation_with_a_misbehaving_selector_fails_cleanly() {
     }
     assert_eq!(Arc::strong_count(&held), 1, "every closure was freed");
 }
+
+/// ORT may log while it registers a library, on the registering thread, into the process's log
+/// hook: a hook that lists the devices there must not wait for the registration (its own
+/// thread), and one that registers again is refused (ORT would take its own lock twice). Log
+/// records of other threads meanwhile just wait their turn.
+#[test]
+fn a_log_hook_that_reenters_the_device_api_during_a_registration() {
+    let Some(library) = plugin() else { return };
+    let _turn = one_at_a_time();
+    let env = Environment::global().expect("env");
+    let registering: Arc<Mutex<Option<std::thread::ThreadId>>> = Arc::default();
+    let seen: Arc<Mutex<Vec<(usize, bool)>>> = Arc::default();
+    {
+        let (registering, seen, library) = (Arc::clone(&registering), Arc::clone(&seen), library.clone());
+        env.set_log_hook(move |_record| {
+            if *registering.lock().expect("lock") != Some(std::thread::current().id()) {
+                return;
+            }
+            let env = Environment::global().expect("env");
+            let listed = env.ep_devices().expect("devices inside a log hook").len();
+            let again = env.register_pinned_provider_library("audit-from-a-log-hook", &library);
+            seen.lock().expect("lock").push((listed, matches!(again, Err(Error::BadSetting { .. }))));
+        });
+    }
+    let level = env.log_level();
+    env.set_log_level(onnxrt::LogLevel::Verbose).expect("verbose");
+    *registering.lock().expect("lock") = Some(std::thread::current().id());
+    let registered = env.register_pinned_provider_library("audit-log-hook", &library);
+    *registering.lock().expect("lock") = None;
+    env.set_log_level(level).expect("level back");
+    env.remove_log_hook();
+    registered.expect("registers");
+    let seen = seen.lock().expect("lock");
+    assert!(seen.iter().all(|&(listed, refused)| listed > 0 && refused), "{seen:?}");
+    eprintln!("log records on the registering thread: {}", seen.len());
+}
