@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use onnxrt::compile::ModelCompiler;
-use onnxrt::ep_device::{DeviceKind, EpDevice};
+use onnxrt::ep_device::{DeviceKind, DeviceSelector, EpDevice};
 use onnxrt::{Environment, Error, LoadCanceller, Session, Value};
 use onnxrt_tests::{mlp_input, model};
 
@@ -678,7 +678,7 @@ fn a_compilation_with_a_misbehaving_selector_fails_cleanly() {
         return;
     }
     let held = Arc::new(());
-    let cases: Vec<(&str, Box<dyn Fn(&[EpDevice]) -> Vec<usize> + Send + Sync>)> = vec![
+    let cases: Vec<(&str, Box<DeviceSelector>)> = vec![
         ("panicked", Box::new(|_| panic!("a selector panics inside CompileModel"))),
         ("index", Box::new(|_| vec![usize::MAX])),
         ("at most", Box::new(|d| vec![cpu_index(d); 9])),
