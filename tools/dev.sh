@@ -111,6 +111,10 @@ test_newest() {
   command -v valgrind >/dev/null || { say "installing valgrind"; apt_install valgrind; }
   env -u ONNXRT_LIB_DIR -u ONNXRT_INCLUDE_DIR -u ONNXRT_ARCHIVE -u ONNXRT_ARCHIVE_SHA256 \
     ONNXRT_DIST="$NEWEST_DIST" bash tools/reliability/memcheck.sh device_api_soundness ep_devices compile_model placement_info lora_adapters allocator_stats load_cancel captured_graph shared_allocator
+  # The outside audit of that surface (issue 44), its plugin attacks on the WebGPU plugin bundle.
+  env -u ONNXRT_LIB_DIR -u ONNXRT_INCLUDE_DIR -u ONNXRT_ARCHIVE -u ONNXRT_ARCHIVE_SHA256 \
+    ONNXRT_DIST="$NEWEST_DIST" ONNXRT_TEST_WEBGPU_PLUGIN="$webgpu/lib/libonnxruntime_providers_webgpu.so" \
+    VK_ICD_FILENAMES="$icd" ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1 bash tools/reliability/memcheck.sh soundness_device_api
 }
 
 # The stages of `test`, in the order `bash tools/dev.sh test` runs them all;

@@ -260,6 +260,9 @@ impl ModelCompiler {
         // ORT's compilation reads the cancellation flag its session options share with these.
         let result = match crate::session::cancel_watch(canceller.as_ref(), session_options.as_ptr()) {
             Ok(watching) => {
+                // ORT reads its device list while it chooses by policy or selector.
+                let _devices =
+                    (prepared.device_selector.is_some() || prepared.by_policy).then(crate::device_list::read);
                 // SAFETY: the environment and `o` are live; everything `o` points to (input bytes,
                 // the output buffer's locals, the device selector in `prepared`) outlives the call.
                 let result = unsafe { crate::status::check("CompileModel", run(env.as_ptr(), o)) };

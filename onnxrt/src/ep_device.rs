@@ -180,9 +180,12 @@ pub(crate) unsafe fn pairs(api: &Api, kvps: *const OrtKeyValuePairs) -> BTreeMap
 /// ORT's current devices, as raw pointers.
 fn raw_devices(api: &Api, env: &Environment) -> Result<Vec<*const OrtEpDevice>> {
     api.needs(DEVICES_API, "Environment::ep_devices (GetEpDevices)")?;
+    // ORT's array changes (and is freed) when a library registers: not until it is copied.
+    let _turn = crate::device_list::read();
     let (mut list, mut n) = (std::ptr::null(), 0usize);
     // SAFETY: the environment is live for `&self`; the out-pointers are valid. ORT hands back an
-    // array it owns of `n` device pointers, copied at once below.
+    // array it owns of `n` device pointers, copied at once below, while no registration can
+    // reallocate it (the read turn).
     unsafe { ort!(api, GetEpDevices(env.as_ptr(), &mut list, &mut n)) }?;
     if n == 0 || list.is_null() {
         return Ok(Vec::new());
@@ -236,9 +239,16 @@ impl Environment {
     /// library must be a plugin provider made for this runtime's plugin API, from a source you
     /// trust. Nothing here can check that.
     ///
+    /// Waits while other threads list devices or build sessions that choose by device (ORT reads
+    /// its device list then, and a registration reallocates it); refused from inside a
+    /// [`device_selector`](crate::SessionBuilder::device_selector), which would wait for itself,
+    /// and from a log hook ORT calls during a registration (ORT would take its own lock twice).
+    ///
     /// # Errors
     /// [`Error::NeedsNewerRuntime`] before ONNX Runtime 1.22; [`Error::InvalidString`] for a name
-    /// or path with a NUL byte; ORT's error when the library cannot be loaded or is not a plugin.
+    /// or path with a NUL byte; [`Error::BadSetting`] inside a device selector or a registration's
+    /// log hook; ORT's error when
+    /// the library cannot be loaded or is not a plugin.
     ///
     /// Corresponds to `OrtApi::RegisterExecutionProviderLibrary`.
     #[doc(alias = "RegisterExecutionProviderLibrary")]
@@ -248,6 +258,8 @@ impl Environment {
         let name_c = CString::new(name).map_err(|_| Error::nul("provider library name", name))?;
         let path_c = CString::new(path.as_os_str().as_encoded_bytes())
             .map_err(|_| Error::nul("provider library path", &path.display().to_string()))?;
+        // ORT reallocates its device array: not while anyone reads it (device_list.rs).
+        let _turn = crate::device_list::write("Environment::register_provider_library")?;
         // SAFETY: the environment is live; both strings are NUL-terminated and outlive the call
         // (ORT copies them). Loading the library's code is the caller's contract.
         unsafe { ort!(api, RegisterExecutionProviderLibrary(self.as_ptr(), name_c.as_ptr(), path_c.as_ptr())) }

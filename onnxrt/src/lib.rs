@@ -77,6 +77,7 @@ mod cuda_runtime;
 #[cfg(feature = "cuda")]
 mod cuda_stream;
 pub mod custom_op;
+mod device_list;
 mod element;
 mod env;
 pub mod ep_device;

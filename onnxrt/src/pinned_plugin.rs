@@ -2,9 +2,18 @@
 //! the library of a plugin bundle pinned in vendor-manifest.toml (its size and sha256, compiled in
 //! by the build as [`onnxrt_sys::PINNED_PLUGINS`]), the bundle `onnxrt-dist assemble` provides and
 //! verifies as it does the runtime. Any other file is refused before ORT loads anything.
+//!
+//! ORT loads the very bytes that were checked: the file is read once, into a sealed in-memory
+//! file (`memfd_create`, sealed against every change) while it is hashed, and ORT loads that copy
+//! (`/proc/self/fd/N`). A file replaced or rewritten between the check and the load, or truncated
+//! after it, cannot reach ORT. Each pinned library is copied once per process and kept, as the
+//! library loaded from it is.
 
-use std::io::Read;
-use std::path::Path;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
 use sha2::{Digest, Sha256};
 
@@ -21,6 +30,9 @@ pub fn pinned_plugins() -> &'static [PinnedPlugin] {
     onnxrt_sys::PINNED_PLUGINS
 }
 
+/// The sealed copies made so far, by the sha256 of their pin; never released.
+static SEALED: Mutex<Vec<(&'static str, File)>> = Mutex::new(Vec::new());
+
 impl Environment {
     /// Registers the plugin provider library at `path` under `name`, as
     /// [`register_provider_library`](Environment::register_provider_library) does, but only if the
@@ -30,8 +42,9 @@ impl Environment {
     /// sha256 are checked against the pins compiled into this crate before ORT loads it; returns
     /// the bundle's name.
     ///
-    /// Keep the file where only trusted users can write (as the runtime itself): it is read twice,
-    /// once here and once by ORT.
+    /// The file is read once: ORT loads a sealed in-memory copy of exactly the bytes checked (so
+    /// [`EpDevice::provider_metadata`](crate::ep_device::EpDevice)'s `library_path` names that copy,
+    /// `/proc/self/fd/N`, which needs `/proc`).
     ///
     /// # Errors
     /// [`Error::NeedsNewerRuntime`] before ONNX Runtime 1.22, or before the plugin's minimum
@@ -41,15 +54,16 @@ impl Environment {
     pub fn register_pinned_provider_library(&self, name: &str, path: &Path) -> Result<&'static str> {
         let api = api()?;
         api.needs(22, "Environment::register_pinned_provider_library (RegisterExecutionProviderLibrary)")?;
-        let pin = pinned(path, onnxrt_sys::PINNED_PLUGINS)?;
+        let (pin, copy) = pinned(path, onnxrt_sys::PINNED_PLUGINS)?;
         api.needs(
             api_level_of(pin.min_ort_version),
             "Environment::register_pinned_provider_library (the plugin's oldest runtime)",
         )?;
-        // SAFETY: the file is, byte for byte, the library of a plugin bundle this crate pins (size
-        // and sha256 from vendor-manifest.toml), made for ORT's plugin API from the runtime
-        // version checked above on.
-        unsafe { self.register_provider_library(name, path) }?;
+        // SAFETY: `copy` names a sealed in-memory file holding, byte for byte, the library of a
+        // plugin bundle this crate pins (size and sha256 from vendor-manifest.toml; the bytes
+        // hashed are the bytes written there, and the seals keep them), made for ORT's plugin API
+        // from the runtime version checked above on.
+        unsafe { self.register_provider_library(name, &copy) }?;
         Ok(pin.dist)
     }
 }
@@ -59,36 +73,83 @@ fn api_level_of(version: &str) -> u32 {
     version.split('.').nth(1).and_then(|minor| minor.parse().ok()).unwrap_or(u32::MAX)
 }
 
-/// The pin `path`'s file matches (size, then sha256), or [`Error::PluginNotPinned`].
-fn pinned(path: &Path, pins: &'static [onnxrt_sys::PinnedPlugin]) -> Result<&'static onnxrt_sys::PinnedPlugin> {
+/// The pin `path`'s file matches (size, then sha256) and the path of a sealed in-memory copy of
+/// exactly the bytes hashed, or [`Error::PluginNotPinned`].
+fn pinned(
+    path: &Path,
+    pins: &'static [onnxrt_sys::PinnedPlugin],
+) -> Result<(&'static onnxrt_sys::PinnedPlugin, PathBuf)> {
     let refuse = |why: String| Error::PluginNotPinned {
         path: path.to_owned(),
         why,
         pinned: pins.iter().map(|p| format!("{} {} (sha256 {})", p.dist, p.library, p.sha256)).collect(),
     };
     let io = |e: std::io::Error| refuse(format!("it cannot be read ({e})"));
-    let mut file = std::fs::File::open(path).map_err(io)?;
+    let mut file = File::open(path).map_err(io)?;
     let size = file.metadata().map_err(io)?.len();
     if !pins.iter().any(|p| p.size == size) {
         return Err(refuse(format!("its size, {size} bytes, is no pinned library's")));
     }
+    let copy_failed = |e: std::io::Error| refuse(format!("no sealed in-memory copy of it can be made ({e})"));
+    let mut copy = memory_file().map_err(copy_failed)?;
     let mut hasher = Sha256::new();
     let mut buffer = vec![0u8; 1 << 20];
+    let mut read = 0u64;
     loop {
         let n = file.read(&mut buffer).map_err(io)?;
         if n == 0 {
             break;
         }
+        read += n as u64;
         hasher.update(&buffer[..n]);
+        copy.write_all(&buffer[..n]).map_err(copy_failed)?;
     }
     let digest: String = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
-    pins.iter()
-        .find(|p| p.size == size && p.sha256 == digest)
-        .ok_or_else(|| refuse(format!("its sha256, {digest}, is no pinned library's")))
+    let pin = pins
+        .iter()
+        .find(|p| p.size == read && p.sha256 == digest)
+        .ok_or_else(|| refuse(format!("its sha256, {digest} ({read} bytes), is no pinned library's")))?;
+    let mut sealed = SEALED.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, kept)) = sealed.iter().find(|(sha, _)| *sha == pin.sha256) {
+        return Ok((pin, fd_path(kept)));
+    }
+    seal(&copy).map_err(copy_failed)?;
+    let copy_path = fd_path(&copy);
+    sealed.push((pin.sha256, copy));
+    Ok((pin, copy_path))
+}
+
+/// A new anonymous in-memory file that can be sealed.
+fn memory_file() -> std::io::Result<File> {
+    // SAFETY: the name is NUL-terminated; the flags are memfd_create's. Returns a new descriptor or -1.
+    let fd =
+        unsafe { libc::memfd_create(c"onnxrt-pinned-plugin".as_ptr(), libc::MFD_CLOEXEC | libc::MFD_ALLOW_SEALING) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just created and nothing else owns it.
+    Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
+}
+
+/// Seals `file` against every change: no write, no growing, no shrinking, no unsealing.
+fn seal(file: &File) -> std::io::Result<()> {
+    let seals = libc::F_SEAL_WRITE | libc::F_SEAL_GROW | libc::F_SEAL_SHRINK | libc::F_SEAL_SEAL;
+    // SAFETY: a live descriptor of a memfd made with MFD_ALLOW_SEALING; F_ADD_SEALS takes an int.
+    if unsafe { libc::fcntl(file.as_raw_fd(), libc::F_ADD_SEALS, seals) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The path through which this process (and ORT in it) opens `file`.
+fn fd_path(file: &File) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()))
 }
 
 #[cfg(test)]
 mod tests {
+    use std::io::Write;
+
     use super::{api_level_of, pinned};
     use crate::Error;
 
@@ -106,7 +167,13 @@ mod tests {
             size: 3,
             sha256: sha,
         }]));
-        assert_eq!(pinned(&file, pins).expect("pinned").dist, "test-plugin");
+        let (pin, copy) = pinned(&file, pins).expect("pinned");
+        assert_eq!(pin.dist, "test-plugin");
+        // The copy holds the bytes checked and refuses every change.
+        assert_eq!(std::fs::read(&copy).expect("read the copy"), b"abc");
+        assert!(std::fs::OpenOptions::new().write(true).open(&copy).and_then(|mut f| f.write_all(b"x")).is_err());
+        // The same pin again: the same copy.
+        assert_eq!(pinned(&file, pins).expect("pinned").1, copy);
         std::fs::write(&file, b"abd").expect("write");
         let error = pinned(&file, pins).expect_err("changed");
         assert!(matches!(&error, Error::PluginNotPinned { why, .. } if why.contains("sha256")), "{error:?}");

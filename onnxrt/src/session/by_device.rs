@@ -55,6 +55,11 @@ impl SessionBuilder {
     /// [`Error::NoGpuDevice`](crate::Error::NoGpuDevice). A panic or an index out of range fails
     /// the session's creation with ORT's error naming it; nothing unwinds into ORT.
     ///
+    /// The selector runs on the thread that builds the session, while ORT reads its device list:
+    /// it may list devices and build other sessions, but registering a provider library there is
+    /// refused, and it must not wait for another thread that registers one (that thread waits
+    /// for this session's creation to end).
+    ///
     /// Corresponds to `OrtApi::SessionOptionsSetEpSelectionPolicyDelegate`.
     #[doc(alias = "SessionOptionsSetEpSelectionPolicyDelegate")]
     pub fn device_selector(mut self, selector: impl Fn(&[EpDevice]) -> Vec<usize> + Send + Sync + 'static) -> Self {

@@ -151,6 +151,8 @@ impl SessionBuilder {
         // released (below) before anything they point to, whichever step fails.
         let created = match super::cancel::watch(canceller.as_ref(), o) {
             Ok(watching) => {
+                // ORT reads its device list while it chooses by policy or selector.
+                let _devices = (held.device_selector.is_some() || prepared.by_policy).then(crate::device_list::read);
                 let created = create(source, &env, o, &held, saved.as_ref(), external, &mut raw);
                 // Unregistered before the options are released.
                 drop(watching);
