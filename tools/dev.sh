@@ -102,6 +102,12 @@ test_newest() {
     ONNXRT_DIST="$NEWEST_DIST" ONNXRT_TEST_WEBGPU_PLUGIN="$webgpu/lib/libonnxruntime_providers_webgpu.so" \
     ONNXRT_REQUIRE_WEBGPU_PLUGIN=1 VK_ICD_FILENAMES="$icd" ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1 \
     cargo test -p onnxrt-tests --test plugin_webgpu
+  # The same plugin named in a served model's config.json: serve registers it, picks its device
+  # and answers as the model on the CPU (onnxrt-serve/tests/providers.rs).
+  env -u ONNXRT_LIB_DIR -u ONNXRT_INCLUDE_DIR -u ONNXRT_ARCHIVE -u ONNXRT_ARCHIVE_SHA256 \
+    ONNXRT_DIST="$NEWEST_DIST" ONNXRT_TEST_WEBGPU_PLUGIN="$webgpu/lib/libonnxruntime_providers_webgpu.so" \
+    ONNXRT_REQUIRE_WEBGPU_PLUGIN=1 VK_ICD_FILENAMES="$icd" ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1 \
+    cargo test -p onnxrt-serve --test providers
   command -v valgrind >/dev/null || { say "installing valgrind"; apt_install valgrind; }
   env -u ONNXRT_LIB_DIR -u ONNXRT_INCLUDE_DIR -u ONNXRT_ARCHIVE -u ONNXRT_ARCHIVE_SHA256 \
     ONNXRT_DIST="$NEWEST_DIST" bash tools/reliability/memcheck.sh device_api_soundness ep_devices compile_model placement_info lora_adapters allocator_stats load_cancel captured_graph shared_allocator
@@ -173,8 +179,10 @@ test_cuda_api() {
 
 # The batcher and the server's settings built with CUDA (device buffers, CUDA graphs): on a
 # machine without CUDA their refusals, fallbacks and capture bookkeeping.
+# With `tensorrt` (which takes `cuda`): a model naming TensorRT reaches the runtime's typed refusal
+# after its engine-cache folder is made (tests/providers.rs).
 test_serve_cuda() {
-  cargo test -p onnxrt-serve --features cuda --lib --test batch
+  cargo test -p onnxrt-serve --features tensorrt --lib --test batch --test providers
 }
 
 # Loading without LD_LIBRARY_PATH, in both modes, as a user would run the binary.

@@ -46,7 +46,7 @@ pub mod isolation;
 #[cfg(feature = "isolation")]
 pub mod oip;
 #[cfg(feature = "isolation")]
-mod provider;
+pub mod provider;
 #[cfg(feature = "server")]
 pub mod repository;
 #[cfg(feature = "server")]

@@ -515,6 +515,13 @@ fn require_gpu_listed(api: &Api, env: &Environment) -> Result<()> {
 /// Where ORT's Linux device discovery looks for GPUs.
 const DRM: &str = "/sys/class/drm";
 
+/// Why ORT's Linux device discovery may list no GPU here, as far as this crate can tell (what
+/// `/sys/class/drm` holds): the words [`Error::NoGpuDevice`] uses, for a caller that looked for a
+/// provider's device itself (a plugin that offers none) and wants to say why.
+pub fn discovery_note() -> String {
+    drm_note(Path::new(DRM))
+}
+
 /// What `drm` (`/sys/class/drm`) says about why no GPU device was discovered.
 pub(crate) fn drm_note(drm: &Path) -> String {
     let entries = match std::fs::read_dir(drm) {
@@ -670,5 +677,7 @@ mod tests {
         std::fs::create_dir(missing.join("card0")).expect("mkdir");
         let note = drm_note(&missing);
         assert!(note.contains("lists card0, card1, but no registered provider"), "{note}");
+        // The public note reads the real folder.
+        assert!(super::discovery_note().contains("/sys/class/drm"), "{}", super::discovery_note());
     }
 }

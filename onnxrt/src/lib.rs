@@ -115,6 +115,7 @@ pub use float8::{F8E4M3Fn, F8E4M3Fnuz, F8E5M2Fnuz, F8E5M2};
 pub use gpu_failure::GpuFamily;
 pub use io_binding::IoBinding;
 pub use memory::{Device, MemoryInfo};
+pub use pinned_plugin::{pinned_plugins, PinnedPlugin};
 pub use run_options::{RunOptions, RunTerminator};
 pub use session::LoadCanceller;
 pub use session::{

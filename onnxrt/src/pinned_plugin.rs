@@ -21,6 +21,15 @@ use crate::api::api;
 use crate::env::Environment;
 use crate::error::{Error, Result};
 
+pub use onnxrt_sys::PinnedPlugin;
+
+/// Every plugin bundle this crate pins (vendor-manifest.toml): its name, the library's path inside
+/// it, size and sha256. What [`Environment::register_pinned_provider_library`] accepts, for a
+/// program that finds a bundle's library by the bundle's name.
+pub fn pinned_plugins() -> &'static [PinnedPlugin] {
+    onnxrt_sys::PINNED_PLUGINS
+}
+
 /// The sealed copies made so far, by the sha256 of their pin; never released.
 static SEALED: Mutex<Vec<(&'static str, File)>> = Mutex::new(Vec::new());
 
@@ -176,7 +185,7 @@ mod tests {
 
     #[test]
     fn the_build_compiled_in_the_webgpu_plugin_pin() {
-        let webgpu = onnxrt_sys::PINNED_PLUGINS.iter().find(|p| p.dist.starts_with("webgpu-plugin-")).expect("pinned");
+        let webgpu = super::pinned_plugins().iter().find(|p| p.dist.starts_with("webgpu-plugin-")).expect("pinned");
         assert_eq!(webgpu.library, "lib/libonnxruntime_providers_webgpu.so");
         assert_eq!(webgpu.sha256.len(), 64);
     }

@@ -88,8 +88,7 @@ impl WorkerPool {
     pub fn start(
         name: &str,
         model: &Path,
-        provider: &str,
-        device: i32,
+        provider: &crate::provider::ProviderSetup,
         threads: Option<usize>,
         most: usize,
     ) -> Result<WorkerPool, String> {
@@ -97,8 +96,7 @@ impl WorkerPool {
         let model = std::path::absolute(model).map_err(|e| format!("{}: {e}", model.display()))?;
         let spec = WorkerSpec {
             model,
-            provider: provider.to_owned(),
-            device,
+            provider: provider.clone(),
             threads,
             request_file: PathBuf::new(),
             answer_file: PathBuf::new(),

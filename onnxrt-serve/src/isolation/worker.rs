@@ -22,10 +22,8 @@ pub const WORKER_FLAG: &str = "--isolated-worker";
 pub struct WorkerSpec {
     /// The model file.
     pub model: PathBuf,
-    /// `cpu` or `cuda`.
-    pub provider: String,
-    /// The CUDA device.
-    pub device: i32,
+    /// The provider and its settings, as the model's config chose them.
+    pub provider: crate::provider::ProviderSetup,
     /// Intra-op threads.
     pub threads: Option<usize>,
     /// The request tensors' shared-memory file (read).
@@ -65,7 +63,7 @@ fn serve_requests(spec: &WorkerSpec) -> std::io::Result<()> {
     let mut to = BufWriter::new(std::io::stdout().lock());
     let request_file = File::open(&spec.request_file)?;
     let answer_file = OpenOptions::new().read(true).write(true).open(&spec.answer_file)?;
-    let session = match session_for(&spec.model, None, &spec.provider, spec.device, spec.threads) {
+    let session = match session_for(&spec.model, None, &spec.provider, spec.threads) {
         Ok(session) => session,
         Err(error) => return wire::send(&mut to, &Reply::Failed(error.to_string())),
     };

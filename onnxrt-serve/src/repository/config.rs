@@ -3,9 +3,11 @@
 //! are refused, so a misspelt setting is an error at start rather than silently ignored.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
+
+use crate::provider::{choose, ProviderChoice, ProviderSetup};
 
 /// What `config.json` may say.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -45,9 +47,23 @@ pub struct ModelConfig {
     pub batch_workers: Option<usize>,
     /// Runs at once without batching (each on a thread of its own).
     pub concurrency: Option<usize>,
-    /// `cpu` or `cuda`.
+    /// `cpu`, `cuda`, `tensorrt`, or any provider ONNX Runtime names (`openvino`, `xnnpack`,
+    /// `webgpu`, …; with `plugin`, a plugin provider's).
     pub provider: Option<String>,
-    /// The CUDA device.
+    /// The provider's options (ORT's keys; only those onnxrt's allow-list for the provider lets
+    /// through), e.g. `{"device_type": "CPU"}` for OpenVINO.
+    pub provider_options: Option<BTreeMap<String, serde_json::Value>>,
+    /// A plugin provider library (ORT ≥ 1.22): a pinned bundle's name
+    /// (`webgpu-plugin-0.4.0-registry`) or the library's path; `provider` names its provider and
+    /// `device` which of its devices.
+    pub plugin: Option<String>,
+    /// TensorRT: cache built engines in the model version's folder under the server's
+    /// `--engine-cache-root` (default on).
+    pub engine_cache: Option<bool>,
+    /// Where TensorRT caches go (`serve --engine-cache-root`; not read from a model's file).
+    #[serde(skip)]
+    pub engine_cache_root: Option<PathBuf>,
+    /// The CUDA device (for a plugin: which of its provider's devices).
     pub device: Option<i32>,
     /// Threads of each run's operators (ONNX Runtime's intra-op threads).
     pub threads: Option<usize>,
@@ -136,8 +152,10 @@ pub struct Settings {
     pub batch_workers: usize,
     /// See [`ModelConfig::concurrency`].
     pub concurrency: usize,
-    /// `cpu` or `cuda`.
+    /// The provider's name as written (`cpu`, `cuda`, `tensorrt`, `openvino`, …).
     pub provider: String,
+    /// How sessions get that provider (checked; TensorRT's cache folder is placed at load).
+    pub provider_setup: ProviderSetup,
     /// See [`ModelConfig::device`].
     pub device: i32,
     /// See [`ModelConfig::threads`].
@@ -174,9 +192,21 @@ impl Settings {
     pub fn of(config: &ModelConfig, defaults: &Defaults) -> Result<Settings, String> {
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
         let provider = config.provider.clone().or_else(|| defaults.provider.clone()).unwrap_or_else(|| "cpu".into());
-        if provider != "cpu" && provider != "cuda" {
-            return Err(format!("provider `{provider}`: use `cpu` or `cuda`"));
-        }
+        let device = config.device.or(defaults.device).unwrap_or(0);
+        let provider_setup = choose(&ProviderChoice {
+            provider: &provider,
+            device,
+            options: config.provider_options.as_ref(),
+            plugin: config.plugin.as_deref(),
+            engine_cache: config.engine_cache,
+            engine_cache_root: config.engine_cache_root.clone().or_else(|| defaults.engine_cache_root.clone()),
+        })?;
+        // One spelling from here on for the two the server's own settings depend on.
+        let provider = match provider_setup {
+            ProviderSetup::Cpu => "cpu".to_owned(),
+            ProviderSetup::Cuda { .. } => "cuda".to_owned(),
+            _ => provider,
+        };
         let batching = config.batching.or(defaults.batching).unwrap_or(provider == "cuda");
         let pad_sizes = [&config.pad_sizes, &defaults.pad_sizes].into_iter().find(|s| !s.is_empty()).cloned();
         let mut settings = Settings {
@@ -203,7 +233,8 @@ impl Settings {
             }),
             concurrency: config.concurrency.or(defaults.concurrency).unwrap_or(cores),
             provider,
-            device: config.device.or(defaults.device).unwrap_or(0),
+            provider_setup,
+            device,
             threads: config.threads.or(defaults.threads),
             warm_up: match (&config.warmup, &defaults.warmup) {
                 (Some(Warmup::Switch(on)), _) => *on,
@@ -325,8 +356,16 @@ mod tests {
         assert!(error.contains("unknown field `max_bacth`"), "{error}");
         let zero = ModelConfig { max_batch: Some(0), ..ModelConfig::default() };
         assert!(Settings::of(&zero, &Defaults::default()).expect_err("refused").contains("`max_batch` is 0"));
-        let tpu = ModelConfig { provider: Some("tpu".into()), ..ModelConfig::default() };
-        assert!(Settings::of(&tpu, &Defaults::default()).expect_err("refused").contains("provider `tpu`"));
+        let tpu_keys = serde_json::from_str::<ModelConfig>(r#"{"provider": "tpu", "provider_options": {"cores": 2}}"#)
+            .expect("parses");
+        let error = Settings::of(&tpu_keys, &Defaults::default()).expect_err("refused");
+        assert!(error.contains("provider `tpu`") && error.contains("`cores`"), "{error}");
+        let openvino = serde_json::from_str::<ModelConfig>(
+            r#"{"provider": "openvino", "provider_options": {"device_type": "CPU", "precison": "FP32"}}"#,
+        )
+        .expect("parses");
+        let error = Settings::of(&openvino, &Defaults::default()).expect_err("refused");
+        assert!(error.contains("`precison`") && error.contains("precision"), "the keys that pass: {error}");
         let cpu_device = ModelConfig { device_inputs: Some(true), ..ModelConfig::default() };
         assert!(Settings::of(&cpu_device, &Defaults::default())
             .expect_err("refused")

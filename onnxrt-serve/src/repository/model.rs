@@ -77,6 +77,14 @@ impl ServedModel {
         settings: Settings,
         labels: Vec<String>,
     ) -> Result<ServedModel, String> {
+        let mut settings = settings;
+        if let crate::provider::ProviderSetup::TensorRt(trt) = &mut settings.provider_setup {
+            trt.place(name, version)?;
+        }
+        if settings.provider_setup != crate::provider::ProviderSetup::Cpu {
+            let options = settings.provider_setup.options();
+            tracing::info!(model = %name, %version, provider = %settings.provider, ?options, "provider settings");
+        }
         let session = make_session(path, bytes, &settings).map_err(|e| e.to_string())?;
         let mut inputs = session.inputs().iter().map(|i| ModelTensor::of(i, "input")).collect::<Result<Vec<_>, _>>()?;
         narrow(&mut inputs, &settings.shapes)?;
@@ -100,7 +108,7 @@ impl ServedModel {
             }
             // A batched model's runs are its batch workers' (and requests of several samples).
             let most = if settings.batching { settings.batch_workers } else { settings.concurrency };
-            let pool = WorkerPool::start(name, path, &settings.provider, settings.device, settings.threads, most)?;
+            let pool = WorkerPool::start(name, path, &settings.provider_setup, settings.threads, most)?;
             Some(Arc::new(pool))
         } else {
             None

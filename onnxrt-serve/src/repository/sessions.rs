@@ -1,4 +1,5 @@
-//! The sessions a served model runs on: CPU or CUDA (strict), and CUDA graphs per batch size.
+//! The sessions a served model runs on: on the provider its config names, and CUDA graphs per
+//! batch size.
 
 use std::path::Path;
 
@@ -7,13 +8,13 @@ use onnxrt::Session;
 use crate::provider::session_for;
 use crate::repository::config::Settings;
 
-/// The session for `settings`: on the CPU, or on a CUDA device (strict: every node on the GPU).
+/// The session for `settings`, on its provider (`crate::provider`).
 pub(crate) fn make_session(
     path: &Path,
     bytes: Option<&[u8]>,
     settings: &Settings,
 ) -> Result<Session, Box<dyn std::error::Error>> {
-    session_for(path, bytes, &settings.provider, settings.device, settings.threads)
+    session_for(path, bytes, &settings.provider_setup, settings.threads)
 }
 
 /// A session builder with the settings every session of the model shares (no provider yet).

@@ -78,6 +78,11 @@ pub struct Args {
     /// The CUDA device
     #[arg(long, value_name = "N", default_value_t = 0)]
     device: i32,
+    /// Where TensorRT models cache engines and layer timings, each version in DIR/MODEL/VERSION
+    /// (default: $XDG_CACHE_HOME/onnxrt-serve/tensorrt or ~/.cache/onnxrt-serve/tensorrt); keep
+    /// it writable by the server's user alone: TensorRT runs the engines it finds there
+    #[arg(long, value_name = "DIR")]
+    engine_cache_root: Option<PathBuf>,
     /// REST address (port 0: any free port; the address is printed)
     #[arg(long, default_value = "127.0.0.1:8000")]
     listen: SocketAddr,
@@ -229,6 +234,7 @@ fn defaults(args: &Args) -> Defaults {
         concurrency: args.concurrency,
         provider: Some(args.provider.clone()),
         device: Some(args.device),
+        engine_cache_root: args.engine_cache_root.clone(),
         threads: args.threads,
         warmup: (!args.warmup).then_some(crate::repository::config::Warmup::Switch(false)),
         isolation: args.isolation,

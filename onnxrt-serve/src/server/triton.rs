@@ -38,7 +38,27 @@ pub fn config_json(model: &ServedModel) -> Json {
             "preferred_batch_size": model.settings.pad_sizes,
         });
     }
+    if let Some(accelerators) = accelerators(model) {
+        config["optimization"] = json!({ "execution_accelerators": accelerators });
+    }
     config
+}
+
+/// The model's provider and its settings in Triton's shape (`optimization.execution_accelerators`,
+/// where Triton's ONNX Runtime backend reads `tensorrt` and `openvino`); none on the CPU.
+fn accelerators(model: &ServedModel) -> Option<Json> {
+    if model.settings.provider_setup == crate::provider::ProviderSetup::Cpu {
+        return None;
+    }
+    let mut parameters: serde_json::Map<String, Json> =
+        model.settings.provider_setup.options().into_iter().map(|(k, v)| (k, Json::String(v))).collect();
+    // What the session in this process got, best first (none when runs are in worker processes).
+    if let Some(session) = model.session() {
+        parameters.insert("session_providers".into(), Json::String(session.providers().join(",")));
+    }
+    let on_host = ["openvino", "dnnl", "xnnpack"].iter().any(|p| model.settings.provider.eq_ignore_ascii_case(p));
+    let kind = if on_host { "cpu_execution_accelerator" } else { "gpu_execution_accelerator" };
+    Some(json!({ kind: [{ "name": model.settings.provider, "parameters": parameters }] }))
 }
 
 /// The configuration as gRPC answers it.

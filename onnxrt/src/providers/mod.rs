@@ -14,6 +14,8 @@ pub mod diagnose;
 pub mod named;
 mod options;
 #[cfg(feature = "tensorrt")]
+mod private_folder;
+#[cfg(feature = "tensorrt")]
 #[cfg_attr(docsrs, doc(cfg(feature = "tensorrt")))]
 pub mod tensorrt;
 

@@ -71,6 +71,25 @@ impl TensorRtOptions {
         self
     }
 
+    /// Cache built engines in `dir` from safe code, where only this process's user can write:
+    /// `dir` is made if missing (mode 0700), then refused unless it, every file in it and every
+    /// folder above it can be written by no other user (owned by this user or root, no group or
+    /// other write bit; a folder above may be shared if sticky, as `/tmp`). Engines there were
+    /// then written by this user's programs, which already run as this process does; ORT names
+    /// each engine by a hash of its subgraph, and a folder per model file (as `serve` keeps, per
+    /// model version) keeps models apart.
+    ///
+    /// # Errors
+    /// [`Error::BadSetting`](crate::Error::BadSetting) naming the folder or file and why: it cannot
+    /// be made or read, or another user could write it.
+    pub fn private_engine_cache(self, dir: &Path) -> crate::Result<Self> {
+        super::private_folder::check(dir, "TensorRT engine cache")?;
+        // SAFETY: `dir`, what is in it and the folders above can be written only by this
+        // process's user (checked just now), so every engine TensorRT finds there was written by
+        // a program of that user, the trust `engine_cache` asks for.
+        Ok(unsafe { self.engine_cache(dir) })
+    }
+
     /// Cache TensorRT's layer timings in `dir`.
     pub fn timing_cache(self, dir: &Path) -> Self {
         self.set("trt_timing_cache_enable", 1).set("trt_timing_cache_path", dir.display())

@@ -1,0 +1,187 @@
+//! From a model's config to its [`ProviderSetup`], checked when the config is read: option keys
+//! against onnxrt's allow-list of the provider (a refusal names the keys that pass), the fields
+//! each kind of provider takes.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use onnxrt::allowed_keys::{self, KeyTable};
+
+use super::{ProviderSetup, TensorRtSetup};
+
+/// What a config says about its provider (its own fields over the command line's).
+#[derive(Debug, Clone, Default)]
+pub struct ProviderChoice<'c> {
+    /// `cpu`, `cuda`, `tensorrt`, or any provider ORT names (`openvino`, `xnnpack`, `webgpu`, …).
+    pub provider: &'c str,
+    /// The device: CUDA's for `cuda` and `tensorrt`, the index among the plugin provider's devices.
+    pub device: i32,
+    /// `provider_options`, values as JSON scalars.
+    pub options: Option<&'c BTreeMap<String, serde_json::Value>>,
+    /// `plugin`: a pinned bundle's name or a library path.
+    pub plugin: Option<&'c str>,
+    /// `engine_cache` (TensorRT).
+    pub engine_cache: Option<bool>,
+    /// `serve --engine-cache-root`.
+    pub engine_cache_root: Option<PathBuf>,
+}
+
+/// The checked setup for `choice`, or why the config is refused.
+pub fn choose(choice: &ProviderChoice<'_>) -> Result<ProviderSetup, String> {
+    let name = choice.provider;
+    let options = options_of(choice.options)?;
+    let takes = |what: &str, given: bool| -> Result<(), String> {
+        if given {
+            return Err(format!("`{what}` is not taken by provider `{name}`"));
+        }
+        Ok(())
+    };
+    if name.eq_ignore_ascii_case("cpu") || name.eq_ignore_ascii_case("cuda") {
+        takes("provider_options", !options.is_empty())?;
+        takes("plugin", choice.plugin.is_some())?;
+        takes("engine_cache", choice.engine_cache.is_some())?;
+        return Ok(if name.eq_ignore_ascii_case("cpu") {
+            ProviderSetup::Cpu
+        } else {
+            ProviderSetup::Cuda { device: choice.device }
+        });
+    }
+    let (short, table) = table_of(name);
+    table.check_all(options.iter().map(|(k, _)| k.as_str())).map_err(|e| format!("provider `{name}`: {e}"))?;
+    if short == "TensorRT" {
+        takes("plugin", choice.plugin.is_some())?;
+        return Ok(ProviderSetup::TensorRt(TensorRtSetup {
+            device: choice.device,
+            options,
+            engine_cache: choice.engine_cache.unwrap_or(true),
+            cache_root: choice.engine_cache_root.clone().unwrap_or_else(super::default_engine_cache_root),
+            folder: None,
+        }));
+    }
+    takes("engine_cache", choice.engine_cache.is_some())?;
+    if short == "CUDA" {
+        return Err(format!("provider `{name}`: write \"provider\": \"cuda\""));
+    }
+    match choice.plugin {
+        Some(library) => {
+            let device = usize::try_from(choice.device)
+                .map_err(|_| format!("`device` {} is no index of the plugin's devices", choice.device))?;
+            Ok(ProviderSetup::Plugin { library: library.to_owned(), provider: name.to_owned(), device, options })
+        }
+        None => Ok(ProviderSetup::Named { name: name.to_owned(), options }),
+    }
+}
+
+/// onnxrt's name and allow-list for a provider named as ORT's C API does or as the session
+/// reports it (`OpenVINO`, `OpenVINOExecutionProvider`), any case; unknown names get the table
+/// that lets no key through.
+fn table_of(name: &str) -> (&'static str, &'static KeyTable) {
+    let lower = name.to_ascii_lowercase();
+    let short = lower.strip_suffix("executionprovider").unwrap_or(&lower);
+    allowed_keys::PROVIDERS
+        .iter()
+        .find(|(known, _)| known.eq_ignore_ascii_case(short))
+        .map_or(("", &allowed_keys::OTHER), |(known, table)| (*known, *table))
+}
+
+/// The options as ORT's strings: strings as written, numbers and booleans as JSON writes them.
+fn options_of(options: Option<&BTreeMap<String, serde_json::Value>>) -> Result<Vec<(String, String)>, String> {
+    let Some(options) = options else { return Ok(Vec::new()) };
+    options
+        .iter()
+        .map(|(key, value)| {
+            let text = match value {
+                serde_json::Value::String(text) => text.clone(),
+                serde_json::Value::Number(_) | serde_json::Value::Bool(_) => value.to_string(),
+                _ => return Err(format!("`provider_options` `{key}`: give a string, number or boolean, not {value}")),
+            };
+            Ok((key.clone(), text))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use serde_json::json;
+
+    use super::{choose, ProviderChoice};
+    use crate::provider::ProviderSetup;
+
+    fn options(value: serde_json::Value) -> BTreeMap<String, serde_json::Value> {
+        serde_json::from_value(value).expect("a map")
+    }
+
+    #[test]
+    fn a_provider_by_name_takes_the_keys_its_allow_list_lets_through() {
+        let given = options(json!({ "device_type": "CPU", "num_of_threads": 4, "enable_qdq_optimizer": true }));
+        let setup =
+            choose(&ProviderChoice { provider: "openvino", options: Some(&given), ..ProviderChoice::default() });
+        let expected = vec![
+            ("device_type".to_owned(), "CPU".to_owned()),
+            ("enable_qdq_optimizer".into(), "true".into()),
+            ("num_of_threads".into(), "4".into()),
+        ];
+        assert_eq!(setup, Ok(ProviderSetup::Named { name: "openvino".into(), options: expected }));
+        let unknown = options(json!({ "device_typo": "CPU" }));
+        let error = choose(&ProviderChoice {
+            provider: "OpenVINOExecutionProvider",
+            options: Some(&unknown),
+            ..ProviderChoice::default()
+        })
+        .expect_err("refused");
+        assert!(error.contains("`device_typo`") && error.contains("not on the list"), "{error}");
+        assert!(error.contains("device_type") && error.contains("num_of_threads"), "the keys that pass: {error}");
+        let address = options(json!({ "context": "0x1234" }));
+        let error =
+            choose(&ProviderChoice { provider: "openvino", options: Some(&address), ..ProviderChoice::default() })
+                .expect_err("refused");
+        assert!(error.contains("address"), "{error}");
+        // A provider onnxrt has no table for: no key passes; without options it is asked for.
+        let error = choose(&ProviderChoice { provider: "dnnl", options: Some(&given), ..ProviderChoice::default() })
+            .expect_err("refused");
+        assert!(error.contains("provider `dnnl`"), "{error}");
+        assert!(matches!(
+            choose(&ProviderChoice { provider: "dnnl", ..ProviderChoice::default() }),
+            Ok(ProviderSetup::Named { .. })
+        ));
+    }
+
+    #[test]
+    fn tensorrt_caches_engines_by_default_and_refuses_the_engine_keys_in_its_options() {
+        let root = std::path::PathBuf::from("/srv/trt");
+        let choice =
+            ProviderChoice { provider: "tensorrt", engine_cache_root: Some(root.clone()), ..ProviderChoice::default() };
+        let Ok(ProviderSetup::TensorRt(trt)) = choose(&choice) else { panic!("{:?}", choose(&choice)) };
+        assert!(trt.engine_cache && trt.cache_root == root && trt.folder.is_none());
+        // The engine cache is the server's, per model version: not a key the config sets.
+        let engine = options(json!({ "trt_engine_cache_path": "/tmp/shared" }));
+        let error = choose(&ProviderChoice { options: Some(&engine), ..choice.clone() }).expect_err("refused");
+        assert!(error.contains("trt_engine_cache_path") && error.contains("code loading"), "{error}");
+        let fp16 = options(json!({ "trt_fp16_enable": 1 }));
+        assert!(choose(&ProviderChoice { options: Some(&fp16), engine_cache: Some(false), ..choice }).is_ok());
+    }
+
+    #[test]
+    fn fields_a_provider_does_not_take_are_refused() {
+        let given = options(json!({ "device_id": "0" }));
+        let cpu = choose(&ProviderChoice { provider: "cpu", options: Some(&given), ..ProviderChoice::default() });
+        assert!(cpu.expect_err("refused").contains("`provider_options` is not taken by provider `cpu`"));
+        let cuda_cache =
+            choose(&ProviderChoice { provider: "cuda", engine_cache: Some(true), ..ProviderChoice::default() });
+        assert!(cuda_cache.expect_err("refused").contains("`engine_cache`"));
+        let nested = options(json!({ "device_type": ["CPU"] }));
+        let error =
+            choose(&ProviderChoice { provider: "openvino", options: Some(&nested), ..ProviderChoice::default() });
+        assert!(error.expect_err("refused").contains("string, number or boolean"));
+        let plugin = ProviderChoice {
+            provider: "webgpu",
+            plugin: Some("webgpu-plugin-0.4.0-registry"),
+            ..ProviderChoice::default()
+        };
+        assert!(matches!(choose(&plugin), Ok(ProviderSetup::Plugin { device: 0, .. })));
+        let negative = choose(&ProviderChoice { device: -1, ..plugin });
+        assert!(negative.expect_err("refused").contains("no index"));
+    }
+}

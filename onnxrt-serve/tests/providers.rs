@@ -1,0 +1,206 @@
+//! Any provider per model, named in its config.json, on the real `serve` and the real runtime:
+//! TensorRT and OpenVINO named on a runtime without them fail to load with onnxrt's typed error
+//! (TensorRT's engine-cache folder made per model version first, and reported), a key off a
+//! provider's allow-list is refused naming the keys that pass, and the other models keep serving.
+//! With the WebGPU plugin (tools/dev.sh's `newest` stage: ORT 1.32, `ONNXRT_TEST_WEBGPU_PLUGIN`
+//! and Mesa's software Vulkan driver), a model served on the plugin's device answers as the same
+//! model on the CPU; on ORT 1.16 the same config is refused with `NeedsNewerRuntime`.
+
+use std::path::{Path, PathBuf};
+
+use onnxrt_serve::http_client::{Connection, Reply};
+use serde_json::{json, Value as Json};
+
+mod common;
+use common::{folder, json_of, post, put, runtime, Server};
+
+/// The index as (name, state, reason).
+async fn index(c: &mut Connection) -> Vec<(String, String, String)> {
+    let reply = post(c, "/v2/repository/index", &json!({})).await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let text = |e: &Json, key: &str| e[key].as_str().unwrap_or_default().to_owned();
+    let entries = json_of(&reply);
+    entries.as_array().expect("a list").iter().map(|e| (text(e, "name"), text(e, "state"), text(e, "reason"))).collect()
+}
+
+fn entry<'i>(index: &'i [(String, String, String)], name: &str) -> &'i (String, String, String) {
+    index.iter().find(|(n, _, _)| n == name).unwrap_or_else(|| panic!("{name} not in {index:?}"))
+}
+
+fn sample(seed: u64) -> Vec<f32> {
+    (0..16).map(|i| ((seed * 16 + i) as f32 * 0.37).sin()).collect()
+}
+
+async fn logits(c: &mut Connection, model: &str, seed: u64) -> Vec<f32> {
+    let request = json!({ "inputs": [{ "name": "x", "shape": [1, 16], "datatype": "FP32", "data": sample(seed) }] });
+    let reply: Reply = post(c, &format!("/v2/models/{model}/infer"), &request).await;
+    assert_eq!(reply.status, 200, "{model}: {}", reply.text());
+    let answer = json_of(&reply);
+    answer["outputs"][0]["data"].as_array().expect("data").iter().map(|v| v.as_f64().expect("number") as f32).collect()
+}
+
+fn config(root: &Path, model: &str, config: &Json) {
+    std::fs::write(root.join(model).join("config.json"), config.to_string()).expect("config");
+}
+
+#[test]
+fn providers_the_runtime_lacks_fail_their_model_alone_with_the_typed_error() {
+    let root = folder("providers-missing");
+    put(&root, "mlp", "mlp.onnx");
+    put(&root, "trt/3", "mlp.onnx");
+    config(&root, "trt", &json!({ "provider": "tensorrt", "provider_options": { "trt_fp16_enable": true } }));
+    put(&root, "openvino", "mlp.onnx");
+    config(&root, "openvino", &json!({ "provider": "openvino", "provider_options": { "device_type": "CPU" } }));
+    put(&root, "typo", "mlp.onnx");
+    config(&root, "typo", &json!({ "provider": "openvino", "provider_options": { "device_typo": "CPU" } }));
+    put(&root, "shared_cache", "mlp.onnx");
+    config(
+        &root,
+        "shared_cache",
+        &json!({ "provider": "tensorrt", "provider_options": { "trt_engine_cache_path": "/tmp" } }),
+    );
+    let cache = root.join("engines");
+    let cache_arg = cache.display().to_string();
+    let server = Server::start(&root, &["--engine-cache-root", &cache_arg]);
+    runtime().block_on(async {
+        let mut c = Connection::open(server.rest).await.expect("connects");
+        let index = index(&mut c).await;
+        assert_eq!(entry(&index, "mlp").1, "READY", "{index:?}");
+        // TensorRT: its version's cache folder made and named, then the runtime's refusal.
+        let (_, state, reason) = entry(&index, "trt");
+        assert_eq!(state, "UNAVAILABLE", "{reason}");
+        let folder = cache.join("trt/3");
+        assert!(folder.is_dir(), "the engine cache folder of version 3: {reason}");
+        assert!(reason.contains(&format!("engine cache and timing cache in {}", folder.display())), "{reason}");
+        if cfg!(feature = "tensorrt") {
+            assert!(reason.contains("provider `tensorrt`") && reason.contains("(ProviderNotAvailable)"), "{reason}");
+            assert!(reason.contains("the TensorRT execution provider is not in this ONNX Runtime build"), "{reason}");
+            assert!(reason.contains("includes TensorRT"), "what to install: {reason}");
+        } else {
+            assert!(
+                reason.contains("built without the `tensorrt` feature") && reason.contains("--features tensorrt"),
+                "{reason}"
+            );
+        }
+        // OpenVINO by name: the same typed error.
+        let (_, state, reason) = entry(&index, "openvino");
+        assert_eq!(state, "UNAVAILABLE", "{reason}");
+        assert!(reason.contains("provider `openvino`") && reason.contains("(ProviderNotAvailable)"), "{reason}");
+        assert!(reason.contains("includes the openvino provider"), "what to install: {reason}");
+        // Keys off the allow-list: refused when the config is read, with the keys that pass.
+        let (_, state, reason) = entry(&index, "typo");
+        assert_eq!(state, "UNAVAILABLE", "{reason}");
+        assert!(reason.contains("`device_typo`") && reason.contains("\"device_type\", \"precision\""), "{reason}");
+        let (_, _, reason) = entry(&index, "shared_cache");
+        assert!(reason.contains("trt_engine_cache_path") && reason.contains("code loading"), "{reason}");
+        assert!(!cache.join("shared_cache").exists(), "refused before any folder was made");
+        // The other model serves, as it would alone.
+        assert!(!logits(&mut c, "mlp", 1).await.is_empty());
+        let missing = c.send("GET", "/v2/models/trt/ready", &[], Default::default()).await.expect("reply");
+        assert_ne!(missing.status, 200);
+    });
+    drop(server);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn a_cache_root_that_cannot_be_made_fails_the_tensorrt_model_with_a_clear_error() {
+    let root = folder("providers-cache-root");
+    put(&root, "mlp", "mlp.onnx");
+    put(&root, "trt", "mlp.onnx");
+    config(&root, "trt", &json!({ "provider": "tensorrt" }));
+    let file = root.join("a-file");
+    std::fs::write(&file, b"not a folder").expect("write");
+    let file_arg = file.display().to_string();
+    let server = Server::start(&root, &["--engine-cache-root", &file_arg]);
+    runtime().block_on(async {
+        let mut c = Connection::open(server.rest).await.expect("connects");
+        let index = index(&mut c).await;
+        let (_, state, reason) = entry(&index, "trt");
+        assert_eq!(state, "UNAVAILABLE", "{reason}");
+        assert!(reason.contains(&format!("{} cannot be made", file.join("trt/1").display())), "{reason}");
+        assert!(reason.contains("--engine-cache-root") && reason.contains("\"engine_cache\": false"), "{reason}");
+        assert_eq!(entry(&index, "mlp").1, "READY", "{index:?}");
+    });
+    drop(server);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// The WebGPU plugin's library, where the environment names one.
+fn webgpu_plugin() -> Option<PathBuf> {
+    let path = std::env::var_os("ONNXRT_TEST_WEBGPU_PLUGIN").map(PathBuf::from);
+    if path.is_none() && std::env::var_os("ONNXRT_REQUIRE_WEBGPU_PLUGIN").is_some_and(|v| v == "1") {
+        panic!("ONNXRT_REQUIRE_WEBGPU_PLUGIN=1 but ONNXRT_TEST_WEBGPU_PLUGIN is unset (tools/dev.sh newest sets it)");
+    }
+    path
+}
+
+#[test]
+fn a_model_served_on_a_plugin_providers_device_answers_as_on_the_cpu() {
+    let plugin = webgpu_plugin();
+    let newer = onnxrt::runtime_info().expect("runtime").api_level >= 22;
+    let root = folder("providers-plugin");
+    put(&root, "cpu", "mlp.onnx");
+    // By the bundle's name and by the library's path: one registration for both models (and
+    // one run at a time each: the plugin 0.4.0 crashes on two sessions running at once).
+    let library = plugin.as_ref().map_or("webgpu-plugin-0.4.0-registry".to_owned(), |p| p.display().to_string());
+    for (model, library) in [("webgpu", "webgpu-plugin-0.4.0-registry"), ("webgpu_path", library.as_str())] {
+        put(&root, model, "mlp.onnx");
+        config(&root, model, &json!({ "provider": "webgpu", "plugin": library, "concurrency": 1 }));
+    }
+    // A device the plugin does not offer (it offers one).
+    put(&root, "webgpu_second", "mlp.onnx");
+    config(&root, "webgpu_second", &json!({ "provider": "webgpu", "plugin": library, "device": 1 }));
+    if !newer {
+        // ORT 1.16: no plugin API; the models fail alone with onnxrt's NeedsNewerRuntime.
+        let server = Server::start(&root, &[]);
+        runtime().block_on(async {
+            let mut c = Connection::open(server.rest).await.expect("connects");
+            let index = index(&mut c).await;
+            for model in ["webgpu", "webgpu_path", "webgpu_second"] {
+                let (_, state, reason) = entry(&index, model);
+                assert_eq!(state, "UNAVAILABLE", "{reason}");
+                assert!(reason.contains("provider `webgpu`") && reason.contains("(NeedsNewerRuntime)"), "{reason}");
+            }
+            assert!(!logits(&mut c, "cpu", 2).await.is_empty());
+        });
+        drop(server);
+    }
+    if !newer || plugin.is_none() {
+        // (Without the plugin on a newer runtime, plain `cargo test`: its setup is tools/dev.sh's.)
+        let _ = std::fs::remove_dir_all(&root);
+        return;
+    }
+    let server = Server::start(&root, &[]);
+    runtime().block_on(async {
+        let mut c = Connection::open(server.rest).await.expect("connects");
+        let index = index(&mut c).await;
+        for model in ["cpu", "webgpu", "webgpu_path"] {
+            assert_eq!(entry(&index, model).1, "READY", "{index:?}");
+        }
+        // No such device: said so, with what ORT's discovery reads (onnxrt's words).
+        let (_, state, reason) = entry(&index, "webgpu_second");
+        assert_eq!(state, "UNAVAILABLE", "{reason}");
+        assert!(reason.contains("the plugin offers 1 device(s)") && reason.contains("/sys/class/drm"), "{reason}");
+        let config = json_of(&c.send("GET", "/v2/models/webgpu/config", &[], Default::default()).await.expect("reply"));
+        let accelerator = &config["optimization"]["execution_accelerators"]["gpu_execution_accelerator"][0];
+        assert_eq!(accelerator["name"], "webgpu", "{config}");
+        assert_eq!(accelerator["parameters"]["library"], "webgpu-plugin-0.4.0-registry", "{config}");
+        // The session got the plugin's provider for the device chosen, ahead of the CPU's.
+        let providers = accelerator["parameters"]["session_providers"].as_str().unwrap_or_default();
+        assert_eq!(providers, "WebGpuExecutionProvider,CPUExecutionProvider", "{config}");
+        for seed in 0..4 {
+            let expected = logits(&mut c, "cpu", seed).await;
+            for model in ["webgpu", "webgpu_path"] {
+                let got = logits(&mut c, model, seed).await;
+                assert_eq!(got.len(), expected.len());
+                // WebGPU computes in its own shaders: close, not bitwise (as tests/tests/plugin_webgpu.rs).
+                for (g, e) in got.iter().zip(&expected) {
+                    assert!(onnxrt_tests::close(f64::from(*g), f64::from(*e), 1e-4, 1e-5), "{model}: {g} vs CPU {e}");
+                }
+            }
+        }
+    });
+    drop(server);
+    let _ = std::fs::remove_dir_all(&root);
+}
