@@ -315,8 +315,10 @@ impl DevicePolicy {
 /// best first; at most 8.
 pub type DeviceSelector = dyn Fn(&[EpDevice]) -> Vec<usize> + Send + Sync;
 
-/// Devices of one provider and the provider options to append them with.
-pub(crate) type DevicesWithOptions = (Vec<EpDevice>, Vec<(String, String)>);
+/// Devices of one provider, the provider options to append them with, and whether those keys
+/// are checked against the provider's allow-list (`false` only through the `unsafe`
+/// `providers_for_devices_unchecked`).
+pub(crate) type DevicesWithOptions = (Vec<EpDevice>, Vec<(String, String)>, bool);
 
 /// What a [`SessionBuilder`](crate::SessionBuilder) asked for by device.
 #[derive(Clone, Default)]
@@ -395,6 +397,26 @@ pub(crate) struct Applied {
     pub(crate) by_policy: bool,
 }
 
+/// Refuses an option key the allow-list of a provider of `raw` does not let through (the table of
+/// its C API name, as for [`SessionBuilder::provider`](crate::SessionBuilder::provider); a
+/// provider the crate has no table for, the CPU's and unknown plugins' included, takes none).
+/// The name is ORT's, read from the device itself: `EpDevice::provider` is the caller's to edit.
+fn check_option_keys(api: &Api, raw: &[*const OrtEpDevice], options: &[(String, String)]) -> Result<()> {
+    let name = api.ort.EpDevice_EpName.ok_or_else(|| Error::missing("EpDevice_EpName"))?;
+    for &device in raw {
+        // SAFETY: `device` is one ORT lists now (`resolve`); ORT does not free its devices while
+        // the environment lives, and the name it returns is copied at once.
+        let provider = unsafe { text(name(device)) };
+        let (short, _) = crate::providers::named::resolve(&provider);
+        let table = crate::allowed_keys::KeyTable {
+            unchecked: "SessionBuilder::providers_for_devices_unchecked",
+            ..*crate::allowed_keys::provider(&short)
+        };
+        table.check_all(options.iter().map(|(k, _)| k.as_str()))?;
+    }
+    Ok(())
+}
+
 /// Applies `requests` to the session options `o`; returns what ORT keeps pointing to and what
 /// was appended.
 ///
@@ -412,7 +434,7 @@ pub(crate) fn apply(
         return Ok(applied);
     }
     let require_gpu = requests.policy == Some(DevicePolicy::RequireGpu);
-    for (devices, options) in &requests.appended {
+    for (devices, options, checked) in &requests.appended {
         api.needs(DEVICES_API, "SessionBuilder::providers_for_devices (SessionOptionsAppendExecutionProvider_V2)")?;
         let raw = resolve(api, env, devices)?;
         let keys: Vec<CString> = options
@@ -423,6 +445,9 @@ pub(crate) fn apply(
             .iter()
             .map(|(_, v)| CString::new(v.as_str()).map_err(|_| Error::nul("provider option value", v)))
             .collect::<Result<_>>()?;
+        if *checked {
+            check_option_keys(api, &raw, options)?;
+        }
         let key_ptrs: Vec<_> = keys.iter().map(|k| k.as_ptr()).collect();
         let value_ptrs: Vec<_> = values.iter().map(|v| v.as_ptr()).collect();
         // SAFETY: `o` and the environment are live; `raw` holds devices ORT lists now; the key
@@ -453,7 +478,7 @@ pub(crate) fn apply(
         // Where no provider lists a GPU at all, say why discovery found none.
         require_gpu_listed(api, env)?;
         return Err(Error::NoGpuDevice {
-            seen: requests.appended.iter().flat_map(|(d, _)| d.iter().map(ToString::to_string)).collect(),
+            seen: requests.appended.iter().flat_map(|(d, _, _)| d.iter().map(ToString::to_string)).collect(),
             why:
                 "DevicePolicy::RequireGpu was set, and the devices given to providers_for_devices include no GPU device"
                     .into(),

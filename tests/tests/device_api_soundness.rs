@@ -62,6 +62,35 @@ fn a_forged_device_is_refused_not_dereferenced() {
 }
 
 #[test]
+fn provider_options_given_by_device_pass_the_providers_allow_list() {
+    if level() < 22 {
+        return;
+    }
+    let env = Environment::global().expect("environment");
+    let cpu: Vec<EpDevice> =
+        env.ep_devices().expect("devices").into_iter().filter(|d| d.provider == "CPUExecutionProvider").collect();
+    // The CPU provider has no table: it takes no key from safe code.
+    let refused =
+        Session::builder().providers_for_devices(&cpu, &[("any_key", "1")]).commit_from_file(model("mlp.onnx"));
+    match refused {
+        Err(Error::KeyRefused { ref key, ref why, .. }) => {
+            assert_eq!(key, "any_key");
+            assert!(why.contains("providers_for_devices_unchecked"), "names the unsafe way: {why}");
+        }
+        other => panic!("an unchecked key reached ORT: {other:?}"),
+    }
+    // The table is chosen by the provider ORT lists for the device, not by the copy's field,
+    // which safe code may edit: a CPU device renamed CUDA does not get CUDA's plain keys.
+    let mut renamed = cpu.clone();
+    renamed[0].provider = "CUDAExecutionProvider".into();
+    let spoofed =
+        Session::builder().providers_for_devices(&renamed, &[("device_id", "0")]).commit_from_file(model("mlp.onnx"));
+    assert!(matches!(spoofed, Err(Error::KeyRefused { .. })), "{spoofed:?}");
+    // No options: as before.
+    Session::builder().providers_for_devices(&cpu, &[]).commit_from_file(model("mlp.onnx")).expect("no options");
+}
+
+#[test]
 fn selectors_that_misbehave_fail_cleanly() {
     if level() < 22 {
         let refused = Session::builder().device_selector(|_| vec![0]).commit_from_file(model("mlp.onnx"));

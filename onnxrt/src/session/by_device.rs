@@ -10,7 +10,10 @@ use crate::session::SessionBuilder;
 impl SessionBuilder {
     /// Appends the provider of `devices` (all of one provider, from
     /// [`Environment::ep_devices`](crate::Environment::ep_devices) of this builder's environment)
-    /// for those devices, with provider `options` (string keys and values the provider reads).
+    /// for those devices, with provider `options` (string keys and values the provider reads;
+    /// each key must pass the provider's allow-list, as for [`provider`](SessionBuilder::provider):
+    /// a provider without a table, the CPU's and unknown plugins' included, takes none, and
+    /// building the session fails with [`Error::KeyRefused`](crate::Error::KeyRefused)).
     /// ORT tries the classic providers ([`provider`](SessionBuilder::provider), `cuda`...) first,
     /// then those appended this way in the order given, then the CPU; [`Session::providers`](crate::Session::providers)
     /// lists them in that order. With [`strict_gpu`](SessionBuilder::strict_gpu), a provider
@@ -34,7 +37,21 @@ impl SessionBuilder {
     #[doc(alias = "SessionOptionsAppendExecutionProvider_V2")]
     pub fn providers_for_devices(mut self, devices: &[EpDevice], options: &[(&str, &str)]) -> Self {
         let options = options.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
-        self.devices.appended.push((devices.to_vec(), options));
+        self.devices.appended.push((devices.to_vec(), options, true));
+        self
+    }
+
+    /// [`providers_for_devices`](SessionBuilder::providers_for_devices) without the allow-list:
+    /// option keys the provider's table refuses (paths ORT loads, pointers) reach ORT as given.
+    ///
+    /// # Safety
+    /// Each key and value must be one the provider reads safely: no path to a file ORT would
+    /// load or execute that the caller does not trust, no address in a value (docs/allowed-keys.md
+    /// lists why each refused key is refused).
+    #[doc(alias = "SessionOptionsAppendExecutionProvider_V2")]
+    pub unsafe fn providers_for_devices_unchecked(mut self, devices: &[EpDevice], options: &[(&str, &str)]) -> Self {
+        let options = options.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        self.devices.appended.push((devices.to_vec(), options, false));
         self
     }
 
