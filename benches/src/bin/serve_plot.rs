@@ -1,0 +1,187 @@
+//! The latency–throughput plot of tools/serve/bench-cpu.sh: per model one SVG with two panels, p50 and
+//! p99 latency against offered load, one line per server through its open-loop runs (every repeat,
+//! sorted by rate). A run that answered less than 95 % of its offered rate (the server fell behind)
+//! is drawn hollow; the closed-loop maximum of each server is a short mark on the x axis.
+//!
+//! ```sh
+//! cargo run --release -p onnxrt-benches --bin serve_plot -- RESULTS.txt OUT_DIR
+//! ```
+//! RESULTS.txt holds one `key=value` line per loadgen run (`server=`, `run=`, `mode=`, `rate=`,
+//! `throughput=`, `p50_ms=`, `p99_ms=`, and `model=` where there are several models); writes
+//! `OUT_DIR/latency-MODEL.svg` per model.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use plotters::prelude::*;
+
+/// Below this share of the offered rate answered, an open-loop run was past the server's capacity
+/// (the same threshold as tools/serve/bench_summary.py).
+const SATURATED: f64 = 0.95;
+
+/// One open-loop run of one server.
+struct Point {
+    rate: f64,
+    p50_ms: f64,
+    p99_ms: f64,
+    kept_up: bool,
+}
+
+/// What one server showed for one model: its open-loop runs and its closed-loop maxima.
+#[derive(Default)]
+struct Series {
+    points: Vec<Point>,
+    maxima: Vec<f64>,
+}
+
+/// model -> server (in the order first seen) -> series.
+type Results = BTreeMap<String, Vec<(String, Series)>>;
+
+fn parse(text: &str) -> Result<Results, String> {
+    let mut results = Results::new();
+    for (number, line) in text.lines().enumerate() {
+        let fields: BTreeMap<&str, &str> = line.split_whitespace().filter_map(|part| part.split_once('=')).collect();
+        let Some(server) = fields.get("server") else { continue };
+        let model = fields.get("model").copied().unwrap_or("model").to_string();
+        let number_of = |key: &str| -> Result<Option<f64>, String> {
+            fields
+                .get(key)
+                .map(|v| v.parse::<f64>().map_err(|e| format!("line {}: {key}={v}: {e}", number + 1)))
+                .transpose()
+        };
+        let servers = results.entry(model).or_default();
+        let index = match servers.iter().position(|(name, _)| name == server) {
+            Some(index) => index,
+            None => {
+                servers.push((server.to_string(), Series::default()));
+                servers.len() - 1
+            }
+        };
+        let series = &mut servers[index].1;
+        let (Some(throughput), Some(p50_ms), Some(p99_ms)) = (number_of("throughput")?, number_of("p50_ms")?, number_of("p99_ms")?) else {
+            continue; // a server that did not start, or a run that printed no result
+        };
+        match fields.get("mode") {
+            Some(&"open") => {
+                let rate = number_of("rate")?.ok_or_else(|| format!("line {}: an open-loop run without rate=", number + 1))?;
+                series.points.push(Point { rate, p50_ms, p99_ms, kept_up: throughput >= SATURATED * rate });
+            }
+            Some(&"closed") => series.maxima.push(throughput),
+            _ => {}
+        }
+    }
+    for servers in results.values_mut() {
+        for (_, series) in servers.iter_mut() {
+            series.points.sort_by(|a, b| a.rate.total_cmp(&b.rate));
+        }
+    }
+    Ok(results)
+}
+
+const COLOURS: [RGBColor; 8] = [
+    RGBColor(0xd6, 0x27, 0x28), // onnxrt-serve first: red
+    RGBColor(0xff, 0x7f, 0x0e),
+    RGBColor(0x1f, 0x77, 0xb4),
+    RGBColor(0x17, 0xbe, 0xcf),
+    RGBColor(0x2c, 0xa0, 0x2c),
+    RGBColor(0x94, 0x67, 0xbd),
+    RGBColor(0x8c, 0x56, 0x4b),
+    RGBColor(0x7f, 0x7f, 0x7f),
+];
+
+type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
+
+/// One panel: `latency` picks p50 or p99 from a point.
+fn panel(area: &Area, title: &str, servers: &[(String, Series)], latency: fn(&Point) -> f64) -> Result<(), String> {
+    let points = || servers.iter().flat_map(|(_, s)| s.points.iter());
+    let max_rate = servers
+        .iter()
+        .flat_map(|(_, s)| s.points.iter().map(|p| p.rate).chain(s.maxima.iter().copied()))
+        .fold(1.0_f64, f64::max);
+    let (low, high) = points().map(latency).fold((f64::INFINITY, 0.0_f64), |(lo, hi), v| (lo.min(v), hi.max(v)));
+    if !low.is_finite() {
+        return Err(format!("{title}: no open-loop runs"));
+    }
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, ("sans-serif", 20))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(56)
+        .build_cartesian_2d(0.0..max_rate * 1.05, (low * 0.8..high * 1.25).log_scale())
+        .map_err(|e| e.to_string())?;
+    chart
+        .configure_mesh()
+        .x_desc("offered load (requests/s, open loop)")
+        .y_desc("latency (ms, log scale)")
+        .y_label_formatter(&|v| format!("{v:.0}"))
+        .light_line_style(WHITE.mix(0.0))
+        .draw()
+        .map_err(|e| e.to_string())?;
+    for (index, (server, series)) in servers.iter().enumerate() {
+        let colour = COLOURS[index % COLOURS.len()];
+        chart
+            .draw_series(LineSeries::new(series.points.iter().map(|p| (p.rate, latency(p))), colour.stroke_width(2)))
+            .map_err(|e| e.to_string())?
+            .label(server.as_str())
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], colour.stroke_width(2)));
+        chart
+            .draw_series(series.points.iter().map(|p| {
+                let style = if p.kept_up { colour.filled() } else { colour.stroke_width(2) };
+                Circle::new((p.rate, latency(p)), 4, style)
+            }))
+            .map_err(|e| e.to_string())?;
+        // The closed-loop maxima: a short tick just above the x axis.
+        chart
+            .draw_series(series.maxima.iter().map(|&m| PathElement::new([(m, low * 0.8), (m, low * 0.9)], colour.stroke_width(3))))
+            .map_err(|e| e.to_string())?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.3))
+        .draw()
+        .map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+fn plot(model: &str, servers: &[(String, Series)], path: &Path) -> Result<(), String> {
+    let root = SVGBackend::new(path, (1200, 520)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    let (title, body) = root.split_vertically(36);
+    title
+        .titled(
+            &format!("{model}: latency against offered load (hollow: fell behind; ticks on the x axis: closed-loop maxima)"),
+            ("sans-serif", 18),
+        )
+        .map_err(|e| e.to_string())?;
+    let (left, right) = body.split_horizontally(600);
+    panel(&left, "p50", servers, |p| p.p50_ms)?;
+    panel(&right, "p99", servers, |p| p.p99_ms)?;
+    root.present().map_err(|e| e.to_string())
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let [results, out] = args.as_slice() else {
+        eprintln!("usage: serve_plot RESULTS.txt OUT_DIR");
+        std::process::exit(2);
+    };
+    let run = || -> Result<(), String> {
+        let text = std::fs::read_to_string(results).map_err(|e| format!("{results}: {e}"))?;
+        let parsed = parse(&text)?;
+        if parsed.is_empty() {
+            return Err(format!("{results}: no runs"));
+        }
+        for (model, servers) in &parsed {
+            let path = PathBuf::from(out).join(format!("latency-{model}.svg"));
+            plot(model, servers, &path)?;
+            println!("{}", path.display());
+        }
+        Ok(())
+    };
+    if let Err(error) = run() {
+        eprintln!("serve_plot: {error}");
+        std::process::exit(1);
+    }
+}
