@@ -1,7 +1,8 @@
 //! The latency–throughput plot of tools/serve/bench-cpu.sh: per model one SVG with two panels, p50 and
-//! p99 latency against offered load, one line per server through its open-loop runs (every repeat,
-//! sorted by rate). A run that answered less than 95 % of its offered rate (the server fell behind)
-//! is drawn hollow; the closed-loop maximum of each server is a short mark on the x axis.
+//! p99 latency against offered load, one line per server. Every open-loop run is a dot; the line
+//! goes through the mean of the repeats of each run (same rate, or same share of the server's own
+//! maximum). A run that answered less than 95 % of its offered rate (the server fell behind) is
+//! drawn hollow; the closed-loop maxima of each server are short marks on the x axis.
 //!
 //! ```sh
 //! cargo run --release -p onnxrt-benches --bin serve_plot -- RESULTS.txt OUT_DIR
@@ -21,6 +22,7 @@ const SATURATED: f64 = 0.95;
 
 /// One open-loop run of one server.
 struct Point {
+    run: String,
     rate: f64,
     p50_ms: f64,
     p99_ms: f64,
@@ -58,13 +60,17 @@ fn parse(text: &str) -> Result<Results, String> {
             }
         };
         let series = &mut servers[index].1;
-        let (Some(throughput), Some(p50_ms), Some(p99_ms)) = (number_of("throughput")?, number_of("p50_ms")?, number_of("p99_ms")?) else {
+        let (Some(throughput), Some(p50_ms), Some(p99_ms)) =
+            (number_of("throughput")?, number_of("p50_ms")?, number_of("p99_ms")?)
+        else {
             continue; // a server that did not start, or a run that printed no result
         };
         match fields.get("mode") {
             Some(&"open") => {
-                let rate = number_of("rate")?.ok_or_else(|| format!("line {}: an open-loop run without rate=", number + 1))?;
-                series.points.push(Point { rate, p50_ms, p99_ms, kept_up: throughput >= SATURATED * rate });
+                let rate =
+                    number_of("rate")?.ok_or_else(|| format!("line {}: an open-loop run without rate=", number + 1))?;
+                let run = fields.get("run").copied().unwrap_or_default().to_string();
+                series.points.push(Point { run, rate, p50_ms, p99_ms, kept_up: throughput >= SATURATED * rate });
             }
             Some(&"closed") => series.maxima.push(throughput),
             _ => {}
@@ -91,6 +97,18 @@ const COLOURS: [RGBColor; 8] = [
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
 
+/// The line of one server: per run name the mean rate and the mean latency of its repeats, by rate.
+fn means(points: &[Point], latency: fn(&Point) -> f64) -> Vec<(f64, f64)> {
+    let mut runs: BTreeMap<&str, (f64, f64, f64)> = BTreeMap::new();
+    for p in points {
+        let sums = runs.entry(p.run.as_str()).or_default();
+        *sums = (sums.0 + p.rate, sums.1 + latency(p), sums.2 + 1.0);
+    }
+    let mut line: Vec<(f64, f64)> = runs.values().map(|(rate, latency, n)| (rate / n, latency / n)).collect();
+    line.sort_by(|a, b| a.0.total_cmp(&b.0));
+    line
+}
+
 /// One panel: `latency` picks p50 or p99 from a point.
 fn panel(area: &Area, title: &str, servers: &[(String, Series)], latency: fn(&Point) -> f64) -> Result<(), String> {
     let points = || servers.iter().flat_map(|(_, s)| s.points.iter());
@@ -107,23 +125,21 @@ fn panel(area: &Area, title: &str, servers: &[(String, Series)], latency: fn(&Po
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(56)
-        .build_cartesian_2d(0.0..max_rate * 1.05, (low * 0.8..high * 1.25).log_scale())
+        .build_cartesian_2d(0.0..max_rate * 1.05, (low * 0.8..high * 1.25).log_scale().base(2.0))
         .map_err(|e| e.to_string())?;
     chart
         .configure_mesh()
         .x_desc("offered load (requests/s, open loop)")
         .y_desc("latency (ms, log scale)")
-        .y_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(&|v| if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v}") })
         .light_line_style(WHITE.mix(0.0))
         .draw()
         .map_err(|e| e.to_string())?;
-    for (index, (server, series)) in servers.iter().enumerate() {
+    for (index, (_, series)) in servers.iter().enumerate() {
         let colour = COLOURS[index % COLOURS.len()];
         chart
-            .draw_series(LineSeries::new(series.points.iter().map(|p| (p.rate, latency(p))), colour.stroke_width(2)))
-            .map_err(|e| e.to_string())?
-            .label(server.as_str())
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], colour.stroke_width(2)));
+            .draw_series(LineSeries::new(means(&series.points, latency), colour.stroke_width(2)))
+            .map_err(|e| e.to_string())?;
         chart
             .draw_series(series.points.iter().map(|p| {
                 let style = if p.kept_up { colour.filled() } else { colour.stroke_width(2) };
@@ -132,29 +148,36 @@ fn panel(area: &Area, title: &str, servers: &[(String, Series)], latency: fn(&Po
             .map_err(|e| e.to_string())?;
         // The closed-loop maxima: a short tick just above the x axis.
         chart
-            .draw_series(series.maxima.iter().map(|&m| PathElement::new([(m, low * 0.8), (m, low * 0.9)], colour.stroke_width(3))))
+            .draw_series(
+                series
+                    .maxima
+                    .iter()
+                    .map(|&m| PathElement::new([(m, low * 0.8), (m, low * 0.9)], colour.stroke_width(3))),
+            )
             .map_err(|e| e.to_string())?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.3))
-        .draw()
-        .map_err(|e| e.to_string())?;
     Ok(())
 }
 
 fn plot(model: &str, servers: &[(String, Series)], path: &Path) -> Result<(), String> {
     let root = SVGBackend::new(path, (1200, 520)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
-    let (title, body) = root.split_vertically(36);
-    title
+    let (title, body) = root.split_vertically(64);
+    let legend = title
         .titled(
-            &format!("{model}: latency against offered load (hollow: fell behind; ticks on the x axis: closed-loop maxima)"),
+            &format!(
+                "{model}: latency against offered load (hollow: fell behind; ticks on the x axis: closed-loop maxima)"
+            ),
             ("sans-serif", 18),
         )
         .map_err(|e| e.to_string())?;
+    // One legend for both panels, in a row under the title.
+    for (index, (server, _)) in servers.iter().enumerate() {
+        let colour = COLOURS[index % COLOURS.len()];
+        let x = 70 + 160 * index as i32;
+        legend.draw(&PathElement::new([(x, 14), (x + 24, 14)], colour.stroke_width(3))).map_err(|e| e.to_string())?;
+        legend.draw(&Text::new(server.as_str(), (x + 30, 7), ("sans-serif", 14))).map_err(|e| e.to_string())?;
+    }
     let (left, right) = body.split_horizontally(600);
     panel(&left, "p50", servers, |p| p.p50_ms)?;
     panel(&right, "p99", servers, |p| p.p99_ms)?;
