@@ -67,7 +67,6 @@ results="$out/results.txt"
   echo "fastapi: $("$venv/bin/python" -c 'import fastapi; print(fastapi.__version__)')";
   echo "uvicorn: $("$venv/bin/python" -c 'import uvicorn; print(uvicorn.__version__)')";
   echo "pytriton: $("$triton_venv/bin/python" -c 'import importlib.metadata as m; print(m.version("nvidia-pytriton"))' 2>&1 | tail -1)";
-  echo "tritonserver: $("$triton_venv"/lib/python3*/site-packages/pytriton/tritonserver/bin/tritonserver --version 2>&1 | grep -m1 -i version)";
   echo "onnxruntime (triton's python): $("$triton_venv/bin/python" -c 'import onnxruntime; print(onnxruntime.__version__)' 2>&1 | tail -1)";
   echo "onnxrt-serve: commit $(git -C "$here" rev-parse --short HEAD), release build in $bin"; } >"$out/machine.txt"
 cat "$out/machine.txt"
@@ -177,11 +176,11 @@ run_server() {
 perf_run() {
   local server=$1 file="$out/perf_analyzer/$1.txt"
   start "$server" "$out/logs/perf-$server.log" || return
-  { echo "uptime: $(uptime)"; echo "command: perf_analyzer -m cls -u $address -i http --shape x:1,3,48,192 --concurrency-range 8 --measurement-mode count_windows --measurement-request-count 500"; } >"$file"
+  { echo "uptime: $(uptime)"; echo "command: perf_analyzer -m cls -u $address -i http --shape x:1,3,48,192 --concurrency-range 8 --measurement-mode count_windows --measurement-request-count 500 -s 30"; } >"$file"
   # Batching off: x is [-1,3,-1,-1] with no batch axis, so the request shape is given whole.
   LD_LIBRARY_PATH=$cudart "$perf_analyzer" -m cls -u "$address" -i http --shape x:1,3,48,192 --concurrency-range 8 \
-    --measurement-mode count_windows --measurement-request-count 500 >>"$file" 2>&1
-  echo "perf_analyzer against $server: $(grep -m1 'Throughput:' "$file" | sed 's/^ *//'); $(grep -m1 'p99 latency' "$file" | sed 's/^ *//')"
+    --measurement-mode count_windows --measurement-request-count 500 -s 30 >>"$file" 2>&1
+  echo "perf_analyzer against $server: $(grep -m1 'Throughput:' "$file" | sed 's/^ *//'); $(grep -m1 'p99 latency' "$file" | sed 's/^ *//')" | tee -a "$out/perf_analyzer/summary.txt"
   stop
 }
 
@@ -192,5 +191,7 @@ if [ "${PERF_ANALYZER:-1}" = 1 ] && [ -n "$perf_analyzer" ]; then
   for server in serve-off triton-off; do perf_run "$server"; done
 fi
 rm -rf "$work"
+# Triton's version, from its start-up table.
+grep -m1 -h -o 'server_version *| [0-9.]*' "$out"/logs/*triton*.log 2>/dev/null | sed 's/ *| / /; s/^/tritonserver: /' >>"$out/machine.txt"
 "$venv/bin/python" "$here/bench_summary.py" "$results" | tee "$out/summary.md"
 [ -x "$bin/serve_plot" ] && "$bin/serve_plot" "$results" "$out"

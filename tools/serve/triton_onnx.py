@@ -18,7 +18,7 @@ import numpy as np
 import onnxruntime as ort
 from pytriton.decorators import batch
 from pytriton.model_config import DynamicBatcher, ModelConfig, Tensor
-from pytriton.triton import Triton, TritonConfig
+from pytriton.triton import Triton, TritonConfig, TritonSecurityConfig
 
 NUMPY_TYPES = {
     "tensor(float)": np.float32,
@@ -88,7 +88,10 @@ def main():
         grpc_port=options.grpc_port,
         metrics_port=options.metrics_port,
     )
-    with Triton(config=config) as triton:
+    # pytriton guards statistics with a random token by default; perf_analyzer reads them (as it
+    # does onnxrt-serve's, which are open). The other guarded APIs stay guarded.
+    security = TritonSecurityConfig(restricted_endpoints=["shared-memory", "model-repository", "trace", "logging"])
+    with Triton(config=config, security_config=security) as triton:
         for model in options.model:
             name, path = model.split("=", 1)
             bind(triton, name, path, options)
