@@ -192,6 +192,6 @@ if [ "${PERF_ANALYZER:-1}" = 1 ] && [ -n "$perf_analyzer" ]; then
 fi
 rm -rf "$work"
 # Triton's version, from its start-up table.
-grep -m1 -h -o 'server_version *| [0-9.]*' "$out"/logs/*triton*.log 2>/dev/null | sed 's/ *| / /; s/^/tritonserver: /' >>"$out/machine.txt"
+cat "$out"/logs/*triton*.log 2>/dev/null | grep -m1 -o 'server_version *| [0-9.]*' | sed 's/ *| / /; s/^/tritonserver: /' >>"$out/machine.txt"
 "$venv/bin/python" "$here/bench_summary.py" "$results" | tee "$out/summary.md"
 [ -x "$bin/serve_plot" ] && "$bin/serve_plot" "$results" "$out"

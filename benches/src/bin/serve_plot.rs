@@ -84,16 +84,20 @@ fn parse(text: &str) -> Result<Results, String> {
     Ok(results)
 }
 
-const COLOURS: [RGBColor; 8] = [
-    RGBColor(0xd6, 0x27, 0x28), // onnxrt-serve first: red
-    RGBColor(0xff, 0x7f, 0x0e),
-    RGBColor(0x1f, 0x77, 0xb4),
-    RGBColor(0x17, 0xbe, 0xcf),
-    RGBColor(0x2c, 0xa0, 0x2c),
-    RGBColor(0x94, 0x67, 0xbd),
-    RGBColor(0x8c, 0x56, 0x4b),
-    RGBColor(0x7f, 0x7f, 0x7f),
-];
+/// One hue per server family (onnxrt-serve red, Triton blue, MLServer green, others grey-brown),
+/// dark for batching off and light for on, so that the pairs read at a glance.
+fn colour(server: &str) -> RGBColor {
+    let batching = server.ends_with("-on");
+    match (server.split('-').next().unwrap_or_default(), batching) {
+        ("serve", false) => RGBColor(0xc0, 0x10, 0x10),
+        ("serve", true) => RGBColor(0xff, 0x8c, 0x1a),
+        ("triton", false) => RGBColor(0x10, 0x40, 0xa0),
+        ("triton", true) => RGBColor(0x30, 0xb0, 0xe0),
+        ("mlserver", false) => RGBColor(0x1a, 0x80, 0x1a),
+        ("mlserver", true) => RGBColor(0x80, 0xc8, 0x40),
+        (_, _) => RGBColor(0x8c, 0x56, 0x4b),
+    }
+}
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, plotters::coord::Shift>;
 
@@ -135,8 +139,8 @@ fn panel(area: &Area, title: &str, servers: &[(String, Series)], latency: fn(&Po
         .light_line_style(WHITE.mix(0.0))
         .draw()
         .map_err(|e| e.to_string())?;
-    for (index, (_, series)) in servers.iter().enumerate() {
-        let colour = COLOURS[index % COLOURS.len()];
+    for (server, series) in servers {
+        let colour = colour(server);
         chart
             .draw_series(LineSeries::new(means(&series.points, latency), colour.stroke_width(2)))
             .map_err(|e| e.to_string())?;
@@ -173,7 +177,7 @@ fn plot(model: &str, servers: &[(String, Series)], path: &Path) -> Result<(), St
         .map_err(|e| e.to_string())?;
     // One legend for both panels, in a row under the title.
     for (index, (server, _)) in servers.iter().enumerate() {
-        let colour = COLOURS[index % COLOURS.len()];
+        let colour = colour(server);
         let x = 70 + 160 * index as i32;
         legend.draw(&PathElement::new([(x, 14), (x + 24, 14)], colour.stroke_width(3))).map_err(|e| e.to_string())?;
         legend.draw(&Text::new(server.as_str(), (x + 30, 7), ("sans-serif", 14))).map_err(|e| e.to_string())?;
