@@ -212,3 +212,74 @@ fn main() {
         std::process::exit(1);
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+mod tests {
+    use super::*;
+
+    const RESULTS: &str = "\
+repeat=1 server=serve-off model=cls run=closed8 load1=1.0 mode=closed concurrency=8 requests=100 errors=0 seconds=1 throughput=200.0 p50_ms=30 p90_ms=40 p99_ms=50 max_ms=60
+repeat=1 server=serve-off model=cls run=open80 load1=1.0 mode=open rate=160.0 requests=100 errors=0 seconds=1 throughput=159.0 p50_ms=8 p90_ms=9 p99_ms=20 max_ms=30
+repeat=1 server=serve-off model=cls run=open50 load1=1.0 mode=open rate=100.0 requests=100 errors=0 seconds=1 throughput=100.0 p50_ms=6 p90_ms=7 p99_ms=10 max_ms=12
+repeat=2 server=serve-off model=cls run=open50 load1=1.0 mode=open rate=90.0 requests=100 errors=0 seconds=1 throughput=90.0 p50_ms=4 p90_ms=7 p99_ms=30 max_ms=40
+repeat=1 server=triton-on model=cls run=open50 load1=1.0 mode=open rate=60.0 requests=100 errors=0 seconds=1 throughput=50.0 p50_ms=300 p90_ms=400 p99_ms=900 max_ms=990
+repeat=1 server=mlserver-off model=cls run=none error=did-not-start
+repeat=1 server=serve-off model=det run=open50 load1=1.0 mode=open rate=2.0 requests=10 errors=0 seconds=5 throughput=2.0 p50_ms=400 p90_ms=410 p99_ms=420 max_ms=430
+date: 2026-12-07T06:04:35Z
+";
+
+    #[test]
+    fn runs_are_grouped_by_model_and_server_in_the_order_seen() {
+        let results = parse(RESULTS).unwrap();
+        assert_eq!(results.keys().collect::<Vec<_>>(), ["cls", "det"]);
+        let cls = &results["cls"];
+        let names: Vec<&str> = cls.iter().map(|(name, _)| name.as_str()).collect();
+        assert_eq!(names, ["serve-off", "triton-on", "mlserver-off"]);
+        let serve = &cls[0].1;
+        assert_eq!(serve.maxima, [200.0]);
+        let rates: Vec<f64> = serve.points.iter().map(|p| p.rate).collect();
+        assert_eq!(rates, [90.0, 100.0, 160.0], "sorted by rate");
+        assert!(serve.points.iter().all(|p| p.kept_up), "159 of 160 req/s is within 95 %");
+        assert!(!cls[1].1.points[0].kept_up, "50 of 60 req/s fell behind");
+        assert!(cls[2].1.points.is_empty() && cls[2].1.maxima.is_empty(), "a server that did not start has no runs");
+    }
+
+    #[test]
+    fn the_line_goes_through_the_mean_of_each_runs_repeats() {
+        let results = parse(RESULTS).unwrap();
+        let serve = &results["cls"][0].1;
+        assert_eq!(means(&serve.points, |p| p.p99_ms), [(95.0, 20.0), (160.0, 20.0)]);
+        assert_eq!(means(&serve.points, |p| p.p50_ms), [(95.0, 5.0), (160.0, 8.0)]);
+    }
+
+    #[test]
+    fn a_bad_number_is_refused_with_its_line_and_key() {
+        let error = parse("server=serve-off mode=open rate=10 throughput=ten p50_ms=1 p99_ms=2\n").err().unwrap();
+        assert!(error.starts_with("line 1: throughput=ten"), "{error}");
+        let error = parse("server=serve-off mode=open throughput=10 p50_ms=1 p99_ms=2\n").err().unwrap();
+        assert!(error.contains("without rate="), "{error}");
+    }
+
+    #[test]
+    fn the_svg_has_every_server_and_every_open_run_in_both_panels() {
+        let dir = std::env::temp_dir().join(format!("serve_plot_test_{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let results = parse(RESULTS).unwrap();
+        let path = dir.join("latency-cls.svg");
+        plot("cls", &results["cls"], &path).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        for name in ["serve-off", "triton-on", "mlserver-off", "p50", "p99"] {
+            assert!(svg.contains(&format!("\n{name}\n")), "{name} missing");
+        }
+        // 4 open runs, each a dot in both panels; the one that fell behind hollow in both.
+        assert_eq!(svg.matches("<circle").count(), 8);
+        let hollow = svg
+            .split("<circle")
+            .skip(1)
+            .filter(|c| c.split('>').next().unwrap_or_default().contains("fill=\"none\""))
+            .count();
+        assert_eq!(hollow, 2);
+    }
+}
