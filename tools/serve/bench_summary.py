@@ -1,7 +1,7 @@
 """Summarises tools/serve/bench-cpu.sh's results.txt as a Markdown table: per server its maximum
-throughput (the larger of the closed loop at 8 and 64 clients) in each repeat, and the open-loop
-p99 at 50 % and 80 % of that maximum (marked when the server fell behind the offered rate), with
-ratios against the FastAPI anchor.
+throughput (the larger of the closed loop at 8 and 64 clients) in each repeat, the open-loop p50
+and p99 at 50 % and 80 % of that maximum (marked when the server fell behind the offered rate)
+and at the rates offered to all, with ratios against the FastAPI anchor and against Triton.
 
     python3 tools/serve/bench_summary.py results.txt
 """
@@ -64,6 +64,8 @@ def main(path):
                     "t64": number(got.get("closed64", {}).get("throughput")),
                     "p99_64": number(got.get("closed64", {}).get("p99_ms")),
                     "p99_50": number(got.get("open50", {}).get("p99_ms")),
+                    "p50_50": number(got.get("open50", {}).get("p50_ms")),
+                    "p50_80": number(got.get("open80", {}).get("p50_ms")),
                     "p99_80": number(got.get("open80", {}).get("p99_ms")),
                     "kept50": kept(got.get("open50", {})),
                     "kept80": kept(got.get("open80", {})),
@@ -81,7 +83,7 @@ def main(path):
         cells = []
         for r in summary[server]:
             mark = f" (fell behind: {r[f'kept{share}'] * 100:.0f} % answered)" if r[f"kept{share}"] < SATURATED else ""
-            cells.append(f"{r[f'p99_{share}']:.1f}{mark}")
+            cells.append(f"{r[f'p50_{share}']:.1f}, {r[f'p99_{share}']:.1f}{mark}")
         return " / ".join(cells) if cells else "not run"
 
     def geometric_ratio(server, anchor, key):
@@ -95,7 +97,7 @@ def main(path):
         values = [r[key] for r in summary[server]]
         return statistics.mean(values) if values else float("nan")
 
-    print("| server | req/s at 8 clients | req/s at 64 clients | max req/s (mean) | p99 ms at 50 % | p99 ms at 80 % | errors | load1 before runs (max) |")
+    print("| server | req/s at 8 clients | req/s at 64 clients | max req/s (mean) | p50, p99 ms at 50 % | p50, p99 ms at 80 % | errors | load1 before runs (max) |")
     print("|---|---|---|---|---|---|---|---|")
     for server in order:
         if not summary[server]:
@@ -108,7 +110,7 @@ def main(path):
     same = sorted({row["run"] for row in rows if row["run"].startswith("same")}, key=lambda r: int(r[4:]))
     if same:
         print()
-        print("| server | " + " | ".join(f"p99 ms at {r[4:]} req/s (all servers)" for r in same) + " |")
+        print("| server | " + " | ".join(f"p50, p99 ms at {r[4:]} req/s (all servers)" for r in same) + " |")
         print("|---|" + "---|" * len(same))
         for server in order:
             cells = []
@@ -118,13 +120,14 @@ def main(path):
                     got = runs.get((server, repeat), {}).get(run)
                     if got:
                         mark = " (fell behind)" if kept(got) < SATURATED else ""
-                        values.append(f"{number(got.get('p99_ms')):.1f}{mark}")
+                        values.append(f"{number(got.get('p50_ms')):.1f}, {number(got.get('p99_ms')):.1f}{mark}")
                 cells.append(" / ".join(values) or "not run")
             print(f"| {server} | " + " | ".join(cells) + " |")
     print()
     print(f"Each cell: one value per repeat ({', '.join(repeats)}). Open-loop rates are 50 % and 80 % of each server's own maximum in that repeat.")
-    anchor = "fastapi"
-    if anchor in summary and summary[anchor]:
+    for anchor in ("fastapi", "triton-off", "triton-on"):
+        if anchor not in summary or not summary[anchor]:
+            continue
         print()
         print(
             f"Ratios against {anchor}, geometric means of the per-repeat ratios: max throughput; p99 at 50 % and at 80 % "
@@ -136,7 +139,19 @@ def main(path):
             throughput = geometric_ratio(server, anchor, "max")
             p50 = geometric_ratio(server, anchor, "p99_50")
             p80 = geometric_ratio(server, anchor, "p99_80")
-            print(f"- {server}: {throughput:.2f}x the throughput; p99 at 50 % {p50:.2f}x, at 80 % {p80:.2f}x")
+            at_same = []
+            for run in same:
+                pairs = [
+                    (runs[(server, r)][run], runs[(anchor, r)][run])
+                    for r in repeats
+                    if run in runs.get((server, r), {}) and run in runs.get((anchor, r), {})
+                ]
+                for key in ("p50_ms", "p99_ms"):
+                    ratios = [number(mine[key]) / number(theirs[key]) for mine, theirs in pairs]
+                    if ratios:
+                        at_same.append(f"{key[:3]} at {run[4:]} req/s {statistics.geometric_mean(ratios):.2f}x")
+            same_text = f"; {', '.join(at_same)}" if at_same else ""
+            print(f"- {server}: {throughput:.2f}x the throughput; p99 at 50 % {p50:.2f}x, at 80 % {p80:.2f}x{same_text}")
 
 
 if __name__ == "__main__":
