@@ -4,6 +4,9 @@
 //! check_control.py in tools/serve/check-clients.sh.)
 
 use onnxrt_serve::http_client::Connection;
+use onnxrt_serve::oip::grpc::grpc_inference_service_client::GrpcInferenceServiceClient;
+use onnxrt_serve::oip::grpc::model_infer_request::InferInputTensor;
+use onnxrt_serve::oip::grpc::{InferTensorContents, ModelInferRequest};
 use serde_json::{json, Value as Json};
 
 mod common;
@@ -84,8 +87,8 @@ fn statistics_count_requests_and_their_time_and_the_config_is_tritons() {
 
 #[test]
 fn a_request_its_client_gives_up_on_is_logged_and_counted_as_a_failure() {
-    // Issue 45, F9: a request whose client closed the connection mid-run left no access line and
-    // no statistics.
+    // Issue 45, F9: a request whose client closed the connection (REST) or cancelled the call
+    // (gRPC) mid-run left no access line and no statistics.
     use std::io::Write;
     let root = folder("abandoned");
     put(&root, "slow", "slow_loop.onnx");
@@ -139,6 +142,42 @@ fn a_request_its_client_gives_up_on_is_logged_and_counted_as_a_failure() {
     let text = std::fs::read_to_string(&log).expect("log");
     let line = text.lines().find(|l| l.contains("gave-up")).unwrap_or_else(|| panic!("no access line: {text}"));
     assert!(line.contains("status=499"), "{line}");
+
+    // gRPC: the client cancels the call mid-run (no deadline: only the cancel can end it early).
+    let grpc = format!("http://{}", server.grpc.expect("gRPC started"));
+    let call = rt.spawn(async move {
+        let mut client = GrpcInferenceServiceClient::connect(grpc).await.expect("gRPC");
+        let iters = InferInputTensor {
+            name: "iters".into(),
+            datatype: "INT64".into(),
+            shape: vec![],
+            contents: Some(InferTensorContents { int64_contents: vec![20_000], ..Default::default() }),
+            ..Default::default()
+        };
+        let request = ModelInferRequest {
+            model_name: "slow".into(),
+            id: "gave-up-grpc".into(),
+            inputs: vec![iters],
+            ..Default::default()
+        };
+        client.model_infer(request).await
+    });
+    assert!(metric("serve_model_in_flight{model=\"slow\"} 1\n"), "the gRPC run never started");
+    call.abort();
+    let mut lines = Vec::new();
+    for _ in 0..400 {
+        let text = std::fs::read_to_string(&log).expect("log");
+        lines = text.lines().filter(|l| l.contains("gave-up-grpc")).map(str::to_owned).collect();
+        if !lines.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert_eq!(lines.len(), 1, "one access line for the gRPC call: {lines:?}");
+    assert!(lines[0].contains("status=\"Cancelled\""), "{lines:?}");
+    let stats =
+        rt.block_on(async { get(&mut Connection::open(server.rest).await.expect("c"), "/v2/models/slow/stats").await });
+    assert_eq!(stats["model_stats"][0]["inference_stats"]["fail"]["count"], 2, "{stats}");
     drop(server);
     let _ = std::fs::remove_dir_all(&root);
 }

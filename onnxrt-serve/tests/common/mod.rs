@@ -32,10 +32,10 @@ impl Server {
         Server::launch(repository, args, true)
     }
 
-    /// REST only, its access lines and warnings written to `log`.
+    /// REST and gRPC, its access lines and warnings written to `log`.
     pub fn start_logging(repository: &Path, args: &[&str], log: &Path) -> Server {
         let file = std::fs::File::create(log).expect("log file");
-        Server::spawn(Server::command(repository, args, false).env("RUST_LOG", "warn,access=info").stderr(file), false)
+        Server::spawn(Server::command(repository, args, true).env("RUST_LOG", "warn,access=info").stderr(file), true)
     }
 
     fn command(repository: &Path, args: &[&str], grpc: bool) -> Command {
