@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use onnxrt::Value;
 
+use crate::repository::model::Phases;
 use crate::repository::{InferError, ServedModel};
 
 /// An output a request asks for.
@@ -46,7 +47,13 @@ pub struct Answer {
 
 /// Runs `request` on `model`, answered before `deadline` (the sooner of the server's and the
 /// client's limits: the server's `App::deadline`).
-pub async fn run(model: &ServedModel, request: Request, deadline: Instant) -> Result<Answer, InferError> {
+/// Where its time went goes into `phases` (the caller's [`crate::repository::model::Tally`]).
+pub async fn run(
+    model: &ServedModel,
+    request: Request,
+    deadline: Instant,
+    phases: &mut Phases,
+) -> Result<Answer, InferError> {
     if let Some(id) = &request.sequence_id {
         return Err(InferError::Invalid(format!(
             "`sequence_id` {id}: model `{}` is stateless and this server has no sequence batcher; a stateful client would \
@@ -55,7 +62,7 @@ pub async fn run(model: &ServedModel, request: Request, deadline: Instant) -> Re
         )));
     }
     let wanted: Vec<String> = request.outputs.iter().map(|o| o.name.clone()).collect();
-    let outputs = model.infer(request.inputs, &wanted, Some(deadline)).await?;
+    let outputs = model.infer(request.inputs, &wanted, Some(deadline), phases).await?;
     let binary = |name: &str| request.all_binary || request.outputs.iter().any(|o| o.name == name && o.binary);
     let class_count = |name: &str| request.outputs.iter().find(|o| o.name == name).map_or(0, |o| o.class_count);
     let mut answer = Vec::with_capacity(outputs.len());

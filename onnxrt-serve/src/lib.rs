@@ -45,6 +45,8 @@ pub mod infer;
 pub mod isolation;
 #[cfg(feature = "isolation")]
 pub mod oip;
+#[cfg(feature = "server")]
+mod on_drop;
 #[cfg(feature = "isolation")]
 pub mod provider;
 #[cfg(feature = "server")]

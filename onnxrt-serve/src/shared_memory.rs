@@ -94,8 +94,11 @@ impl Regions {
         if !length.is_file() {
             return Err(invalid(format!("{} is not a shared-memory object", path.display())));
         }
+        if byte_size == 0 {
+            return Err(invalid("byte_size must be more than 0".into()));
+        }
         let end = offset.checked_add(byte_size).ok_or_else(|| invalid("offset + byte_size overflows".into()))?;
-        if byte_size == 0 || end > length.len() {
+        if end > length.len() {
             return Err(invalid(format!(
                 "offset {offset} + byte_size {byte_size} does not lie within the object's {} bytes",
                 length.len()
@@ -149,6 +152,15 @@ impl Regions {
         Ok(bytes)
     }
 
+    /// Checks, before a run, that output `tensor` can be written at `place`: its region is
+    /// registered, the place lies within it and the object still holds it (as Triton checks
+    /// output regions when it reads the request). Whether the output fits is known after the run.
+    pub fn check(&self, tensor: &str, place: &Place) -> Result<(), RegionError> {
+        let regions = self.regions.lock().unwrap_or_else(PoisonError::into_inner);
+        let (region, at) = locate(&regions, tensor, place)?;
+        fits_object(region, tensor, place, at.saturating_add(place.byte_size))
+    }
+
     /// Writes `bytes` at `place` for output `tensor`: they must fit its `byte_size`.
     pub fn write(&self, tensor: &str, place: &Place, bytes: &[u8]) -> Result<(), RegionError> {
         if bytes.len() as u64 > place.byte_size {
@@ -160,20 +172,22 @@ impl Regions {
         }
         let regions = self.regions.lock().unwrap_or_else(PoisonError::into_inner);
         let (region, at) = locate(&regions, tensor, place)?;
-        let end = at.saturating_add(bytes.len() as u64);
-        // The object may have been shrunk since: writing past its end would grow it.
-        let length = region.file.metadata().map(|m| m.len()).unwrap_or(0);
-        if end > length {
-            return Err(RegionError::Invalid(format!(
-                "`{tensor}`: region `{}` is shorter than registered",
-                place.region
-            )));
-        }
+        fits_object(region, tensor, place, at.saturating_add(bytes.len() as u64))?;
         region
             .file
             .write_all_at(bytes, at)
             .map_err(|e| RegionError::Invalid(format!("`{tensor}`: writing region `{}`: {e}", place.region)))
     }
+}
+
+/// Whether `region`'s object still reaches `end`: it may have been shrunk since it was
+/// registered, and writing past its end would grow it.
+fn fits_object(region: &Region, tensor: &str, place: &Place, end: u64) -> Result<(), RegionError> {
+    let length = region.file.metadata().map(|m| m.len()).unwrap_or(0);
+    if end > length {
+        return Err(RegionError::Invalid(format!("`{tensor}`: region `{}` is shorter than registered", place.region)));
+    }
+    Ok(())
 }
 
 /// The region of `place` and the file offset it starts at, once `place` is checked to lie

@@ -204,3 +204,109 @@ fn poll_mode_follows_the_folder_and_none_mode_refuses_loads() {
     });
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// POSTs `body` as it is (not JSON-encoded).
+async fn post_raw(c: &mut Connection, path: &str, body: &'static str) -> Reply {
+    let headers = [("content-type", "application/json")];
+    c.send("POST", path, &headers, hyper::body::Bytes::from_static(body.as_bytes())).await.expect("reply")
+}
+
+#[test]
+fn start_flags_that_would_be_ignored_stop_the_start_or_warn() {
+    // Issue 45, F3 and F11: a --load-model naming no folder, or given outside explicit mode, was
+    // ignored silently; --repository-poll-secs outside poll mode too.
+    let root = folder("start-flags");
+    put(&root, "add", "add_f32.onnx");
+    for args in [
+        &["--model-control-mode", "explicit", "--load-model", "nosuch"][..],
+        &["--model-control-mode", "explicit", "--load-model", "add", "--load-model", "nosuch", "--strict-start"],
+        &["--load-model", "add"],
+        &["--model-control-mode", "poll", "--load-model", "add"],
+    ] {
+        let (status, stderr) =
+            common::refused_start(&root, args).unwrap_or_else(|line| panic!("{args:?} served: {line}"));
+        assert!(!status.success(), "{args:?}: {status}");
+        assert!(stderr.contains("--load-model"), "{args:?}: {stderr}");
+    }
+    let log = root.join("serve.log");
+    let server =
+        Server::start_logging(&root, &["--model-control-mode", "explicit", "--repository-poll-secs", "1"], &log);
+    drop(server);
+    let text = std::fs::read_to_string(&log).expect("log");
+    assert!(text.contains("--repository-poll-secs is ignored"), "{text}");
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn load_and_unload_refuse_bodies_that_are_not_json_and_do_nothing() {
+    // Issue 45, F4: `{"parameters": `, `garbage`, `[[[` were answered 200 and acted on.
+    let root = folder("control-bodies");
+    put(&root, "add", "add_f32.onnx");
+    let server = Server::start(&root, &["--model-control-mode", "explicit"]);
+    runtime().block_on(async {
+        let mut c = Connection::open(server.rest).await.expect("connects");
+        for body in ["{\"parameters\": ", "garbage", "[[[", "[]"] {
+            let reply = post_raw(&mut c, "/v2/repository/models/add/load", body).await;
+            assert_eq!(reply.status, 400, "{body}: {}", reply.text());
+            assert!(reply.text().contains("body"), "{}", reply.text());
+        }
+        assert!(index(&mut c).await.iter().any(|e| e.0 == "add" && e.2 == "UNAVAILABLE"), "loaded on a bad body");
+        // An empty body and an object stay valid.
+        assert_eq!(post_raw(&mut c, "/v2/repository/models/add/load", "").await.status, 200);
+        for body in ["garbage", "{"] {
+            let reply = post_raw(&mut c, "/v2/repository/models/add/unload", body).await;
+            assert_eq!(reply.status, 400, "{body}: {}", reply.text());
+        }
+        assert!(index(&mut c).await.iter().any(|e| e.0 == "add" && e.2 == "READY"), "unloaded on a bad body");
+        assert_eq!(post_raw(&mut c, "/v2/repository/models/add/unload", "{}").await.status, 200);
+    });
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn folders_are_listed_as_they_are_and_a_bad_name_is_refused_with_the_reason() {
+    // Issue 45, F5 and F7: an explicit load of a folder whose name the protocol cannot carry
+    // answered 404 "no model folder"; a removed never-loaded folder stayed in the index.
+    let root = folder("listing");
+    put(&root, "add", "add_f32.onnx");
+    put(&root, "a b", "add_f32.onnx");
+    std::fs::create_dir_all(root.join("empty")).expect("empty folder");
+    let server = Server::start(&root, &["--model-control-mode", "explicit", "--load-model", "add"]);
+    runtime().block_on(async {
+        let mut c = Connection::open(server.rest).await.expect("connects");
+        let reply = post(&mut c, "/v2/repository/models/a%20b/load", &json!({})).await;
+        assert_eq!(reply.status, 400, "{}", reply.text());
+        assert!(reply.text().contains("ASCII letters"), "{}", reply.text());
+        let reply = post(&mut c, "/v2/repository/models/empty/load", &json!({})).await;
+        assert_eq!(reply.status, 400, "{}", reply.text());
+        assert!(index(&mut c).await.iter().any(|e| e.0 == "empty"));
+        std::fs::remove_dir_all(root.join("empty")).expect("remove");
+        std::fs::remove_dir_all(root.join("a b")).expect("remove");
+        put(&root, "later", "add_f32.onnx");
+        let names: Vec<String> = index(&mut c).await.into_iter().map(|e| e.0).collect();
+        assert_eq!(names, ["add", "later"], "the index lists the folders there are");
+        assert_eq!(post(&mut c, "/v2/repository/models/later/load", &json!({})).await.status, 200);
+    });
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn a_model_with_the_longest_legal_name_runs_isolated() {
+    // Issue 45, F6: its worker's shared-memory file name carried the model's name and was too long.
+    let root = folder("long-name");
+    let name = "m".repeat(255);
+    put(&root, &name, "add_f32.onnx");
+    let server = Server::start(&root, &["--isolation", "true"]);
+    runtime().block_on(async {
+        let mut c = Connection::open(server.rest).await.expect("connects");
+        let a = json!({ "name": "a", "shape": [2, 3], "datatype": "FP32", "data": [1, 2, 3, 4, 5, 6] });
+        let b = json!({ "name": "b", "shape": [2, 3], "datatype": "FP32", "data": [1, 1, 1, 1, 1, 1] });
+        let reply = post(&mut c, &format!("/v2/models/{name}/infer"), &json!({ "inputs": [a, b] })).await;
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        let answer = json_of(&reply);
+        let sums: Vec<f64> =
+            answer["outputs"][0]["data"].as_array().expect("data").iter().filter_map(Json::as_f64).collect();
+        assert_eq!(sums, [2.0, 3.0, 4.0, 5.0, 6.0, 7.0], "{answer}");
+    });
+    let _ = std::fs::remove_dir_all(&root);
+}

@@ -309,7 +309,7 @@ fn several_inputs_requested_outputs_and_every_bad_request_named() {
         assert_eq!(reply.status, 404);
         let metrics = c.get("/metrics").await.expect("metrics").text();
         assert!(metrics.contains("serve_http_responses_total{code=\"404\"} 3"), "{metrics}");
-        assert!(metrics.contains("serve_model_requests_total{model=\"multi\",outcome=\"failure\"}"), "{metrics}");
+        assert!(metrics.contains("serve_model_requests_total{model=\"multi\",version=\"1\",outcome=\"failure\"}"), "{metrics}");
         check_exposition_format(&metrics);
     });
 }

@@ -50,7 +50,7 @@ fn tensors_travel_through_shared_memory_and_every_place_outside_a_region_is_refu
         let reply = post(&mut c, "/v2/models/add/infer", &request).await;
         assert_eq!(reply.status, 200, "{}", reply.text());
         let answer = json_of(&reply);
-        assert_eq!(answer["outputs"][0]["parameters"]["shared_memory_region"], "r", "{answer}");
+        assert!(answer["outputs"][0].get("parameters").is_none(), "as Triton answers: {answer}");
         assert!(answer["outputs"][0].get("data").is_none(), "{answer}");
         let written = std::fs::read(&object).expect("object");
         let sums: Vec<f32> = written[64..88].chunks_exact(4).map(|b| f32::from_le_bytes(b.try_into().expect("4"))).collect();
@@ -142,6 +142,136 @@ fn over_grpc_an_input_in_shared_memory_takes_no_raw_entry_and_outputs_land_in_th
         let status = grpc.model_infer(request(vec![b.clone(), b])).await.expect_err("refused");
         assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
         assert!(status.message().contains("1 inputs not in shared memory"), "{}", status.message());
+    });
+    let _ = std::fs::remove_file(&object);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// The statistics of model `name`: (success, fail, execution_count).
+async fn counts(c: &mut Connection, name: &str) -> (u64, u64, u64) {
+    let stats = json_of(&c.get(&format!("/v2/models/{name}/stats")).await.expect("reply"));
+    let model = &stats["model_stats"][0];
+    let count = |v: &serde_json::Value| v.as_u64().unwrap_or_else(|| panic!("a count: {stats}"));
+    let phases = &model["inference_stats"];
+    (count(&phases["success"]["count"]), count(&phases["fail"]["count"]), count(&model["execution_count"]))
+}
+
+#[test]
+fn an_output_in_shared_memory_is_answered_without_parameters_over_rest() {
+    // Issue 45, F1: perf_analyzer's HTTP client reads `binary_data_size` from any output that has
+    // `parameters`; Triton answers an output written to shared memory with none.
+    let root = folder("shm-answer");
+    put(&root, "add", "add_f32.onnx");
+    let key = format!("onnxrt_serve_test_answer_{}", std::process::id());
+    let object = Path::new("/dev/shm").join(&key);
+    std::fs::write(&object, vec![0u8; 24]).expect("shm object");
+    let server = Server::start(&root, &[]);
+    runtime().block_on(async {
+        let mut c = Connection::open(server.rest).await.expect("connects");
+        let register = json!({ "key": format!("/{key}"), "byte_size": 24 });
+        assert_eq!(post(&mut c, "/v2/systemsharedmemory/region/out/register", &register).await.status, 200);
+        let a = json!({ "name": "a", "shape": [2, 3], "datatype": "FP32", "data": [1, 2, 3, 4, 5, 6] });
+        let b = json!({ "name": "b", "shape": [2, 3], "datatype": "FP32", "data": [1, 2, 3, 4, 5, 6] });
+        let output =
+            json!({ "name": "sum", "parameters": { "shared_memory_region": "out", "shared_memory_byte_size": 24 } });
+        let reply = post(&mut c, "/v2/models/add/infer", &json!({ "inputs": [a, b], "outputs": [output] })).await;
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        let answer = json_of(&reply);
+        assert_eq!(answer["outputs"][0], json!({ "name": "sum", "datatype": "FP32", "shape": [2, 3] }), "{answer}");
+        let written = std::fs::read(&object).expect("object");
+        assert_eq!(f32::from_le_bytes(written[20..24].try_into().expect("4")), 12.0);
+    });
+    let _ = std::fs::remove_file(&object);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
+fn bad_output_places_are_refused_before_the_run_and_every_refusal_counts_as_a_failure() {
+    // Issue 45, F2: an output place outside its region ran the model first and was counted a
+    // success (statistics and /metrics); a refused input place was counted nowhere. F11: a
+    // region of 0 bytes was refused as if it lay outside the object.
+    let root = folder("shm-refusals");
+    put(&root, "add", "add_f32.onnx");
+    let key = format!("onnxrt_serve_test_refusals_{}", std::process::id());
+    let object = Path::new("/dev/shm").join(&key);
+    std::fs::write(&object, vec![0u8; 96]).expect("shm object");
+    let server = Server::start_with_grpc(&root, &[]);
+    runtime().block_on(async {
+        let mut c = Connection::open(server.rest).await.expect("connects");
+        let reply = post(
+            &mut c,
+            "/v2/systemsharedmemory/region/z/register",
+            &json!({ "key": format!("/{key}"), "byte_size": 0 }),
+        )
+        .await;
+        assert_eq!(reply.status, 400, "{}", reply.text());
+        assert!(reply.text().contains("byte_size must be more than 0"), "{}", reply.text());
+        for (name, size) in [("r", 96), ("cut", 96)] {
+            let register = json!({ "key": format!("/{key}"), "byte_size": size });
+            assert_eq!(
+                post(&mut c, &format!("/v2/systemsharedmemory/region/{name}/register"), &register).await.status,
+                200
+            );
+        }
+        let a = json!({ "name": "a", "shape": [2, 3], "datatype": "FP32", "data": [1, 2, 3, 4, 5, 6] });
+        let b = json!({ "name": "b", "shape": [2, 3], "datatype": "FP32", "data": [1, 1, 1, 1, 1, 1] });
+        let out = |region: &str, size: u64, offset: u64| {
+            json!({ "inputs": [a, b], "outputs": [{ "name": "sum", "parameters": {
+                "shared_memory_region": region, "shared_memory_byte_size": size, "shared_memory_offset": offset } }] })
+        };
+        let in_nowhere = json!({ "name": "b", "shape": [2, 3], "datatype": "FP32",
+                                 "parameters": { "shared_memory_region": "nowhere", "shared_memory_byte_size": 24 } });
+        // Before any run: an unknown region, a place past the region's end, an unknown input region.
+        for request in [out("nowhere", 24, 0), out("r", 24, 80), json!({ "inputs": [a, in_nowhere] })] {
+            let reply = post(&mut c, "/v2/models/add/infer", &request).await;
+            assert_eq!(reply.status, 400, "{request}: {}", reply.text());
+        }
+        // The object shrunk under its region by another process.
+        std::fs::OpenOptions::new().write(true).open(&object).expect("object").set_len(16).expect("shrink");
+        let reply = post(&mut c, "/v2/models/add/infer", &out("cut", 24, 32)).await;
+        assert_eq!(reply.status, 400, "{}", reply.text());
+        assert!(reply.text().contains("shorter than registered"), "{}", reply.text());
+        assert_eq!(counts(&mut c, "add").await, (0, 4, 0), "refused before running, each a failure");
+        // Known only after the run: the output does not fit its place.
+        let reply = post(&mut c, "/v2/models/add/infer", &out("r", 8, 0)).await;
+        assert_eq!(reply.status, 400, "{}", reply.text());
+        assert_eq!(counts(&mut c, "add").await, (0, 5, 1));
+        let metrics = c.get("/metrics").await.expect("metrics").text();
+        assert!(
+            metrics.contains("serve_model_requests_total{model=\"add\",version=\"1\",outcome=\"success\"} 0\n"),
+            "{metrics}"
+        );
+        assert!(
+            metrics.contains("serve_model_requests_total{model=\"add\",version=\"1\",outcome=\"failure\"} 5\n"),
+            "{metrics}"
+        );
+
+        // gRPC likewise.
+        let mut grpc = GrpcInferenceServiceClient::connect(format!("http://{}", server.grpc.expect("gRPC started")))
+            .await
+            .expect("gRPC");
+        let parameter = |choice| InferParameter { parameter_choice: Some(choice) };
+        let place = [
+            ("shared_memory_region".to_owned(), parameter(ParameterChoice::StringParam("nowhere".into()))),
+            ("shared_memory_byte_size".to_owned(), parameter(ParameterChoice::Int64Param(24))),
+        ];
+        let input = |name: &str| InferInputTensor {
+            name: name.into(),
+            datatype: "FP32".into(),
+            shape: vec![2, 3],
+            ..Default::default()
+        };
+        let raw: Vec<u8> = [1f32; 6].iter().flat_map(|x| x.to_le_bytes()).collect();
+        let request = ModelInferRequest {
+            model_name: "add".into(),
+            inputs: vec![input("a"), input("b")],
+            outputs: vec![InferRequestedOutputTensor { name: "sum".into(), parameters: place.into_iter().collect() }],
+            raw_input_contents: vec![raw.clone(), raw],
+            ..Default::default()
+        };
+        let status = grpc.model_infer(request).await.expect_err("refused");
+        assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
+        assert_eq!(counts(&mut c, "add").await, (0, 6, 1));
     });
     let _ = std::fs::remove_file(&object);
     let _ = std::fs::remove_dir_all(&root);

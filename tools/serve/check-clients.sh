@@ -14,7 +14,8 @@
 # then tools/serve/fuzz_oip.py with ONNXRT_FUZZ_REQUESTS (default 2000) mutated requests; the
 # server must be up after them and exit 0 on SIGTERM.
 # Then a third server in --model-control-mode explicit: check_control.py (load, unload, a reload
-# under load with no failed request, statistics, model config), check_shared_memory.py.
+# under load with no failed request, statistics, model config), check_shared_memory.py, and
+# perf_analyzer with --shared-memory system over HTTP and gRPC (ONNXRT_CHECK_PERF=0 skips it).
 # Exit status: the checker's, or 1 if the server did not start or did not exit 0.
 # ONNXRT_CHECK_MODELS=a,b checks only these of the four models (default: all four).
 # The temporary folder is removed on success and kept (and named) on failure.
@@ -194,6 +195,25 @@ if [ -z "$http" ] || [ -z "$grpc" ]; then say "no addresses from the server in e
 "$python" onnxrt-serve/tests/clients/check_control.py --http "$http" --grpc "$grpc" \
   --repository "$tmp/control" --model "$control_model" || exit 1
 "$python" onnxrt-serve/tests/clients/check_shared_memory.py --http "$http" --grpc "$grpc" --model "$control_model" || exit 1
+# perf_analyzer with its tensors in system shared memory, HTTP and gRPC: its C++ HTTP client reads
+# `binary_data_size` from any output that has parameters (issue 45), so every request must succeed.
+if [ "$control_model" = ppocr_cls ] && [ "${ONNXRT_CHECK_PERF:-1}" = 1 ]; then
+  perf_python=$(tools/serve/clients-env.sh --perf)
+  perf_analyzer=$(dirname "$perf_python")/perf_analyzer
+  cudart=$("$perf_python" -c 'import nvidia.cuda_runtime, os; print(os.path.join(nvidia.cuda_runtime.__path__[0], "lib"))')
+  for protocol in http grpc; do
+    url=$http; [ "$protocol" = grpc ] && url=$grpc
+    if ! LD_LIBRARY_PATH=$cudart${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$perf_analyzer" -m ppocr_cls --shape x:1,3,48,192 \
+         -u "$url" -i "$protocol" --shared-memory system --output-shared-memory-size 64 --concurrency-range 2 \
+         --measurement-mode count_windows --measurement-request-count 50 --stability-percentage 100 --max-trials 3 \
+         >"$tmp/perf-shm-$protocol.log" 2>&1; then
+      say "perf_analyzer --shared-memory system over $protocol failed; the end of its output:"
+      tail -n 15 "$tmp/perf-shm-$protocol.log" >&2
+      exit 1
+    fi
+    say "perf_analyzer --shared-memory system over $protocol: $(grep -m1 -o 'Throughput: [^,]*' "$tmp/perf-shm-$protocol.log" || echo 'passed')"
+  done
+fi
 kill -TERM "$pid"
 for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
 wait "$pid" && served=0 || served=$?

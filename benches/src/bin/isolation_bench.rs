@@ -14,6 +14,7 @@ use std::time::Instant;
 
 use onnxrt::Value;
 use onnxrt_serve::oip::tensor;
+use onnxrt_serve::repository::model::Phases;
 use onnxrt_serve::repository::{Defaults, ModelConfig, Repository, ServedModel};
 
 struct Args {
@@ -113,7 +114,8 @@ fn run() -> Result<(), String> {
             for _ in 0..args.requests {
                 let inputs = inputs_of(&args, &model)?;
                 let started = Instant::now();
-                rt.block_on(model.infer(inputs, &[], None)).map_err(|e| e.to_string())?;
+                let mut phases = Phases::default();
+                rt.block_on(model.infer(inputs, &[], None, &mut phases)).map_err(|e| e.to_string())?;
                 latencies[at].push(started.elapsed().as_secs_f64() * 1e6);
             }
         }

@@ -36,6 +36,8 @@ pub struct BatcherStats {
     pub graph_runs: u64,
     /// `batch_sizes[n]`: how many runs had `n` requests (length `max_batch + 1`).
     pub batch_sizes: Vec<u64>,
+    /// `batch_run_time[n]`: the time runs of `n` requests took together (Triton's `batch_stats`).
+    pub batch_run_time: Vec<Duration>,
     /// From a request's submission until its batch starts running.
     pub queue_time: HistogramSnapshot,
     /// One batched run: gathering the inputs, the run itself, handing the rows back.
@@ -174,6 +176,7 @@ pub(crate) struct Counters {
     batches: AtomicU64,
     pub(crate) graph_runs: AtomicU64,
     batch_sizes: Vec<AtomicU64>,
+    batch_run_ns: Vec<AtomicU64>,
     pub(crate) queue_time: TimeHistogram,
     pub(crate) run_time: TimeHistogram,
     pub(crate) gather_time: TimeHistogram,
@@ -197,6 +200,7 @@ impl Counters {
             batches: AtomicU64::new(0),
             graph_runs: AtomicU64::new(0),
             batch_sizes: (0..=max_batch).map(|_| AtomicU64::new(0)).collect(),
+            batch_run_ns: (0..=max_batch).map(|_| AtomicU64::new(0)).collect(),
             queue_time: TimeHistogram::new(),
             run_time: TimeHistogram::new(),
             gather_time: TimeHistogram::new(),
@@ -223,6 +227,14 @@ impl Counters {
         }
     }
 
+    /// A run of `size` requests took `took` (also in `run_time`).
+    pub(crate) fn batch_ran(&self, size: usize, took: Duration) {
+        self.run_time.observe(took);
+        if let Some(counter) = self.batch_run_ns.get(size) {
+            counter.fetch_add(u64::try_from(took.as_nanos()).unwrap_or(u64::MAX), Ordering::Relaxed);
+        }
+    }
+
     pub(crate) fn snapshot(&self) -> BatcherStats {
         let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
         BatcherStats {
@@ -241,6 +253,7 @@ impl Counters {
             batches: load(&self.batches),
             graph_runs: load(&self.graph_runs),
             batch_sizes: self.batch_sizes.iter().map(load).collect(),
+            batch_run_time: self.batch_run_ns.iter().map(|c| Duration::from_nanos(load(c))).collect(),
             queue_time: self.queue_time.snapshot(),
             run_time: self.run_time.snapshot(),
             gather_time: self.gather_time.snapshot(),

@@ -348,7 +348,7 @@ impl Worker {
         let now = Instant::now();
         // Recorded before anyone is answered, so a caller that reads the counters after its
         // answer sees its batch.
-        counters.run_time.observe(now.saturating_duration_since(started));
+        counters.batch_ran(batch.len(), now.saturating_duration_since(started));
         match rows {
             Ok(rows) => {
                 for (request, row) in batch.into_iter().zip(rows) {

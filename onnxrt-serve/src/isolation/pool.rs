@@ -73,7 +73,12 @@ pub struct WorkerPool {
     /// Workers started, the first ones included.
     pub started: AtomicU64,
     next_file: AtomicU64,
+    /// This pool's number in this process: its shared-memory files' names carry it.
+    number: u64,
 }
+
+/// Pools started in this process so far.
+static POOLS: AtomicU64 = AtomicU64::new(0);
 
 impl std::fmt::Debug for WorkerPool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -110,6 +115,7 @@ impl WorkerPool {
             crashes: AtomicU64::new(0),
             started: AtomicU64::new(0),
             next_file: AtomicU64::new(0),
+            number: POOLS.fetch_add(1, Relaxed),
         };
         sweep_debris(&shared_memory_folder());
         let first = pool.spawn()?;
@@ -217,7 +223,9 @@ impl WorkerPool {
     fn spawn(&self) -> Result<Worker, String> {
         let folder = shared_memory_folder();
         let n = self.next_file.fetch_add(1, Relaxed);
-        let stem = format!("onnxrt-serve-{}-{}-{n}", std::process::id(), self.name);
+        // Numbers, not the model's name: a name of up to 255 bytes, legal as a folder, would
+        // make a file name too long.
+        let stem = format!("onnxrt-serve-{}-{}-{n}", std::process::id(), self.number);
         let request_path = folder.join(format!("{stem}.request"));
         let answer_path = folder.join(format!("{stem}.answer"));
         let files = Files(vec![request_path.clone(), answer_path.clone()]);

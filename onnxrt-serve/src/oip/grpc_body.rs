@@ -74,6 +74,8 @@ pub fn decode(
     for output in &request.outputs {
         let read = output_parameters(&output.name, lookup(&output.parameters))?;
         if let Some(place) = read.place {
+            // Checked before the run, as Triton does: a bad place costs no run.
+            regions.check(&output.name, &place).map_err(|e| e.to_string())?;
             places.insert(output.name.clone(), place);
         }
         // gRPC answers every output raw.

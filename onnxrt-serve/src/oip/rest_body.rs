@@ -104,6 +104,8 @@ pub fn decode(body: &[u8], header_length: Option<&[u8]>, regions: &Regions, limi
     for output in &request.outputs {
         let read = output_parameters(&output.name, lookup(&output.parameters))?;
         if let Some(place) = read.place {
+            // Checked before the run, as Triton does: a bad place costs no run.
+            regions.check(&output.name, &place).map_err(|e| e.to_string())?;
             places.insert(output.name.clone(), place);
         }
         outputs.push(WantedOutput { name: output.name.clone(), binary: read.binary, class_count: read.class_count });
@@ -151,11 +153,8 @@ pub fn encode(
         let data = if let Some(place) = places.get(name) {
             let raw = tensor::raw_of(name, value).map_err(InferError::Failed)?;
             regions.write(name, place, &raw).map_err(|e| InferError::Invalid(e.to_string()))?;
-            parameters.insert("shared_memory_region".into(), json!(place.region));
-            parameters.insert("shared_memory_byte_size".into(), json!(raw.len()));
-            if place.offset != 0 {
-                parameters.insert("shared_memory_offset".into(), json!(place.offset));
-            }
+            // No parameters, as Triton answers: tritonclient's C++ HTTP client reads
+            // `binary_data_size` from any output that has parameters.
             None
         } else if *binary {
             let raw = tensor::raw_of(name, value).map_err(InferError::Failed)?;

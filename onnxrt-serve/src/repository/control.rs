@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::SystemTime;
 
-use super::{build, scan, scan_folder, Defaults, Found, LoadError, ModelConfig, Repository, Unavailable};
+use super::{
+    build, scan, scan_folder, valid_name, Defaults, Found, LoadError, ModelConfig, Repository, Unavailable, NAME_RULE,
+};
 
 /// How the models of a repository may change while serving.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -63,6 +65,14 @@ impl Source {
             stamps: Mutex::default(),
             changing: Mutex::default(),
         }
+    }
+
+    pub(super) fn mode(&self) -> ControlMode {
+        self.mode
+    }
+
+    pub(super) fn root(&self) -> &Path {
+        &self.root
     }
 
     /// Remembers the files of `found` as loaded.
@@ -174,12 +184,14 @@ impl Repository {
 
     /// Builds, warms up and swaps in the model of folder `name` (the caller holds `changing`).
     fn reload(&self, source: &Source, name: &str) -> Result<(), ControlError> {
-        let valid = !name.is_empty()
-            && !name.starts_with('.')
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c));
+        // A name that could step out of the repository names no folder of it.
+        let inside = !name.is_empty() && !name.starts_with('.') && !name.contains(['/', '\0']);
         let folder = source.root.join(name);
-        if !valid || !folder.is_dir() {
+        if !inside || !folder.is_dir() {
             return Err(ControlError::Unknown(format!("no model folder `{name}` in the repository")));
+        }
+        if !valid_name(name) {
+            return Err(ControlError::NotAllowed(format!("model folder `{name}`: {NAME_RULE}; rename the folder")));
         }
         let found = match scan_folder(name.to_owned(), folder) {
             Ok(found) => found,
@@ -190,7 +202,7 @@ impl Repository {
         let config = ModelConfig::read(&found.folder.join("config.json")).map_err(refuse);
         let built = config
             .and_then(|config| build(name, &found.version, &found.file, None, &found.folder, config, &source.defaults));
-        let model = match built {
+        let mut model = match built {
             Ok(model) => model,
             Err(error) => return Err(self.failed(name, &found.version, error)),
         };
@@ -199,6 +211,13 @@ impl Repository {
             return Err(self.failed(name, &found.version, error));
         }
         let mut served = self.served.write().unwrap_or_else(PoisonError::into_inner);
+        // The same version again: its statistics go on (Triton keeps them per version).
+        if let Some(old) = served.models.get(name).filter(|old| old.version == found.version) {
+            model.stats = Arc::clone(&old.stats);
+            if let Some(batcher) = old.batcher() {
+                model.stats.carry(&batcher.stats());
+            }
+        }
         let old = served.models.insert(name.to_owned(), Arc::new(model));
         served.unavailable.remove(name);
         drop(served);

@@ -142,8 +142,18 @@ impl Repository {
     ) -> Result<Repository, LoadError> {
         let mut repository =
             Repository { source: Some(control::Source::new(root, defaults, mode)), ..Repository::default() };
-        for found in scan(root)? {
-            let name = found.as_ref().map_or_else(|(name, _)| name.clone(), |f| f.name.clone());
+        let scanned = scan(root)?;
+        // A model to load at start that has no folder is a mistake to fix, as Triton refuses it.
+        let name_of = |found: &Scanned| found.as_ref().map_or_else(|(name, _)| name.clone(), |f| f.name.clone());
+        let names: Vec<String> = scanned.iter().map(name_of).collect();
+        if let Some(missing) = initial.iter().find(|n| *n != "*" && !names.contains(n)) {
+            return Err(LoadError {
+                path: root.join(missing),
+                why: format!("--load-model {missing}: no such model folder in the repository (it has {names:?})"),
+            });
+        }
+        for found in scanned {
+            let name = name_of(&found);
             if mode == ControlMode::Explicit && !initial.iter().any(|n| *n == name || n == "*") {
                 repository.served_mut().unavailable.insert(name, Unavailable::unloaded());
                 continue;
@@ -302,10 +312,21 @@ impl Repository {
         Ok(Arc::clone(model))
     }
 
-    /// Every model of the repository, served or not, by name: the repository index.
+    /// Every model of the repository, served or not, by name: the repository index. Explicit
+    /// mode reads the folder again: a folder added since is listed unloaded, one removed since
+    /// is no longer listed unless its model serves.
     pub fn index(&self) -> Vec<IndexEntry> {
+        let folders =
+            self.source.as_ref().filter(|s| s.mode() == ControlMode::Explicit).map(|s| folder_names(s.root()));
         let served = self.served();
-        let unavailable = served.unavailable.iter().filter(|(name, _)| !served.models.contains_key(*name));
+        let present = |name: &str| folders.as_ref().is_none_or(|f| f.iter().any(|n| n == name));
+        let unloaded = Unavailable::unloaded();
+        let added = folders
+            .iter()
+            .flatten()
+            .filter(|n| !served.models.contains_key(*n) && !served.unavailable.contains_key(*n));
+        let unavailable = served.unavailable.iter().chain(added.map(|n| (n, &unloaded)));
+        let unavailable = unavailable.filter(|(name, _)| !served.models.contains_key(*name) && present(name));
         let unavailable = unavailable.map(|(name, u)| IndexEntry {
             name: name.clone(),
             version: u.version.clone(),
@@ -391,12 +412,30 @@ fn scan(root: &Path) -> Result<Vec<Scanned>, LoadError> {
     Ok(found)
 }
 
+/// The names of the folders under `root` a scan would look into.
+fn folder_names(root: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(root) else { return Vec::new() };
+    entries
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with('.'))
+        .collect()
+}
+
+/// Whether `name` may name a model folder (the protocol's paths carry it as it is).
+fn valid_name(name: &str) -> bool {
+    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c))
+}
+
+/// Why a folder's name cannot name a model.
+const NAME_RULE: &str = "a model's folder name may hold ASCII letters, digits, `_`, `-` and `.` only";
+
 /// The model of one folder of the repository (its highest numbered version), or what is wrong.
 fn scan_folder(name: String, folder: PathBuf) -> Scanned {
     let refuse = |path: &Path, why: String| LoadError { path: path.to_owned(), why };
-    if !name.chars().all(|c| c.is_ascii_alphanumeric() || "_-.".contains(c)) {
-        let why = "a model's folder name may hold letters, digits, `_`, `-` and `.` only".into();
-        return Err((name, refuse(&folder, why)));
+    if !valid_name(&name) {
+        return Err((name, refuse(&folder, NAME_RULE.into())));
     }
     let direct = folder.join("model.onnx");
     if direct.is_file() {

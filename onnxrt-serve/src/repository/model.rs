@@ -19,8 +19,7 @@ use crate::repository::runner::{run_batch_in, runtime_crashes, Runner, SessionRe
 #[cfg(feature = "cuda")]
 use crate::repository::sessions::make_graph;
 use crate::repository::sessions::make_session;
-pub use crate::repository::stats::ModelStats;
-use crate::repository::stats::Phases;
+pub use crate::repository::stats::{ModelStats, Phases, Tally};
 use crate::repository::tensor::narrow;
 pub use crate::repository::tensor::ModelTensor;
 pub use crate::repository::warm_up::WarmedUp;
@@ -46,8 +45,8 @@ pub struct ServedModel {
     pub config: ModelConfig,
     /// Labels for the picture step's answers.
     pub labels: Vec<String>,
-    /// Counters.
-    pub stats: ModelStats,
+    /// Counters (shared with the model it replaced, when reloaded at the same version).
+    pub stats: Arc<ModelStats>,
     pub(super) runner: Runner,
     /// Direct runs at once.
     pub(super) slots: Arc<Semaphore>,
@@ -178,7 +177,7 @@ impl ServedModel {
             settings,
             config,
             labels,
-            stats: ModelStats::default(),
+            stats: Arc::default(),
             runner,
             waiting: AtomicUsize::new(0),
             ready: AtomicBool::new(false),
@@ -245,18 +244,21 @@ impl ServedModel {
     /// Runs one request: `inputs` by name (every model input, each once), the outputs named in
     /// `outputs` (all when empty), answered before `deadline` or refused with
     /// [`InferError::Timeout`]. Returns the outputs in the order asked (model order for all).
+    /// Where its time went goes into `phases`; the caller counts the request ([`Tally`]) once
+    /// it is answered or refused.
     pub async fn infer(
         &self,
         inputs: Vec<(String, Value<'static>)>,
         outputs: &[String],
         deadline: Option<Instant>,
+        phases: &mut Phases,
     ) -> Result<Vec<(String, Value<'static>)>, InferError> {
         self.stats.in_flight.fetch_add(1, Relaxed);
-        let started = Instant::now();
-        let mut phases = Phases::default();
-        let result = self.infer_checked(inputs, outputs, deadline, &mut phases).await;
-        self.stats.in_flight.fetch_sub(1, Relaxed);
-        self.stats.count(result.is_ok(), started, &phases);
+        // Also when the request is dropped mid-run (its client gave up).
+        let _in_flight = crate::on_drop::OnDrop::new(|| {
+            self.stats.in_flight.fetch_sub(1, Relaxed);
+        });
+        let result = self.infer_checked(inputs, outputs, deadline, phases).await;
         if let Err(InferError::Failed(why)) = &result {
             tracing::error!(model = %self.name, cause = %why, "inference failed");
         }

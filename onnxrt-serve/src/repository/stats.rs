@@ -7,6 +7,7 @@
 //! tensors happen in the adapters, outside. Phase times count for answered requests only.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::batch::BatcherStats;
@@ -32,18 +33,30 @@ pub struct ModelStats {
     executions: AtomicU64,
     /// When the last answered request ended, in milliseconds since the Unix epoch.
     last_ms: AtomicU64,
+    /// What the batchers of earlier loads of this version counted: a reload of the same
+    /// version keeps its statistics (Prometheus sees no counter reset).
+    carried: Mutex<Carried>,
+}
+
+/// Batcher counts of earlier loads.
+#[derive(Debug, Default)]
+struct Carried {
+    batches: u64,
+    queue_ns: u64,
+    /// By batch size: runs and their time.
+    sizes: Vec<Timed>,
 }
 
 /// Where one request's time went.
 #[derive(Debug, Default)]
-pub(super) struct Phases {
-    pub input: Duration,
-    pub queue: Duration,
+pub struct Phases {
+    pub(crate) input: Duration,
+    pub(crate) queue: Duration,
     /// The run (batched: the whole wait for the batcher's answer, queue included).
-    pub infer: Duration,
-    pub output: Duration,
+    pub(crate) infer: Duration,
+    pub(crate) output: Duration,
     /// Runs made outside the batcher.
-    pub executions: u64,
+    pub(crate) executions: u64,
 }
 
 /// A count and the time it took, in nanoseconds (Triton's `StatisticDuration`).
@@ -76,6 +89,43 @@ pub struct Statistics {
     pub compute_infer: Timed,
     /// Answered requests' picking of the outputs asked for.
     pub compute_output: Timed,
+    /// Runs by how many requests they served (Triton's `batch_stats`): the size, and how many
+    /// runs of it there were and the time they took. Unbatched: every run serves one.
+    pub batches: Vec<(u64, Timed)>,
+}
+
+/// One request's accounting, from the moment its model is found: a success only once
+/// [`Tally::answered`] says its answer went out (outputs written into shared memory included);
+/// dropped before that (a refusal of the request or of its outputs, a failed run, a client that
+/// gave up) it counts as a failure, as Triton's `fail` counts every request that got no answer.
+#[derive(Debug)]
+pub struct Tally<'s> {
+    stats: &'s ModelStats,
+    started: Instant,
+    /// Where its time went, filled by the run.
+    pub phases: Phases,
+    answered: bool,
+}
+
+impl<'s> Tally<'s> {
+    /// A request for the model of `stats`, starting now.
+    pub fn start(stats: &'s ModelStats) -> Tally<'s> {
+        Tally { stats, started: Instant::now(), phases: Phases::default(), answered: false }
+    }
+
+    /// The request was answered with its outputs.
+    pub fn answered(mut self) {
+        self.answered = true;
+        self.stats.count(true, self.started, &self.phases);
+    }
+}
+
+impl Drop for Tally<'_> {
+    fn drop(&mut self) {
+        if !self.answered {
+            self.stats.count(false, self.started, &self.phases);
+        }
+    }
 }
 
 fn nanos(d: Duration) -> u64 {
@@ -84,8 +134,10 @@ fn nanos(d: Duration) -> u64 {
 
 impl ModelStats {
     /// Counts a request that ended (`ok`: answered) after `started`, its time split in `phases`.
-    pub(super) fn count(&self, ok: bool, started: Instant, phases: &Phases) {
+    fn count(&self, ok: bool, started: Instant, phases: &Phases) {
         let took = started.elapsed();
+        // A run whose answer was refused after it (an output that does not fit its place) ran.
+        self.executions.fetch_add(phases.executions, Relaxed);
         if !ok {
             self.failure.fetch_add(1, Relaxed);
             self.failure_ns.fetch_add(nanos(took), Relaxed);
@@ -98,23 +150,56 @@ impl ModelStats {
         self.queue_ns.fetch_add(nanos(phases.queue), Relaxed);
         self.infer_ns.fetch_add(nanos(phases.infer), Relaxed);
         self.output_ns.fetch_add(nanos(phases.output), Relaxed);
-        self.executions.fetch_add(phases.executions, Relaxed);
         let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
         self.last_ms.fetch_max(now.as_millis() as u64, Relaxed);
+    }
+
+    /// Keeps what the batcher of the load being replaced counted (a reload of the same version).
+    pub fn carry(&self, old: &BatcherStats) {
+        let mut carried = self.carried.lock().unwrap_or_else(PoisonError::into_inner);
+        carried.batches += old.batches;
+        carried.queue_ns += nanos(old.queue_time.sum);
+        for (size, (&count, &time)) in old.batch_sizes.iter().zip(&old.batch_run_time).enumerate() {
+            if carried.sizes.len() <= size {
+                carried.sizes.resize(size + 1, Timed::default());
+            }
+            carried.sizes[size].count += count;
+            carried.sizes[size].ns += nanos(time);
+        }
     }
 
     /// The statistics now; a batched model's batcher gives its batches and their queue time.
     pub fn snapshot(&self, batcher: Option<&BatcherStats>) -> Statistics {
         let success = self.success.load(Relaxed);
-        let (batches, batch_queue_ns) = batcher.map_or((0, 0), |b| (b.batches, nanos(b.queue_time.sum)));
+        let carried = self.carried.lock().unwrap_or_else(PoisonError::into_inner);
+        let (batched_runs, batch_queue_ns) = batcher.map_or((0, 0), |b| (b.batches, nanos(b.queue_time.sum)));
+        let (batched_runs, batch_queue_ns) = (batched_runs + carried.batches, batch_queue_ns + carried.queue_ns);
         let infer_ns = self.infer_ns.load(Relaxed);
         // A batched request's wait holds its time in the batcher's queue: moved to `queue`.
         let moved = batch_queue_ns.min(infer_ns);
         let timed = |ns: u64| Timed { count: success, ns };
+        let executions = self.executions.load(Relaxed);
+        let mut sizes = carried.sizes.clone();
+        for (size, (&count, &time)) in
+            batcher.iter().flat_map(|b| b.batch_sizes.iter().zip(&b.batch_run_time).enumerate())
+        {
+            if sizes.len() <= size {
+                sizes.resize(size + 1, Timed::default());
+            }
+            sizes[size].count += count;
+            sizes[size].ns += nanos(time);
+        }
+        let mut batches: Vec<(u64, Timed)> =
+            sizes.into_iter().enumerate().filter(|(_, t)| t.count > 0).map(|(n, t)| (n as u64, t)).collect();
+        if batches.is_empty() && executions > 0 {
+            // Unbatched: each run serves one request.
+            batches.push((1, Timed { count: executions, ns: infer_ns }));
+        }
         Statistics {
+            batches,
             last_inference_ms: self.last_ms.load(Relaxed),
             inference_count: success,
-            execution_count: self.executions.load(Relaxed) + batches,
+            execution_count: executions + batched_runs,
             success: Timed { count: success, ns: self.success_ns.load(Relaxed) },
             fail: Timed { count: self.failure.load(Relaxed), ns: self.failure_ns.load(Relaxed) },
             queue: timed(self.queue_ns.load(Relaxed) + moved),

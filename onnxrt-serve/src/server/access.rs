@@ -14,6 +14,7 @@ use axum::Json;
 use http_body_util::BodyExt;
 use serde_json::json;
 
+pub use crate::on_drop::OnDrop;
 use crate::server::app::App;
 
 /// Why a request was refused or failed, for the access log (in the response's extensions).
@@ -30,6 +31,9 @@ pub fn error_response(status: StatusCode, message: impl Into<String>) -> Respons
 
 const REQUEST_ID: &str = "x-request-id";
 
+/// The access log's status for a request whose client went away before its answer (nginx's).
+pub const CLIENT_GONE: u16 = 499;
+
 pub async fn edge(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
     let started = Instant::now();
     let id = request
@@ -42,6 +46,15 @@ pub async fn edge(State(app): State<Arc<App>>, request: Request, next: Next) -> 
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
     let (parts, body) = request.into_parts();
+    let abandoned = {
+        let (id, method, path) = (id.clone(), method.clone(), path.clone());
+        let peer = peer.map(|p| p.to_string()).unwrap_or_default();
+        OnDrop::new(move || {
+            let micros = started.elapsed().as_micros() as u64;
+            let error = "the client closed the connection before the answer";
+            tracing::info!(target: "access", id, peer, %method, path, status = CLIENT_GONE, micros, error);
+        })
+    };
     let (mut response, bytes_in) = match read_body(&app, &parts.headers, body).await {
         Ok(bytes) => {
             let length = bytes.len();
@@ -52,6 +65,7 @@ pub async fn edge(State(app): State<Arc<App>>, request: Request, next: Next) -> 
     if (status_is_error(response.status())) && response.extensions().get::<Failure>().is_none() {
         response = in_protocol_shape(response, &method, &path).await;
     }
+    abandoned.disarm();
     let status = response.status();
     app.metrics.responded(status.as_u16());
     if let Ok(value) = HeaderValue::from_str(&id) {

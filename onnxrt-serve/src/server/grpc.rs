@@ -14,6 +14,7 @@ use crate::oip::grpc::repository_index_response::ModelIndex;
 use crate::oip::grpc::*;
 use crate::oip::grpc_body;
 use crate::oip::messages::{EXTENSIONS, PLATFORM};
+use crate::repository::model::Tally;
 use crate::repository::{ControlError, FindError, InferError, ServedModel};
 use tonic::{Request, Response, Status};
 
@@ -290,7 +291,16 @@ impl GrpcInferenceService for Service {
         let request = request.into_inner();
         let id = if request.id.is_empty() { self.app.new_request_id() } else { request.id.clone() };
         let model_name = request.model_name.clone();
+        let abandoned = {
+            let (id, peer, model) = (id.clone(), peer.clone(), model_name.clone());
+            crate::server::access::OnDrop::new(move || {
+                let micros = started.elapsed().as_micros() as u64;
+                let error = "the client cancelled the call or its deadline passed before the answer";
+                tracing::info!(target: "access", id, peer, method = "grpc", rpc = "ModelInfer", model, status = "Cancelled", micros, error);
+            })
+        };
         let result = self.infer(request, asked).await;
+        abandoned.disarm();
         log_access("ModelInfer", &id, &peer, &model_name, started, result.as_ref().map(|_| ()));
         result.map(Response::new)
     }
@@ -317,11 +327,17 @@ impl Service {
 
     async fn infer(&self, request: ModelInferRequest, asked: Option<Duration>) -> Result<ModelInferResponse, Status> {
         let model = self.find(&request.model_name, &request.model_version)?;
+        // Counted once it is answered; a refusal from here on counts as a failure.
+        let mut tally = Tally::start(&model.stats);
         let limit = self.app.limits.max_body_bytes;
         let decoded = grpc_body::decode(&request, asked, &self.app.regions, limit).map_err(Status::invalid_argument)?;
         let grpc_body::Decoded { request: decoded, places } = decoded;
         let deadline = self.app.deadline(decoded.timeout);
-        let answer = infer::run(&model, decoded, deadline).await.map_err(|e| GrpcRefusal::from(e).0)?;
-        grpc_body::encode(&model, request.id, &answer, (&places, &self.app.regions)).map_err(|e| GrpcRefusal::from(e).0)
+        let answer =
+            infer::run(&model, decoded, deadline, &mut tally.phases).await.map_err(|e| GrpcRefusal::from(e).0)?;
+        let shared = (&places, &self.app.regions);
+        let encoded = grpc_body::encode(&model, request.id, &answer, shared).map_err(|e| GrpcRefusal::from(e).0)?;
+        tally.answered();
+        Ok(encoded)
     }
 }

@@ -100,6 +100,8 @@ async fn answer(
     body: Bytes,
 ) -> Result<serde_json::Value, Response> {
     let model = crate::server::rest::find(app, name, None)?;
+    // Counted once it is answered; a refusal from here on counts as a failure.
+    let mut tally = crate::repository::model::Tally::start(&model.stats);
     if model.config.preprocess.as_deref() != Some("imagenet") {
         return Err(error_response(
             StatusCode::NOT_FOUND,
@@ -147,8 +149,10 @@ async fn answer(
         outputs: vec![wanted],
         ..Default::default()
     };
-    let answer =
-        crate::infer::run(&model, request, app.deadline(None)).await.map_err(|error| Refusal::from(error).0)?;
+    let answer = crate::infer::run(&model, request, app.deadline(None), &mut tally.phases)
+        .await
+        .map_err(|error| Refusal::from(error).0)?;
+    tally.answered();
     let logits: Vec<f32> = answer
         .outputs
         .first()

@@ -133,21 +133,23 @@ fn models(app: &crate::server::app::App, out: &mut String) {
     for model in &served {
         let _ = writeln!(out, "serve_model_ready{{model=\"{}\"}} {}", model.name, u8::from(model.is_ready()));
     }
-    family(out, "serve_model_requests_total", "Inference requests (REST and gRPC), by model and outcome.", "counter");
+    // By version too: a new version's counters start at 0 in a series of their own, where a
+    // reload of the same version keeps counting (Prometheus sees no reset).
+    family(
+        out,
+        "serve_model_requests_total",
+        "Inference requests (REST and gRPC), by model, version and outcome.",
+        "counter",
+    );
     for model in &served {
-        let stats = &model.stats;
-        let _ = writeln!(
-            out,
-            "serve_model_requests_total{{model=\"{}\",outcome=\"success\"}} {}",
-            model.name,
-            stats.success.load(Relaxed)
-        );
-        let _ = writeln!(
-            out,
-            "serve_model_requests_total{{model=\"{}\",outcome=\"failure\"}} {}",
-            model.name,
-            stats.failure.load(Relaxed)
-        );
+        let (name, version, stats) = (&model.name, &model.version, &model.stats);
+        for (outcome, count) in [("success", &stats.success), ("failure", &stats.failure)] {
+            let count = count.load(Relaxed);
+            let _ = writeln!(
+                out,
+                "serve_model_requests_total{{model=\"{name}\",version=\"{version}\",outcome=\"{outcome}\"}} {count}"
+            );
+        }
     }
     family(
         out,
@@ -157,7 +159,8 @@ fn models(app: &crate::server::app::App, out: &mut String) {
     );
     for model in &served {
         let seconds = model.stats.success_micros.load(Relaxed) as f64 / 1e6;
-        let _ = writeln!(out, "serve_model_success_seconds_total{{model=\"{}\"}} {seconds}", model.name);
+        let (name, version) = (&model.name, &model.version);
+        let _ = writeln!(out, "serve_model_success_seconds_total{{model=\"{name}\",version=\"{version}\"}} {seconds}");
     }
     family(out, "serve_model_in_flight", "Requests being handled by the model now.", "gauge");
     for model in &served {

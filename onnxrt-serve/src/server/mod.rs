@@ -173,9 +173,9 @@ pub struct Args {
     /// With --model-control-mode explicit: a model to load at start (again for more; `*`: all)
     #[arg(long, value_name = "NAME")]
     load_model: Vec<String>,
-    /// With --model-control-mode poll: seconds between scans of the repository
-    #[arg(long, value_name = "S", default_value_t = 15)]
-    repository_poll_secs: u64,
+    /// With --model-control-mode poll: seconds between scans of the repository (default 15)
+    #[arg(long, value_name = "S")]
+    repository_poll_secs: Option<u64>,
     /// Exit 1 if any model cannot be loaded or warmed up (default: such a model is listed as
     /// unavailable, with the reason, and the others serve)
     #[arg(long)]
@@ -248,6 +248,19 @@ fn repository(args: &Args) -> Result<Repository, String> {
     let defaults = defaults(args);
     if let Some(root) = &args.model_repository {
         let mode = control_mode(args);
+        if mode != ControlMode::Explicit && !args.load_model.is_empty() {
+            return Err(format!(
+                "--load-model needs --model-control-mode explicit (the server runs with {}: it loads every model \
+                 of the repository at start)",
+                args.model_control_mode
+            ));
+        }
+        if mode != ControlMode::Poll && args.repository_poll_secs.is_some() {
+            tracing::warn!(
+                mode = %args.model_control_mode,
+                "--repository-poll-secs is ignored: the repository is polled only with --model-control-mode poll"
+            );
+        }
         return Repository::open(root, &defaults, args.strict_start, mode, &args.load_model).map_err(|e| e.to_string());
     }
     let picture_step = ModelConfig { preprocess: Some("imagenet".into()), ..ModelConfig::default() };
@@ -413,7 +426,10 @@ async fn serve(args: Args) -> Result<(), String> {
     });
 
     let poll = (app.repository.control_mode() == ControlMode::Poll).then(|| {
-        tokio::spawn(poll_repository(Arc::clone(&app), Duration::from_secs(args.repository_poll_secs.max(1))))
+        tokio::spawn(poll_repository(
+            Arc::clone(&app),
+            Duration::from_secs(args.repository_poll_secs.unwrap_or(15).max(1)),
+        ))
     });
     stop_signal().await;
     if let Some(poll) = poll {

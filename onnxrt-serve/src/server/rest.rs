@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::infer;
 use crate::oip::messages::{RepositoryEntry, ServerMetadata, EXTENSIONS};
 use crate::oip::rest_body;
+use crate::repository::model::Tally;
 use crate::repository::{ControlError, FindError, InferError, ServedModel};
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -164,10 +165,26 @@ async fn repository_index(State(app): State<Arc<App>>, body: Bytes) -> Json<Vec<
     Json(entries)
 }
 
+/// A load or unload request's body: empty, or a JSON object (`{"parameters": {...}}`); anything
+/// else is refused rather than acted on.
+fn control_body(body: &[u8], what: &str) -> Result<serde_json::Map<String, Json_>, Response> {
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(serde_json::Map::new());
+    }
+    match serde_json::from_slice::<Json_>(body) {
+        Ok(Json_::Object(object)) => Ok(object),
+        Ok(_) => Err(bad_request(format!("the {what} request's body must be a JSON object (or empty)"))),
+        Err(e) => Err(bad_request(format!("the {what} request's body is not JSON: {e} (send none, or an object)"))),
+    }
+}
+
 async fn load_model(State(app): State<Arc<App>>, Path(name): Path<String>, body: Bytes) -> Response {
+    let body = match control_body(&body, "load") {
+        Ok(body) => body,
+        Err(refusal) => return refusal,
+    };
     // Triton's load may carry a config or files to use instead of the repository's: not taken.
-    let parameters = serde_json::from_slice::<Json_>(&body).ok().and_then(|b| b.get("parameters").cloned());
-    if let Some(Json_::Object(parameters)) = parameters {
+    if let Some(Json_::Object(parameters)) = body.get("parameters") {
         if let Some(key) = parameters.keys().find(|k| *k == "config" || k.starts_with("file:")) {
             return bad_request(format!(
                 "load parameter `{key}` is not supported: put the model and its config.json in the repository"
@@ -177,7 +194,10 @@ async fn load_model(State(app): State<Arc<App>>, Path(name): Path<String>, body:
     control(app, name, true).await
 }
 
-async fn unload_model(State(app): State<Arc<App>>, Path(name): Path<String>) -> Response {
+async fn unload_model(State(app): State<Arc<App>>, Path(name): Path<String>, body: Bytes) -> Response {
+    if let Err(refusal) = control_body(&body, "unload") {
+        return refusal;
+    }
     control(app, name, false).await
 }
 
@@ -310,17 +330,20 @@ async fn answer_inner(
     body: Bytes,
 ) -> Result<Response, Response> {
     let model = find(app, name, version)?;
+    // Counted once it is answered; a refusal from here on counts as a failure.
+    let mut tally = Tally::start(&model.stats);
     let header_length = headers.get(rest_body::HEADER_LENGTH).map(HeaderValue::as_bytes);
     let decoded = rest_body::decode(&body, header_length, &app.regions, app.limits.max_body_bytes);
     drop(body);
     let rest_body::Decoded { id, request, places } = decoded.map_err(bad_request)?;
     let deadline = app.deadline(request.timeout);
-    let answer = infer::run(&model, request, deadline).await.map_err(|e| Refusal::from(e).0)?;
+    let answer = infer::run(&model, request, deadline, &mut tally.phases).await.map_err(|e| Refusal::from(e).0)?;
     let json_limit = app.limits.max_body_bytes.saturating_mul(rest_body::JSON_ANSWER_FACTOR);
     let shared = (&places, &app.regions);
     let encoded = rest_body::encode((&model.name, &model.version), id, &answer, shared, json_limit, deadline)
         .map_err(|e| Refusal::from(e).0)?;
     drop(answer);
+    tally.answered();
     let Some(json_length) = encoded.json_length else {
         return Ok(([(header::CONTENT_TYPE, "application/json")], encoded.body).into_response());
     };

@@ -129,7 +129,12 @@ pub fn statistics_json(models: &[std::sync::Arc<ServedModel>]) -> Json {
                     "cache_hit": timed(Timed::default()),
                     "cache_miss": timed(Timed::default()),
                 },
-                "batch_stats": [],
+                "batch_stats": s.batches.iter().map(|&(size, runs)| json!({
+                    "batch_size": size,
+                    "compute_input": timed(Timed { count: runs.count, ns: 0 }),
+                    "compute_infer": timed(runs),
+                    "compute_output": timed(Timed { count: runs.count, ns: 0 }),
+                })).collect::<Vec<_>>(),
                 "memory_usage": [],
             })
         })
@@ -160,6 +165,16 @@ pub fn statistics_message(models: &[std::sync::Arc<ServedModel>]) -> grpc::Model
                     cache_hit: timed(Timed::default()),
                     cache_miss: timed(Timed::default()),
                 }),
+                batch_stats: s
+                    .batches
+                    .iter()
+                    .map(|&(size, runs)| grpc::InferBatchStatistics {
+                        batch_size: size,
+                        compute_input: timed(Timed { count: runs.count, ns: 0 }),
+                        compute_infer: timed(runs),
+                        compute_output: timed(Timed { count: runs.count, ns: 0 }),
+                    })
+                    .collect(),
             }
         })
         .collect();

@@ -32,8 +32,15 @@ impl Server {
         Server::launch(repository, args, true)
     }
 
-    fn launch(repository: &Path, args: &[&str], grpc: bool) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_serve"))
+    /// REST and gRPC, its access lines and warnings written to `log`.
+    pub fn start_logging(repository: &Path, args: &[&str], log: &Path) -> Server {
+        let file = std::fs::File::create(log).expect("log file");
+        Server::spawn(Server::command(repository, args, true).env("RUST_LOG", "warn,access=info").stderr(file), true)
+    }
+
+    fn command(repository: &Path, args: &[&str], grpc: bool) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_serve"));
+        command
             .arg("--model-repository")
             .arg(repository)
             .args(["--listen", "127.0.0.1:0", "--grpc-listen", if grpc { "127.0.0.1:0" } else { "off" }])
@@ -41,9 +48,16 @@ impl Server {
             .args(args)
             .env("RUST_LOG", "warn")
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("serve starts");
+            .stderr(Stdio::inherit());
+        command
+    }
+
+    fn launch(repository: &Path, args: &[&str], grpc: bool) -> Server {
+        Server::spawn(&mut Server::command(repository, args, grpc), grpc)
+    }
+
+    fn spawn(command: &mut Command, grpc: bool) -> Server {
+        let mut child = command.spawn().expect("serve starts");
         let mut stdout = BufReader::new(child.stdout.take().expect("stdout piped"));
         let mut address = |prefix: &str| {
             let mut line = String::new();
@@ -57,6 +71,21 @@ impl Server {
         let grpc = grpc.then(|| address("grpc listening on "));
         Server { child, rest, grpc }
     }
+}
+
+/// Starts `serve` on `repository` with `args`, expecting it to refuse to start: its exit status
+/// and stderr, or (it listens) the line it printed.
+pub fn refused_start(repository: &Path, args: &[&str]) -> Result<(std::process::ExitStatus, String), String> {
+    let mut child = Server::command(repository, args, false).stderr(Stdio::piped()).spawn().expect("serve starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout piped")).read_line(&mut line).expect("stdout");
+    if !line.is_empty() {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(line);
+    }
+    let output = child.wait_with_output().expect("serve ends");
+    Ok((output.status, String::from_utf8_lossy(&output.stderr).into_owned()))
 }
 
 impl Drop for Server {
