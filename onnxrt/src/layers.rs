@@ -23,7 +23,7 @@ const LAYERS: [&[&str]; 4] = [
         "gpu_failure",
         "guide",
     ],
-    &["env", "memory", "run_options", "cuda_stream", "lora"],
+    &["env", "memory", "run_options", "cuda_stream", "lora", "device_list"],
     &["value", "providers", "custom_op", "ep_device", "pinned_plugin"],
     &["session", "io_binding", "allocator", "allocator_stats", "profiling", "cuda_graph", "compile"],
 ];
