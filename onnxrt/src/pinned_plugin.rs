@@ -12,6 +12,7 @@
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
@@ -47,14 +48,17 @@ impl Environment {
     /// `/proc/self/fd/N`, which needs `/proc`).
     ///
     /// # Errors
+    /// [`Error::PluginNotPinned`] for a path that is no regular file (a FIFO, a folder, a
+    /// device: refused on every runtime, before anything opens it, so nothing blocks),
+    /// cannot be read, or is no pinned library (another file, or one changed);
     /// [`Error::NeedsNewerRuntime`] before ONNX Runtime 1.22, or before the plugin's minimum
-    /// runtime (1.24 for the WebGPU plugin 0.4.0); [`Error::PluginNotPinned`] for a file that is
-    /// no pinned library (another file, or one changed) or cannot be read;
+    /// runtime (1.24 for the WebGPU plugin 0.4.0);
     /// ORT's errors as for [`register_provider_library`](Environment::register_provider_library).
     pub fn register_pinned_provider_library(&self, name: &str, path: &Path) -> Result<&'static str> {
         let api = api()?;
+        let file = open_regular(path, onnxrt_sys::PINNED_PLUGINS)?;
         api.needs(22, "Environment::register_pinned_provider_library (RegisterExecutionProviderLibrary)")?;
-        let (pin, copy) = pinned(path, onnxrt_sys::PINNED_PLUGINS)?;
+        let (pin, copy) = pinned(file, path, onnxrt_sys::PINNED_PLUGINS)?;
         api.needs(
             api_level_of(pin.min_ort_version),
             "Environment::register_pinned_provider_library (the plugin's oldest runtime)",
@@ -73,19 +77,67 @@ fn api_level_of(version: &str) -> u32 {
     version.split('.').nth(1).and_then(|minor| minor.parse().ok()).unwrap_or(u32::MAX)
 }
 
-/// The pin `path`'s file matches (size, then sha256) and the path of a sealed in-memory copy of
-/// exactly the bytes hashed, or [`Error::PluginNotPinned`].
-fn pinned(
-    path: &Path,
-    pins: &'static [onnxrt_sys::PinnedPlugin],
-) -> Result<(&'static onnxrt_sys::PinnedPlugin, PathBuf)> {
-    let refuse = |why: String| Error::PluginNotPinned {
+/// [`Error::PluginNotPinned`] for `path`, saying why.
+fn refusal(path: &Path, pins: &[onnxrt_sys::PinnedPlugin], why: String) -> Error {
+    Error::PluginNotPinned {
         path: path.to_owned(),
         why,
         pinned: pins.iter().map(|p| format!("{} {} (sha256 {})", p.dist, p.library, p.sha256)).collect(),
-    };
+    }
+}
+
+/// `path` opened for reading if it is a regular file (symlinks followed). Anything else is
+/// refused unopened: opening a FIFO blocks until a writer comes (and wakes one that waits), a
+/// device may do anything on open. The file opened is looked at again (opened non-blocking,
+/// then `fstat`), so one swapped in after the first look cannot block either.
+fn open_regular(path: &Path, pins: &[onnxrt_sys::PinnedPlugin]) -> Result<File> {
+    let refuse = |why: String| refusal(path, pins, why);
     let io = |e: std::io::Error| refuse(format!("it cannot be read ({e})"));
-    let mut file = File::open(path).map_err(io)?;
+    let not_a_file = |kind: &str| refuse(format!("it is {kind}, not a regular file"));
+    if let Some(kind) = not_regular(std::fs::metadata(path).map_err(io)?.file_type()) {
+        return Err(not_a_file(kind));
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(io)?;
+    match not_regular(file.metadata().map_err(io)?.file_type()) {
+        Some(kind) => Err(not_a_file(kind)),
+        None => Ok(file),
+    }
+}
+
+/// What a file that is not a regular one is, in words; `None` for a regular file.
+fn not_regular(kind: std::fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    let what = if kind.is_file() {
+        return None;
+    } else if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "no regular file"
+    };
+    Some(what)
+}
+
+/// The pin the opened `file` (at `path`) matches (size, then sha256) and the path of a sealed
+/// in-memory copy of exactly the bytes hashed, or [`Error::PluginNotPinned`].
+fn pinned(
+    mut file: File,
+    path: &Path,
+    pins: &'static [onnxrt_sys::PinnedPlugin],
+) -> Result<(&'static onnxrt_sys::PinnedPlugin, PathBuf)> {
+    let refuse = |why: String| refusal(path, pins, why);
+    let io = |e: std::io::Error| refuse(format!("it cannot be read ({e})"));
     let size = file.metadata().map_err(io)?.len();
     if !pins.iter().any(|p| p.size == size) {
         return Err(refuse(format!("its size, {size} bytes, is no pinned library's")));
@@ -150,8 +202,17 @@ fn fd_path(file: &File) -> PathBuf {
 mod tests {
     use std::io::Write;
 
-    use super::{api_level_of, pinned};
-    use crate::Error;
+    use std::path::{Path, PathBuf};
+
+    use super::{api_level_of, open_regular, pinned};
+    use crate::{Error, Result};
+
+    fn check(
+        path: &Path,
+        pins: &'static [onnxrt_sys::PinnedPlugin],
+    ) -> Result<(&'static onnxrt_sys::PinnedPlugin, PathBuf)> {
+        pinned(open_regular(path, pins)?, path, pins)
+    }
 
     #[test]
     fn only_a_pinned_file_passes() {
@@ -167,19 +228,24 @@ mod tests {
             size: 3,
             sha256: sha,
         }]));
-        let (pin, copy) = pinned(&file, pins).expect("pinned");
+        let (pin, copy) = check(&file, pins).expect("pinned");
         assert_eq!(pin.dist, "test-plugin");
         // The copy holds the bytes checked and refuses every change.
         assert_eq!(std::fs::read(&copy).expect("read the copy"), b"abc");
         assert!(std::fs::OpenOptions::new().write(true).open(&copy).and_then(|mut f| f.write_all(b"x")).is_err());
         // The same pin again: the same copy.
-        assert_eq!(pinned(&file, pins).expect("pinned").1, copy);
+        assert_eq!(check(&file, pins).expect("pinned").1, copy);
         std::fs::write(&file, b"abd").expect("write");
-        let error = pinned(&file, pins).expect_err("changed");
+        let error = check(&file, pins).expect_err("changed");
         assert!(matches!(&error, Error::PluginNotPinned { why, .. } if why.contains("sha256")), "{error:?}");
         std::fs::write(&file, b"abcd").expect("write");
-        assert!(matches!(pinned(&file, pins), Err(Error::PluginNotPinned { .. })));
-        assert!(matches!(pinned(&dir.path().join("none.so"), pins), Err(Error::PluginNotPinned { .. })));
+        assert!(matches!(check(&file, pins), Err(Error::PluginNotPinned { .. })));
+        assert!(matches!(check(&dir.path().join("none.so"), pins), Err(Error::PluginNotPinned { .. })));
+        // No regular file: refused by what it is, before it is opened.
+        for (path, kind) in [(dir.path(), "a directory"), (Path::new("/dev/zero"), "a character device")] {
+            let error = check(path, pins).expect_err("no regular file");
+            assert!(matches!(&error, Error::PluginNotPinned { why, .. } if why.contains(kind)), "{error:?}");
+        }
         assert_eq!(api_level_of("1.24.4"), 24);
     }
 

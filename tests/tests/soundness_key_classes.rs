@@ -2,8 +2,10 @@
 //! audit found four kinds classed as plain values that are not: CUDA `do_copy_in_default_stream`
 //! (0 brings back a copy/compute race), DirectML `enable_graph_capture` (the CUDA graph's replay
 //! hazard), MIGraphX's compiled-model loading and TensorRT's engine cache (both load compiled GPU
-//! code from files). Each is now refused from safe code, before the provider is loaded (so this
-//! runs on the CPU runtime), with the class named; the `unsafe` setters still set them.
+//! code from files); issue 45's probe added OpenVINO's `cache_dir` and CoreML's
+//! `ModelCacheDirectory` (compiled models loaded from a folder). Each is now refused from safe
+//! code, before the provider is loaded (so this runs on the CPU runtime), with the class named;
+//! the `unsafe` setters still set them.
 
 use std::path::{Path, PathBuf};
 
@@ -13,7 +15,7 @@ fn model(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("data/models").join(name)
 }
 
-const RECLASSED: [(&str, &str, KeyClass, &str); 7] = [
+const RECLASSED: [(&str, &str, KeyClass, &str); 9] = [
     ("CUDA", "do_copy_in_default_stream", KeyClass::Ownership, "ownership"),
     ("DML", "enable_graph_capture", KeyClass::Ownership, "ownership"),
     ("MIGraphX", "migraphx_load_compiled_model", KeyClass::CodeLoading, "code loading"),
@@ -21,6 +23,8 @@ const RECLASSED: [(&str, &str, KeyClass, &str); 7] = [
     ("TensorRT", "trt_engine_cache_enable", KeyClass::CodeLoading, "code loading"),
     ("TensorRT", "trt_engine_cache_path", KeyClass::CodeLoading, "code loading"),
     ("TensorRT", "trt_engine_cache_prefix", KeyClass::CodeLoading, "code loading"),
+    ("OpenVINO", "cache_dir", KeyClass::CodeLoading, "code loading"),
+    ("CoreML", "ModelCacheDirectory", KeyClass::CodeLoading, "code loading"),
 ];
 
 fn table(provider: &str) -> &'static KeyTable {
@@ -29,6 +33,8 @@ fn table(provider: &str) -> &'static KeyTable {
         "DML" => &allowed_keys::DML,
         "MIGraphX" => &allowed_keys::MIGRAPHX,
         "TensorRT" => &allowed_keys::TENSORRT,
+        "OpenVINO" => &allowed_keys::OPENVINO,
+        "CoreML" => &allowed_keys::COREML,
         other => panic!("no table for {other}"),
     }
 }
@@ -103,4 +109,30 @@ fn the_engine_cache_setter_is_unsafe_and_raw_is_refused() {
     let vouched = unsafe { TensorRtOptions::new().engine_cache(Path::new("/nonexistent/engines")) };
     let result = onnxrt::Session::builder().tensorrt(vouched).commit_from_file(&path).map(drop);
     assert!(!matches!(result, Err(onnxrt::Error::KeyRefused { .. })), "the unsafe setter passes: {result:?}");
+}
+
+/// `private_engine_cache` refuses a folder another user could write (the folder itself, or one
+/// above it) with its own reason: which folder, that TensorRT runs the engines it finds there,
+/// and what to do (issue 45's probe: it gave the runtime loader's advice, about libraries and
+/// ONNXRT_DYLIB_PATH).
+#[cfg(feature = "tensorrt")]
+#[test]
+fn a_shared_engine_cache_is_refused_for_what_tensorrt_does_with_it() {
+    use std::os::unix::fs::PermissionsExt;
+
+    use onnxrt::providers::tensorrt::TensorRtOptions;
+    let root = tempfile::tempdir().expect("dir");
+    let shared = root.path().join("shared");
+    std::fs::create_dir(&shared).expect("mkdir");
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    for dir in [shared.clone(), shared.join("model/1")] {
+        let error = TensorRtOptions::new().private_engine_cache(&dir).map(drop).expect_err("refused");
+        let text = error.to_string();
+        assert_eq!(error.variant(), "BadSetting", "{text}");
+        assert!(text.contains(&format!("TensorRT engine cache = {} is refused", dir.display())), "{text}");
+        assert!(text.contains(&format!("{} (uid", shared.display())) && text.contains("mode 777"), "{text}");
+        assert!(text.contains("TensorRT runs the engines it finds there"), "{text}");
+        assert!(text.contains("only this user can write"), "{text}");
+        assert!(!text.contains("ONNXRT_DYLIB_PATH") && !text.contains("librar"), "{text}");
+    }
 }

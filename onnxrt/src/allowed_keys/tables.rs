@@ -238,7 +238,11 @@ pub const OPENVINO: KeyTable = KeyTable {
         plain("device_type"),
         plain("precision"),
         plain("num_of_threads"),
-        plain("cache_dir"),
+        refused(
+            "cache_dir",
+            CodeLoading,
+            "OpenVINO's model cache: it loads the compiled blobs it finds in this folder (on its GPU device, compiled kernels) and runs them unchecked, as TensorRT's engine cache; there is no safe equivalent",
+        ),
         plain("num_streams"),
         plain("enable_opencl_throttling"),
         plain("enable_qdq_optimizer"),
@@ -283,7 +287,11 @@ pub const COREML: KeyTable = KeyTable {
         plain("SpecializationStrategy"),
         plain("ProfileComputePlan"),
         plain("AllowLowPrecisionAccumulationOnGPU"),
-        plain("ModelCacheDirectory"),
+        refused(
+            "ModelCacheDirectory",
+            CodeLoading,
+            "CoreML loads the compiled models it finds in this folder and runs them unchecked, instead of compiling the model given; there is no safe equivalent",
+        ),
     ],
 };
 

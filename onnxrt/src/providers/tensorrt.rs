@@ -83,7 +83,11 @@ impl TensorRtOptions {
     /// [`Error::BadSetting`](crate::Error::BadSetting) naming the folder or file and why: it cannot
     /// be made or read, or another user could write it.
     pub fn private_engine_cache(self, dir: &Path) -> crate::Result<Self> {
-        super::private_folder::check(dir, "TensorRT engine cache")?;
+        super::private_folder::check(
+            dir,
+            "TensorRT engine cache",
+            "TensorRT runs the engines it finds there as GPU code",
+        )?;
         // SAFETY: `dir`, what is in it and the folders above can be written only by this
         // process's user (checked just now), so every engine TensorRT finds there was written by
         // a program of that user, the trust `engine_cache` asks for.
