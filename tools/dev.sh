@@ -110,7 +110,7 @@ test_newest() {
     cargo test -p onnxrt-serve --test providers
   command -v valgrind >/dev/null || { say "installing valgrind"; apt_install valgrind; }
   env -u ONNXRT_LIB_DIR -u ONNXRT_INCLUDE_DIR -u ONNXRT_ARCHIVE -u ONNXRT_ARCHIVE_SHA256 \
-    ONNXRT_DIST="$NEWEST_DIST" bash tools/reliability/memcheck.sh device_api_soundness ep_devices compile_model placement_info lora_adapters allocator_stats load_cancel captured_graph shared_allocator
+    ONNXRT_DIST="$NEWEST_DIST" bash tools/reliability/memcheck.sh device_api_soundness pinned_plugin_paths ep_devices compile_model placement_info lora_adapters allocator_stats load_cancel captured_graph shared_allocator
   # The outside audit of that surface (issue 44), its plugin attacks on the WebGPU plugin bundle.
   env -u ONNXRT_LIB_DIR -u ONNXRT_INCLUDE_DIR -u ONNXRT_ARCHIVE -u ONNXRT_ARCHIVE_SHA256 \
     ONNXRT_DIST="$NEWEST_DIST" ONNXRT_TEST_WEBGPU_PLUGIN="$webgpu/lib/libonnxruntime_providers_webgpu.so" \
