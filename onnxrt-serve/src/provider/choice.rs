@@ -20,6 +20,8 @@ pub struct ProviderChoice<'c> {
     pub options: Option<&'c BTreeMap<String, serde_json::Value>>,
     /// `plugin`: a pinned bundle's name or a library path.
     pub plugin: Option<&'c str>,
+    /// Whether the model's own config set `device` (refused where the provider takes none).
+    pub device_set: bool,
     /// `engine_cache` (TensorRT).
     pub engine_cache: Option<bool>,
     /// `serve --engine-cache-root`.
@@ -36,17 +38,38 @@ pub fn choose(choice: &ProviderChoice<'_>) -> Result<ProviderSetup, String> {
         }
         Ok(())
     };
-    if name.eq_ignore_ascii_case("cpu") || name.eq_ignore_ascii_case("cuda") {
+    if name.trim().is_empty() {
+        return Err(
+            "`provider` is empty: name one (`cpu`, `cuda`, `tensorrt`, or a provider ONNX Runtime names)".into()
+        );
+    }
+    let lower = name.to_ascii_lowercase();
+    let short = lower.strip_suffix("executionprovider").unwrap_or(&lower);
+    if matches!(short, "cpu" | "cuda" | "tensorrt") && choice.plugin.is_some() {
+        return Err(format!(
+            "provider `{name}` is ONNX Runtime's own, not a plugin's: with `plugin`, name the plugin's provider \
+             (`webgpu` for the WebGPU plugin)"
+        ));
+    }
+    if short == "cpu" || short == "cuda" {
         takes("provider_options", !options.is_empty())?;
         takes("plugin", choice.plugin.is_some())?;
         takes("engine_cache", choice.engine_cache.is_some())?;
-        return Ok(if name.eq_ignore_ascii_case("cpu") {
-            ProviderSetup::Cpu
-        } else {
-            ProviderSetup::Cuda { device: choice.device }
-        });
+        if short == "cpu" {
+            takes("device", choice.device_set)?;
+        }
+        return Ok(if short == "cpu" { ProviderSetup::Cpu } else { ProviderSetup::Cuda { device: choice.device } });
     }
     let (short, table) = table_of(name);
+    // Paths are the server's to give TensorRT: its caches go in a folder per model version.
+    let path_key = options.iter().map(|(k, _)| k).find(|k| k.ends_with("_path") || k.ends_with("_dir"));
+    if let (Some(key), "TensorRT") = (path_key, short) {
+        return Err(format!(
+            "provider `{name}`: `{key}` is not taken from a model's config: the server keeps TensorRT's engine and \
+             timing caches in a folder per model version under `serve --engine-cache-root` (\"engine_cache\": false \
+             turns the engine cache off)"
+        ));
+    }
     table.check_all(options.iter().map(|(k, _)| k.as_str())).map_err(|e| format!("provider `{name}`: {e}"))?;
     if short == "TensorRT" {
         takes("plugin", choice.plugin.is_some())?;
@@ -59,16 +82,16 @@ pub fn choose(choice: &ProviderChoice<'_>) -> Result<ProviderSetup, String> {
         }));
     }
     takes("engine_cache", choice.engine_cache.is_some())?;
-    if short == "CUDA" {
-        return Err(format!("provider `{name}`: write \"provider\": \"cuda\""));
-    }
     match choice.plugin {
         Some(library) => {
             let device = usize::try_from(choice.device)
                 .map_err(|_| format!("`device` {} is no index of the plugin's devices", choice.device))?;
             Ok(ProviderSetup::Plugin { library: library.to_owned(), provider: name.to_owned(), device, options })
         }
-        None => Ok(ProviderSetup::Named { name: name.to_owned(), options }),
+        None => {
+            takes("device", choice.device_set)?;
+            Ok(ProviderSetup::Named { name: name.to_owned(), options })
+        }
     }
 }
 
