@@ -69,6 +69,7 @@ fn providers_the_runtime_lacks_fail_their_model_alone_with_the_typed_error() {
         ("openvino_device", json!({ "provider": "openvino", "device": 7 })),
         ("empty", json!({ "provider": "" })),
         ("plugin_cpu", json!({ "provider": "CPUExecutionProvider", "plugin": "webgpu-plugin-0.4.0-registry" })),
+        ("plugin_relative", json!({ "provider": "webgpu", "plugin": "lib/libonnxruntime_providers_webgpu.so" })),
     ] {
         put(&root, model, "mlp.onnx");
         config(&root, model, &config_json);
@@ -103,6 +104,7 @@ fn providers_the_runtime_lacks_fail_their_model_alone_with_the_typed_error() {
         let (_, state, reason) = entry(&index, "typo");
         assert_eq!(state, "UNAVAILABLE", "{reason}");
         assert!(reason.contains("`device_typo`") && reason.contains("\"device_type\", \"precision\""), "{reason}");
+        assert!(!reason.contains("unsafe"), "nothing a config writer cannot act on: {reason}");
         let (_, _, reason) = entry(&index, "shared_cache");
         assert!(reason.contains("`trt_engine_cache_path`") && reason.contains("--engine-cache-root"), "{reason}");
         assert!(!reason.contains("unsafe"), "nothing a config writer cannot act on: {reason}");
@@ -118,6 +120,7 @@ fn providers_the_runtime_lacks_fail_their_model_alone_with_the_typed_error() {
             ("openvino_device", "`device` is not taken by provider `openvino`"),
             ("empty", "`provider` is empty"),
             ("plugin_cpu", "is ONNX Runtime's own, not a plugin's"),
+            ("plugin_relative", "nor an absolute path"),
         ] {
             let (_, state, reason) = entry(&index, model);
             assert_eq!(state, "UNAVAILABLE", "{reason}");

@@ -70,7 +70,20 @@ pub fn choose(choice: &ProviderChoice<'_>) -> Result<ProviderSetup, String> {
              turns the engine cache off)"
         ));
     }
-    table.check_all(options.iter().map(|(k, _)| k.as_str())).map_err(|e| format!("provider `{name}`: {e}"))?;
+    // In the config writer's terms: onnxrt's refusal points at unsafe Rust calls.
+    if let Some(key) = options.iter().map(|(k, _)| k.as_str()).find(|k| table.check(k).is_err()) {
+        let why =
+            table.get(key).map_or("not on onnxrt's list of keys known to take a plain value", |k| k.class.label());
+        let allowed: Vec<&str> = table.allowed().collect();
+        if allowed.is_empty() {
+            return Err(format!(
+                "provider `{name}`: option `{key}` is refused ({why}); this provider takes no options"
+            ));
+        }
+        return Err(format!(
+            "provider `{name}`: option `{key}` is refused ({why}); a model's `provider_options` may set {allowed:?}"
+        ));
+    }
     if short == "TensorRT" {
         takes("plugin", choice.plugin.is_some())?;
         return Ok(ProviderSetup::TensorRt(TensorRtSetup {
@@ -83,6 +96,12 @@ pub fn choose(choice: &ProviderChoice<'_>) -> Result<ProviderSetup, String> {
     }
     takes("engine_cache", choice.engine_cache.is_some())?;
     match choice.plugin {
+        Some(library) if !library.starts_with('/') && !onnxrt::pinned_plugins().iter().any(|p| p.dist == library) => {
+            Err(format!(
+                "`plugin` `{library}` is neither a pinned bundle's name ({}) nor an absolute path to a library",
+                onnxrt::pinned_plugins().iter().map(|p| p.dist).collect::<Vec<_>>().join(", ")
+            ))
+        }
         Some(library) => {
             let device = usize::try_from(choice.device)
                 .map_err(|_| format!("`device` {} is no index of the plugin's devices", choice.device))?;
