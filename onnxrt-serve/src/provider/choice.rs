@@ -173,7 +173,7 @@ mod tests {
             ..ProviderChoice::default()
         })
         .expect_err("refused");
-        assert!(error.contains("`device_typo`") && error.contains("not on the list"), "{error}");
+        assert!(error.contains("`device_typo`") && error.contains("not on onnxrt's list"), "{error}");
         assert!(error.contains("device_type") && error.contains("num_of_threads"), "the keys that pass: {error}");
         let address = options(json!({ "context": "0x1234" }));
         let error =
@@ -200,7 +200,7 @@ mod tests {
         // The engine cache is the server's, per model version: not a key the config sets.
         let engine = options(json!({ "trt_engine_cache_path": "/tmp/shared" }));
         let error = choose(&ProviderChoice { options: Some(&engine), ..choice.clone() }).expect_err("refused");
-        assert!(error.contains("trt_engine_cache_path") && error.contains("code loading"), "{error}");
+        assert!(error.contains("trt_engine_cache_path") && error.contains("--engine-cache-root"), "{error}");
         let fp16 = options(json!({ "trt_fp16_enable": 1 }));
         assert!(choose(&ProviderChoice { options: Some(&fp16), engine_cache: Some(false), ..choice }).is_ok());
     }
