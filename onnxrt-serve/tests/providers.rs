@@ -234,17 +234,17 @@ fn a_model_served_on_a_plugin_providers_device_answers_as_on_the_cpu() {
     let newer = onnxrt::runtime_info().expect("runtime").api_level >= 22;
     let root = folder("providers-plugin");
     put(&root, "cpu", "mlp.onnx");
-    // By the bundle's name and by the library's path: one registration for both models (and
-    // one run at a time each: the plugin 0.4.0 crashes on two sessions running at once).
+    // By the bundle's name and by the library's path: one registration for both models.
     let library = plugin.as_ref().map_or("webgpu-plugin-0.4.0-registry".to_owned(), |p| p.display().to_string());
     for (model, library) in [("webgpu", "webgpu-plugin-0.4.0-registry"), ("webgpu_path", library.as_str())] {
         put(&root, model, "mlp.onnx");
         config(&root, model, &json!({ "provider": "webgpu", "plugin": library, "concurrency": 1 }));
     }
+    let copies = PathBuf::from(format!("{}-copy", root.display()));
     // A byte-identical copy at another path: the same pinned library, registered once (else
     // ORT lists its device twice and `webgpu_second` below would find a second one).
     if let Some(plugin) = &plugin {
-        let copy = root.join("copy/libonnxruntime_providers_webgpu.so");
+        let copy = copies.join("libonnxruntime_providers_webgpu.so");
         std::fs::create_dir_all(copy.parent().expect("folder")).expect("folder");
         std::fs::copy(plugin, &copy).expect("copy");
         put(&root, "webgpu_copy", "mlp.onnx");
@@ -253,7 +253,7 @@ fn a_model_served_on_a_plugin_providers_device_answers_as_on_the_cpu() {
     // A FIFO (its open would block: the start with it) and a folder: refused, saying which.
     let fifo = root.join("fifo.so");
     assert!(std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo").success());
-    for (model, library) in [("webgpu_fifo", fifo.clone()), ("webgpu_folder", root.join("copy"))] {
+    for (model, library) in [("webgpu_fifo", fifo.clone()), ("webgpu_folder", copies.clone())] {
         put(&root, model, "mlp.onnx");
         config(&root, model, &json!({ "provider": "webgpu", "plugin": library.display().to_string() }));
     }
@@ -278,6 +278,7 @@ fn a_model_served_on_a_plugin_providers_device_answers_as_on_the_cpu() {
     if !newer || plugin.is_none() {
         // (Without the plugin on a newer runtime, plain `cargo test`: its setup is tools/dev.sh's.)
         let _ = std::fs::remove_dir_all(&root);
+        let _ = std::fs::remove_dir_all(&copies);
         return;
     }
     let server = Server::start(&root, &[]);
@@ -317,6 +318,7 @@ fn a_model_served_on_a_plugin_providers_device_answers_as_on_the_cpu() {
     });
     drop(server);
     let _ = std::fs::remove_dir_all(&root);
+    let _ = std::fs::remove_dir_all(&copies);
 }
 
 /// Two models on the plugin's one device, four clients at once (two per model): every answer

@@ -1,7 +1,7 @@
 //! Plugin providers (ONNX Runtime ≥ 1.22's device API): the library a config names, registered
-//! once per process however many models name it, through onnxrt's pinned registration (only the
-//! unchanged library of a bundle pinned in vendor-manifest.toml loads), and the provider's device
-//! chosen from those ORT lists.
+//! once per pinned library however many models or paths name it, through onnxrt's pinned
+//! registration (only the unchanged library of a bundle pinned in vendor-manifest.toml loads), and
+//! the provider's device chosen from those ORT lists.
 
 use std::collections::BTreeMap;
 use std::io::Read;
