@@ -59,6 +59,21 @@ fn providers_the_runtime_lacks_fail_their_model_alone_with_the_typed_error() {
         "shared_cache",
         &json!({ "provider": "tensorrt", "provider_options": { "trt_engine_cache_path": "/tmp" } }),
     );
+    for (model, key) in [("timing_path", "trt_timing_cache_path"), ("context_path", "trt_ep_context_file_path")] {
+        put(&root, model, "mlp.onnx");
+        config(&root, model, &json!({ "provider": "tensorrt", "provider_options": { key: "/tmp/x" } }));
+    }
+    for (model, config_json) in [
+        ("cpu_long", json!({ "provider": "CPUExecutionProvider" })),
+        ("cpu_device", json!({ "provider": "cpu", "device": -1 })),
+        ("openvino_device", json!({ "provider": "openvino", "device": 7 })),
+        ("empty", json!({ "provider": "" })),
+        ("plugin_cpu", json!({ "provider": "CPUExecutionProvider", "plugin": "webgpu-plugin-0.4.0-registry" })),
+        ("plugin_relative", json!({ "provider": "webgpu", "plugin": "lib/libonnxruntime_providers_webgpu.so" })),
+    ] {
+        put(&root, model, "mlp.onnx");
+        config(&root, model, &config_json);
+    }
     let cache = root.join("engines");
     let cache_arg = cache.display().to_string();
     let server = Server::start(&root, &["--engine-cache-root", &cache_arg]);
@@ -66,12 +81,10 @@ fn providers_the_runtime_lacks_fail_their_model_alone_with_the_typed_error() {
         let mut c = Connection::open(server.rest).await.expect("connects");
         let index = index(&mut c).await;
         assert_eq!(entry(&index, "mlp").1, "READY", "{index:?}");
-        // TensorRT: its version's cache folder made and named, then the runtime's refusal.
+        // TensorRT: the runtime's refusal, and no cache folder made for a provider that cannot run.
         let (_, state, reason) = entry(&index, "trt");
         assert_eq!(state, "UNAVAILABLE", "{reason}");
-        let folder = cache.join("trt/3");
-        assert!(folder.is_dir(), "the engine cache folder of version 3: {reason}");
-        assert!(reason.contains(&format!("engine cache and timing cache in {}", folder.display())), "{reason}");
+        assert!(!cache.exists(), "nothing made for a model that cannot load: {reason}");
         if cfg!(feature = "tensorrt") {
             assert!(reason.contains("provider `tensorrt`") && reason.contains("(ProviderNotAvailable)"), "{reason}");
             assert!(reason.contains("the TensorRT execution provider is not in this ONNX Runtime build"), "{reason}");
@@ -91,8 +104,28 @@ fn providers_the_runtime_lacks_fail_their_model_alone_with_the_typed_error() {
         let (_, state, reason) = entry(&index, "typo");
         assert_eq!(state, "UNAVAILABLE", "{reason}");
         assert!(reason.contains("`device_typo`") && reason.contains("\"device_type\", \"precision\""), "{reason}");
+        assert!(!reason.contains("unsafe"), "nothing a config writer cannot act on: {reason}");
         let (_, _, reason) = entry(&index, "shared_cache");
-        assert!(reason.contains("trt_engine_cache_path") && reason.contains("code loading"), "{reason}");
+        assert!(reason.contains("`trt_engine_cache_path`") && reason.contains("--engine-cache-root"), "{reason}");
+        assert!(!reason.contains("unsafe"), "nothing a config writer cannot act on: {reason}");
+        for model in ["timing_path", "context_path"] {
+            let (_, state, reason) = entry(&index, model);
+            assert_eq!(state, "UNAVAILABLE", "{reason}");
+            assert!(reason.contains("--engine-cache-root") && reason.contains("\"engine_cache\": false"), "{reason}");
+        }
+        // Spellings of ORT's names; `device` where the provider takes none; an empty name.
+        assert_eq!(entry(&index, "cpu_long").1, "READY", "{index:?}");
+        for (model, why) in [
+            ("cpu_device", "`device` is not taken by provider `cpu`"),
+            ("openvino_device", "`device` is not taken by provider `openvino`"),
+            ("empty", "`provider` is empty"),
+            ("plugin_cpu", "is ONNX Runtime's own, not a plugin's"),
+            ("plugin_relative", "nor an absolute path"),
+        ] {
+            let (_, state, reason) = entry(&index, model);
+            assert_eq!(state, "UNAVAILABLE", "{reason}");
+            assert!(reason.contains(why), "{reason}");
+        }
         assert!(!cache.join("shared_cache").exists(), "refused before any folder was made");
         // The other model serves, as it would alone.
         assert!(!logits(&mut c, "mlp", 1).await.is_empty());
@@ -100,6 +133,66 @@ fn providers_the_runtime_lacks_fail_their_model_alone_with_the_typed_error() {
         assert_ne!(missing.status, 200);
     });
     drop(server);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// TensorRT's cache folders are checked before anything is made in them (the timing cache too,
+/// with the engine cache off): a root others can write, a link below the root, a folder of
+/// another user are refused and nothing is made there.
+#[test]
+fn tensorrt_cache_folders_are_checked_before_anything_is_made() {
+    use std::os::unix::fs::PermissionsExt;
+    let root = folder("providers-cache-private");
+    let open = root.join("ww");
+    std::fs::create_dir_all(&open).expect("folder");
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+    let private = root.join("private");
+    let elsewhere = root.join("elsewhere");
+    for dir in [&private, &elsewhere] {
+        std::fs::create_dir_all(dir).expect("folder");
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    }
+    std::os::unix::fs::symlink(&elsewhere, private.join("trt_link")).expect("link");
+    // A folder of another user (root can give it away; others skip this case).
+    let others = private.join("trt_other");
+    std::fs::create_dir_all(&others).expect("folder");
+    let given_away = std::process::Command::new("chown").arg("65534").arg(&others).status().is_ok_and(|s| s.success());
+    let at = |dir: &Path| dir.display().to_string();
+    let cases: [(&Path, &[(&str, bool, &str)]); 2] = [
+        (&open, &[("trt_open", true, "with mode 777"), ("trt_open_off", false, "with mode 777")]),
+        (
+            &private,
+            &[
+                ("trt_link", true, "trt_link is a symbolic link"),
+                ("trt_other", true, if given_away { "belongs to uid 65534" } else { "" }),
+                ("trt_ok", true, ""),
+            ],
+        ),
+    ];
+    for (cache_root, models) in cases {
+        let repository = root.join(format!("repository-{}", cache_root.file_name().expect("name").to_string_lossy()));
+        for (model, engine_cache, _) in models {
+            put(&repository, model, "mlp.onnx");
+            config(&repository, model, &json!({ "provider": "tensorrt", "engine_cache": engine_cache }));
+        }
+        let server = Server::start(&repository, &["--engine-cache-root", &at(cache_root)]);
+        runtime().block_on(async {
+            let mut c = Connection::open(server.rest).await.expect("connects");
+            let index = index(&mut c).await;
+            for (model, _, why) in models {
+                let (_, state, reason) = entry(&index, model);
+                assert_eq!(state, "UNAVAILABLE", "no TensorRT here: {reason}");
+                if !why.is_empty() {
+                    assert!(reason.contains(why) && reason.contains("--engine-cache-root"), "{model}: {reason}");
+                }
+            }
+        });
+        drop(server);
+    }
+    assert!(!others.join("1").exists(), "nothing made in another user's folder");
+    assert!(!open.join("trt_open").exists() && !open.join("trt_open_off").exists(), "nothing made in a shared root");
+    assert!(!elsewhere.join("1").exists(), "nothing made through a link");
+    assert!(!private.join("trt_ok").exists(), "nothing made for a provider that cannot run");
     let _ = std::fs::remove_dir_all(&root);
 }
 
@@ -141,12 +234,28 @@ fn a_model_served_on_a_plugin_providers_device_answers_as_on_the_cpu() {
     let newer = onnxrt::runtime_info().expect("runtime").api_level >= 22;
     let root = folder("providers-plugin");
     put(&root, "cpu", "mlp.onnx");
-    // By the bundle's name and by the library's path: one registration for both models (and
-    // one run at a time each: the plugin 0.4.0 crashes on two sessions running at once).
+    // By the bundle's name and by the library's path: one registration for both models.
     let library = plugin.as_ref().map_or("webgpu-plugin-0.4.0-registry".to_owned(), |p| p.display().to_string());
     for (model, library) in [("webgpu", "webgpu-plugin-0.4.0-registry"), ("webgpu_path", library.as_str())] {
         put(&root, model, "mlp.onnx");
         config(&root, model, &json!({ "provider": "webgpu", "plugin": library, "concurrency": 1 }));
+    }
+    let copies = PathBuf::from(format!("{}-copy", root.display()));
+    // A byte-identical copy at another path: the same pinned library, registered once (else
+    // ORT lists its device twice and `webgpu_second` below would find a second one).
+    if let Some(plugin) = &plugin {
+        let copy = copies.join("libonnxruntime_providers_webgpu.so");
+        std::fs::create_dir_all(copy.parent().expect("folder")).expect("folder");
+        std::fs::copy(plugin, &copy).expect("copy");
+        put(&root, "webgpu_copy", "mlp.onnx");
+        config(&root, "webgpu_copy", &json!({ "provider": "webgpu", "plugin": copy.display().to_string() }));
+    }
+    // A FIFO (its open would block: the start with it) and a folder: refused, saying which.
+    let fifo = root.join("fifo.so");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().expect("mkfifo").success());
+    for (model, library) in [("webgpu_fifo", fifo.clone()), ("webgpu_folder", copies.clone())] {
+        put(&root, model, "mlp.onnx");
+        config(&root, model, &json!({ "provider": "webgpu", "plugin": library.display().to_string() }));
     }
     // A device the plugin does not offer (it offers one).
     put(&root, "webgpu_second", "mlp.onnx");
@@ -169,14 +278,20 @@ fn a_model_served_on_a_plugin_providers_device_answers_as_on_the_cpu() {
     if !newer || plugin.is_none() {
         // (Without the plugin on a newer runtime, plain `cargo test`: its setup is tools/dev.sh's.)
         let _ = std::fs::remove_dir_all(&root);
+        let _ = std::fs::remove_dir_all(&copies);
         return;
     }
     let server = Server::start(&root, &[]);
     runtime().block_on(async {
         let mut c = Connection::open(server.rest).await.expect("connects");
         let index = index(&mut c).await;
-        for model in ["cpu", "webgpu", "webgpu_path"] {
+        for model in ["cpu", "webgpu", "webgpu_path", "webgpu_copy"] {
             assert_eq!(entry(&index, model).1, "READY", "{index:?}");
+        }
+        for (model, why) in [("webgpu_fifo", "it is not a regular file"), ("webgpu_folder", "it is a directory")] {
+            let (_, state, reason) = entry(&index, model);
+            assert_eq!(state, "UNAVAILABLE", "{reason}");
+            assert!(reason.contains(why), "{reason}");
         }
         // No such device: said so, with what ORT's discovery reads (onnxrt's words).
         let (_, state, reason) = entry(&index, "webgpu_second");
@@ -191,7 +306,7 @@ fn a_model_served_on_a_plugin_providers_device_answers_as_on_the_cpu() {
         assert_eq!(providers, "WebGpuExecutionProvider,CPUExecutionProvider", "{config}");
         for seed in 0..4 {
             let expected = logits(&mut c, "cpu", seed).await;
-            for model in ["webgpu", "webgpu_path"] {
+            for model in ["webgpu", "webgpu_path", "webgpu_copy"] {
                 let got = logits(&mut c, model, seed).await;
                 assert_eq!(got.len(), expected.len());
                 // WebGPU computes in its own shaders: close, not bitwise (as tests/tests/plugin_webgpu.rs).
@@ -199,6 +314,51 @@ fn a_model_served_on_a_plugin_providers_device_answers_as_on_the_cpu() {
                     assert!(onnxrt_tests::close(f64::from(*g), f64::from(*e), 1e-4, 1e-5), "{model}: {g} vs CPU {e}");
                 }
             }
+        }
+    });
+    drop(server);
+    let _ = std::fs::remove_dir_all(&root);
+    let _ = std::fs::remove_dir_all(&copies);
+}
+
+/// Two models on the plugin's one device, four clients at once (two per model): every answer
+/// 200 and the CPU's (issue 45: the plugin 0.4.0 broke, then crashed the server, when runs of
+/// two sessions overlapped on its device; the server gives the device one run at a time).
+#[test]
+fn two_plugin_models_answer_concurrent_requests_as_the_cpu() {
+    let (Some(_), true) = (webgpu_plugin(), onnxrt::runtime_info().expect("runtime").api_level >= 22) else {
+        return;
+    };
+    let root = folder("providers-plugin-concurrent");
+    put(&root, "cpu", "mlp.onnx");
+    for model in ["wg_a", "wg_b"] {
+        put(&root, model, "mlp.onnx");
+        let plugin = json!({ "provider": "webgpu", "plugin": "webgpu-plugin-0.4.0-registry", "concurrency": 4 });
+        config(&root, model, &plugin);
+    }
+    let server = Server::start(&root, &[]);
+    runtime().block_on(async {
+        let mut c = Connection::open(server.rest).await.expect("connects");
+        let mut expected = Vec::new();
+        for seed in 0..25 {
+            expected.push(logits(&mut c, "cpu", seed).await);
+        }
+        let expected = std::sync::Arc::new(expected);
+        let rest = server.rest;
+        let clients = ["wg_a", "wg_b", "wg_a", "wg_b"].map(|model| {
+            let expected = std::sync::Arc::clone(&expected);
+            tokio::spawn(async move {
+                let mut c = Connection::open(rest).await.expect("connects");
+                for seed in 0..25u64 {
+                    let got = logits(&mut c, model, seed).await;
+                    for (g, e) in got.iter().zip(&expected[seed as usize]) {
+                        assert!(onnxrt_tests::close(f64::from(*g), f64::from(*e), 1e-4, 1e-5), "{model}: {g} vs {e}");
+                    }
+                }
+            })
+        });
+        for client in clients {
+            client.await.expect("every request answered as on the CPU");
         }
     });
     drop(server);

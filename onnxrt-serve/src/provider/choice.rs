@@ -20,6 +20,8 @@ pub struct ProviderChoice<'c> {
     pub options: Option<&'c BTreeMap<String, serde_json::Value>>,
     /// `plugin`: a pinned bundle's name or a library path.
     pub plugin: Option<&'c str>,
+    /// Whether the model's own config set `device` (refused where the provider takes none).
+    pub device_set: bool,
     /// `engine_cache` (TensorRT).
     pub engine_cache: Option<bool>,
     /// `serve --engine-cache-root`.
@@ -36,18 +38,52 @@ pub fn choose(choice: &ProviderChoice<'_>) -> Result<ProviderSetup, String> {
         }
         Ok(())
     };
-    if name.eq_ignore_ascii_case("cpu") || name.eq_ignore_ascii_case("cuda") {
+    if name.trim().is_empty() {
+        return Err(
+            "`provider` is empty: name one (`cpu`, `cuda`, `tensorrt`, or a provider ONNX Runtime names)".into()
+        );
+    }
+    let lower = name.to_ascii_lowercase();
+    let short = lower.strip_suffix("executionprovider").unwrap_or(&lower);
+    if matches!(short, "cpu" | "cuda" | "tensorrt") && choice.plugin.is_some() {
+        return Err(format!(
+            "provider `{name}` is ONNX Runtime's own, not a plugin's: with `plugin`, name the plugin's provider \
+             (`webgpu` for the WebGPU plugin)"
+        ));
+    }
+    if short == "cpu" || short == "cuda" {
         takes("provider_options", !options.is_empty())?;
         takes("plugin", choice.plugin.is_some())?;
         takes("engine_cache", choice.engine_cache.is_some())?;
-        return Ok(if name.eq_ignore_ascii_case("cpu") {
-            ProviderSetup::Cpu
-        } else {
-            ProviderSetup::Cuda { device: choice.device }
-        });
+        if short == "cpu" {
+            takes("device", choice.device_set)?;
+        }
+        return Ok(if short == "cpu" { ProviderSetup::Cpu } else { ProviderSetup::Cuda { device: choice.device } });
     }
     let (short, table) = table_of(name);
-    table.check_all(options.iter().map(|(k, _)| k.as_str())).map_err(|e| format!("provider `{name}`: {e}"))?;
+    // Paths are the server's to give TensorRT: its caches go in a folder per model version.
+    let path_key = options.iter().map(|(k, _)| k).find(|k| k.ends_with("_path") || k.ends_with("_dir"));
+    if let (Some(key), "TensorRT") = (path_key, short) {
+        return Err(format!(
+            "provider `{name}`: `{key}` is not taken from a model's config: the server keeps TensorRT's engine and \
+             timing caches in a folder per model version under `serve --engine-cache-root` (\"engine_cache\": false \
+             turns the engine cache off)"
+        ));
+    }
+    // In the config writer's terms: onnxrt's refusal points at unsafe Rust calls.
+    if let Some(key) = options.iter().map(|(k, _)| k.as_str()).find(|k| table.check(k).is_err()) {
+        let why =
+            table.get(key).map_or("not on onnxrt's list of keys known to take a plain value", |k| k.class.label());
+        let allowed: Vec<&str> = table.allowed().collect();
+        if allowed.is_empty() {
+            return Err(format!(
+                "provider `{name}`: option `{key}` is refused ({why}); this provider takes no options"
+            ));
+        }
+        return Err(format!(
+            "provider `{name}`: option `{key}` is refused ({why}); a model's `provider_options` may set {allowed:?}"
+        ));
+    }
     if short == "TensorRT" {
         takes("plugin", choice.plugin.is_some())?;
         return Ok(ProviderSetup::TensorRt(TensorRtSetup {
@@ -59,16 +95,22 @@ pub fn choose(choice: &ProviderChoice<'_>) -> Result<ProviderSetup, String> {
         }));
     }
     takes("engine_cache", choice.engine_cache.is_some())?;
-    if short == "CUDA" {
-        return Err(format!("provider `{name}`: write \"provider\": \"cuda\""));
-    }
     match choice.plugin {
+        Some(library) if !library.starts_with('/') && !onnxrt::pinned_plugins().iter().any(|p| p.dist == library) => {
+            Err(format!(
+                "`plugin` `{library}` is neither a pinned bundle's name ({}) nor an absolute path to a library",
+                onnxrt::pinned_plugins().iter().map(|p| p.dist).collect::<Vec<_>>().join(", ")
+            ))
+        }
         Some(library) => {
             let device = usize::try_from(choice.device)
                 .map_err(|_| format!("`device` {} is no index of the plugin's devices", choice.device))?;
             Ok(ProviderSetup::Plugin { library: library.to_owned(), provider: name.to_owned(), device, options })
         }
-        None => Ok(ProviderSetup::Named { name: name.to_owned(), options }),
+        None => {
+            takes("device", choice.device_set)?;
+            Ok(ProviderSetup::Named { name: name.to_owned(), options })
+        }
     }
 }
 
@@ -131,7 +173,7 @@ mod tests {
             ..ProviderChoice::default()
         })
         .expect_err("refused");
-        assert!(error.contains("`device_typo`") && error.contains("not on the list"), "{error}");
+        assert!(error.contains("`device_typo`") && error.contains("not on onnxrt's list"), "{error}");
         assert!(error.contains("device_type") && error.contains("num_of_threads"), "the keys that pass: {error}");
         let address = options(json!({ "context": "0x1234" }));
         let error =
@@ -158,7 +200,7 @@ mod tests {
         // The engine cache is the server's, per model version: not a key the config sets.
         let engine = options(json!({ "trt_engine_cache_path": "/tmp/shared" }));
         let error = choose(&ProviderChoice { options: Some(&engine), ..choice.clone() }).expect_err("refused");
-        assert!(error.contains("trt_engine_cache_path") && error.contains("code loading"), "{error}");
+        assert!(error.contains("trt_engine_cache_path") && error.contains("--engine-cache-root"), "{error}");
         let fp16 = options(json!({ "trt_fp16_enable": 1 }));
         assert!(choose(&ProviderChoice { options: Some(&fp16), engine_cache: Some(false), ..choice }).is_ok());
     }

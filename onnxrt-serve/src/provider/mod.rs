@@ -70,6 +70,17 @@ impl ProviderSetup {
     }
 }
 
+impl ProviderSetup {
+    /// The lock every run of a session on this setup holds, where runs of different sessions on
+    /// one device must not overlap: a plugin's (once a session was made on it).
+    pub(crate) fn run_turn(&self) -> Option<std::sync::Arc<std::sync::Mutex<()>>> {
+        match self {
+            ProviderSetup::Plugin { library, .. } => plugin::run_turn(library),
+            _ => None,
+        }
+    }
+}
+
 /// Why a model's session could not get its provider: onnxrt's typed error (the provider is not in
 /// the runtime, its library cannot load, the runtime is too old for plugins, no device…), with
 /// what the server set up for it.
@@ -193,7 +204,7 @@ mod tests {
             cache_root: root.path().to_owned(),
             folder: None,
         };
-        trt.place("mlp", "2").expect("cache folder");
+        trt.place("mlp", "2", true).expect("cache folder");
         let named =
             ProviderSetup::Named { name: "openvino".into(), options: vec![("device_type".into(), "CPU".into())] };
         for (setup, provider) in [(ProviderSetup::TensorRt(trt), "tensorrt"), (named, "openvino")] {

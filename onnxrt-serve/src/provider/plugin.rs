@@ -1,18 +1,41 @@
 //! Plugin providers (ONNX Runtime ≥ 1.22's device API): the library a config names, registered
-//! once per process however many models name it, through onnxrt's pinned registration (only the
-//! unchanged library of a bundle pinned in vendor-manifest.toml loads), and the provider's device
-//! chosen from those ORT lists.
+//! once per pinned library however many models or paths name it, through onnxrt's pinned
+//! registration (only the unchanged library of a bundle pinned in vendor-manifest.toml loads), and
+//! the provider's device chosen from those ORT lists.
 
 use std::collections::BTreeMap;
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use onnxrt::ep_device::EpDevice;
 use onnxrt::{Environment, Error, SessionBuilder};
+use sha2::{Digest, Sha256};
 
-/// The libraries this process registered, by the path given to ORT, with the name they were
-/// registered under (or why the registration failed: it is not tried again).
-static REGISTERED: Mutex<BTreeMap<PathBuf, Result<String, String>>> = Mutex::new(BTreeMap::new());
+/// A pinned library's registration in this process (whatever path named it: ORT lists a
+/// library registered twice twice), and the turn every run on its devices takes.
+#[derive(Default)]
+struct Registration {
+    /// Done once (a failure is not tried again).
+    outcome: OnceLock<Result<(), String>>,
+    /// Held around every run of every session on the plugin's devices: the WebGPU plugin 0.4.0
+    /// breaks (then crashes) when two sessions run on its device at once.
+    turn: Arc<Mutex<()>>,
+}
+
+/// The registrations, by the pinned bundle's name. Held only to find or add an entry, never
+/// while a library is read or registered.
+static REGISTERED: Mutex<BTreeMap<&'static str, Arc<Registration>>> = Mutex::new(BTreeMap::new());
+
+/// The pinned bundle each `plugin` a config wrote turned out to be.
+static LIBRARIES: Mutex<BTreeMap<String, &'static str>> = Mutex::new(BTreeMap::new());
+
+/// The turn runs on the plugin `library`'s devices take, once a session was made on one.
+pub(super) fn run_turn(library: &str) -> Option<Arc<Mutex<()>>> {
+    let dist = *LIBRARIES.lock().unwrap_or_else(PoisonError::into_inner).get(library)?;
+    let registered = REGISTERED.lock().unwrap_or_else(PoisonError::into_inner);
+    registered.get(dist).map(|r| Arc::clone(&r.turn))
+}
 
 /// `builder` with device `device` of `provider`, from the plugin `library` (registered now if
 /// this process has not yet), and `options`.
@@ -27,7 +50,8 @@ pub(super) fn apply(
     // ORT before 1.22 has no plugins: NeedsNewerRuntime, before looking for the library.
     env.ep_devices()?;
     let path = library_path(library)?;
-    register_once(&env, &path)?;
+    let dist = register_once(&env, &path)?;
+    LIBRARIES.lock().unwrap_or_else(PoisonError::into_inner).insert(library.to_owned(), dist);
     let devices: Vec<EpDevice> = env.ep_devices()?.into_iter().filter(|d| names(&d.provider, provider)).collect();
     let Some(chosen) = devices.get(device) else {
         let seen: Vec<String> = env.ep_devices()?.iter().map(ToString::to_string).collect();
@@ -50,23 +74,67 @@ fn names(listed: &str, named: &str) -> bool {
     listed.eq_ignore_ascii_case(named) || listed.eq_ignore_ascii_case(&format!("{named}ExecutionProvider"))
 }
 
-/// Registers `path` unless this process did, under any name of the same file (a failed
-/// registration fails the same way again).
-fn register_once(env: &Environment, path: &Path) -> onnxrt::Result<()> {
-    // A bundle's name and its library's path are one registration.
-    let canonical = std::fs::canonicalize(path);
-    let path = canonical.as_deref().unwrap_or(path);
-    let mut registered = REGISTERED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(done) = registered.get(path) {
-        return done.clone().map(drop).map_err(|why| Error::InvalidArgument {
-            what: format!("the plugin library {}", path.display()),
-            why: format!("its registration failed earlier in this process: {why}"),
-        });
+/// Registers the pinned library at `path` unless this process registered that pin (by any
+/// path), and names its bundle. Only regular files are read (a FIFO would block), and no lock is
+/// held while one is: a slow path delays its own model's load, not the others'.
+fn register_once(env: &Environment, path: &Path) -> onnxrt::Result<&'static str> {
+    let refuse = |why: String| Error::InvalidArgument { what: format!("the plugin library {}", path.display()), why };
+    let metadata = std::fs::metadata(path).map_err(|e| refuse(format!("it cannot be read ({e})")))?;
+    if metadata.is_dir() {
+        return Err(refuse("it is a directory: give the library file (.so) or a pinned bundle's name".into()));
     }
-    let name = format!("serve-plugin-{}", registered.len());
-    let outcome = env.register_pinned_provider_library(&name, path);
-    registered.insert(path.to_owned(), outcome.as_ref().map(|_| name).map_err(ToString::to_string));
-    outcome.map(drop)
+    if !metadata.is_file() {
+        return Err(refuse("it is not a regular file".into()));
+    }
+    let Some(pin) = pin_of(path, metadata.len()) else {
+        // No pin's size and sha256: onnxrt's refusal says so (it reads the file itself).
+        let name = format!("serve-unpinned-{}", path.display());
+        let dist = env.register_pinned_provider_library(&name, path)?;
+        let entry = registration(dist);
+        let _ = entry.outcome.set(Ok(()));
+        return Ok(dist);
+    };
+    let entry = registration(pin.dist);
+    let mut first_error = None;
+    let outcome = entry.outcome.get_or_init(|| {
+        let outcome = env.register_pinned_provider_library(&format!("serve-{}", pin.dist), path);
+        let kept = outcome.as_ref().map(drop).map_err(ToString::to_string);
+        first_error = outcome.err();
+        kept
+    });
+    if let Some(error) = first_error {
+        return Err(error);
+    }
+    outcome.clone().map(|()| pin.dist).map_err(|why| {
+        refuse(format!("the registration of its bundle {} failed earlier in this process: {why}", pin.dist))
+    })
+}
+
+/// The entry of bundle `dist`, added if new.
+fn registration(dist: &'static str) -> Arc<Registration> {
+    let mut registered = REGISTERED.lock().unwrap_or_else(PoisonError::into_inner);
+    Arc::clone(registered.entry(dist).or_default())
+}
+
+/// The pin whose size and sha256 the file at `path` (of `size` bytes) has, if any (onnxrt checks
+/// again when it registers the library).
+fn pin_of(path: &Path, size: u64) -> Option<&'static onnxrt::PinnedPlugin> {
+    let candidates: Vec<_> = onnxrt::pinned_plugins().iter().filter(|p| p.size == size).collect();
+    if candidates.is_empty() {
+        return None;
+    }
+    let mut file = std::fs::File::open(path).ok()?;
+    let mut hasher = Sha256::new();
+    let mut buffer = vec![0; 1 << 20];
+    loop {
+        let n = file.read(&mut buffer).ok()?;
+        if n == 0 {
+            break;
+        }
+        hasher.update(&buffer[..n]);
+    }
+    let digest: String = hasher.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    candidates.into_iter().find(|p| p.sha256 == digest)
 }
 
 /// The library of `library`: a path as given, or a pinned bundle's library in onnxrt's cache

@@ -3,7 +3,7 @@
 //! that the server makes and owns: never shared between versions, so a new version never loads
 //! engines built for another model file.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -35,28 +35,80 @@ pub fn default_engine_cache_root() -> PathBuf {
 }
 
 impl TensorRtSetup {
-    /// Makes the model version's cache folder, `<cache root>/<model>/<version>`, and points the
-    /// caches there; a folder that cannot be made or written is an error saying which and how
-    /// to change it.
-    pub fn place(&mut self, model: &str, version: &str) -> Result<(), String> {
-        let folder = self.cache_root.join(model).join(version);
-        let folder = std::path::absolute(&folder).unwrap_or(folder);
-        let refuse = |what: &str, e: std::io::Error| {
+    /// Checks the model version's cache folder, `<cache root>/<model>/<version>`, before anything
+    /// is made there: the root and every folder of it that exists must be writable by no other
+    /// user (a cached engine is GPU code TensorRT runs; the timing cache is written there even
+    /// with the engine cache off), and none below the root may be a symbolic link. With `make`
+    /// (TensorRT can be used), makes what is missing (mode 0700) and points the caches there. A
+    /// refusal says which folder, why, and what to change.
+    pub fn place(&mut self, model: &str, version: &str, make: bool) -> Result<(), String> {
+        use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+        let root = std::path::absolute(&self.cache_root).unwrap_or_else(|_| self.cache_root.clone());
+        let folder = root.join(model).join(version);
+        let refuse = |what: String| {
             format!(
-                "the TensorRT cache folder {} {what} ({e}); give `serve --engine-cache-root` a folder this server can \
-                 write, or turn the engine cache off for this model (\"engine_cache\": false)",
+                "the TensorRT cache folder {} {what}; give `serve --engine-cache-root` a folder only this server's \
+                 user can write, or turn the engine cache off for this model (\"engine_cache\": false)",
                 folder.display()
             )
         };
-        // Only this user may enter or write it (onnxrt refuses an engine cache others can write).
-        std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
-            .create(&folder)
-            .map_err(|e| refuse("cannot be made", e))?;
+        // This process's user: the owner procfs gives its own entry (no unsafe in this crate).
+        let me =
+            std::fs::metadata("/proc/self").map_err(|e| refuse(format!("cannot be checked (/proc/self: {e})")))?.uid();
+        let private = |dir: &Path, meta: &std::fs::Metadata| -> Result<(), String> {
+            let mode = meta.mode() & 0o7777;
+            if !meta.is_dir() {
+                return Err(refuse(format!("cannot be made ({} is not a folder)", dir.display())));
+            }
+            if (meta.uid() != me && meta.uid() != 0) || mode & 0o022 != 0 {
+                return Err(refuse(format!(
+                    "is refused: {} belongs to uid {} with mode {mode:o}, another user could write there",
+                    dir.display(),
+                    meta.uid()
+                )));
+            }
+            Ok(())
+        };
+        let mut missing = Vec::new();
+        // The root may be a link the operator made; below it, links are refused.
+        match std::fs::metadata(&root) {
+            Ok(meta) => private(&root, &meta)?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => missing.push(root.clone()),
+            Err(e) => return Err(refuse(format!("cannot be made ({}: {e})", root.display()))),
+        }
+        let mut dir = root.clone();
+        for part in [model, version] {
+            dir = dir.join(part);
+            match std::fs::symlink_metadata(&dir) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    return Err(refuse(format!("is refused: {} is a symbolic link", dir.display())));
+                }
+                Ok(meta) if missing.is_empty() => private(&dir, &meta)?,
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => missing.push(dir.clone()),
+                Err(e) => return Err(refuse(format!("cannot be made ({}: {e})", dir.display()))),
+            }
+        }
+        if !make {
+            return Ok(());
+        }
+        let made = match missing.first() {
+            Some(first) if *first == root => std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&folder),
+            _ => missing.iter().try_for_each(|dir| std::fs::DirBuilder::new().mode(0o700).create(dir)),
+        };
+        made.map_err(|e| refuse(format!("cannot be made ({e})")))?;
         let probe = folder.join(".onnxrt-serve-write-check");
-        std::fs::write(&probe, b"").map_err(|e| refuse("cannot be written", e))?;
+        std::fs::write(&probe, b"").map_err(|e| refuse(format!("cannot be written ({e})")))?;
         let _ = std::fs::remove_file(&probe);
         self.folder = Some(folder);
         Ok(())
+    }
+
+    /// Whether TensorRT can be used here (this build has the `tensorrt` feature and the runtime
+    /// the provider): only then is a cache folder made.
+    pub fn usable() -> bool {
+        cfg!(feature = "tensorrt")
+            && onnxrt::providers::available().is_ok_and(|have| have.iter().any(|p| p == "TensorrtExecutionProvider"))
     }
 
     /// The options TensorRT is given: the checked ones (the config's, the device, the timing
@@ -162,9 +214,9 @@ mod tests {
     fn each_model_version_gets_its_own_cache_folder() {
         let root = tempfile::tempdir().expect("temp dir");
         let mut v1 = setup(root.path());
-        v1.place("resnet", "1").expect("made");
+        v1.place("resnet", "1", true).expect("made");
         let mut v2 = setup(root.path());
-        v2.place("resnet", "2").expect("made");
+        v2.place("resnet", "2", true).expect("made");
         let folder = root.path().join("resnet/1");
         assert!(folder.is_dir());
         let (plain, vouched) = v1.session_options();
@@ -195,7 +247,7 @@ mod tests {
         let root = tempfile::tempdir().expect("temp dir");
         let file = root.path().join("not-a-folder");
         std::fs::write(&file, b"x").expect("write");
-        let error = setup(&file).place("resnet", "1").expect_err("under a file");
+        let error = setup(&file).place("resnet", "1", true).expect_err("under a file");
         assert!(error.contains("cannot be made") && error.contains("--engine-cache-root"), "{error}");
         assert!(error.contains(&file.join("resnet/1").display().to_string()), "{error}");
     }

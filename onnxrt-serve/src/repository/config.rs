@@ -196,6 +196,7 @@ impl Settings {
         let provider_setup = choose(&ProviderChoice {
             provider: &provider,
             device,
+            device_set: config.device.is_some(),
             options: config.provider_options.as_ref(),
             plugin: config.plugin.as_deref(),
             engine_cache: config.engine_cache,

@@ -15,7 +15,7 @@ use crate::isolation::WorkerPool;
 use crate::oip::messages::{ModelMetadata, PLATFORM};
 use crate::repository::config::{ModelConfig, Settings};
 pub use crate::repository::errors::{classify_run_error, InferError, RunErrorKind};
-use crate::repository::runner::{run_batch_in, runtime_crashes, Runner, SessionRef};
+use crate::repository::runner::{run_batch_in, run_batch_taking, runtime_crashes, Runner, SessionRef};
 #[cfg(feature = "cuda")]
 use crate::repository::sessions::make_graph;
 use crate::repository::sessions::make_session;
@@ -48,6 +48,9 @@ pub struct ServedModel {
     /// Counters (shared with the model it replaced, when reloaded at the same version).
     pub stats: Arc<ModelStats>,
     pub(super) runner: Runner,
+    /// Held over each run in this process where sessions share a device that must not run two
+    /// at once (a plugin provider's: [`ProviderSetup::run_turn`](crate::provider::ProviderSetup)).
+    pub(super) turn: Option<Arc<std::sync::Mutex<()>>>,
     /// Direct runs at once.
     pub(super) slots: Arc<Semaphore>,
     /// Direct requests waiting for a slot.
@@ -78,13 +81,17 @@ impl ServedModel {
     ) -> Result<ServedModel, String> {
         let mut settings = settings;
         if let crate::provider::ProviderSetup::TensorRt(trt) = &mut settings.provider_setup {
-            trt.place(name, version)?;
+            trt.place(name, version, crate::provider::TensorRtSetup::usable())?;
         }
         if settings.provider_setup != crate::provider::ProviderSetup::Cpu {
             let options = settings.provider_setup.options();
             tracing::info!(model = %name, %version, provider = %settings.provider, ?options, "provider settings");
         }
         let session = make_session(path, bytes, &settings).map_err(|e| e.to_string())?;
+        let turn = settings.provider_setup.run_turn();
+        // The batch workers' runs on a plugin's device take its turn too (through the batcher,
+        // set once it is built).
+        let batcher_of: Arc<std::sync::OnceLock<std::sync::Weak<Batcher>>> = Arc::default();
         let mut inputs = session.inputs().iter().map(|i| ModelTensor::of(i, "input")).collect::<Result<Vec<_>, _>>()?;
         narrow(&mut inputs, &settings.shapes)?;
         let declared = session.inputs().iter().zip(&inputs).map(|(info, narrowed)| narrowed.fixing(info)).collect();
@@ -149,6 +156,9 @@ impl ServedModel {
             if let Some(pool) = &pool {
                 let pool = Arc::clone(pool);
                 builder = builder.run_batches_with(move |inputs| run_batch_in(&pool, inputs));
+            } else if let Some(turn) = &turn {
+                let (turn, batcher_of) = (Arc::clone(turn), Arc::clone(&batcher_of));
+                builder = builder.run_batches_with(move |inputs| run_batch_taking(&batcher_of, &turn, inputs));
             }
             let batcher = builder.build().map_err(|e| match e {
                 // In the repository's terms, not the library's (the reason reaches protocol clients).
@@ -162,7 +172,9 @@ impl ServedModel {
             // warm-up run may meet a capture (it would break it): both come after this.
             #[cfg(feature = "cuda")]
             batcher.wait_for_cuda_graphs();
-            Runner::Batched { batcher: Arc::new(batcher), pool }
+            let batcher = Arc::new(batcher);
+            let _ = batcher_of.set(Arc::downgrade(&batcher));
+            Runner::Batched { batcher, pool }
         } else {
             Runner::Direct { session: Arc::new(session) }
         };
@@ -179,6 +191,7 @@ impl ServedModel {
             labels,
             stats: Arc::default(),
             runner,
+            turn,
             waiting: AtomicUsize::new(0),
             ready: AtomicBool::new(false),
             failed: AtomicBool::new(false),

@@ -3,7 +3,7 @@
 //! waiting requests, and a run stopped at its deadline.
 
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use onnxrt::{Session, Value};
@@ -61,13 +61,16 @@ impl ServedModel {
         let handle = Arc::new(RunHandle::default());
         let run_handle = Arc::clone(&handle);
         let wanted: Vec<String> = wanted.iter().map(|&w| w.to_owned()).collect();
+        let turn = self.turn.clone();
         let run = tokio::task::spawn_blocking(move || {
             // The slot is held until the run ends, even when the caller stopped waiting.
             let _permit = permit;
             match &session {
                 SessionRef::Isolated(pool) => pool.run(&inputs, &wanted, &run_handle).map_err(InferError::from),
-                SessionRef::Direct(session) => run_on(session, &inputs, &wanted, Some(options)),
-                SessionRef::Batched(batcher) => run_on(batcher.session(), &inputs, &wanted, Some(options)),
+                SessionRef::Direct(session) => run_on(session, turn.as_deref(), &inputs, &wanted, Some(options)),
+                SessionRef::Batched(batcher) => {
+                    run_on(batcher.session(), turn.as_deref(), &inputs, &wanted, Some(options))
+                }
             }
         });
         let joined = match deadline {
@@ -99,9 +102,11 @@ pub(super) enum SessionRef {
 /// One run of `inputs` on `session` in this process, answering the outputs `wanted` (all when
 /// empty), with `options` (the request's terminate flag). After inputs over
 /// [`SHRINK_AFTER_BYTES`](crate::isolation::pool::SHRINK_AFTER_BYTES) the CPU arena gives its
-/// unused memory back (ORT's `memory.enable_memory_arena_shrinkage`).
+/// unused memory back (ORT's `memory.enable_memory_arena_shrinkage`). With `turn` (a plugin's
+/// device) held over the run.
 pub(super) fn run_on(
     session: &Session,
+    turn: Option<&Mutex<()>>,
     inputs: &[(String, Value<'static>)],
     wanted: &[String],
     options: Option<onnxrt::RunOptions>,
@@ -117,7 +122,23 @@ pub(super) fn run_on(
         options.config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")?;
     }
     let pairs = inputs.iter().map(|(name, value)| (name.as_str(), value));
+    let _turn = turn.map(|turn| turn.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
     Ok(session.run_with(pairs, &wanted, Some(&options))?.into_named())
+}
+
+/// A batch run on the batcher's own session with `turn` held (a plugin's device), for
+/// [`run_batches_with`](crate::batch::BatcherBuilder::run_batches_with).
+pub(super) fn run_batch_taking(
+    batcher: &std::sync::OnceLock<std::sync::Weak<Batcher>>,
+    turn: &Mutex<()>,
+    inputs: &[(&str, &Value<'_>)],
+) -> crate::Result<Vec<Value<'static>>> {
+    let Some(batcher) = batcher.get().and_then(std::sync::Weak::upgrade) else {
+        return Err(crate::Error::BatchRun { why: "the model is not loaded".into(), refused: false });
+    };
+    let _turn = turn.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let outputs = batcher.session().run(inputs.iter().copied());
+    outputs.map(onnxrt::Outputs::into_values).map_err(|e| crate::Error::BatchRun { why: e.to_string(), refused: false })
 }
 
 /// Whether the loaded runtime is one known to crash on valid shapes (isolation's default).

@@ -105,8 +105,10 @@ impl ServedModel {
             Runner::Isolated { pool } | Runner::Batched { pool: Some(pool), .. } => {
                 pool.run(&inputs, &[], &RunHandle::default()).map(drop).map_err(InferError::from)
             }
-            Runner::Direct { session } => run_on(session, &inputs, &[], None).map(drop),
-            Runner::Batched { batcher, pool: None } => run_on(batcher.session(), &inputs, &[], None).map(drop),
+            Runner::Direct { session } => run_on(session, self.turn.as_deref(), &inputs, &[], None).map(drop),
+            Runner::Batched { batcher, pool: None } => {
+                run_on(batcher.session(), self.turn.as_deref(), &inputs, &[], None).map(drop)
+            }
         }
     }
 }
