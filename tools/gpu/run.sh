@@ -453,17 +453,54 @@ serve_and_drive() {
   wait "$pid"; echo "serve ($label) exited with status $?"
 }
 
+# The plugins and zeros_cuda's ordering without the CUDA bundle: ORT 1.32.0's CPU library
+# (.gpu-run/libonnxruntime.so.1.32.0.xz) is enough, as none of these needs ORT's CUDA provider.
+# Needs the TensorRT-RTX parts stored first (.gpu-bundle/trt0, trt1: the libraries
+# libonnxruntime_providers_nv_tensorrt_rtx.so needs, tar.xz split in two; each call stores its
+# part with `mkdir -p /tmp/trt && cp .gpu-bundle/trtK/part /tmp/trt/K`) and, in .gpu-run/,
+# ordering_old, ordering_fixed, plugin_openvino, plugin_tensorrt_rtx, openvino-cpu.tar.xz and
+# ch_PP-OCRv4_det_infer.onnx.
+mode_plugins() {
+  export LD_LIBRARY_PATH=/usr/local/cuda-13.0/targets/x86_64-linux/lib
+  xz -dc .gpu-run/libonnxruntime.so.1.32.0.xz >/tmp/libonnxruntime.so.1.32.0
+  export ONNXRT_DYLIB_PATH=/tmp/libonnxruntime.so.1.32.0
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/machine.txt"
+  grep -m1 "model name" /proc/cpuinfo | tee -a "$out/machine.txt"
+  for pass in 1 2; do
+    for build in old fixed; do
+      echo "== zeros_cuda ordering, pass $pass, $build build (the copy tests; ORT's CUDA run needs the bundle)"
+      timeout 120 .gpu-run/ordering_$build --test-threads 1 --nocapture --skip an_ort_cuda_run 2>&1 \
+        | tee "$out/ordering-$build-$pass.log" | grep -E "rounds|test result|panicked"
+    done
+  done
+  echo "== the OpenVINO plugin on the host CPU"
+  mkdir -p /tmp/openvino && tar xJf .gpu-run/openvino-cpu.tar.xz -C /tmp/openvino
+  local ov=/tmp/openvino/onnxruntime_ep_openvino
+  LD_LIBRARY_PATH=$ov:$LD_LIBRARY_PATH ONNXRT_TEST_OPENVINO_PLUGIN=$ov/libonnxruntime_providers_openvino_plugin.so \
+    ONNXRT_TEST_OCR_DET=$PWD/.gpu-run/ch_PP-OCRv4_det_infer.onnx ONNXRT_REQUIRE_OPENVINO_DEVICE=1 \
+    timeout 200 .gpu-run/plugin_openvino --test-threads 1 --nocapture 2>&1 | tee "$out/plugin_openvino.log" | grep -vE "^\s*$" | tail -14
+  echo "== the TensorRT-RTX plugin, ORT's verbose log"
+  if [ -f /tmp/trt/0 ] && [ -f /tmp/trt/1 ]; then
+    cat /tmp/trt/0 /tmp/trt/1 | xz -dc | tar xf - -C /tmp
+    LD_LIBRARY_PATH=/tmp/trtrtx:$LD_LIBRARY_PATH ONNXRT_TEST_TRT_RTX_PLUGIN=/tmp/trtrtx/libonnxruntime_providers_nv_tensorrt_rtx.so \
+      timeout 200 .gpu-run/plugin_tensorrt_rtx --nocapture 2>&1 | tee "$out/plugin_tensorrt_rtx.log" | grep -vE "^\s*$" | tail -60
+  else
+    echo "TensorRT-RTX parts missing in /tmp/trt: the machine went cold between calls"
+  fi
+}
+
 case "${1:-}" in
   all) mode_all ;;
   tests) mode_tests ;;
   call) mode_call ;;
   devices) mode_devices ;;
+  plugins) mode_plugins ;;
   perf) mode_perf ;;
   batch) mode_batch ;;
   serve) mode_serve ;;
   serve-configs) mode_serve_configs ;;
   *)
-    echo "usage: bash tools/gpu/run.sh all|tests|call|devices|perf|batch|serve|serve-configs (tools/gpu/README.md)" >&2
+    echo "usage: bash tools/gpu/run.sh all|tests|call|devices|plugins|perf|batch|serve|serve-configs (tools/gpu/README.md)" >&2
     exit 2
     ;;
 esac
