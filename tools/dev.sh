@@ -79,7 +79,7 @@ test_newest() {
   env -u ONNXRT_LIB_DIR -u ONNXRT_INCLUDE_DIR -u ONNXRT_ARCHIVE -u ONNXRT_ARCHIVE_SHA256 \
     ONNXRT_DIST="$NEWEST_DIST" cargo test -p onnxrt-sys
   env -u ONNXRT_LIB_DIR -u ONNXRT_INCLUDE_DIR -u ONNXRT_ARCHIVE -u ONNXRT_ARCHIVE_SHA256 \
-    ONNXRT_DIST="$NEWEST_DIST" cargo test -p onnxrt-cli --test compile --test doctor_devices
+    ONNXRT_DIST="$NEWEST_DIST" cargo test -p onnxrt-cli --test compile --test doctor_devices --test doctor_devices_fake_gpu
   # A plugin execution provider on this CPU machine: the pinned WebGPU plugin bundle (the plugin and
   # Mesa's software Vulkan driver, vendor-manifest.toml), registered, chosen through the device API
   # and compared with the CPU provider. The driver's own libraries (LLVM, libdrm, xcb) and the
