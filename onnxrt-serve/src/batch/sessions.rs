@@ -17,14 +17,23 @@ use onnxrt::Session;
 /// Makes a new session of the batcher's model (same inputs and outputs).
 pub(crate) type SessionFactory = Arc<dyn Fn() -> onnxrt::Result<Session> + Send + Sync>;
 
+/// Makes the batcher's model into a CUDA graph for one batch size (`BatcherBuilder::cuda_graphs`).
+#[cfg(feature = "cuda")]
+pub(crate) type PerSizeFactory = Arc<dyn Fn(usize) -> onnxrt::Result<onnxrt::CudaGraph> + Send + Sync>;
+
+/// Makes the batcher's model into one session of CUDA graphs for the sizes it is given
+/// (`BatcherBuilder::cuda_graphs_in_one_session`).
+#[cfg(feature = "cuda")]
+pub(crate) type SizesFactory = Arc<dyn Fn(&[usize]) -> onnxrt::Result<onnxrt::CudaGraphs> + Send + Sync>;
+
 /// Makes the batcher's model into CUDA graphs.
 #[cfg(feature = "cuda")]
 #[derive(Clone)]
 pub(crate) enum GraphFactory {
-    /// A session per batch size (`BatcherBuilder::cuda_graphs`).
-    PerSize(Arc<dyn Fn(usize) -> onnxrt::Result<onnxrt::CudaGraph> + Send + Sync>),
-    /// One session for the sizes it is given (`BatcherBuilder::cuda_graphs_in_one_session`).
-    Sizes(Arc<dyn Fn(&[usize]) -> onnxrt::Result<onnxrt::CudaGraphs> + Send + Sync>),
+    /// A session per batch size.
+    PerSize(PerSizeFactory),
+    /// One session for every padded size (a session per size before ORT 1.18).
+    Sizes(SizesFactory),
 }
 
 /// The CUDA graphs a batch size runs on (its own session, or the one of every size), shared by
