@@ -19,9 +19,13 @@ use onnxrt::{CudaGraph, CudaGraphs, CudaStream, Dim, ElementType, Error, Session
 
 /// The model under test: the ResNet-50 of `ONNXRT_GPU_RESNET` if set, else the MLP.
 fn model_path() -> PathBuf {
-    if let Some(resnet) = std::env::var_os("ONNXRT_GPU_RESNET") {
-        return PathBuf::from(resnet);
+    match std::env::var_os("ONNXRT_GPU_RESNET") {
+        Some(resnet) => PathBuf::from(resnet),
+        None => mlp_path(),
     }
+}
+
+fn mlp_path() -> PathBuf {
     let dir = std::env::var_os("ONNXRT_TEST_MODELS")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/data/models")));
@@ -295,4 +299,56 @@ fn one_session_for_every_size_holds_less_device_memory_than_a_session_per_size()
     );
     println!("graph memory lines: per-size={a:.0} MiB one-session={b:.0} MiB model={}", model.path.display());
     assert!(b < a, "one session ({b:.0} MiB) holds less than six ({a:.0} MiB)");
+}
+
+#[test]
+fn a_batcher_runs_every_padded_size_on_one_graph_session() {
+    use onnxrt_serve::batch::Batcher;
+    let cuda = Session::builder()
+        .cuda(CudaOptions::new().device_id(0))
+        .strict_gpu(true)
+        .commit_from_file(mlp_path())
+        .expect("CUDA session");
+    let cpu = Session::builder().commit_from_file(mlp_path()).expect("CPU session");
+    let batcher = Batcher::builder(cuda)
+        .max_batch(16)
+        .workers(2)
+        .pad_to_sizes(&[1, 4, 8, 16])
+        .hold_while_busy(true)
+        .device_inputs(0)
+        .cuda_graphs_in_one_session(|sizes| {
+            CudaGraphs::from_file(Session::builder(), CudaOptions::new(), mlp_path(), sizes)
+        })
+        .build()
+        .expect("batcher");
+    batcher.warm_up().expect("warm-up captures every graph");
+    let outcomes = batcher.cuda_graphs();
+    println!("one-session graphs: {outcomes:?}, sessions {}", batcher.cuda_graph_sessions());
+    assert_eq!(
+        outcomes.iter().map(|(rows, ok)| (*rows, ok.is_ok())).collect::<Vec<_>>(),
+        [(1, true), (4, true), (8, true), (16, true)]
+    );
+    assert_eq!(batcher.cuda_graph_sessions(), 1, "every size on one session (ORT 1.18 and newer)");
+    // Four callers at once: batches of changing sizes, each caller gets its own row.
+    std::thread::scope(|scope| {
+        for thread in 0..4u64 {
+            let (batcher, cpu) = (&batcher, &cpu);
+            scope.spawn(move || {
+                for round in 0..50u64 {
+                    let data = batch(16, 80_000 + thread * 100 + round);
+                    let input = Value::from_vec(&[1, 16], data.clone()).expect("input");
+                    let got = batcher.run([("x", input)]).expect("batched run")[0].to_array::<f32>().expect("row");
+                    let expected = Value::from_vec(&[1, 16], data).expect("input");
+                    let expected = cpu.run([("x", &expected)]).expect("cpu run")[0].to_array::<f32>().expect("row");
+                    // The CPU sums in another order (and the GPU may use TF32): within 1e-3 of the scale.
+                    let diff = max_abs_diff(&got, &expected);
+                    assert!(diff <= Model::tolerance(&expected), "thread {thread} round {round}: {diff}");
+                }
+            });
+        }
+    });
+    let stats = batcher.stats();
+    println!("one-session cuda_graphs batcher: {stats:?}");
+    assert_eq!(stats.completed, 200);
+    assert!(stats.graph_runs > 0 && stats.graph_runs <= stats.batches, "{} of {}", stats.graph_runs, stats.batches);
 }
