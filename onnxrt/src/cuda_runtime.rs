@@ -23,6 +23,7 @@ const MEMCPY_DEFAULT: c_int = 4;
 struct CudaRuntime {
     memcpy: unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int) -> c_int,
     device_count: unsafe extern "C" fn(*mut c_int) -> c_int,
+    mem_get_info: unsafe extern "C" fn(*mut usize, *mut usize) -> c_int,
     synchronize: unsafe extern "C" fn() -> c_int,
     host_register: unsafe extern "C" fn(*mut c_void, usize, u32) -> c_int,
     host_unregister: unsafe extern "C" fn(*mut c_void) -> c_int,
@@ -53,6 +54,7 @@ fn runtime() -> Result<&'static CudaRuntime> {
                                 Ok(CudaRuntime {
                                     memcpy: *library.get(b"cudaMemcpy\0")?,
                                     device_count: *library.get(b"cudaGetDeviceCount\0")?,
+                                    mem_get_info: *library.get(b"cudaMemGetInfo\0")?,
                                     synchronize: *library.get(b"cudaDeviceSynchronize\0")?,
                                     host_register: *library.get(b"cudaHostRegister\0")?,
                                     host_unregister: *library.get(b"cudaHostUnregister\0")?,
@@ -123,6 +125,41 @@ pub fn device_count() -> Result<i32> {
     }
     check("cudaGetDeviceCount", code)?;
     Ok(count)
+}
+
+/// A CUDA device's memory, as the driver counts it for every process on the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceMemoryInfo {
+    /// Bytes free.
+    pub free: usize,
+    /// Bytes the device has.
+    pub total: usize,
+}
+
+impl DeviceMemoryInfo {
+    /// Bytes in use (`total - free`): what a session, its weights and its graphs cost shows as
+    /// the difference of two readings.
+    pub fn used(&self) -> usize {
+        self.total.saturating_sub(self.free)
+    }
+}
+
+/// The free and total memory of CUDA device `device` (makes the device's CUDA context on this
+/// thread if there is none yet).
+///
+/// Corresponds to `cudaMemGetInfo`.
+///
+/// # Errors
+/// [`Error::ProviderLoad`] when libcudart cannot be loaded; [`Error::Ort`] for another CUDA
+/// error (a device id it does not have).
+#[doc(alias = "cudaMemGetInfo")]
+pub fn device_memory(device: i32) -> Result<DeviceMemoryInfo> {
+    on_device(device, |runtime| {
+        let (mut free, mut total) = (0usize, 0usize);
+        // SAFETY: both out-pointers are valid.
+        check("cudaMemGetInfo", unsafe { (runtime.mem_get_info)(&mut free, &mut total) })?;
+        Ok(DeviceMemoryInfo { free, total })
+    })
 }
 
 /// Copies `bytes` between host and device memory (direction inferred), then waits for it.

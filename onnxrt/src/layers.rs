@@ -25,7 +25,7 @@ const LAYERS: [&[&str]; 4] = [
     ],
     &["env", "memory", "run_options", "cuda_stream", "lora", "device_list"],
     &["value", "providers", "custom_op", "ep_device", "pinned_plugin"],
-    &["session", "io_binding", "allocator", "allocator_stats", "profiling", "cuda_graph", "compile"],
+    &["session", "io_binding", "allocator", "allocator_stats", "profiling", "cuda_graphs", "cuda_graph", "compile"],
 ];
 
 fn layer(module: &str) -> Option<usize> {

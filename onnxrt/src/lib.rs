@@ -73,6 +73,8 @@ pub mod compile;
 #[cfg(feature = "cuda")]
 mod cuda_graph;
 #[cfg(feature = "cuda")]
+mod cuda_graphs;
+#[cfg(feature = "cuda")]
 mod cuda_runtime;
 #[cfg(feature = "cuda")]
 mod cuda_stream;
@@ -104,6 +106,8 @@ pub use allocator::{Allocator, SharedAllocator};
 pub use api::{runtime_info, RuntimeInfo};
 #[cfg(feature = "cuda")]
 pub use cuda_graph::CudaGraph;
+#[cfg(feature = "cuda")]
+pub use cuda_graphs::CudaGraphs;
 #[cfg(feature = "cuda")]
 pub use cuda_stream::CudaStream;
 pub use element::{Element, ElementType};

@@ -250,7 +250,8 @@ impl BatcherBuilder {
     /// copies the outputs to its page-locked buffers; the workers share one graph per size and
     /// take turns on it. Needs padded sizes ([`pad_to_power_of_two`](Self::pad_to_power_of_two)
     /// or [`pad_to_sizes`](Self::pad_to_sizes)): each size holds a session, its weights and its
-    /// buffers on the device. A size whose graph cannot be made (a node without a CUDA kernel,
+    /// buffers on the device ([`cuda_graphs_in_one_session`](Self::cuda_graphs_in_one_session)
+    /// holds the weights once). A size whose graph cannot be made (a node without a CUDA kernel,
     /// a free axis other than the batch axis) or whose capture run fails at warm-up runs
     /// without one, and [`Batcher::cuda_graphs`] says why.
     #[cfg(feature = "cuda")]
@@ -258,7 +259,22 @@ impl BatcherBuilder {
         mut self,
         factory: impl Fn(usize) -> onnxrt::Result<onnxrt::CudaGraph> + Send + Sync + 'static,
     ) -> Self {
-        self.graph_factory = Some(Arc::new(factory));
+        self.graph_factory = Some(super::sessions::GraphFactory::PerSize(Arc::new(factory)));
+        self
+    }
+
+    /// [`cuda_graphs`](Self::cuda_graphs) with one session for every padded size: `factory`
+    /// (usually [`onnxrt::CudaGraphs::from_file`]) is called once with every size, so the
+    /// device holds the weights once, and the workers take turns on that session. On a runtime
+    /// older than ONNX Runtime 1.18, whose CUDA provider keeps one graph per session, it is
+    /// called once per size with that size alone (a session per size, as `cuda_graphs`).
+    /// [`Batcher::cuda_graph_sessions`] counts the sessions made.
+    #[cfg(feature = "cuda")]
+    pub fn cuda_graphs_in_one_session(
+        mut self,
+        factory: impl Fn(&[usize]) -> onnxrt::Result<onnxrt::CudaGraphs> + Send + Sync + 'static,
+    ) -> Self {
+        self.graph_factory = Some(super::sessions::GraphFactory::Sizes(Arc::new(factory)));
         self
     }
 
@@ -330,17 +346,17 @@ impl BatcherBuilder {
         let queue = Arc::new(Queue::new(sender, self.queue_capacity, counters));
         let receiver = Arc::new(Mutex::new(receiver));
         let pin = cfg!(feature = "cuda") && self.session.providers().contains(&"CUDAExecutionProvider");
+        let mut settings = Settings::new(self.max_batch, self.pad_to_power_of_two, self.pad_to_sizes.as_deref());
         let sessions = Sessions::new(self.session.clone(), self.session_factory.clone(), self.max_batch);
         #[cfg(feature = "cuda")]
         let sessions = match &self.graph_factory {
-            Some(factory) => sessions.with_graphs(Arc::clone(factory), self.max_batch, self.workers),
+            Some(factory) => sessions.with_graphs(factory.clone(), settings.run_sizes(), self.workers),
             None => sessions,
         }
         .on_cuda(pin);
         let sessions = Arc::new(sessions);
         let device_inputs = self.device_inputs.filter(|_| pin);
         let mut handles = Vec::with_capacity(self.workers);
-        let mut settings = Settings::new(self.max_batch, self.pad_to_power_of_two, self.pad_to_sizes.as_deref());
         settings.run_batches = self.run_batches.clone().map(Elsewhere);
         for index in 0..self.workers {
             let worker = worker::Worker::new(

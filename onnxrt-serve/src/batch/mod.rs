@@ -353,6 +353,14 @@ impl Batcher {
         self.sessions.graph_outcomes()
     }
 
+    /// How many CUDA graph sessions were made so far ([`cuda_graphs`](BatcherBuilder::cuda_graphs):
+    /// one per size; [`cuda_graphs_in_one_session`](BatcherBuilder::cuda_graphs_in_one_session):
+    /// one for every size, on ONNX Runtime 1.18 and newer).
+    #[cfg(feature = "cuda")]
+    pub fn cuda_graph_sessions(&self) -> usize {
+        self.sessions.graph_sessions()
+    }
+
     /// How many sessions batches run on so far (1 unless
     /// [`session_per_batch_size`](BatcherBuilder::session_per_batch_size)).
     pub fn session_count(&self) -> usize {

@@ -17,14 +17,29 @@ use onnxrt::Session;
 /// Makes a new session of the batcher's model (same inputs and outputs).
 pub(crate) type SessionFactory = Arc<dyn Fn() -> onnxrt::Result<Session> + Send + Sync>;
 
-/// Makes the batcher's model into a CUDA graph for a batch size (`BatcherBuilder::cuda_graphs`).
+/// Makes the batcher's model into a CUDA graph for one batch size (`BatcherBuilder::cuda_graphs`).
 #[cfg(feature = "cuda")]
-pub(crate) type GraphFactory = Arc<dyn Fn(usize) -> onnxrt::Result<onnxrt::CudaGraph> + Send + Sync>;
+pub(crate) type PerSizeFactory = Arc<dyn Fn(usize) -> onnxrt::Result<onnxrt::CudaGraph> + Send + Sync>;
 
-/// A batch size's CUDA graph, shared by the workers (one runs it at a time: its buffers are
-/// filled, run and read under the lock).
+/// Makes the batcher's model into one session of CUDA graphs for the sizes it is given
+/// (`BatcherBuilder::cuda_graphs_in_one_session`).
 #[cfg(feature = "cuda")]
-pub(crate) type SharedGraph = Arc<Mutex<onnxrt::CudaGraph>>;
+pub(crate) type SizesFactory = Arc<dyn Fn(&[usize]) -> onnxrt::Result<onnxrt::CudaGraphs> + Send + Sync>;
+
+/// Makes the batcher's model into CUDA graphs.
+#[cfg(feature = "cuda")]
+#[derive(Clone)]
+pub(crate) enum GraphFactory {
+    /// A session per batch size.
+    PerSize(PerSizeFactory),
+    /// One session for every padded size (a session per size before ORT 1.18).
+    Sizes(SizesFactory),
+}
+
+/// The CUDA graphs a batch size runs on (its own session, or the one of every size), shared by
+/// the workers (one runs it at a time: its buffers are filled, run and read under the lock).
+#[cfg(feature = "cuda")]
+pub(crate) type SharedGraph = Arc<Mutex<onnxrt::CudaGraphs>>;
 
 /// The sessions batches run on.
 pub(crate) struct Sessions {
@@ -43,6 +58,10 @@ pub(crate) struct Sessions {
 #[cfg(feature = "cuda")]
 struct Graphs {
     factory: GraphFactory,
+    // The padded sizes, made in one session by a `GraphFactory::Sizes` where the runtime keeps
+    // several graphs per session (ORT 1.18); older runtimes get a session per size.
+    sizes: Vec<usize>,
+    one_session: bool,
     by_size: Mutex<Vec<Option<std::result::Result<SharedGraph, String>>>>,
     // Workers that have not yet captured every size on their own thread (`capture_all`).
     capturing_workers: Mutex<usize>,
@@ -82,10 +101,14 @@ impl Sessions {
 
     /// Batches of a size with a graph run on it (`BatcherBuilder::cuda_graphs`).
     #[cfg(feature = "cuda")]
-    pub(crate) fn with_graphs(mut self, factory: GraphFactory, max_batch: usize, workers: usize) -> Sessions {
+    pub(crate) fn with_graphs(mut self, factory: GraphFactory, sizes: Vec<usize>, workers: usize) -> Sessions {
+        let largest = sizes.iter().copied().max().unwrap_or(0);
+        let one_session = onnxrt::runtime_info().is_ok_and(|runtime| runtime.api_level >= 18);
         self.graphs = Some(Graphs {
             factory,
-            by_size: Mutex::new((0..=max_batch).map(|_| None).collect()),
+            sizes,
+            one_session,
+            by_size: Mutex::new((0..=largest).map(|_| None).collect()),
             capturing_workers: Mutex::new(workers),
             captured: std::sync::Condvar::new(),
         });
@@ -116,13 +139,13 @@ impl Sessions {
             let Some(graph) = self.graph_for(rows) else { continue };
             // Lock order, as in the workers: the CUDA work hold, then the graph; both are
             // released before `refuse_graph` takes the sizes' lock.
-            let capture = graph.lock().unwrap_or_else(|e| e.into_inner()).run_captures();
+            let capture = graph.lock().unwrap_or_else(|e| e.into_inner()).run_captures(rows).unwrap_or(true);
             if !capture {
                 continue;
             }
             let captured = {
                 let _alone = self.cuda_work(true);
-                let run = graph.lock().unwrap_or_else(|e| e.into_inner()).run();
+                let run = graph.lock().unwrap_or_else(|e| e.into_inner()).run(rows);
                 run
             };
             if let Err(error) = captured {
@@ -170,16 +193,45 @@ impl Sessions {
     pub(crate) fn graph_for(&self, rows: usize) -> Option<SharedGraph> {
         let graphs = self.graphs.as_ref()?;
         let mut by_size = graphs.by_size.lock().unwrap_or_else(|e| e.into_inner());
-        let slot = by_size.get_mut(rows)?;
-        if slot.is_none() {
+        if by_size.get(rows)?.is_none() {
             // Making a session allocates device memory: not during another thread's capture.
             let _shared = self.cuda_work(false);
-            *slot = Some(match (graphs.factory)(rows) {
-                Ok(graph) => Ok(Arc::new(Mutex::new(graph))),
+            let shared = |made: onnxrt::Result<onnxrt::CudaGraphs>| match made {
+                Ok(graphs) => Ok(Arc::new(Mutex::new(graphs))),
                 Err(error) => Err(error.to_string()),
-            });
+            };
+            match &graphs.factory {
+                GraphFactory::PerSize(factory) => by_size[rows] = Some(shared(factory(rows).map(Into::into))),
+                GraphFactory::Sizes(factory) if graphs.one_session => {
+                    // One session for every padded size, made at the first size asked for.
+                    let made = shared(factory(&graphs.sizes));
+                    for &size in &graphs.sizes {
+                        if let Some(slot @ None) = by_size.get_mut(size) {
+                            *slot = Some(made.clone());
+                        }
+                    }
+                    if by_size[rows].is_none() {
+                        by_size[rows] = Some(Err(format!("{rows} is not among the padded sizes {:?}", graphs.sizes)));
+                    }
+                }
+                GraphFactory::Sizes(factory) => by_size[rows] = Some(shared(factory(&[rows]))),
+            }
         }
-        slot.as_ref().and_then(|made| made.as_ref().ok()).cloned()
+        by_size[rows].as_ref().and_then(|made| made.as_ref().ok()).cloned()
+    }
+
+    /// How many CUDA graph sessions were made (a session shared by several sizes counts once).
+    #[cfg(feature = "cuda")]
+    pub(crate) fn graph_sessions(&self) -> usize {
+        let Some(graphs) = &self.graphs else { return 0 };
+        let by_size = graphs.by_size.lock().unwrap_or_else(|e| e.into_inner());
+        let mut made: Vec<&SharedGraph> = Vec::new();
+        for graph in by_size.iter().flatten().flatten() {
+            if !made.iter().any(|seen| Arc::ptr_eq(seen, graph)) {
+                made.push(graph);
+            }
+        }
+        made.len()
     }
 
     /// Gives up the CUDA graph of runs of `rows` rows (its capture run failed): that size runs
@@ -266,7 +318,7 @@ mod tests {
     fn sessions(workers: usize, factory: GraphFactory) -> Arc<Sessions> {
         let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/mlp.onnx");
         let session = Session::builder().commit_from_file(model).expect("session");
-        Arc::new(Sessions::new(session, None, 4).with_graphs(factory, 4, workers).on_cuda(false))
+        Arc::new(Sessions::new(session, None, 4).with_graphs(factory, vec![1, 2, 4], workers).on_cuda(false))
     }
 
     #[test]
@@ -275,12 +327,12 @@ mod tests {
         // down, and the sizes' lock it held is taken again by the other worker.
         let panicked = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let flag = Arc::clone(&panicked);
-        let factory: GraphFactory = Arc::new(move |rows| {
+        let factory = GraphFactory::PerSize(Arc::new(move |rows| {
             if rows == 2 && !flag.swap(true, std::sync::atomic::Ordering::SeqCst) {
                 panic!("a factory that panics");
             }
             Err(onnxrt::Error::InvalidArgument { what: format!("{rows} rows"), why: "no CUDA here".into() })
-        });
+        }));
         let sessions = sessions(3, factory);
         let workers: Vec<_> = (0..3)
             .map(|_| {

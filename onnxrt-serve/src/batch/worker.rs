@@ -378,9 +378,9 @@ impl Worker {
         #[cfg(feature = "cuda")]
         let graph = self.placement.device_inputs.and_then(|_| self.sessions.graph_for(m));
         #[cfg(feature = "cuda")]
-        let capture = graph
-            .as_ref()
-            .is_some_and(|g| !self.replays.contains(&m) && g.lock().unwrap_or_else(|e| e.into_inner()).run_captures());
+        let capture = graph.as_ref().is_some_and(|g| {
+            !self.replays.contains(&m) && g.lock().unwrap_or_else(|e| e.into_inner()).run_captures(m).unwrap_or(true)
+        });
         #[cfg(feature = "cuda")]
         let sessions = Arc::clone(&self.sessions);
         #[cfg(feature = "cuda")]
@@ -451,7 +451,7 @@ impl Worker {
             if fixed.iter().all(Option::is_some) {
                 if let Some(graph) = &graph {
                     let fixed: Vec<Value<'_>> = fixed.into_iter().flatten().collect();
-                    let graph = GraphRun { graph, stream, queue: &self.queue, hold: self.hold_while_busy };
+                    let graph = GraphRun { graph, rows: m, stream, queue: &self.queue, hold: self.hold_while_busy };
                     let answer = graph.run(&self.plan, &values, fixed, running, n);
                     if answer.is_ok() {
                         // ORT keeps the captured graph for this thread: later runs replay it.
@@ -490,6 +490,8 @@ impl Worker {
 #[cfg(feature = "cuda")]
 struct GraphRun<'a> {
     graph: &'a crate::batch::sessions::SharedGraph,
+    // The batch's padded size: which of the graph session's sizes runs.
+    rows: usize,
     stream: &'a onnxrt::CudaStream,
     queue: &'a Queue,
     // Take the device lock for the run (`hold_while_busy`).
@@ -514,19 +516,19 @@ impl GraphRun<'_> {
         let graph_wait = Instant::now();
         let mut graph = self.graph.lock().unwrap_or_else(|e| e.into_inner());
         let graph_wait = graph_wait.elapsed();
-        let m = graph.rows();
+        let m = self.rows;
         for (input, rows) in plan.inputs.iter().zip(device_rows) {
             let index = graph_index(graph.inputs(), &input.name)?;
-            graph.copy_input_rows_from(index, 0..m, rows, self.stream)?;
+            graph.copy_input_rows_from(m, index, 0..m, rows, self.stream)?;
         }
         {
             let _device = self.queue.device_turn_after(self.hold, graph_wait);
-            graph.run()?;
+            graph.run(m)?;
         }
         drop(running);
         for (output, rows) in plan.outputs.iter().zip(host.iter_mut()) {
             let index = graph_index(graph.outputs(), &output.label)?;
-            rows.copy_rows_from(0..m, graph.output(index)?, self.stream)?;
+            rows.copy_rows_from(0..m, graph.output(m, index)?, self.stream)?;
         }
         drop(graph);
         self.queue.counters.graph_runs.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

@@ -17,7 +17,7 @@ use crate::repository::config::{ModelConfig, Settings};
 pub use crate::repository::errors::{classify_run_error, InferError, RunErrorKind};
 use crate::repository::runner::{run_batch_in, run_batch_taking, runtime_crashes, Runner, SessionRef};
 #[cfg(feature = "cuda")]
-use crate::repository::sessions::make_graph;
+use crate::repository::sessions::make_graphs;
 use crate::repository::sessions::make_session;
 pub use crate::repository::stats::{ModelStats, Phases, Tally};
 use crate::repository::tensor::narrow;
@@ -142,7 +142,7 @@ impl ServedModel {
             #[cfg(feature = "cuda")]
             if settings.cuda_graphs {
                 let (path, settings) = (path.to_owned(), settings.clone());
-                builder = builder.cuda_graphs(move |rows| make_graph(&path, bytes, &settings, rows));
+                builder = builder.cuda_graphs_in_one_session(move |sizes| make_graphs(&path, bytes, &settings, sizes));
             }
             if settings.session_per_batch_size {
                 let (path, settings) = (path.to_owned(), settings.clone());

@@ -1,5 +1,5 @@
-//! The sessions a served model runs on: on the provider its config names, and CUDA graphs per
-//! batch size.
+//! The sessions a served model runs on: on the provider its config names, and CUDA graphs for
+//! its batch sizes.
 
 use std::path::Path;
 
@@ -27,19 +27,20 @@ fn session_builder(settings: &Settings) -> onnxrt::SessionBuilder {
     }
 }
 
-/// `rows` rows of the model at `path` (or `bytes`) as a CUDA graph, with the session settings
-/// of `settings` (`cuda_graphs`).
+/// The model at `path` (or `bytes`) as CUDA graphs for each of `sizes` rows in one session,
+/// with the session settings of `settings` (`cuda_graphs`; the batcher asks for one size at a
+/// time on runtimes older than 1.18).
 #[cfg(feature = "cuda")]
-pub(crate) fn make_graph(
+pub(crate) fn make_graphs(
     path: &Path,
     bytes: Option<&[u8]>,
     settings: &Settings,
-    rows: usize,
-) -> onnxrt::Result<onnxrt::CudaGraph> {
+    sizes: &[usize],
+) -> onnxrt::Result<onnxrt::CudaGraphs> {
     let builder = session_builder(settings);
     let cuda = onnxrt::providers::cuda::CudaOptions::new().device_id(settings.device);
     match bytes {
-        Some(bytes) => onnxrt::CudaGraph::from_memory(builder, cuda, bytes, rows),
-        None => onnxrt::CudaGraph::from_file(builder, cuda, path, rows),
+        Some(bytes) => onnxrt::CudaGraphs::from_memory(builder, cuda, bytes, sizes),
+        None => onnxrt::CudaGraphs::from_file(builder, cuda, path, sizes),
     }
 }
