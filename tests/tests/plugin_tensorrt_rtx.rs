@@ -57,7 +57,8 @@ fn tensorrt_rtx_lists_its_gpu_or_the_strict_device_path_says_why_not() {
     let x = Value::from_array(mlp_input()).expect("input");
     let cpu = Session::builder().commit_from_file(model("mlp.onnx")).expect("CPU session");
     let expected = cpu.run(&[("x", &x)]).expect("CPU run")[0].to_array::<f32>().expect("f32");
-    let gpus: Vec<_> = devices.iter().filter(|d| d.provider == PROVIDER && d.kind == DeviceKind::Gpu).cloned().collect();
+    let gpus: Vec<_> =
+        devices.iter().filter(|d| d.provider == PROVIDER && d.kind == DeviceKind::Gpu).cloned().collect();
     if let Some(gpu) = gpus.first() {
         let session = Session::builder()
             .config_entry("session.disable_cpu_ep_fallback", "1")
