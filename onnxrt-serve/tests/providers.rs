@@ -158,7 +158,9 @@ fn tensorrt_cache_folders_are_checked_before_anything_is_made() {
     std::fs::create_dir_all(&others).expect("folder");
     let given_away = std::process::Command::new("chown").arg("65534").arg(&others).status().is_ok_and(|s| s.success());
     let at = |dir: &Path| dir.display().to_string();
-    let cases: [(&Path, &[(&str, bool, &str)]); 2] = [
+    // Per cache root: (model, engine cache on, what its refusal names; "" for none).
+    type Cases<'a> = [(&'a Path, &'a [(&'a str, bool, &'a str)]); 2];
+    let cases: Cases = [
         (&open, &[("trt_open", true, "with mode 777"), ("trt_open_off", false, "with mode 777")]),
         (
             &private,

@@ -73,6 +73,7 @@ impl ProviderSetup {
 impl ProviderSetup {
     /// The lock every run of a session on this setup holds, where runs of different sessions on
     /// one device must not overlap: a plugin's (once a session was made on it).
+    #[cfg_attr(not(feature = "server"), allow(dead_code))] // the repository's runs hold it
     pub(crate) fn run_turn(&self) -> Option<std::sync::Arc<std::sync::Mutex<()>>> {
         match self {
             ProviderSetup::Plugin { library, .. } => plugin::run_turn(library),

@@ -20,6 +20,7 @@ struct Registration {
     outcome: OnceLock<Result<(), String>>,
     /// Held around every run of every session on the plugin's devices: the WebGPU plugin 0.4.0
     /// breaks (then crashes) when two sessions run on its device at once.
+    #[cfg_attr(not(feature = "server"), allow(dead_code))] // read by the repository's runs
     turn: Arc<Mutex<()>>,
 }
 
@@ -31,6 +32,7 @@ static REGISTERED: Mutex<BTreeMap<&'static str, Arc<Registration>>> = Mutex::new
 static LIBRARIES: Mutex<BTreeMap<String, &'static str>> = Mutex::new(BTreeMap::new());
 
 /// The turn runs on the plugin `library`'s devices take, once a session was made on one.
+#[cfg_attr(not(feature = "server"), allow(dead_code))]
 pub(super) fn run_turn(library: &str) -> Option<Arc<Mutex<()>>> {
     let dist = *LIBRARIES.lock().unwrap_or_else(PoisonError::into_inner).get(library)?;
     let registered = REGISTERED.lock().unwrap_or_else(PoisonError::into_inner);
