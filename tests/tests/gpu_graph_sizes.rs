@@ -340,9 +340,12 @@ fn a_batcher_runs_every_padded_size_on_one_graph_session() {
                     let got = batcher.run([("x", input)]).expect("batched run")[0].to_array::<f32>().expect("row");
                     let expected = Value::from_vec(&[1, 16], data).expect("input");
                     let expected = cpu.run([("x", &expected)]).expect("cpu run")[0].to_array::<f32>().expect("row");
-                    // The CPU sums in another order (and the GPU may use TF32): within 1e-3 of the scale.
+                    // The CPU sums in another order and ORT's CUDA provider uses TF32 (use_tf32 on by
+                    // default): up to 1.3e-3 of the scale on an H100 (2026-12-07), so 5e-3 of it here.
+                    // (Graph against plain GPU session is compared bitwise in the tests above.)
                     let diff = max_abs_diff(&got, &expected);
-                    assert!(diff <= Model::tolerance(&expected), "thread {thread} round {round}: {diff}");
+                    let bound = 5.0 * Model::tolerance(&expected);
+                    assert!(diff <= bound, "thread {thread} round {round}: {diff} > {bound}");
                 }
             });
         }
