@@ -366,3 +366,78 @@ fn two_plugin_models_answer_concurrent_requests_as_the_cpu() {
     drop(server);
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// A convnet input of `seed` (`image` [1, 3, 32, 32]) and the first output's data.
+async fn convnet(c: &mut Connection, model: &str, seed: u64) -> (u16, Vec<f32>) {
+    let data: Vec<f32> = (0..3 * 32 * 32).map(|i| ((seed * 3072 + i) as f32 * 0.013).sin()).collect();
+    let request = json!({ "inputs": [{ "name": "image", "shape": [1, 3, 32, 32], "datatype": "FP32", "data": data }] });
+    let reply: Reply = post(c, &format!("/v2/models/{model}/infer"), &request).await;
+    if reply.status != 200 {
+        return (reply.status, Vec::new());
+    }
+    let answer = json_of(&reply);
+    let data = answer["outputs"][0]["data"].as_array().expect("data");
+    (200, data.iter().map(|v| v.as_f64().expect("number") as f32).collect())
+}
+
+/// A plugin model loaded again and again while another model on the same plugin answers: every
+/// answer 200 and the CPU's, and the server stays up (the outside probe of issue 45: sessions
+/// made on the WebGPU plugin's device during another model's runs failed them with "Command
+/// encoding already finished", answered wrong and crashed the server, until building a session
+/// took the plugin's turn as runs do).
+#[test]
+fn loading_a_plugin_model_while_another_answers_fails_no_request() {
+    let (Some(_), true) = (webgpu_plugin(), onnxrt::runtime_info().expect("runtime").api_level >= 22) else {
+        return;
+    };
+    let root = folder("providers-plugin-reload");
+    put(&root, "cpu", "convnet.onnx");
+    for model in ["wg_serving", "wg_loaded"] {
+        put(&root, model, "convnet.onnx");
+        config(
+            &root,
+            model,
+            &json!({ "provider": "webgpu", "plugin": "webgpu-plugin-0.4.0-registry", "concurrency": 4 }),
+        );
+    }
+    let server = Server::start(&root, &["--model-control-mode", "explicit", "--load-model", "*"]);
+    runtime().block_on(async {
+        let mut c = Connection::open(server.rest).await.expect("connects");
+        let mut expected = Vec::new();
+        for seed in 0..60 {
+            expected.push(convnet(&mut c, "cpu", seed).await.1);
+        }
+        let expected = std::sync::Arc::new(expected);
+        let rest = server.rest;
+        let clients = (0..4).map(|_| {
+            let expected = std::sync::Arc::clone(&expected);
+            tokio::spawn(async move {
+                let mut c = Connection::open(rest).await.expect("connects");
+                let mut wrong = Vec::new();
+                for seed in 0..60u64 {
+                    let (status, got) = convnet(&mut c, "wg_serving", seed).await;
+                    let close = got.len() == expected[seed as usize].len()
+                        && got
+                            .iter()
+                            .zip(&expected[seed as usize])
+                            .all(|(g, e)| onnxrt_tests::close(f64::from(*g), f64::from(*e), 1e-3, 1e-4));
+                    if status != 200 || !close {
+                        wrong.push((seed, status));
+                    }
+                }
+                wrong
+            })
+        });
+        let clients: Vec<_> = clients.collect();
+        for _ in 0..10 {
+            let reply = post(&mut c, "/v2/repository/models/wg_loaded/load", &json!({})).await;
+            assert_eq!(reply.status, 200, "load: {}", reply.text());
+        }
+        for client in clients {
+            let wrong = client.await.expect("the client ran to its end");
+            assert!(wrong.is_empty(), "requests answered wrongly or not 200 (seed, status): {wrong:?}");
+        }
+    });
+    drop(server);
+    let _ = std::fs::remove_dir_all(&root);
+}

@@ -138,10 +138,16 @@ pub(crate) fn session_for(
             (Some(provider.as_str()), describe)
         }
     };
+    // Building a session on a plugin's device takes the plugin's turn, as runs do: the WebGPU
+    // plugin 0.4.0 failed runs of another model ("Command encoding already finished"), answered
+    // wrong and crashed when a session was made on its device during them.
+    let turn = setup.run_turn();
+    let held = turn.as_ref().map(|turn| turn.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
     let built = match bytes {
         Some(bytes) => builder.commit_from_memory(bytes),
         None => builder.commit_from_file(path),
     };
+    drop(held);
     match (built, provider) {
         (Ok(session), _) => Ok(session),
         (Err(source), Some(provider)) if is_provider_error(&source) => {
