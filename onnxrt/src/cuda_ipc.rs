@@ -13,10 +13,78 @@
 //! for before the call returns (the rule of `cuda_runtime`), so nothing is left queued when a
 //! value is dropped or the memory is unmapped.
 
+use std::collections::HashMap;
+use std::ffi::c_void;
 use std::fmt;
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 use crate::cuda_runtime::{with_device, DeviceMemory, IpcMapping, RawIpcHandle, RawStream};
 use crate::error::{Error, Result};
+
+/// A mapping's key: the device it is mapped on and the handle's bytes.
+type MappingKey = (i32, [u8; CudaIpcHandle::LEN]);
+
+/// A live mapping and how many [`MappedDeviceMemory`] values use it.
+struct LiveMapping {
+    mapping: IpcMapping,
+    users: usize,
+}
+
+/// Every live mapping of this process, by mapped address, and the handles that led to each.
+#[derive(Default)]
+struct LiveMappings {
+    by_address: HashMap<usize, LiveMapping>,
+    by_handle: HashMap<MappingKey, usize>,
+}
+
+/// The live mappings. Every open of one allocation shares one mapping, unmapped when its last
+/// user is dropped, under this lock: CUDA may hand the same address to a second open (of the
+/// same handle, or of another handle of the same allocation), so closing one user's mapping
+/// must never unmap another's, nor race with an open of the same memory.
+fn live_mappings() -> MutexGuard<'static, LiveMappings> {
+    static LIVE: OnceLock<Mutex<LiveMappings>> = OnceLock::new();
+    LIVE.get_or_init(Mutex::default).lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl LiveMappings {
+    /// One more use of the mapping of `key`, mapped now if it is not yet: its address and the
+    /// allocation's length from there.
+    fn acquire(&mut self, key: MappingKey) -> Result<(usize, Result<usize>)> {
+        let address = match self.by_handle.get(&key) {
+            Some(&address) => address,
+            None => {
+                let mapping = IpcMapping::open(key.0, RawIpcHandle { reserved: key.1 })?;
+                let address = mapping.as_ptr() as usize;
+                match self.by_address.get(&address) {
+                    // Already mapped through another handle: keep the one mapping. The second
+                    // open stays open until the process ends (CUDA may count opens; closing it
+                    // could unmap the first).
+                    Some(_) => std::mem::forget(mapping),
+                    None => drop(self.by_address.insert(address, LiveMapping { mapping, users: 0 })),
+                }
+                self.by_handle.insert(key, address);
+                address
+            }
+        };
+        let Some(live) = self.by_address.get_mut(&address) else {
+            // Unreachable: `by_handle` names only live addresses (`release` removes both).
+            return Err(Error::InvalidArgument { what: "a CUDA IPC mapping".into(), why: "lost its address".into() });
+        };
+        live.users += 1;
+        Ok((address, live.mapping.allocation_bytes()))
+    }
+
+    /// One use fewer of the mapping at `address`; unmapped when none is left.
+    fn release(&mut self, address: usize) {
+        let Some(live) = self.by_address.get_mut(&address) else { return };
+        live.users -= 1;
+        if live.users == 0 {
+            self.by_handle.retain(|_, &mut at| at != address);
+            // Unmapped here, under the lock; every copy through it was waited for already.
+            self.by_address.remove(&address);
+        }
+    }
+}
 
 /// The 64 bytes (`cudaIpcMemHandle_t`) that name a device allocation to another process on the
 /// same machine. They are not secret from the CUDA driver's view, but whoever holds them can
@@ -145,7 +213,9 @@ impl fmt::Debug for SharedDeviceMemory {
 /// Another process's device memory, mapped into this one from its [`CudaIpcHandle`]: the first
 /// `len` bytes of that allocation, unmapped when dropped.
 pub struct MappedDeviceMemory {
-    mapping: IpcMapping,
+    device: i32,
+    /// The mapped address; the mapping itself lives in [`live_mappings`] while this value does.
+    ptr: *mut c_void,
     len: usize,
     stream: RawStream,
 }
@@ -167,16 +237,20 @@ impl MappedDeviceMemory {
                 why: "give the length of the region to map (at least one byte)".into(),
             });
         }
-        let mapping = IpcMapping::open(device, RawIpcHandle { reserved: handle.bytes })?;
-        let available = mapping.allocation_bytes()?;
+        let stream = RawStream::new(device)?;
+        let key = (device, handle.bytes);
+        let (address, available) = live_mappings().acquire(key)?;
+        let ptr = address as *mut c_void;
+        // From here on, dropping `memory` releases this use of the mapping.
+        let memory = MappedDeviceMemory { device, ptr, len, stream };
+        let available = available?;
         if len > available {
             return Err(Error::InvalidArgument {
                 what: format!("a CUDA IPC mapping of {len} bytes"),
                 why: format!("the allocation behind the handle holds {available} bytes"),
             });
         }
-        let stream = RawStream::new(device)?;
-        Ok(MappedDeviceMemory { mapping, len, stream })
+        Ok(memory)
     }
 
     /// The mapped length in bytes (as asked for in [`MappedDeviceMemory::open`]).
@@ -191,7 +265,7 @@ impl MappedDeviceMemory {
 
     /// The CUDA device it was mapped on.
     pub fn device(&self) -> i32 {
-        self.mapping.device()
+        self.device
     }
 
     /// Copies `bytes` into the memory at `offset`, and waits for the copy.
@@ -200,10 +274,11 @@ impl MappedDeviceMemory {
     /// [`Error::InvalidArgument`] where `offset + bytes.len()` passes [`MappedDeviceMemory::len`];
     /// [`Error::Ort`] for CUDA's errors.
     pub fn write(&self, offset: usize, bytes: &[u8]) -> Result<()> {
-        let at = checked_at(self.mapping.as_ptr(), self.len, offset, bytes.len())?;
+        let at = checked_at(self.ptr, self.len, offset, bytes.len())?;
         with_device(self.device(), || {
             // SAFETY: `at` is mapped device memory valid for `bytes.len()` bytes (checked above
-            // against a length the driver confirmed in `open`), mapped while `self` lives;
+            // against a length the driver confirmed in `open`), mapped while `self` lives (it
+            // counts as a user of the mapping);
             // `bytes` is a live host slice; copy_and_wait returns once the copy is done.
             unsafe { self.stream.copy_and_wait(at, bytes.as_ptr().cast(), bytes.len()) }
         })
@@ -214,13 +289,26 @@ impl MappedDeviceMemory {
     /// # Errors
     /// As [`MappedDeviceMemory::write`].
     pub fn read(&self, offset: usize, into: &mut [u8]) -> Result<()> {
-        let at = checked_at(self.mapping.as_ptr(), self.len, offset, into.len())?;
+        let at = checked_at(self.ptr, self.len, offset, into.len())?;
         with_device(self.device(), || {
             // SAFETY: as in `write`, with `into` borrowed exclusively for the copy.
             unsafe { self.stream.copy_and_wait(into.as_mut_ptr().cast(), at, into.len()) }
         })
     }
 }
+
+impl Drop for MappedDeviceMemory {
+    fn drop(&mut self) {
+        live_mappings().release(self.ptr as usize);
+    }
+}
+
+// SAFETY: the value holds a device address and a stream; copies through it may run from any host
+// thread (CUDA's calls are thread-safe), and the mapping stays until the value is dropped.
+unsafe impl Send for MappedDeviceMemory {}
+// SAFETY: `&MappedDeviceMemory` only copies to and from host slices the caller owns; the device
+// bytes are never borrowed as Rust memory.
+unsafe impl Sync for MappedDeviceMemory {}
 
 impl fmt::Debug for MappedDeviceMemory {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -230,7 +318,7 @@ impl fmt::Debug for MappedDeviceMemory {
 
 /// The device address `offset` bytes into memory at `base` of `len` bytes, once `count` bytes
 /// from there are checked to lie within it.
-fn checked_at(base: *mut std::ffi::c_void, len: usize, offset: usize, count: usize) -> Result<*mut std::ffi::c_void> {
+fn checked_at(base: *mut c_void, len: usize, offset: usize, count: usize) -> Result<*mut c_void> {
     match offset.checked_add(count) {
         Some(end) if end <= len => Ok(base.wrapping_byte_add(offset)),
         _ => Err(Error::InvalidArgument {

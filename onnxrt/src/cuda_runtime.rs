@@ -419,10 +419,6 @@ impl IpcMapping {
         self.ptr
     }
 
-    pub(crate) fn device(&self) -> i32 {
-        self.device
-    }
-
     /// How many bytes of the mapped allocation lie from the mapped address on.
     pub(crate) fn allocation_bytes(&self) -> Result<usize> {
         on_device(self.device, |_| crate::cuda_driver::bytes_from(self.ptr))
