@@ -39,7 +39,9 @@ impl Server {
     }
 
     fn command(repository: &Path, args: &[&str], grpc: bool) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_serve"));
+        // `ONNXRT_SERVE_BIN`: the binary where the tests run on another machine (the GPU one).
+        let binary = std::env::var_os("ONNXRT_SERVE_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_serve").into());
+        let mut command = Command::new(binary);
         command
             .arg("--model-repository")
             .arg(repository)
