@@ -1,11 +1,11 @@
 //! Shared helpers of the integration tests: where the committed models are, one environment kept
-//! alive for the whole test binary, scratch folders, and float comparison.
+//! alive for the whole test binary, scratch folders, pseudo-random inputs and float comparison.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use ndarray::Array2;
+use ndarray::{Array2, ArrayD};
 use onnxrt::{Environment, Session, SessionBuilder};
 
 pub mod gate_op;
@@ -98,6 +98,26 @@ pub fn close(got: f64, expected: f64, rtol: f64, atol: f64) -> bool {
         return got == expected;
     }
     (got - expected).abs() <= atol + rtol * expected.abs()
+}
+
+/// Deterministic pseudo-random floats in [-1, 1): test inputs that differ per `seed`.
+pub fn noise(len: usize, seed: u64) -> Vec<f32> {
+    let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    (0..len)
+        .map(|_| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// The largest absolute difference between two arrays of one shape.
+///
+/// # Panics
+/// If the shapes differ.
+pub fn max_abs_diff(a: &ArrayD<f32>, b: &ArrayD<f32>) -> f32 {
+    assert_eq!(a.shape(), b.shape());
+    a.iter().zip(b.iter()).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
 }
 
 /// A scratch folder under the system temp dir, removed (with its contents) when dropped.
