@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use ndarray::{Array2, ArrayD};
-use onnxrt::{Environment, Session, SessionBuilder};
+use onnxrt::ep_device::DevicePolicy;
+use onnxrt::{Environment, Error, Session, SessionBuilder};
 
 pub mod gate_op;
 pub mod proto;
@@ -71,6 +72,22 @@ pub fn builder() -> SessionBuilder {
 pub fn session(name: &str) -> Session {
     let path = model(name);
     builder().commit_from_file(&path).unwrap_or_else(|e| panic!("session for {} should load: {e}", path.display()))
+}
+
+/// Where discovery lists no GPU device: a session of the model at `path` that requires one
+/// (`DevicePolicy::RequireGpu`) is refused with `Error::NoGpuDevice`, whose reason names
+/// `/sys/class/drm` (what ORT's Linux discovery reads), instead of running on the CPU.
+///
+/// # Panics
+/// If the session is made, fails with another error, or its reason does not name `/sys/class/drm`.
+pub fn assert_require_gpu_refused(path: &Path) {
+    let error = Session::builder()
+        .device_policy(DevicePolicy::RequireGpu)
+        .commit_from_file(path)
+        .expect_err("no GPU device listed: refused, not run on the CPU");
+    println!("RequireGpu: {error}");
+    let Error::NoGpuDevice { why, .. } = &error else { panic!("expected NoGpuDevice, got {error:?}") };
+    assert!(why.contains("/sys/class/drm"), "{error}");
 }
 
 /// The input `mlp_expected.bin` was computed for: `arange(32).reshape(2, 16) / 32` as f32.
