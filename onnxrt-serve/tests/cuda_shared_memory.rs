@@ -49,11 +49,17 @@ fn cuda_regions_are_refused_with_their_reason_and_share_names_with_system_region
         let register = |name: &str, body: Json| (format!("/v2/cudasharedmemory/region/{name}/register"), body);
         let refused = [
             (register("g", json!({ "raw_handle": { "b64": "not base64!" }, "byte_size": 16 })), "not base64"),
-            (register("g", json!({ "raw_handle": { "b64": b64(&[1, 2, 3]) }, "byte_size": 16 })), "raw_handle is 3 bytes"),
+            (
+                register("g", json!({ "raw_handle": { "b64": b64(&[1, 2, 3]) }, "byte_size": 16 })),
+                "raw_handle is 3 bytes",
+            ),
             (register("g", json!({ "raw_handle": "AAAA", "byte_size": 16 })), "raw_handle"),
             (register("g", json!({ "raw_handle": { "b64": b64(&[0; 64]) } })), "byte_size"),
             (register("g", json!({ "raw_handle": { "b64": b64(&[0; 64]) }, "byte_size": 0 })), "more than 0"),
-            (register("g", json!({ "raw_handle": { "b64": b64(&[0; 64]) }, "byte_size": 8, "device_id": "0" })), "device_id"),
+            (
+                register("g", json!({ "raw_handle": { "b64": b64(&[0; 64]) }, "byte_size": 8, "device_id": "0" })),
+                "device_id",
+            ),
             (register("g", json!([])), "JSON object"),
             // 64 bytes that name no allocation: no CUDA here, or CUDA's refusal on a GPU.
             (register("g", json!({ "raw_handle": { "b64": b64(&[0x41; 64]) }, "byte_size": 16 })), "region `g`"),
@@ -67,7 +73,12 @@ fn cuda_regions_are_refused_with_their_reason_and_share_names_with_system_region
 
         // One set of names: a system region's name cannot be taken by a CUDA one, and each kind
         // answers status and unregister for its own regions only.
-        let reply = post(&mut c, "/v2/systemsharedmemory/region/r/register", &json!({ "key": format!("/{key}"), "byte_size": 64 })).await;
+        let reply = post(
+            &mut c,
+            "/v2/systemsharedmemory/region/r/register",
+            &json!({ "key": format!("/{key}"), "byte_size": 64 }),
+        )
+        .await;
         assert_eq!(reply.status, 200, "{}", reply.text());
         let (path, body) = register("r", json!({ "raw_handle": { "b64": b64(&[0x41; 64]) }, "byte_size": 16 }));
         let reply = post(&mut c, &path, &body).await;
@@ -80,13 +91,22 @@ fn cuda_regions_are_refused_with_their_reason_and_share_names_with_system_region
         let reply = post(&mut c, "/v2/cudasharedmemory/unregister", &json!({})).await;
         assert_eq!(reply.status, 200, "{}", reply.text());
         let status = json_of(&c.get("/v2/systemsharedmemory/status").await.expect("reply"));
-        assert_eq!(status.as_array().map(Vec::len), Some(1), "unregistering every CUDA region keeps system ones: {status}");
+        assert_eq!(
+            status.as_array().map(Vec::len),
+            Some(1),
+            "unregistering every CUDA region keeps system ones: {status}"
+        );
 
         // gRPC: the same refusal, typed.
         let mut grpc = GrpcInferenceServiceClient::connect(format!("http://{}", server.grpc.expect("gRPC started")))
             .await
             .expect("gRPC");
-        let request = CudaSharedMemoryRegisterRequest { name: "g".into(), raw_handle: vec![0x41; 64], device_id: 0, byte_size: 16 };
+        let request = CudaSharedMemoryRegisterRequest {
+            name: "g".into(),
+            raw_handle: vec![0x41; 64],
+            device_id: 0,
+            byte_size: 16,
+        };
         let status = grpc.cuda_shared_memory_register(request).await.expect_err("refused");
         assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
         let listed = grpc.cuda_shared_memory_status(CudaSharedMemoryStatusRequest::default()).await.expect("status");

@@ -23,7 +23,10 @@ pub(super) fn routes() -> Router<Arc<App>> {
         router = router
             .route(&format!("{root}/status"), get(move |app| status(app, kind, None)))
             .route(&format!("{root}/region/{{name}}/status"), get(move |app, Path(name)| status(app, kind, Some(name))))
-            .route(&format!("{root}/region/{{name}}/register"), post(move |app, name, body| register(app, kind, name, body)))
+            .route(
+                &format!("{root}/region/{{name}}/register"),
+                post(move |app, name, body| register(app, kind, name, body)),
+            )
             .route(&format!("{root}/unregister"), post(move |app| unregister(app, kind, None)))
             .route(
                 &format!("{root}/region/{{name}}/unregister"),

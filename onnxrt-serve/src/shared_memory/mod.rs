@@ -121,15 +121,21 @@ pub struct Regions {
 impl Regions {
     /// Registers `byte_size` bytes of `/dev/shm/KEY` from `offset` as region `name`.
     pub fn register(&self, name: &str, key: &str, offset: u64, byte_size: u64) -> Result<(), RegionError> {
-        self.insert(Kind::System, name, byte_size, || {
-            SystemRegion::open(key, offset, byte_size).map(Memory::System)
-        })
+        self.insert(Kind::System, name, byte_size, || SystemRegion::open(key, offset, byte_size).map(Memory::System))
     }
 
     /// Registers the first `byte_size` bytes of the device allocation `raw_handle` (a CUDA IPC
     /// handle) names, on CUDA device `device_id`, as region `name`.
-    pub fn register_cuda(&self, name: &str, raw_handle: &[u8], device_id: i64, byte_size: u64) -> Result<(), RegionError> {
-        self.insert(Kind::Cuda, name, byte_size, || CudaRegion::open(raw_handle, device_id, byte_size).map(Memory::Cuda))
+    pub fn register_cuda(
+        &self,
+        name: &str,
+        raw_handle: &[u8],
+        device_id: i64,
+        byte_size: u64,
+    ) -> Result<(), RegionError> {
+        self.insert(Kind::Cuda, name, byte_size, || {
+            CudaRegion::open(raw_handle, device_id, byte_size).map(Memory::Cuda)
+        })
     }
 
     /// Checks `name` and `byte_size`, opens the memory with `open` (not under the lock: mapping
@@ -243,9 +249,9 @@ impl Regions {
     pub fn check(&self, tensor: &str, place: &Place) -> Result<(), RegionError> {
         let region = self.locate(tensor, place)?;
         match &region.memory {
-            Memory::System(s) if !s.reaches(place.offset.saturating_add(place.byte_size)) => Err(
-                RegionError::Invalid(format!("`{tensor}`: region `{}` is shorter than registered", place.region)),
-            ),
+            Memory::System(s) if !s.reaches(place.offset.saturating_add(place.byte_size)) => {
+                Err(RegionError::Invalid(format!("`{tensor}`: region `{}` is shorter than registered", place.region)))
+            }
             _ => Ok(()),
         }
     }
