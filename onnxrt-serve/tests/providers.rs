@@ -136,9 +136,9 @@ fn providers_the_runtime_lacks_fail_their_model_alone_with_the_typed_error() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
-/// TensorRT's cache folders are checked before anything is made in them (the timing cache too,
-/// with the engine cache off): a root others can write, a link below the root, a folder of
-/// another user are refused and nothing is made there.
+/// TensorRT's cache folders are checked before anything is made in them: a root others can
+/// write, a link below the root, a folder of another user are refused and nothing is made there.
+/// With the engine cache off the model has no folder: the root is not its concern.
 #[test]
 fn tensorrt_cache_folders_are_checked_before_anything_is_made() {
     use std::os::unix::fs::PermissionsExt;
@@ -161,7 +161,7 @@ fn tensorrt_cache_folders_are_checked_before_anything_is_made() {
     // Per cache root: (model, engine cache on, what its refusal names; "" for none).
     type Cases<'a> = [(&'a Path, &'a [(&'a str, bool, &'a str)]); 2];
     let cases: Cases = [
-        (&open, &[("trt_open", true, "with mode 777"), ("trt_open_off", false, "with mode 777")]),
+        (&open, &[("trt_open", true, "with mode 777"), ("trt_open_off", false, "")]),
         (
             &private,
             &[
@@ -181,11 +181,15 @@ fn tensorrt_cache_folders_are_checked_before_anything_is_made() {
         runtime().block_on(async {
             let mut c = Connection::open(server.rest).await.expect("connects");
             let index = index(&mut c).await;
-            for (model, _, why) in models {
+            for (model, engine_cache, why) in models {
                 let (_, state, reason) = entry(&index, model);
                 assert_eq!(state, "UNAVAILABLE", "no TensorRT here: {reason}");
                 if !why.is_empty() {
                     assert!(reason.contains(why) && reason.contains("--engine-cache-root"), "{model}: {reason}");
+                }
+                if !engine_cache {
+                    assert!(!reason.contains("cache folder"), "the root is no concern of {model}: {reason}");
+                    assert!(reason.contains("engine cache and timing cache off"), "{model}: {reason}");
                 }
             }
         });
@@ -198,12 +202,17 @@ fn tensorrt_cache_folders_are_checked_before_anything_is_made() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
+/// A root that is a regular file: the TensorRT model's refusal says so, after why TensorRT
+/// cannot run here where it cannot (the build or the runtime lacks it: what to fix first); a
+/// model with the engine cache off does not use the root and is not refused for it.
 #[test]
 fn a_cache_root_that_cannot_be_made_fails_the_tensorrt_model_with_a_clear_error() {
     let root = folder("providers-cache-root");
     put(&root, "mlp", "mlp.onnx");
     put(&root, "trt", "mlp.onnx");
     config(&root, "trt", &json!({ "provider": "tensorrt" }));
+    put(&root, "trt_off", "mlp.onnx");
+    config(&root, "trt_off", &json!({ "provider": "tensorrt", "engine_cache": false }));
     let file = root.join("a-file");
     std::fs::write(&file, b"not a folder").expect("write");
     let file_arg = file.display().to_string();
@@ -215,9 +224,70 @@ fn a_cache_root_that_cannot_be_made_fails_the_tensorrt_model_with_a_clear_error(
         assert_eq!(state, "UNAVAILABLE", "{reason}");
         assert!(reason.contains(&format!("{} cannot be made", file.join("trt/1").display())), "{reason}");
         assert!(reason.contains("--engine-cache-root") && reason.contains("\"engine_cache\": false"), "{reason}");
+        if !onnxrt_serve::provider::TensorRtSetup::usable() {
+            let first = if cfg!(feature = "tensorrt") {
+                "(ProviderNotAvailable)"
+            } else {
+                "built without the `tensorrt` feature"
+            };
+            let (at_first, at_cache) = (reason.find(first), reason.find("the TensorRT cache folder"));
+            assert!(matches!((at_first, at_cache), (Some(a), Some(c)) if a < c), "`{first}` first: {reason}");
+        }
+        let (_, state, reason) = entry(&index, "trt_off");
+        assert_eq!(state, "UNAVAILABLE", "no TensorRT here: {reason}");
+        assert!(!reason.contains("cache folder") && !reason.contains(&file_arg), "not the root's concern: {reason}");
         assert_eq!(entry(&index, "mlp").1, "READY", "{index:?}");
     });
     drop(server);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A config's strings reach the index's reasons and the log escaped and cut: a newline in a
+/// provider's name forges no log line, a 200 KB name is not echoed whole; a calibration table
+/// given as a path and a config.json that is no object are refused in the config writer's terms.
+#[test]
+fn config_strings_reach_reasons_and_the_log_escaped_and_cut() {
+    let root = folder("providers-shown");
+    let repository = root.join("repository");
+    put(&repository, "mlp", "mlp.onnx");
+    let huge = "x".repeat(200_000);
+    for (model, config_json) in [
+        ("forged", json!({ "provider": "cpu\nERROR forged line\u{0}" })),
+        ("huge", json!({ "provider": huge })),
+        ("forged_key", json!({ "provider": "openvino", "provider_options": { "device_type\nERROR forged key": 1 } })),
+        (
+            "int8",
+            json!({ "provider": "tensorrt", "provider_options": { "trt_int8_calibration_table_name": "../../t" } }),
+        ),
+        ("array", json!([])),
+    ] {
+        put(&repository, model, "mlp.onnx");
+        config(&repository, model, &config_json);
+    }
+    let log = root.join("serve.log");
+    let server = Server::start_logging(&repository, &[], &log);
+    runtime().block_on(async {
+        let mut c = Connection::open(server.rest).await.expect("connects");
+        let index = index(&mut c).await;
+        assert_eq!(entry(&index, "mlp").1, "READY", "{index:?}");
+        for (model, why) in [
+            ("forged", r"`cpu\nERROR forged line\u{0}` is no provider's name"),
+            ("huge", "… (200000 bytes)"),
+            ("forged_key", r"`device_type\nERROR forged key` is refused"),
+            ("int8", "`../../t` is not a file name"),
+            ("array", "config.json must be a JSON object ({...}), found an array"),
+        ] {
+            let (_, state, reason) = entry(&index, model);
+            assert_eq!(state, "UNAVAILABLE", "{reason}");
+            assert!(reason.contains(why), "{model}: {reason}");
+            assert!(!reason.contains(['\n', '\0']) && reason.len() < 1000, "{model}: {} bytes: {reason}", reason.len());
+        }
+    });
+    drop(server);
+    let log = std::fs::read_to_string(&log).expect("log");
+    assert!(log.contains("is no provider's name"), "the refusals are logged: {log}");
+    assert!(!log.lines().any(|line| line.starts_with("ERROR forged")), "a forged line: {log}");
+    assert!(!log.contains('\0') && log.len() < 20_000, "{} bytes", log.len());
     let _ = std::fs::remove_dir_all(&root);
 }
 
