@@ -27,16 +27,85 @@ fn entry<'i>(index: &'i [(String, String, String)], name: &str) -> &'i (String, 
     index.iter().find(|(n, _, _)| n == name).unwrap_or_else(|| panic!("{name} not in {index:?}"))
 }
 
-fn sample(seed: u64) -> Vec<f32> {
-    (0..16).map(|i| ((seed * 16 + i) as f32 * 0.37).sin()).collect()
+/// A test model's one FP32 input: its name, its shape, and the step of the ramp whose sines
+/// fill it (each seed its own stretch of the ramp).
+struct Input {
+    name: &'static str,
+    shape: &'static [usize],
+    step: f32,
+}
+
+/// mlp.onnx's input.
+const MLP: Input = Input { name: "x", shape: &[1, 16], step: 0.37 };
+
+/// convnet.onnx's input.
+const CONVNET: Input = Input { name: "image", shape: &[1, 3, 32, 32], step: 0.013 };
+
+/// `model`'s first output for `input` filled from `seed`, or the status and text of a reply
+/// that was not 200.
+async fn answer(c: &mut Connection, model: &str, input: &Input, seed: u64) -> Result<Vec<f32>, (u16, String)> {
+    let n = input.shape.iter().product::<usize>() as u64;
+    let data: Vec<f32> = (0..n).map(|i| ((seed * n + i) as f32 * input.step).sin()).collect();
+    let request = json!({ "inputs": [{ "name": input.name, "shape": input.shape, "datatype": "FP32", "data": data }] });
+    let reply: Reply = post(c, &format!("/v2/models/{model}/infer"), &request).await;
+    if reply.status != 200 {
+        return Err((reply.status, reply.text()));
+    }
+    let answer = json_of(&reply);
+    let data = answer["outputs"][0]["data"].as_array().expect("data");
+    Ok(data.iter().map(|v| v.as_f64().expect("number") as f32).collect())
 }
 
 async fn logits(c: &mut Connection, model: &str, seed: u64) -> Vec<f32> {
-    let request = json!({ "inputs": [{ "name": "x", "shape": [1, 16], "datatype": "FP32", "data": sample(seed) }] });
-    let reply: Reply = post(c, &format!("/v2/models/{model}/infer"), &request).await;
-    assert_eq!(reply.status, 200, "{model}: {}", reply.text());
-    let answer = json_of(&reply);
-    answer["outputs"][0]["data"].as_array().expect("data").iter().map(|v| v.as_f64().expect("number") as f32).collect()
+    answer(c, model, &MLP, seed).await.unwrap_or_else(|(status, text)| panic!("{model}: {status} {text}"))
+}
+
+/// A client's wrong answers: (model, seed, status).
+type Wrong = Vec<(&'static str, u64, u16)>;
+
+/// One client per entry of `models`, all at once, each asking for `input` of seeds
+/// 0..`expected.len()` and comparing with `expected` (the CPU's answers) within (relative,
+/// absolute) `tolerance`. Each ends with the (model, seed, status) of every answer that was not
+/// 200 or not close.
+fn clients(
+    rest: std::net::SocketAddr,
+    models: &[&'static str],
+    input: &'static Input,
+    expected: &std::sync::Arc<Vec<Vec<f32>>>,
+    tolerance: (f64, f64),
+) -> Vec<tokio::task::JoinHandle<Wrong>> {
+    let client = |model: &'static str| {
+        let expected = std::sync::Arc::clone(expected);
+        tokio::spawn(async move {
+            let mut c = Connection::open(rest).await.expect("connects");
+            let mut wrong = Vec::new();
+            for (seed, expected) in (0u64..).zip(expected.iter()) {
+                let (status, got) = match answer(&mut c, model, input, seed).await {
+                    Ok(got) => (200, got),
+                    Err((status, _)) => (status, Vec::new()),
+                };
+                let close = got.len() == expected.len()
+                    && got
+                        .iter()
+                        .zip(expected)
+                        .all(|(g, e)| onnxrt_tests::close(f64::from(*g), f64::from(*e), tolerance.0, tolerance.1));
+                if status != 200 || !close {
+                    wrong.push((model, seed, status));
+                }
+            }
+            wrong
+        })
+    };
+    models.iter().map(|model| client(model)).collect()
+}
+
+/// What `clients` found wrong, once all have ended.
+async fn wrong_answers(clients: Vec<tokio::task::JoinHandle<Wrong>>) -> Wrong {
+    let mut wrong = Vec::new();
+    for client in clients {
+        wrong.extend(client.await.expect("the client ran to its end"));
+    }
+    wrong
 }
 
 fn config(root: &Path, model: &str, config: &Json) {
@@ -416,38 +485,12 @@ fn two_plugin_models_answer_concurrent_requests_as_the_cpu() {
             expected.push(logits(&mut c, "cpu", seed).await);
         }
         let expected = std::sync::Arc::new(expected);
-        let rest = server.rest;
-        let clients = ["wg_a", "wg_b", "wg_a", "wg_b"].map(|model| {
-            let expected = std::sync::Arc::clone(&expected);
-            tokio::spawn(async move {
-                let mut c = Connection::open(rest).await.expect("connects");
-                for seed in 0..25u64 {
-                    let got = logits(&mut c, model, seed).await;
-                    for (g, e) in got.iter().zip(&expected[seed as usize]) {
-                        assert!(onnxrt_tests::close(f64::from(*g), f64::from(*e), 1e-4, 1e-5), "{model}: {g} vs {e}");
-                    }
-                }
-            })
-        });
-        for client in clients {
-            client.await.expect("every request answered as on the CPU");
-        }
+        let clients = clients(server.rest, &["wg_a", "wg_b", "wg_a", "wg_b"], &MLP, &expected, (1e-4, 1e-5));
+        let wrong = wrong_answers(clients).await;
+        assert!(wrong.is_empty(), "requests not answered as on the CPU (model, seed, status): {wrong:?}");
     });
     drop(server);
     let _ = std::fs::remove_dir_all(&root);
-}
-
-/// A convnet input of `seed` (`image` [1, 3, 32, 32]) and the first output's data.
-async fn convnet(c: &mut Connection, model: &str, seed: u64) -> (u16, Vec<f32>) {
-    let data: Vec<f32> = (0..3 * 32 * 32).map(|i| ((seed * 3072 + i) as f32 * 0.013).sin()).collect();
-    let request = json!({ "inputs": [{ "name": "image", "shape": [1, 3, 32, 32], "datatype": "FP32", "data": data }] });
-    let reply: Reply = post(c, &format!("/v2/models/{model}/infer"), &request).await;
-    if reply.status != 200 {
-        return (reply.status, Vec::new());
-    }
-    let answer = json_of(&reply);
-    let data = answer["outputs"][0]["data"].as_array().expect("data");
-    (200, data.iter().map(|v| v.as_f64().expect("number") as f32).collect())
 }
 
 /// A plugin model loaded again and again while another model on the same plugin answers: every
@@ -475,38 +518,16 @@ fn loading_a_plugin_model_while_another_answers_fails_no_request() {
         let mut c = Connection::open(server.rest).await.expect("connects");
         let mut expected = Vec::new();
         for seed in 0..60 {
-            expected.push(convnet(&mut c, "cpu", seed).await.1);
+            expected.push(answer(&mut c, "cpu", &CONVNET, seed).await.unwrap_or_default());
         }
         let expected = std::sync::Arc::new(expected);
-        let rest = server.rest;
-        let clients = (0..4).map(|_| {
-            let expected = std::sync::Arc::clone(&expected);
-            tokio::spawn(async move {
-                let mut c = Connection::open(rest).await.expect("connects");
-                let mut wrong = Vec::new();
-                for seed in 0..60u64 {
-                    let (status, got) = convnet(&mut c, "wg_serving", seed).await;
-                    let close = got.len() == expected[seed as usize].len()
-                        && got
-                            .iter()
-                            .zip(&expected[seed as usize])
-                            .all(|(g, e)| onnxrt_tests::close(f64::from(*g), f64::from(*e), 1e-3, 1e-4));
-                    if status != 200 || !close {
-                        wrong.push((seed, status));
-                    }
-                }
-                wrong
-            })
-        });
-        let clients: Vec<_> = clients.collect();
+        let clients = clients(server.rest, &["wg_serving"; 4], &CONVNET, &expected, (1e-3, 1e-4));
         for _ in 0..10 {
             let reply = post(&mut c, "/v2/repository/models/wg_loaded/load", &json!({})).await;
             assert_eq!(reply.status, 200, "load: {}", reply.text());
         }
-        for client in clients {
-            let wrong = client.await.expect("the client ran to its end");
-            assert!(wrong.is_empty(), "requests answered wrongly or not 200 (seed, status): {wrong:?}");
-        }
+        let wrong = wrong_answers(clients).await;
+        assert!(wrong.is_empty(), "requests answered wrongly or not 200 (model, seed, status): {wrong:?}");
     });
     drop(server);
     let _ = std::fs::remove_dir_all(&root);
