@@ -133,8 +133,8 @@ pub fn choose(choice: &ProviderChoice<'_>) -> Result<ProviderSetup, String> {
 
 /// TensorRT's options that name files, checked: the calibration table (which ORT reads from the
 /// engine-cache folder, joined to its name) is a plain file name there, and with the engine cache
-/// off, which turns the model's cache folder off, neither it nor the timing cache is taken (no
-/// file is read or written under a root the server did not check).
+/// off, which turns the model's cache folder off, neither it nor the timing cache is taken
+/// (without a folder TensorRT would use the server's working directory).
 fn tensorrt_files(options: &[(String, String)], engine_cache: bool) -> Result<(), String> {
     for (key, value) in options {
         let no_folder = |what: &str| {
