@@ -9,7 +9,7 @@
 //! stream before it returns (the run key that would skip that wait is refused), so the crate's
 //! work and ORT's never overlap on memory a value hands out.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
@@ -36,7 +36,22 @@ struct CudaRuntime {
     stream_create: unsafe extern "C" fn(*mut *mut c_void, u32) -> c_int,
     stream_synchronize: unsafe extern "C" fn(*mut c_void) -> c_int,
     stream_destroy: unsafe extern "C" fn(*mut c_void) -> c_int,
+    error_string: unsafe extern "C" fn(c_int) -> *const c_char,
+    ipc_get_handle: unsafe extern "C" fn(*mut RawIpcHandle, *mut c_void) -> c_int,
+    ipc_open_handle: unsafe extern "C" fn(*mut *mut c_void, RawIpcHandle, u32) -> c_int,
+    ipc_close_handle: unsafe extern "C" fn(*mut c_void) -> c_int,
 }
+
+/// `cudaIpcMemHandle_t`: 64 opaque bytes naming a device allocation to another process, passed
+/// by value.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub(crate) struct RawIpcHandle {
+    pub(crate) reserved: [u8; 64],
+}
+
+/// `cudaIpcMemLazyEnablePeerAccess`: the mapping may sit on a peer device of the allocation's.
+const IPC_LAZY_ENABLE_PEER_ACCESS: u32 = 1;
 
 fn runtime() -> Result<&'static CudaRuntime> {
     static RUNTIME: OnceLock<std::result::Result<CudaRuntime, String>> = OnceLock::new();
@@ -67,6 +82,10 @@ fn runtime() -> Result<&'static CudaRuntime> {
                                     stream_create: *library.get(b"cudaStreamCreateWithFlags\0")?,
                                     stream_synchronize: *library.get(b"cudaStreamSynchronize\0")?,
                                     stream_destroy: *library.get(b"cudaStreamDestroy\0")?,
+                                    error_string: *library.get(b"cudaGetErrorString\0")?,
+                                    ipc_get_handle: *library.get(b"cudaIpcGetMemHandle\0")?,
+                                    ipc_open_handle: *library.get(b"cudaIpcOpenMemHandle\0")?,
+                                    ipc_close_handle: *library.get(b"cudaIpcCloseMemHandle\0")?,
                                 })
                             })()
                         };
@@ -100,9 +119,22 @@ fn check(function: &'static str, code: c_int) -> Result<()> {
         Err(Error::Ort {
             function,
             code: crate::error::ErrorCode::EpFail,
-            message: format!("CUDA runtime error {code}"),
+            message: format!("CUDA runtime error {code}{}", error_name(code)),
         })
     }
+}
+
+/// `: ` and CUDA's own words for `code` (`cudaGetErrorString`), or nothing.
+fn error_name(code: c_int) -> String {
+    let Ok(runtime) = runtime() else { return String::new() };
+    // SAFETY: plain integer argument; CUDA returns a static string ("unrecognized error code" for
+    // codes it does not know), or null.
+    let text = unsafe { (runtime.error_string)(code) };
+    if text.is_null() {
+        return String::new();
+    }
+    // SAFETY: non-null, NUL-terminated and static (CUDA's documented contract).
+    format!(": {}", unsafe { CStr::from_ptr(text) }.to_string_lossy())
 }
 
 /// Number of CUDA devices visible to this process (0 on a machine without one), as the CUDA
@@ -346,3 +378,69 @@ impl Drop for RawStream {
 unsafe impl Send for RawStream {}
 // SAFETY: CUDA's stream calls are thread-safe.
 unsafe impl Sync for RawStream {}
+
+impl DeviceMemory {
+    /// The handle another process maps this allocation with (`cudaIpcGetMemHandle`). No stream:
+    /// it queues no GPU work.
+    pub(crate) fn ipc_handle(&self) -> Result<RawIpcHandle> {
+        let runtime = runtime()?;
+        let mut handle = RawIpcHandle { reserved: [0; 64] };
+        // SAFETY: the out-pointer is valid; `ptr` is a live cudaMalloc allocation of this process.
+        check("cudaIpcGetMemHandle", unsafe { (runtime.ipc_get_handle)(&mut handle, self.ptr) })?;
+        Ok(handle)
+    }
+}
+
+/// Another process's device allocation, mapped into this one (`cudaIpcOpenMemHandle`), unmapped
+/// when dropped (`cudaIpcCloseMemHandle`).
+///
+/// CUDA cannot tell from the handle how long the allocation is; [`IpcMapping::allocation_bytes`]
+/// asks the driver once the mapping exists, so no copy through it can reach past the
+/// allocation into memory of this process's own (a session's weights).
+pub(crate) struct IpcMapping {
+    ptr: *mut c_void,
+    device: i32,
+}
+
+impl IpcMapping {
+    /// Maps the allocation `handle` names on CUDA device `device`. CUDA refuses a handle this
+    /// process exported itself, one whose allocation is freed, and bytes that name nothing.
+    pub(crate) fn open(device: i32, handle: RawIpcHandle) -> Result<IpcMapping> {
+        on_device(device, |runtime| {
+            let mut ptr = std::ptr::null_mut();
+            // SAFETY: the out-pointer is valid; the handle is plain bytes CUDA validates itself.
+            let code = unsafe { (runtime.ipc_open_handle)(&mut ptr, handle, IPC_LAZY_ENABLE_PEER_ACCESS) };
+            check("cudaIpcOpenMemHandle", code)?;
+            Ok(IpcMapping { ptr, device })
+        })
+    }
+
+    pub(crate) fn as_ptr(&self) -> *mut c_void {
+        self.ptr
+    }
+
+    /// How many bytes of the mapped allocation lie from the mapped address on.
+    pub(crate) fn allocation_bytes(&self) -> Result<usize> {
+        on_device(self.device, |_| crate::cuda_driver::bytes_from(self.ptr))
+    }
+}
+
+impl Drop for IpcMapping {
+    fn drop(&mut self) {
+        // SAFETY: mapped in `open`, unmapped once. No stream: every copy through the mapping was
+        // waited for before its function returned (module docs).
+        let _ = on_device(self.device, |runtime| {
+            check("cudaIpcCloseMemHandle", unsafe { (runtime.ipc_close_handle)(self.ptr) })
+        });
+    }
+}
+
+// SAFETY: the guard holds only a device address, valid from any host thread of the process.
+unsafe impl Send for IpcMapping {}
+// SAFETY: `&IpcMapping` gives only the address and the device id.
+unsafe impl Sync for IpcMapping {}
+
+/// Runs `f` with `device` current (see [`on_device`]), for the crate's other CUDA modules.
+pub(crate) fn with_device<T>(device: i32, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    on_device(device, |_| f())
+}

@@ -71,9 +71,13 @@ pub mod allowed_keys;
 mod api;
 pub mod compile;
 #[cfg(feature = "cuda")]
+mod cuda_driver;
+#[cfg(feature = "cuda")]
 mod cuda_graph;
 #[cfg(feature = "cuda")]
 mod cuda_graphs;
+#[cfg(feature = "cuda")]
+mod cuda_ipc;
 #[cfg(feature = "cuda")]
 mod cuda_runtime;
 #[cfg(feature = "cuda")]

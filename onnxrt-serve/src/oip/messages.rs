@@ -140,8 +140,14 @@ pub struct RepositoryEntry {
 }
 
 /// The protocol extensions this server answers.
-pub const EXTENSIONS: [&str; 5] =
-    ["binary_tensor_data", "model_repository", "parameters", "statistics", "system_shared_memory"];
+pub const EXTENSIONS: [&str; 6] = [
+    "binary_tensor_data",
+    "model_repository",
+    "parameters",
+    "statistics",
+    "system_shared_memory",
+    "cuda_shared_memory",
+];
 
 /// The platform name in model metadata.
 pub const PLATFORM: &str = "onnxruntime_onnx";

@@ -16,6 +16,7 @@ use crate::oip::grpc_body;
 use crate::oip::messages::{EXTENSIONS, PLATFORM};
 use crate::repository::model::Tally;
 use crate::repository::{ControlError, FindError, InferError, ServedModel};
+use crate::shared_memory::{Kind, RegionMemory};
 use tonic::{Request, Response, Status};
 
 use crate::server::app::App;
@@ -243,19 +244,22 @@ impl GrpcInferenceService for Service {
     ) -> Result<Response<SystemSharedMemoryStatusResponse>, Status> {
         let (started, id, peer) = (Instant::now(), self.app.new_request_id(), peer_of(&request));
         let name = request.into_inner().name;
-        let status = self.app.regions.status((!name.is_empty()).then_some(name.as_str()));
+        let status = self.app.regions.status(Kind::System, (!name.is_empty()).then_some(name.as_str()));
         let status = status.map_err(|e| Status::not_found(e.to_string()));
         log_access("SystemSharedMemoryStatus", &id, &peer, "", started, status.as_ref().map(|_| ()));
         let regions = status?
             .into_iter()
-            .map(|r| {
-                let entry = system_shared_memory_status_response::RegionStatus {
-                    name: r.name.clone(),
-                    key: r.key,
-                    offset: r.offset,
-                    byte_size: r.byte_size,
-                };
-                (r.name, entry)
+            .filter_map(|r| match r.memory {
+                RegionMemory::System { key, offset } => {
+                    let entry = system_shared_memory_status_response::RegionStatus {
+                        name: r.name.clone(),
+                        key,
+                        offset,
+                        byte_size: r.byte_size,
+                    };
+                    Some((r.name, entry))
+                }
+                RegionMemory::Cuda { .. } => None,
             })
             .collect();
         Ok(Response::new(SystemSharedMemoryStatusResponse { regions }))
@@ -279,9 +283,60 @@ impl GrpcInferenceService for Service {
     ) -> Result<Response<SystemSharedMemoryUnregisterResponse>, Status> {
         let (started, id, peer) = (Instant::now(), self.app.new_request_id(), peer_of(&request));
         let name = request.into_inner().name;
-        self.app.regions.unregister((!name.is_empty()).then_some(name.as_str()));
-        log_access("SystemSharedMemoryUnregister", &id, &peer, "", started, Ok(()));
-        Ok(Response::new(SystemSharedMemoryUnregisterResponse {}))
+        let done = self.app.regions.unregister(Kind::System, (!name.is_empty()).then_some(name.as_str()));
+        let done = done.map_err(|e| Status::invalid_argument(e.to_string()));
+        log_access("SystemSharedMemoryUnregister", &id, &peer, "", started, done.as_ref().map(|_| ()));
+        done.map(|()| Response::new(SystemSharedMemoryUnregisterResponse {}))
+    }
+
+    async fn cuda_shared_memory_status(
+        &self,
+        request: Request<CudaSharedMemoryStatusRequest>,
+    ) -> Result<Response<CudaSharedMemoryStatusResponse>, Status> {
+        let (started, id, peer) = (Instant::now(), self.app.new_request_id(), peer_of(&request));
+        let name = request.into_inner().name;
+        let status = self.app.regions.status(Kind::Cuda, (!name.is_empty()).then_some(name.as_str()));
+        let status = status.map_err(|e| Status::not_found(e.to_string()));
+        log_access("CudaSharedMemoryStatus", &id, &peer, "", started, status.as_ref().map(|_| ()));
+        let regions = status?
+            .into_iter()
+            .filter_map(|r| match r.memory {
+                RegionMemory::Cuda { device_id } => {
+                    let entry = cuda_shared_memory_status_response::RegionStatus {
+                        name: r.name.clone(),
+                        device_id: device_id.max(0) as u64,
+                        byte_size: r.byte_size,
+                    };
+                    Some((r.name, entry))
+                }
+                RegionMemory::System { .. } => None,
+            })
+            .collect();
+        Ok(Response::new(CudaSharedMemoryStatusResponse { regions }))
+    }
+
+    async fn cuda_shared_memory_register(
+        &self,
+        request: Request<CudaSharedMemoryRegisterRequest>,
+    ) -> Result<Response<CudaSharedMemoryRegisterResponse>, Status> {
+        let (started, id, peer) = (Instant::now(), self.app.new_request_id(), peer_of(&request));
+        let r = request.into_inner();
+        let done = self.app.regions.register_cuda(&r.name, &r.raw_handle, r.device_id, r.byte_size);
+        let done = done.map_err(|e| Status::invalid_argument(e.to_string()));
+        log_access("CudaSharedMemoryRegister", &id, &peer, "", started, done.as_ref().map(|_| ()));
+        done.map(|()| Response::new(CudaSharedMemoryRegisterResponse {}))
+    }
+
+    async fn cuda_shared_memory_unregister(
+        &self,
+        request: Request<CudaSharedMemoryUnregisterRequest>,
+    ) -> Result<Response<CudaSharedMemoryUnregisterResponse>, Status> {
+        let (started, id, peer) = (Instant::now(), self.app.new_request_id(), peer_of(&request));
+        let name = request.into_inner().name;
+        let done = self.app.regions.unregister(Kind::Cuda, (!name.is_empty()).then_some(name.as_str()));
+        let done = done.map_err(|e| Status::invalid_argument(e.to_string()));
+        log_access("CudaSharedMemoryUnregister", &id, &peer, "", started, done.as_ref().map(|_| ()));
+        done.map(|()| Response::new(CudaSharedMemoryUnregisterResponse {}))
     }
 
     async fn model_infer(&self, request: Request<ModelInferRequest>) -> Result<Response<ModelInferResponse>, Status> {

@@ -32,6 +32,7 @@ mod legacy;
 mod listener;
 mod metrics;
 mod rest;
+mod rest_shared_memory;
 mod triton;
 
 use std::io::Write;

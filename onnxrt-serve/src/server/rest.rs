@@ -39,11 +39,7 @@ pub fn routes() -> Router<Arc<App>> {
         .route("/v2/repository/index", post(repository_index))
         .route("/v2/repository/models/{name}/load", post(load_model))
         .route("/v2/repository/models/{name}/unload", post(unload_model))
-        .route("/v2/systemsharedmemory/status", get(regions_status))
-        .route("/v2/systemsharedmemory/region/{name}/status", get(region_status))
-        .route("/v2/systemsharedmemory/region/{name}/register", post(region_register))
-        .route("/v2/systemsharedmemory/unregister", post(regions_unregister))
-        .route("/v2/systemsharedmemory/region/{name}/unregister", post(region_unregister))
+        .merge(crate::server::rest_shared_memory::routes())
 }
 
 async fn server_metadata() -> Json<ServerMetadata> {
@@ -219,53 +215,6 @@ async fn control(app: Arc<App>, name: String, load: bool) -> Response {
     }
 }
 
-async fn regions_status(State(app): State<Arc<App>>) -> Response {
-    status_answer(&app, None)
-}
-
-async fn region_status(State(app): State<Arc<App>>, Path(name): Path<String>) -> Response {
-    status_answer(&app, Some(&name))
-}
-
-fn status_answer(app: &App, name: Option<&str>) -> Response {
-    match app.regions.status(name) {
-        Ok(list) => Json(
-            list.into_iter()
-                .map(|r| json!({ "name": r.name, "key": r.key, "offset": r.offset, "byte_size": r.byte_size }))
-                .collect::<Vec<_>>(),
-        )
-        .into_response(),
-        Err(error) => error_response(StatusCode::NOT_FOUND, error.to_string()),
-    }
-}
-
-async fn region_register(State(app): State<Arc<App>>, Path(name): Path<String>, body: Bytes) -> Response {
-    let body: Json_ = match serde_json::from_slice(&body) {
-        Ok(body) => body,
-        Err(e) => return bad_request(format!("the body must be {{\"key\", \"offset\", \"byte_size\"}}: {e}")),
-    };
-    let (Some(key), Some(byte_size)) = (body["key"].as_str(), body["byte_size"].as_u64()) else {
-        return bad_request("register needs `key` (a string) and `byte_size` (a whole number)");
-    };
-    let Some(offset) = body.get("offset").map_or(Some(0), Json_::as_u64) else {
-        return bad_request("`offset` must be a whole number");
-    };
-    match app.regions.register(&name, key, offset, byte_size) {
-        Ok(()) => StatusCode::OK.into_response(),
-        Err(error) => bad_request(error.to_string()),
-    }
-}
-
-async fn regions_unregister(State(app): State<Arc<App>>) -> Response {
-    app.regions.unregister(None);
-    StatusCode::OK.into_response()
-}
-
-async fn region_unregister(State(app): State<Arc<App>>, Path(name): Path<String>) -> Response {
-    app.regions.unregister(Some(&name));
-    StatusCode::OK.into_response()
-}
-
 async fn infer(State(app): State<Arc<App>>, Path(name): Path<String>, headers: HeaderMap, body: Bytes) -> Response {
     answer(&app, &name, None, &headers, body).await
 }
@@ -307,7 +256,7 @@ impl From<InferError> for Refusal {
     }
 }
 
-fn bad_request(message: impl Into<String>) -> Response {
+pub(super) fn bad_request(message: impl Into<String>) -> Response {
     error_response(StatusCode::BAD_REQUEST, message)
 }
 

@@ -39,7 +39,9 @@ impl Server {
     }
 
     fn command(repository: &Path, args: &[&str], grpc: bool) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_serve"));
+        // `ONNXRT_SERVE_BIN`: the binary where the tests run on another machine (the GPU one).
+        let binary = std::env::var_os("ONNXRT_SERVE_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_serve").into());
+        let mut command = Command::new(binary);
         command
             .arg("--model-repository")
             .arg(repository)
@@ -107,7 +109,9 @@ pub fn folder(test: &str) -> PathBuf {
 pub fn put(root: &Path, path: &str, file: &str) {
     let at = root.join(path);
     std::fs::create_dir_all(&at).expect("model folder");
-    std::fs::copy(Path::new(MODELS).join(file), at.join("model.onnx.part")).expect("copy model");
+    // `ONNXRT_TEST_MODELS`: the models' folder where the tests run on another machine.
+    let models = std::env::var_os("ONNXRT_TEST_MODELS").map_or_else(|| PathBuf::from(MODELS), PathBuf::from);
+    std::fs::copy(models.join(file), at.join("model.onnx.part")).expect("copy model");
     // Whole or not at all: a poll never sees half a file.
     std::fs::rename(at.join("model.onnx.part"), at.join("model.onnx")).expect("rename");
 }

@@ -15,6 +15,7 @@
 use crate::providers::append::Request;
 use crate::providers::options::KeyValues;
 
+pub use crate::cuda_ipc::{CudaIpcHandle, MappedDeviceMemory, SharedDeviceMemory};
 pub use crate::cuda_runtime::{device_count, device_memory, DeviceMemoryInfo};
 
 /// How the CUDA memory arena grows.

@@ -1,0 +1,324 @@
+//! Triton's shared-memory extensions: a client puts tensors in shared memory, registers part of
+//! it as a named region, and names the region, an offset and a byte count in an input or output
+//! instead of sending the bytes. Two kinds share one set of names, as in Triton:
+//! - system regions, parts of POSIX shared-memory objects ([`system`]);
+//! - CUDA regions, device allocations of the client's named by CUDA IPC handles ([`cuda`]).
+//!
+//! Every offset and size is checked against the region as registered (and a system region's
+//! object as it is now): a request outside its region is refused (400), never a read of other
+//! bytes. A region in use by a request stays open until that request is done with it, even if
+//! it is unregistered meanwhile.
+
+mod cuda;
+mod system;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use cuda::CudaRegion;
+use system::SystemRegion;
+
+/// Regions registered at once at most: each holds an open file or a device mapping.
+const MAX_REGIONS: usize = 1024;
+
+/// Why a shared-memory request was refused.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum RegionError {
+    /// A bad key, handle, offset or size, or a region registered twice (400).
+    #[error("{0}")]
+    Invalid(String),
+    /// No region of that name (404 for status; 400 in an inference request).
+    #[error("{0}")]
+    Unknown(String),
+}
+
+/// Which extension a region belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// `/v2/systemsharedmemory`, `SystemSharedMemory*`.
+    System,
+    /// `/v2/cudasharedmemory`, `CudaSharedMemory*`.
+    Cuda,
+}
+
+impl Kind {
+    fn words(self) -> &'static str {
+        match self {
+            Kind::System => "system shared-memory",
+            Kind::Cuda => "CUDA shared-memory",
+        }
+    }
+
+    fn path(self) -> &'static str {
+        match self {
+            Kind::System => "systemsharedmemory",
+            Kind::Cuda => "cudasharedmemory",
+        }
+    }
+}
+
+/// One registered region: `byte_size` bytes of its memory.
+#[derive(Debug)]
+struct Region {
+    byte_size: u64,
+    memory: Memory,
+}
+
+#[derive(Debug)]
+enum Memory {
+    System(SystemRegion),
+    Cuda(CudaRegion),
+}
+
+impl Region {
+    fn kind(&self) -> Kind {
+        match self.memory {
+            Memory::System(_) => Kind::System,
+            Memory::Cuda(_) => Kind::Cuda,
+        }
+    }
+}
+
+/// A region as its status answers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegionStatus {
+    /// The region's name.
+    pub name: String,
+    /// How long it is.
+    pub byte_size: u64,
+    /// Where it lies.
+    pub memory: RegionMemory,
+}
+
+/// Where a region lies, as its status answers it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RegionMemory {
+    /// In a shared-memory object, from an offset.
+    System {
+        /// The object's key.
+        key: String,
+        /// Where the region starts in the object.
+        offset: u64,
+    },
+    /// On a CUDA device.
+    Cuda {
+        /// The device's id.
+        device_id: i64,
+    },
+}
+
+pub use crate::oip::parameters::Place;
+
+/// The outputs a request asks to have written into regions, by name.
+pub type OutputPlaces = std::collections::HashMap<String, Place>;
+
+/// The registered regions, by name.
+#[derive(Debug, Default)]
+pub struct Regions {
+    regions: Mutex<BTreeMap<String, Arc<Region>>>,
+}
+
+impl Regions {
+    /// Registers `byte_size` bytes of `/dev/shm/KEY` from `offset` as region `name`.
+    pub fn register(&self, name: &str, key: &str, offset: u64, byte_size: u64) -> Result<(), RegionError> {
+        self.insert(Kind::System, name, byte_size, || SystemRegion::open(key, offset, byte_size).map(Memory::System))
+    }
+
+    /// Registers the first `byte_size` bytes of the device allocation `raw_handle` (a CUDA IPC
+    /// handle) names, on CUDA device `device_id`, as region `name`.
+    pub fn register_cuda(
+        &self,
+        name: &str,
+        raw_handle: &[u8],
+        device_id: i64,
+        byte_size: u64,
+    ) -> Result<(), RegionError> {
+        self.insert(Kind::Cuda, name, byte_size, || {
+            CudaRegion::open(raw_handle, device_id, byte_size).map(Memory::Cuda)
+        })
+    }
+
+    /// Checks `name` and `byte_size`, opens the memory with `open` (not under the lock: mapping
+    /// device memory or opening a file may take a while), then adds the region unless the name
+    /// was taken meanwhile.
+    fn insert(
+        &self,
+        kind: Kind,
+        name: &str,
+        byte_size: u64,
+        open: impl FnOnce() -> Result<Memory, String>,
+    ) -> Result<(), RegionError> {
+        let invalid = |why: String| RegionError::Invalid(format!("{} region `{name}`: {why}", kind.words()));
+        if name.is_empty() {
+            return Err(RegionError::Invalid(format!("a {} region needs a name", kind.words())));
+        }
+        if byte_size == 0 {
+            return Err(invalid("byte_size must be more than 0".into()));
+        }
+        let taken = |regions: &BTreeMap<String, Arc<Region>>| {
+            if let Some(region) = regions.get(name) {
+                let other = region.kind();
+                return Err(invalid(if other == kind {
+                    "is already registered; unregister it first".into()
+                } else {
+                    format!("the name is taken by a {} region", other.words())
+                }));
+            }
+            if regions.len() >= MAX_REGIONS {
+                return Err(invalid(format!("{MAX_REGIONS} regions are registered already; unregister some")));
+            }
+            Ok(())
+        };
+        taken(&self.lock())?;
+        let memory = open().map_err(invalid)?;
+        let mut regions = self.lock();
+        taken(&regions)?;
+        regions.insert(name.to_owned(), Arc::new(Region { byte_size, memory }));
+        Ok(())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Arc<Region>>> {
+        self.regions.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Unregisters region `name`, or every region of `kind` (`None`). An unknown name is no
+    /// error; a name of the other kind is (it is unregistered through its own extension).
+    pub fn unregister(&self, kind: Kind, name: Option<&str>) -> Result<(), RegionError> {
+        let mut regions = self.lock();
+        match name {
+            Some(name) => match regions.get(name).map(|r| r.kind()) {
+                Some(other) if other != kind => Err(RegionError::Invalid(format!(
+                    "region `{name}` is a {} region: unregister it through /v2/{}",
+                    other.words(),
+                    other.path()
+                ))),
+                _ => {
+                    regions.remove(name);
+                    Ok(())
+                }
+            },
+            None => {
+                regions.retain(|_, region| region.kind() != kind);
+                Ok(())
+            }
+        }
+    }
+
+    /// The status of region `name`, or of every region of `kind` (`None`).
+    pub fn status(&self, kind: Kind, name: Option<&str>) -> Result<Vec<RegionStatus>, RegionError> {
+        let regions = self.lock();
+        let status = |(name, r): (&String, &Arc<Region>)| RegionStatus {
+            name: name.clone(),
+            byte_size: r.byte_size,
+            memory: match &r.memory {
+                Memory::System(s) => RegionMemory::System { key: s.key.clone(), offset: s.offset },
+                Memory::Cuda(c) => RegionMemory::Cuda { device_id: c.device_id },
+            },
+        };
+        match name {
+            None => Ok(regions.iter().filter(|(_, r)| r.kind() == kind).map(status).collect()),
+            Some(name) => match regions.get_key_value(name) {
+                Some(found) if found.1.kind() == kind => Ok(vec![status(found)]),
+                _ => Err(RegionError::Unknown(format!("no {} region `{name}` is registered", kind.words()))),
+            },
+        }
+    }
+
+    /// The `place.byte_size` bytes at `place`, for tensor `tensor`; at most `limit` bytes.
+    pub fn read(&self, tensor: &str, place: &Place, limit: usize) -> Result<Vec<u8>, RegionError> {
+        let region = self.locate(tensor, place)?;
+        let size = usize::try_from(place.byte_size).ok().filter(|&s| s <= limit).ok_or_else(|| {
+            RegionError::Invalid(format!(
+                "`{tensor}`: shared_memory_byte_size {} is over {limit} bytes",
+                place.byte_size
+            ))
+        })?;
+        let mut bytes = vec![0; size];
+        let read = match &region.memory {
+            Memory::System(s) => s.read(place.offset, &mut bytes),
+            Memory::Cuda(c) => c.read(place.offset, &mut bytes),
+        };
+        read.map_err(|e| RegionError::Invalid(format!("`{tensor}`: reading region `{}`: {e}", place.region)))?;
+        Ok(bytes)
+    }
+
+    /// Checks, before a run, that output `tensor` can be written at `place`: its region is
+    /// registered, the place lies within it and (system regions) the object still holds it, as
+    /// Triton checks output regions when it reads the request. Whether the output fits is known
+    /// after the run.
+    pub fn check(&self, tensor: &str, place: &Place) -> Result<(), RegionError> {
+        let region = self.locate(tensor, place)?;
+        match &region.memory {
+            Memory::System(s) if !s.reaches(place.offset.saturating_add(place.byte_size)) => {
+                Err(RegionError::Invalid(format!("`{tensor}`: region `{}` is shorter than registered", place.region)))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Writes `bytes` at `place` for output `tensor`: they must fit its `byte_size`.
+    pub fn write(&self, tensor: &str, place: &Place, bytes: &[u8]) -> Result<(), RegionError> {
+        if bytes.len() as u64 > place.byte_size {
+            return Err(RegionError::Invalid(format!(
+                "output `{tensor}` is {} bytes; shared_memory_byte_size gives it {}",
+                bytes.len(),
+                place.byte_size
+            )));
+        }
+        let region = self.locate(tensor, place)?;
+        let written = match &region.memory {
+            Memory::System(s) => s.write(place.offset, bytes),
+            Memory::Cuda(c) => c.write(place.offset, bytes),
+        };
+        written.map_err(|e| RegionError::Invalid(format!("`{tensor}`: writing region `{}`: {e}", place.region)))
+    }
+
+    /// The region of `place`, once `place` is checked to lie within it. The region is handed out
+    /// (not borrowed under the lock), so a copy does not hold up other requests.
+    fn locate(&self, tensor: &str, place: &Place) -> Result<Arc<Region>, RegionError> {
+        let region = self.lock().get(&place.region).cloned().ok_or_else(|| {
+            RegionError::Invalid(format!("`{tensor}`: no shared-memory region `{}` is registered", place.region))
+        })?;
+        let end = place.offset.checked_add(place.byte_size);
+        if end.is_none_or(|end| end > region.byte_size) {
+            return Err(RegionError::Invalid(format!(
+                "`{tensor}`: shared_memory_offset {} + shared_memory_byte_size {} is outside region `{}` ({} bytes)",
+                place.offset, place.byte_size, place.region, region.byte_size
+            )));
+        }
+        Ok(region)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn places_outside_their_region_and_bad_keys_are_refused() {
+        let key = format!("onnxrt-serve-unit-{}", std::process::id());
+        let path = Path::new("/dev/shm").join(&key);
+        std::fs::write(&path, (0u8..64).collect::<Vec<_>>()).expect("shm file");
+        let regions = Regions::default();
+        for bad in ["", "/", "..", "/../etc/passwd", "a/b"] {
+            assert!(regions.register("r", bad, 0, 8).is_err(), "{bad:?}");
+        }
+        assert!(regions.register("r", &format!("/{key}"), 60, 8).is_err(), "past the object's end");
+        assert!(regions.register("r", &format!("/{key}"), u64::MAX, 2).is_err(), "overflow");
+        regions.register("r", &format!("/{key}"), 16, 16).expect("register");
+        assert!(regions.register("r", &format!("/{key}"), 0, 8).is_err(), "twice");
+        let place = |offset, byte_size| Place { region: "r".into(), byte_size, offset };
+        assert_eq!(regions.read("x", &place(4, 4), 1 << 20).expect("read"), [20, 21, 22, 23]);
+        for (offset, size) in [(0, 17), (16, 1), (u64::MAX, 2), (8, u64::MAX)] {
+            assert!(regions.read("x", &place(offset, size), 1 << 20).is_err(), "{offset} {size}");
+        }
+        assert!(regions.read("x", &place(0, 16), 8).is_err(), "over the limit");
+        assert!(regions.write("y", &place(0, 2), &[1, 2, 3]).is_err(), "larger than its place");
+        regions.write("y", &place(14, 2), &[7, 9]).expect("write");
+        assert_eq!(std::fs::read(&path).expect("read back")[30..32], [7, 9]);
+        regions.unregister(Kind::System, Some("r")).expect("unregister");
+        assert!(regions.read("x", &place(0, 1), 8).is_err(), "unregistered");
+        let _ = std::fs::remove_file(&path);
+    }
+}

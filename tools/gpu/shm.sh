@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# CUDA shared memory on the GPU machine, without the CUDA bundle (the tensors cross process
+# boundaries on the GPU; the model itself runs on ORT's CPU library, carried in .gpu-run/shm):
+#   1. onnxrt's IPC types across two processes (`cuda_ipc`), then again under compute-sanitizer;
+#   2. serve's CUDA extension from another process (`cuda_shared_memory`, ONNXRT_REQUIRE_GPU=1);
+#   3. stock tritonclient (check_cuda_shared_memory.py) where the Python kit is in /tmp/pyenv;
+#   4. any extra attack script named in SHM_ATTACKS.
+# Built here: tools/gpu/README.md ("CUDA shared memory"). Prints one summary line per step.
+set -u
+cd "$(dirname "$0")/../.."
+source tools/gpu/common.sh
+kit=.gpu-run/shm
+[ -f /tmp/shm-ort/libonnxruntime.so.1.16.2 ] || { mkdir -p /tmp/shm-ort && xz -dc $kit/libonnxruntime.so.1.16.2.xz >/tmp/shm-ort/libonnxruntime.so.1.16.2; }
+export ONNXRT_DYLIB_PATH=/tmp/shm-ort/libonnxruntime.so.1.16.2
+export LD_LIBRARY_PATH=/usr/local/cuda-13.0/targets/x86_64-linux/lib:/usr/lib/x86_64-linux-gnu
+export ONNXRT_SERVE_BIN=$PWD/$kit/serve ONNXRT_REQUIRE_GPU=1
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+
+echo "== cuda_ipc"
+$kit/cuda_ipc --test-threads 1 2>&1 | tail -12 | tee "$out/cuda_ipc.txt"
+sanitizer=$(ls /usr/local/cuda-13.0/bin/compute-sanitizer 2>/dev/null)
+if [ -n "$sanitizer" ]; then
+  echo "== cuda_ipc under compute-sanitizer (memcheck)"
+  "$sanitizer" --tool memcheck --target-processes all --error-exitcode 9 $kit/cuda_ipc --test-threads 1 2>&1 | tail -8 | tee "$out/cuda_ipc_sanitizer.txt"
+  echo "compute-sanitizer rc=${PIPESTATUS[0]}"
+else
+  echo "no compute-sanitizer in /usr/local/cuda-13.0/bin"
+fi
+
+echo "== serve: cuda_shared_memory"
+$kit/cuda_shared_memory --test-threads 1 --nocapture 2>&1 | grep -v 'WARN onnxrt_serve' | tail -12 | tee "$out/cuda_shared_memory.txt"
+
+if [ -x /tmp/pyenv/bin/python ]; then
+  echo "== tritonclient: check_cuda_shared_memory.py"
+  repo=/tmp/shm-repo && rm -rf $repo && mkdir -p $repo/add && cp tests/data/models/add_f32.onnx $repo/add/model.onnx
+  "$kit/serve" --model-repository $repo --listen 127.0.0.1:18000 --grpc-listen 127.0.0.1:18001 >/tmp/shm-serve.log 2>&1 &
+  pid=$!
+  for _ in $(seq 50); do curl -sf 127.0.0.1:18000/v2/health/ready >/dev/null && break; sleep 0.2; done
+  (cd onnxrt-serve/tests/clients && /tmp/pyenv/bin/python check_cuda_shared_memory.py --http 127.0.0.1:18000 --grpc 127.0.0.1:18001 --model add) 2>&1 | tail -30 | tee "$out/check_cuda_shared_memory.txt"
+  kill $pid; wait $pid 2>/dev/null
+else
+  echo "no /tmp/pyenv: the tritonclient check did not run"
+fi
+
+for attack in ${SHM_ATTACKS:-}; do
+  echo "== $attack"
+  timeout 300 bash "$attack" 2>&1 | tail -40 | tee -a "$out/attacks.txt"
+done
