@@ -276,3 +276,95 @@ fn bad_output_places_are_refused_before_the_run_and_every_refusal_counts_as_a_fa
     let _ = std::fs::remove_file(&object);
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// An output's region is the one registered when the request was read: unregistering the name
+/// and registering it on another object while the request waits for its batch sends the output
+/// to the first object, never to memory registered afterwards (the outside probe: it went to
+/// the new object). The wait is the batcher's delay; the test checks the swap happened inside it.
+#[test]
+fn an_output_goes_to_the_region_checked_when_the_request_was_read() {
+    let root = folder("shm-swap");
+    put(&root, "id", "identity_f32.onnx");
+    std::fs::write(root.join("id/config.json"), r#"{"batching": true, "max_batch": 64, "max_delay_us": 3000000}"#)
+        .expect("config");
+    let pid = std::process::id();
+    let keys = [format!("onnxrt_swap_in_{pid}"), format!("onnxrt_swap_old_{pid}"), format!("onnxrt_swap_new_{pid}")];
+    let objects: Vec<_> = keys.iter().map(|k| Path::new("/dev/shm").join(k)).collect();
+    for object in &objects {
+        std::fs::write(object, [0u8; 64]).expect("shm object");
+    }
+    let input: Vec<u8> = [1f32, 2., 3., 4.].iter().flat_map(|v| v.to_le_bytes()).collect();
+    std::fs::write(&objects[0], [input.as_slice(), &[0u8; 48]].concat()).expect("input");
+    let server = Server::start(&root, &[]);
+    runtime().block_on(async {
+        let mut c = Connection::open(server.rest).await.expect("connects");
+        for (name, key) in [("in", &keys[0]), ("out", &keys[1])] {
+            let body = json!({ "key": format!("/{key}"), "byte_size": 64 });
+            let reply = post(&mut c, &format!("/v2/systemsharedmemory/region/{name}/register"), &body).await;
+            assert_eq!(reply.status, 200, "{}", reply.text());
+        }
+        let request = json!({
+            "inputs": [{ "name": "x", "shape": [1, 4], "datatype": "FP32", "parameters": { "shared_memory_region": "in", "shared_memory_byte_size": 16 } }],
+            "outputs": [{ "name": "y", "parameters": { "shared_memory_region": "out", "shared_memory_byte_size": 16 } }],
+        });
+        let rest = server.rest;
+        let waiting = tokio::spawn(async move {
+            let mut c = Connection::open(rest).await.expect("connects");
+            post(&mut c, "/v2/models/id/infer", &request).await
+        });
+        // Let the request reach the batcher (it waits there up to 3 s for company).
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        let reply = post(&mut c, "/v2/systemsharedmemory/region/out/unregister", &json!({})).await;
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        let body = json!({ "key": format!("/{}", keys[2]), "byte_size": 64 });
+        let reply = post(&mut c, "/v2/systemsharedmemory/region/out/register", &body).await;
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        assert!(!waiting.is_finished(), "the swap must happen while the request waits for its batch");
+        let answer = waiting.await.expect("request task");
+        assert_eq!(answer.status, 200, "{}", answer.text());
+    });
+    let old = std::fs::read(&objects[1]).expect("old");
+    let new = std::fs::read(&objects[2]).expect("new");
+    assert_eq!(&old[..16], input.as_slice(), "the output lands where `out` was when the request was read");
+    assert_eq!(&new[..16], &[0u8; 16], "nothing lands in memory registered after the request was read");
+    for object in &objects {
+        let _ = std::fs::remove_file(object);
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// Region names are at most 256 bytes, over REST and gRPC: a longer one would travel in every
+/// status answer and refusal (the probe registered a 3,000,000-byte name over gRPC, after which
+/// a stock client could not read the status).
+#[test]
+fn a_region_name_over_256_bytes_is_refused_and_refusals_never_echo_it_whole() {
+    let root = folder("shm-names");
+    put(&root, "add", "add_f32.onnx");
+    let key = format!("onnxrt_serve_names_{}", std::process::id());
+    let object = Path::new("/dev/shm").join(&key);
+    std::fs::write(&object, [0u8; 64]).expect("shm object");
+    let server = Server::start_with_grpc(&root, &[]);
+    runtime().block_on(async {
+        let mut grpc = GrpcInferenceServiceClient::connect(format!("http://{}", server.grpc.expect("gRPC started")))
+            .await
+            .expect("gRPC");
+        let long = "n".repeat(100_000);
+        let register = SystemSharedMemoryRegisterRequest { name: long, key: format!("/{key}"), offset: 0, byte_size: 64 };
+        let status = grpc.system_shared_memory_register(register).await.expect_err("refused");
+        assert_eq!(status.code(), tonic::Code::InvalidArgument, "{status:?}");
+        assert!(status.message().contains("at most 256 bytes"), "{}", status.message());
+        assert!(status.message().len() < 1000, "the refusal does not echo the name whole: {} bytes", status.message().len());
+        let fits = SystemSharedMemoryRegisterRequest { name: "n".repeat(256), key: format!("/{key}"), offset: 0, byte_size: 64 };
+        grpc.system_shared_memory_register(fits).await.expect("256 bytes is allowed");
+        let mut c = Connection::open(server.rest).await.expect("connects");
+        let body = json!({ "inputs": [
+            { "name": "a", "shape": [2, 3], "datatype": "FP32", "parameters": { "shared_memory_region": "r".repeat(50_000), "shared_memory_byte_size": 24 } },
+            { "name": "b", "shape": [2, 3], "datatype": "FP32", "data": [1, 2, 3, 4, 5, 6] },
+        ] });
+        let reply = post(&mut c, "/v2/models/add/infer", &body).await;
+        assert_eq!(reply.status, 400, "{}", reply.text());
+        assert!(reply.text().len() < 1000, "an unknown region's name is cut: {} bytes", reply.text().len());
+    });
+    let _ = std::fs::remove_file(&object);
+    let _ = std::fs::remove_dir_all(&root);
+}

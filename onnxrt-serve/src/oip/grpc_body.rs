@@ -75,8 +75,8 @@ pub fn decode(
         let read = output_parameters(&output.name, lookup(&output.parameters))?;
         if let Some(place) = read.place {
             // Checked before the run, as Triton does: a bad place costs no run.
-            regions.check(&output.name, &place).map_err(|e| e.to_string())?;
-            places.insert(output.name.clone(), place);
+            let checked = regions.check(&output.name, &place).map_err(|e| e.to_string())?;
+            places.insert(output.name.clone(), checked);
         }
         // gRPC answers every output raw.
         outputs.push(WantedOutput { name: output.name.clone(), binary: true, class_count: read.class_count });
@@ -97,7 +97,7 @@ pub fn encode(
     model: &ServedModel,
     id: String,
     answer: &infer::Answer,
-    (places, regions): (&OutputPlaces, &Regions),
+    places: &OutputPlaces,
 ) -> Result<ModelInferResponse, InferError> {
     let mut described = Vec::with_capacity(answer.outputs.len());
     let mut raw_outputs = Vec::with_capacity(answer.outputs.len());
@@ -106,9 +106,9 @@ pub fn encode(
         let bytes = tensor::raw_of(name, value).map_err(InferError::Failed)?;
         let mut parameters = HashMap::new();
         if let Some(place) = places.get(name) {
-            regions.write(name, place, &bytes).map_err(|e| InferError::Invalid(e.to_string()))?;
+            place.write(name, &bytes).map_err(|e| InferError::Invalid(e.to_string()))?;
             let parameter = |choice| InferParameter { parameter_choice: Some(choice) };
-            parameters.insert("shared_memory_region".into(), parameter(Choice::StringParam(place.region.clone())));
+            parameters.insert("shared_memory_region".into(), parameter(Choice::StringParam(place.region_name().to_owned())));
             let size = i64::try_from(bytes.len()).unwrap_or(i64::MAX);
             parameters.insert("shared_memory_byte_size".into(), parameter(Choice::Int64Param(size)));
             raw_outputs.push(Vec::new());

@@ -105,8 +105,8 @@ pub fn decode(body: &[u8], header_length: Option<&[u8]>, regions: &Regions, limi
         let read = output_parameters(&output.name, lookup(&output.parameters))?;
         if let Some(place) = read.place {
             // Checked before the run, as Triton does: a bad place costs no run.
-            regions.check(&output.name, &place).map_err(|e| e.to_string())?;
-            places.insert(output.name.clone(), place);
+            let checked = regions.check(&output.name, &place).map_err(|e| e.to_string())?;
+            places.insert(output.name.clone(), checked);
         }
         outputs.push(WantedOutput { name: output.name.clone(), binary: read.binary, class_count: read.class_count });
     }
@@ -140,7 +140,7 @@ pub fn encode(
     model: (&str, &str),
     id: Option<String>,
     answer: &infer::Answer,
-    (places, regions): (&OutputPlaces, &Regions),
+    places: &OutputPlaces,
     json_limit: usize,
     deadline: Instant,
 ) -> Result<Encoded, InferError> {
@@ -152,7 +152,7 @@ pub fn encode(
         let mut parameters = serde_json::Map::new();
         let data = if let Some(place) = places.get(name) {
             let raw = tensor::raw_of(name, value).map_err(InferError::Failed)?;
-            regions.write(name, place, &raw).map_err(|e| InferError::Invalid(e.to_string()))?;
+            place.write(name, &raw).map_err(|e| InferError::Invalid(e.to_string()))?;
             // No parameters, as Triton answers: tritonclient's C++ HTTP client reads
             // `binary_data_size` from any output that has parameters.
             None

@@ -13,7 +13,7 @@ use crate::oip::grpc::model_metadata_response::TensorMetadata;
 use crate::oip::grpc::repository_index_response::ModelIndex;
 use crate::oip::grpc::*;
 use crate::oip::grpc_body;
-use crate::oip::messages::{EXTENSIONS, PLATFORM};
+use crate::oip::messages::PLATFORM;
 use crate::repository::model::Tally;
 use crate::repository::{ControlError, FindError, InferError, ServedModel};
 use crate::shared_memory::{Kind, RegionMemory};
@@ -130,7 +130,7 @@ impl GrpcInferenceService for Service {
         Ok(Response::new(ServerMetadataResponse {
             name: "onnxrt-serve".into(),
             version: env!("CARGO_PKG_VERSION").into(),
-            extensions: EXTENSIONS.iter().map(|&e| e.to_owned()).collect(),
+            extensions: crate::shared_memory::extensions().into_iter().map(str::to_owned).collect(),
         }))
     }
 
@@ -390,7 +390,7 @@ impl Service {
         let deadline = self.app.deadline(decoded.timeout);
         let answer =
             infer::run(&model, decoded, deadline, &mut tally.phases).await.map_err(|e| GrpcRefusal::from(e).0)?;
-        let shared = (&places, &self.app.regions);
+        let shared = &places;
         let encoded = grpc_body::encode(&model, request.id, &answer, shared).map_err(|e| GrpcRefusal::from(e).0)?;
         tally.answered();
         Ok(encoded)

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::infer;
-use crate::oip::messages::{RepositoryEntry, ServerMetadata, EXTENSIONS};
+use crate::oip::messages::{RepositoryEntry, ServerMetadata};
 use crate::oip::rest_body;
 use crate::repository::model::Tally;
 use crate::repository::{ControlError, FindError, InferError, ServedModel};
@@ -43,7 +43,7 @@ pub fn routes() -> Router<Arc<App>> {
 }
 
 async fn server_metadata() -> Json<ServerMetadata> {
-    Json(ServerMetadata { name: "onnxrt-serve", version: env!("CARGO_PKG_VERSION"), extensions: EXTENSIONS.to_vec() })
+    Json(ServerMetadata { name: "onnxrt-serve", version: env!("CARGO_PKG_VERSION"), extensions: crate::shared_memory::extensions() })
 }
 
 async fn live() -> Json<Json_> {
@@ -288,7 +288,7 @@ async fn answer_inner(
     let deadline = app.deadline(request.timeout);
     let answer = infer::run(&model, request, deadline, &mut tally.phases).await.map_err(|e| Refusal::from(e).0)?;
     let json_limit = app.limits.max_body_bytes.saturating_mul(rest_body::JSON_ANSWER_FACTOR);
-    let shared = (&places, &app.regions);
+    let shared = &places;
     let encoded = rest_body::encode((&model.name, &model.version), id, &answer, shared, json_limit, deadline)
         .map_err(|e| Refusal::from(e).0)?;
     drop(answer);

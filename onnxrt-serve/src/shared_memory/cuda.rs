@@ -7,6 +7,12 @@
 
 use onnxrt::providers::cuda::{CudaIpcHandle, MappedDeviceMemory};
 
+/// Whether this process can use CUDA: libcudart loads and sees a device (asked once).
+pub(super) fn usable() -> bool {
+    static USABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *USABLE.get_or_init(|| onnxrt::providers::cuda::device_count().is_ok_and(|n| n > 0))
+}
+
 /// A registered CUDA region: the mapping and the device it lies on.
 pub(super) struct CudaRegion {
     pub(super) device_id: i64,
@@ -31,7 +37,12 @@ impl CudaRegion {
             )
         })?;
         let device = i32::try_from(device_id).map_err(|_| format!("device_id {device_id} is no CUDA device id"))?;
-        let count = onnxrt::providers::cuda::device_count().map_err(|e| format!("this server cannot use CUDA: {e}"))?;
+        let count = onnxrt::providers::cuda::device_count().map_err(|e| match e {
+            onnxrt::Error::ProviderLoad { cause, fix, .. } => {
+                format!("this server cannot load the CUDA runtime (libcudart): {cause}\nFix: {fix}")
+            }
+            other => format!("this server cannot use CUDA: {other}"),
+        })?;
         if device < 0 || device >= count {
             return Err(format!("device_id {device_id}: this server sees {count} CUDA device(s)"));
         }

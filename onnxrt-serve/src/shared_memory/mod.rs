@@ -15,11 +15,15 @@ mod system;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use crate::shown::shown;
 use cuda::CudaRegion;
 use system::SystemRegion;
 
 /// Regions registered at once at most: each holds an open file or a device mapping.
 const MAX_REGIONS: usize = 1024;
+/// A region name's most bytes: names travel in every status answer and in refusals (a gRPC
+/// client refuses error texts over 16 KiB and answers over 4 MiB).
+const MAX_NAME_BYTES: usize = 256;
 
 /// Why a shared-memory request was refused.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -109,8 +113,48 @@ pub enum RegionMemory {
 
 pub use crate::oip::parameters::Place;
 
+/// The protocol extensions this server answers here: the CUDA shared-memory one only where
+/// CUDA sees a device (a client that finds it listed uses it).
+pub fn extensions() -> Vec<&'static str> {
+    let cuda = cuda::usable();
+    crate::oip::messages::EXTENSIONS.iter().copied().filter(|&e| cuda || e != "cuda_shared_memory").collect()
+}
+
 /// The outputs a request asks to have written into regions, by name.
-pub type OutputPlaces = std::collections::HashMap<String, Place>;
+pub type OutputPlaces = std::collections::HashMap<String, OutputPlace>;
+
+/// An output's place, checked before the run, with the region it was checked against: the
+/// output is written there even if the name is unregistered or registered anew meanwhile (never
+/// into memory registered after the request was read).
+#[derive(Debug)]
+pub struct OutputPlace {
+    place: Place,
+    region: Arc<Region>,
+}
+
+impl OutputPlace {
+    /// The region's name, as the request gave it.
+    pub fn region_name(&self) -> &str {
+        &self.place.region
+    }
+
+    /// Writes output `tensor`'s `bytes` at the place: they must fit its `byte_size`.
+    pub fn write(&self, tensor: &str, bytes: &[u8]) -> Result<(), RegionError> {
+        let place = &self.place;
+        if bytes.len() as u64 > place.byte_size {
+            return Err(RegionError::Invalid(format!(
+                "output `{tensor}` is {} bytes; shared_memory_byte_size gives it {}",
+                bytes.len(),
+                place.byte_size
+            )));
+        }
+        let written = match &self.region.memory {
+            Memory::System(s) => s.write(place.offset, bytes),
+            Memory::Cuda(c) => c.write(place.offset, bytes),
+        };
+        written.map_err(|e| RegionError::Invalid(format!("`{tensor}`: writing region `{}`: {e}", shown(&place.region))))
+    }
+}
 
 /// The registered regions, by name.
 #[derive(Debug, Default)]
@@ -148,9 +192,12 @@ impl Regions {
         byte_size: u64,
         open: impl FnOnce() -> Result<Memory, String>,
     ) -> Result<(), RegionError> {
-        let invalid = |why: String| RegionError::Invalid(format!("{} region `{name}`: {why}", kind.words()));
+        let invalid = |why: String| RegionError::Invalid(format!("{} region `{}`: {why}", kind.words(), shown(name)));
         if name.is_empty() {
             return Err(RegionError::Invalid(format!("a {} region needs a name", kind.words())));
+        }
+        if name.len() > MAX_NAME_BYTES {
+            return Err(invalid(format!("a name is at most {MAX_NAME_BYTES} bytes")));
         }
         if byte_size == 0 {
             return Err(invalid("byte_size must be more than 0".into()));
@@ -185,23 +232,30 @@ impl Regions {
     /// error; a name of the other kind is (it is unregistered through its own extension).
     pub fn unregister(&self, kind: Kind, name: Option<&str>) -> Result<(), RegionError> {
         let mut regions = self.lock();
-        match name {
+        // Closed after the lock is let go: unmapping device memory takes a while.
+        let mut removed = Vec::new();
+        let done = match name {
             Some(name) => match regions.get(name).map(|r| r.kind()) {
                 Some(other) if other != kind => Err(RegionError::Invalid(format!(
-                    "region `{name}` is a {} region: unregister it through /v2/{}",
+                    "region `{}` is a {} region: unregister it through /v2/{}",
+                    shown(name),
                     other.words(),
                     other.path()
                 ))),
                 _ => {
-                    regions.remove(name);
+                    removed.extend(regions.remove(name));
                     Ok(())
                 }
             },
             None => {
-                regions.retain(|_, region| region.kind() != kind);
+                let names: Vec<String> = regions.iter().filter(|(_, r)| r.kind() == kind).map(|(n, _)| n.clone()).collect();
+                removed.extend(names.iter().filter_map(|n| regions.remove(n)));
                 Ok(())
             }
-        }
+        };
+        drop(regions);
+        drop(removed);
+        done
     }
 
     /// The status of region `name`, or of every region of `kind` (`None`).
@@ -219,7 +273,7 @@ impl Regions {
             None => Ok(regions.iter().filter(|(_, r)| r.kind() == kind).map(status).collect()),
             Some(name) => match regions.get_key_value(name) {
                 Some(found) if found.1.kind() == kind => Ok(vec![status(found)]),
-                _ => Err(RegionError::Unknown(format!("no {} region `{name}` is registered", kind.words()))),
+                _ => Err(RegionError::Unknown(format!("no {} region `{}` is registered", kind.words(), shown(name)))),
             },
         }
     }
@@ -238,52 +292,41 @@ impl Regions {
             Memory::System(s) => s.read(place.offset, &mut bytes),
             Memory::Cuda(c) => c.read(place.offset, &mut bytes),
         };
-        read.map_err(|e| RegionError::Invalid(format!("`{tensor}`: reading region `{}`: {e}", place.region)))?;
+        read.map_err(|e| RegionError::Invalid(format!("`{tensor}`: reading region `{}`: {e}", shown(&place.region))))?;
         Ok(bytes)
     }
 
     /// Checks, before a run, that output `tensor` can be written at `place`: its region is
     /// registered, the place lies within it and (system regions) the object still holds it, as
     /// Triton checks output regions when it reads the request. Whether the output fits is known
-    /// after the run.
-    pub fn check(&self, tensor: &str, place: &Place) -> Result<(), RegionError> {
+    /// after the run; the place keeps the region it was checked against.
+    pub fn check(&self, tensor: &str, place: &Place) -> Result<OutputPlace, RegionError> {
         let region = self.locate(tensor, place)?;
-        match &region.memory {
-            Memory::System(s) if !s.reaches(place.offset.saturating_add(place.byte_size)) => {
-                Err(RegionError::Invalid(format!("`{tensor}`: region `{}` is shorter than registered", place.region)))
+        if let Memory::System(s) = &region.memory {
+            if !s.reaches(place.offset.saturating_add(place.byte_size)) {
+                return Err(RegionError::Invalid(format!(
+                    "`{tensor}`: region `{}` is shorter than registered",
+                    shown(&place.region)
+                )));
             }
-            _ => Ok(()),
         }
-    }
-
-    /// Writes `bytes` at `place` for output `tensor`: they must fit its `byte_size`.
-    pub fn write(&self, tensor: &str, place: &Place, bytes: &[u8]) -> Result<(), RegionError> {
-        if bytes.len() as u64 > place.byte_size {
-            return Err(RegionError::Invalid(format!(
-                "output `{tensor}` is {} bytes; shared_memory_byte_size gives it {}",
-                bytes.len(),
-                place.byte_size
-            )));
-        }
-        let region = self.locate(tensor, place)?;
-        let written = match &region.memory {
-            Memory::System(s) => s.write(place.offset, bytes),
-            Memory::Cuda(c) => c.write(place.offset, bytes),
-        };
-        written.map_err(|e| RegionError::Invalid(format!("`{tensor}`: writing region `{}`: {e}", place.region)))
+        Ok(OutputPlace { place: place.clone(), region })
     }
 
     /// The region of `place`, once `place` is checked to lie within it. The region is handed out
     /// (not borrowed under the lock), so a copy does not hold up other requests.
     fn locate(&self, tensor: &str, place: &Place) -> Result<Arc<Region>, RegionError> {
         let region = self.lock().get(&place.region).cloned().ok_or_else(|| {
-            RegionError::Invalid(format!("`{tensor}`: no shared-memory region `{}` is registered", place.region))
+            RegionError::Invalid(format!("`{tensor}`: no shared-memory region `{}` is registered", shown(&place.region)))
         })?;
         let end = place.offset.checked_add(place.byte_size);
         if end.is_none_or(|end| end > region.byte_size) {
             return Err(RegionError::Invalid(format!(
                 "`{tensor}`: shared_memory_offset {} + shared_memory_byte_size {} is outside region `{}` ({} bytes)",
-                place.offset, place.byte_size, place.region, region.byte_size
+                place.offset,
+                place.byte_size,
+                shown(&place.region),
+                region.byte_size
             )));
         }
         Ok(region)
