@@ -16,10 +16,11 @@
 #   PROVIDER=cpu PYENV=/tmp/bench29-venv TRITON_PYTHON=/tmp/bench45-triton-venv/bin/python \
 #     BIN=target/release MODELS=cls CLOSED_REQUESTS=50 OPEN_SECONDS=1 bash tools/serve/bench-gpu.sh
 # Knobs: PROVIDER (cuda), BIN (.gpu-run/bench45: serve, loadgen, serve_plot and the cls model),
-# PYENV (/tmp/pyenv: mlserver, uvicorn, perf_analyzer), TRITON_PYTHON ($PYENV/bin/python), MODELS
+# PYENV (/tmp/pyenv: mlserver, uvicorn, perf_analyzer), PERF_LIBS (/tmp/pykit/lib), TRITON_PYTHON ($PYENV/bin/python), MODELS
 # ("cls resnet50"), SERVERS, CLOSED_REQUESTS (cls 1000, resnet50 200), OPEN_SECONDS (3),
 # SAME_RATES_CLS (200), SAME_RATES_RESNET50 (20), SHARES (50 80), MAX_BATCH (16), MAX_DELAY_US
-# (1000), PERF_ANALYZER (1), PERF_REQUESTS (300), BUDGET_S (470).
+# (1000), PERF_ANALYZER (1), PERF_REQUESTS (300), BUDGET_S (470), RESNET_MODEL (/tmp/resnet50.onnx,
+# exported when missing).
 set -uo pipefail
 set -m
 here=$(cd "$(dirname "$0")" && pwd)
@@ -41,7 +42,7 @@ budget_s=${BUDGET_S:-470}
 mlserver_cmd="$pyenv/bin/mlserver"
 uvicorn_cmd="$pyenv/bin/uvicorn"
 perf_analyzer=$pyenv/bin/perf_analyzer
-perf_libs=/tmp/pykit/lib
+perf_libs=${PERF_LIBS:-${PYKIT_STORE:-/tmp/pykit}/lib}
 raw_prefix=""
 results="$out/results.txt"
 mkdir -p "$out/raw" "$out/logs" "$work" "$final_out"
@@ -49,28 +50,34 @@ mkdir -p "$out/raw" "$out/logs" "$work" "$final_out"
 PERF_REQUESTS=${PERF_REQUESTS:-300}
 export PERF_REQUESTS
 
+# Triton's Python backend stub loads the interpreter's libpython (libpython3.12.so.1.0 there).
+pylib=$("$triton_python" - <<'PY' 2>/dev/null
+import os, sysconfig
+v = sysconfig.get_config_var
+name = f"libpython{v('py_version_short')}.so.1.0"
+dirs = [v("LIBDIR"), os.path.join(v("LIBDIR") or "", v("MULTIARCH") or ""), v("LIBPL")]
+print(next((d for d in dirs if d and os.path.exists(os.path.join(d, name))), ""))
+PY
+)
 if [ "$provider" = cuda ]; then
   capi=/tmp/ort-gpu/onnxruntime/capi
   [ -e "$capi/libonnxruntime.so.1.30.0" ] || { echo "no ORT bundle in /tmp/ort-gpu: unpack .gpu-bundle/p0..p3 first" >&2; exit 2; }
   export ONNXRT_DYLIB_PATH=$capi/libonnxruntime.so.1.30.0
-  # The wheel's provider libraries find cuDNN and cuBLAS only through LD_LIBRARY_PATH there;
-  # Triton's Python backend stub needs the interpreter's libpython3.12.
-  pylib=$("$triton_python" -c 'import sysconfig; print(sysconfig.get_config_var("LIBDIR") or "")' 2>/dev/null)
+  # The wheel's provider libraries find cuDNN and cuBLAS only through LD_LIBRARY_PATH there.
   export LD_LIBRARY_PATH=$capi:/usr/local/cuda-13.0/targets/x86_64-linux/lib:/usr/lib/x86_64-linux-gnu${pylib:+:$pylib}
   export PYTHONPATH=/tmp/ort-gpu
   perf_analyzer_here=$perf_analyzer
 else
-  pylib=""
   # The dry run: a CPU runtime for serve if ONNXRT_DYLIB_PATH is set by the caller; Triton's client
   # from the bench-cpu.sh venv, with its cudart.
   perf_analyzer_here=$(ls "$perf_analyzer" "$(dirname "$triton_python")/perf_analyzer" 2>/dev/null | head -1)
-  perf_libs=$(ls -d "$(dirname "$triton_python")"/../lib/python3*/site-packages/nvidia/cuda_runtime/lib 2>/dev/null | head -1)
+  [ -d "$perf_libs" ] || perf_libs=$(ls -d "$(dirname "$triton_python")"/../lib/python3*/site-packages/nvidia/cuda_runtime/lib 2>/dev/null | head -1)
 fi
 perf_analyzer=$perf_analyzer_here
 
 # The Python kit's checks: what each server imports, and which onnxruntime it gets.
 { echo "date: $(date -u +%FT%TZ)"; echo "cpus: $(nproc)"; grep -m1 'model name' /proc/cpuinfo; echo "provider: $provider"
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null | sed 's/^/gpu: /'
+  nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv,noheader 2>/dev/null | sed 's/^/gpu (before any server): /'
   "$pyenv/bin/python" - <<'PY' 2>&1
 import importlib.metadata as m
 for package in ["onnxruntime-gpu", "onnxruntime", "numpy", "mlserver", "fastapi", "uvicorn", "nvidia-pytriton", "tritonclient"]:
@@ -81,7 +88,7 @@ for package in ["onnxruntime-gpu", "onnxruntime", "numpy", "mlserver", "fastapi"
 import onnxruntime
 print(f"onnxruntime imported from {onnxruntime.__file__}: {onnxruntime.__version__}, providers {onnxruntime.get_available_providers()}")
 PY
-  echo "libpython for Triton's stub: ${pylib:-none} $(ls "$pylib"/libpython3*.so.1.0 2>/dev/null | head -1)"
+  echo "libpython for Triton's stub: ${pylib:-not beside the interpreter}; ldconfig: $(ldconfig -p 2>/dev/null | grep -o '/[^ ]*libpython3[^ ]*' | tr '\n' ' ')"
   echo "onnxrt-serve: commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), binaries in $bin"; } >"$out/machine.txt"
 cat "$out/machine.txt"
 
@@ -112,19 +119,19 @@ for model_key in $models; do
       shape=x=1x3x48x192; closed_requests=${CLOSED_REQUESTS:-1000}; same_rates=${SAME_RATES_CLS:-200}
       ;;
     resnet50)
-      path=/tmp/resnet50.onnx
-      [ -f "$path" ] || python3 tools/gpu/export_resnet.py /tmp/resnet50.onnx /tmp/resnet50_fp16.onnx 2>&1 | tail -1
+      path=${RESNET_MODEL:-/tmp/resnet50.onnx}
+      [ -f "$path" ] || python3 tools/gpu/export_resnet.py "$path" "${path%.onnx}_fp16.onnx" 2>&1 | tail -1
       shape=input=1x3x224x224; closed_requests=${CLOSED_REQUESTS:-200}; same_rates=${SAME_RATES_RESNET50:-20}
       ;;
     *) echo "unknown model $model_key (cls, resnet50)" >&2; continue ;;
   esac
   [ -f "$path" ] || { echo "model $model_key: no file (${path:-cls: put it in $bin})" >&2; continue; }
+  raw_prefix="$model_key-"
   use_model "$model_key" "$path" "$shape" || continue
   perf_inline=""; [ "${PERF_ANALYZER:-1}" = 1 ] && [ -x "$perf_analyzer" ] && perf_inline="serve-off triton-off"
   for server in "${servers[@]}"; do
     if [ "$SECONDS" -ge "$budget_s" ]; then
       echo "budget: ${SECONDS}s >= BUDGET_S=${budget_s}s, $server ($name) skipped" | tee -a "$out/gpu-check.txt"
-      echo "repeat=1 server=$server model=$name run=none error=skipped-budget" >>"$results"
       continue
     fi
     run_server 1 "$server"
