@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2154  # parts and index come from kit.info
 # Runs on the device, from a part of the Python kit (tools/gpu/python-kit.sh): stores the part in
 # /tmp/pykit; once every part is there, joins the cut wheels, checks every sha256, makes the venv
 # /tmp/pyenv (the device's packages stay visible: torch, onnx, grpcio …) and installs the wheels

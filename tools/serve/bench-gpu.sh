@@ -18,7 +18,7 @@
 # Knobs: PROVIDER (cuda), BIN (.gpu-run/bench45: serve, loadgen, serve_plot and the cls model),
 # PYENV (/tmp/pyenv: mlserver, uvicorn, perf_analyzer), PERF_LIBS (/tmp/pykit/lib), TRITON_PYTHON ($PYENV/bin/python), MODELS
 # ("cls resnet50"), SERVERS, CLOSED_REQUESTS (cls 1000, resnet50 200), OPEN_SECONDS (3),
-# SAME_RATES_CLS (200), SAME_RATES_RESNET50 (20), SHARES (50 80), MAX_BATCH (16), MAX_DELAY_US
+# SAME_RATES_CLS (150), SAME_RATES_RESNET50 (20), SHARES (50 80), MAX_BATCH (16), MAX_DELAY_US
 # (1000), PERF_ANALYZER (1), PERF_REQUESTS (300), BUDGET_S (470), RESNET_MODEL (/tmp/resnet50.onnx,
 # exported when missing).
 set -uo pipefail
@@ -116,7 +116,7 @@ for model_key in $models; do
   case $model_key in
     cls)
       path=$(ls "$bin/ch_ppocr_mobile_v2.0_cls_infer.onnx" "$pyenv"/lib/python3*/site-packages/rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx 2>/dev/null | head -1)
-      shape=x=1x3x48x192; closed_requests=${CLOSED_REQUESTS:-1000}; same_rates=${SAME_RATES_CLS:-200}
+      shape=x=1x3x48x192; closed_requests=${CLOSED_REQUESTS:-1000}; same_rates=${SAME_RATES_CLS:-150}
       ;;
     resnet50)
       path=${RESNET_MODEL:-/tmp/resnet50.onnx}

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154  # the variables below are set by the sourcing script
 # The servers and clients of the side-by-side comparison, sourced by tools/serve/bench-cpu.sh and
 # tools/serve/bench-gpu.sh (one copy of how each server is started, driven and stopped).
 #
