@@ -31,13 +31,15 @@ sha256sum --quiet -c "$store/SHA256SUMS" || { echo "python kit: checksum mismatc
 
 # python3 there may itself be a venv (torch's): --system-site-packages would show the base
 # interpreter's packages, not its own, so its site folders are added by a .pth file, after ours
-# (our numpy 1.26 shadows its numpy 2).
+# (our numpy 1.26 shadows its numpy 2). The venv gets no pip of its own (the base interpreter may
+# lack ensurepip): python3's pip, visible through that .pth, installs into the venv.
 rm -rf "$venv"
-"$python" -m venv --system-site-packages "$venv"
+"$python" -m venv --without-pip --system-site-packages "$venv"
 site_dirs=$("$python" -c 'import site; print(repr(site.getsitepackages()))')
 own=$("$venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 echo "import site; list(map(site.addsitedir, $site_dirs))" >"$own/zz_device_site.pth"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check --no-index --no-deps --find-links "$store/wheels" \
+"$venv/bin/python" -m pip install -q --disable-pip-version-check --no-index --no-deps --ignore-installed \
+  --find-links "$store/wheels" \
   "$store"/wheels/*.whl
 libs=$(ls -d "$own/nvidia_pytriton.libs")
 ln -sf "$(ls "$libs"/libcudart-*.so.12*)" "$store/lib/libcudart.so.12"
