@@ -19,7 +19,8 @@
 # PYENV (/tmp/pyenv: mlserver, uvicorn, perf_analyzer), PERF_LIBS (/tmp/pykit/lib), TRITON_PYTHON ($PYENV/bin/python), MODELS
 # ("cls resnet50"), SERVERS, CLOSED_REQUESTS (cls 1000, resnet50 200), OPEN_SECONDS (3),
 # SAME_RATES_CLS (150), SAME_RATES_RESNET50 (20), SHARES (50 80), MAX_BATCH (16), MAX_DELAY_US
-# (1000), PERF_ANALYZER (1), PERF_REQUESTS (300), BUDGET_S (470), RESNET_MODEL (/tmp/resnet50.onnx,
+# (1000), PERF_ANALYZER (1), PERF_REQUESTS (300), PERF_TIMEOUT (60 s), BUDGET_S (450: no server
+# starts later, so that the last one, perf_analyzer included, ends before 10 minutes), RESNET_MODEL (/tmp/resnet50.onnx,
 # exported when missing).
 set -uo pipefail
 set -m
@@ -38,7 +39,7 @@ open_seconds=${OPEN_SECONDS:-3}
 shares=${SHARES:-50 80}
 max_batch=${MAX_BATCH:-16}
 max_delay_us=${MAX_DELAY_US:-1000}
-budget_s=${BUDGET_S:-470}
+budget_s=${BUDGET_S:-450}
 mlserver_cmd="$pyenv/bin/mlserver"
 uvicorn_cmd="$pyenv/bin/uvicorn"
 perf_analyzer=$pyenv/bin/perf_analyzer
@@ -48,7 +49,8 @@ results="$out/results.txt"
 mkdir -p "$out/raw" "$out/logs" "$work" "$final_out"
 : >"$results"
 PERF_REQUESTS=${PERF_REQUESTS:-300}
-export PERF_REQUESTS
+PERF_TIMEOUT=${PERF_TIMEOUT:-60}
+export PERF_REQUESTS PERF_TIMEOUT
 
 # Triton's Python backend stub loads the interpreter's libpython (libpython3.12.so.1.0 there).
 pylib=$("$triton_python" - <<'PY' 2>/dev/null

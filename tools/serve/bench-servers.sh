@@ -133,7 +133,7 @@ run_server() {
 }
 
 # perf_measure SERVER: Triton's own client against the running server, closed loop at 8
-# concurrent requests; its report under perf_analyzer/. PERF_REQUESTS per window (500).
+# concurrent requests; its report under perf_analyzer/. PERF_REQUESTS per window (500), PERF_TIMEOUT (120 s).
 perf_measure() {
   local server=$1 file="$out/perf_analyzer/$raw_prefix$1.txt" count=${PERF_REQUESTS:-500}
   mkdir -p "$out/perf_analyzer"
@@ -141,7 +141,7 @@ perf_measure() {
     --measurement-mode count_windows --measurement-request-count "$count" -s 30)
   { echo "uptime: $(uptime)"; echo "command: perf_analyzer ${args[*]}"; } >"$file"
   # Batching off: the input has no batch axis in Triton's sense, so the request shape is given whole.
-  LD_LIBRARY_PATH=$perf_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} timeout 120 "$perf_analyzer" "${args[@]}" >>"$file" 2>&1
+  LD_LIBRARY_PATH=$perf_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} timeout "${PERF_TIMEOUT:-120}" "$perf_analyzer" "${args[@]}" >>"$file" 2>&1
   echo "perf_analyzer against $server ($name): $(grep -m1 'Throughput:' "$file" | sed 's/^ *//'); $(grep -m1 'p99 latency' "$file" | sed 's/^ *//')" \
     | tee -a "$out/perf_analyzer/summary.txt"
 }
