@@ -6,18 +6,13 @@
 
 mod common;
 
-use common::{onnxrt, row, rows, run};
+use common::{onnxrt, row, rows, run, FakeNvidiaSmi};
 
 #[test]
 fn a_gpu_no_provider_lists_is_named_with_what_discovery_reads() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let smi = dir.path().join("nvidia-smi");
-    std::fs::write(&smi, "#!/bin/sh\necho 'NVIDIA H100 80GB HBM3, 580.159.04, 9.0'\n").expect("write");
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let path = format!("{}:{}", dir.path().display(), std::env::var("PATH").unwrap_or_default());
+    let smi = FakeNvidiaSmi::printing("NVIDIA H100 80GB HBM3, 580.159.04, 9.0");
 
-    let ran = run(onnxrt().args(["doctor", "--json"]).env("PATH", &path));
+    let ran = run(onnxrt().args(["doctor", "--json"]).env("PATH", smi.path()));
     let found = rows(&ran);
     let runtime = row(&found, "runtime");
     let devices = row(&found, "provider devices");

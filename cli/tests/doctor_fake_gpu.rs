@@ -4,18 +4,13 @@
 
 mod common;
 
-use common::{onnxrt, row, rows, run};
+use common::{onnxrt, row, rows, run, FakeNvidiaSmi};
 
 #[test]
 fn a_gpu_too_new_for_the_cuda_build_and_an_old_driver_fail_with_fixes() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let smi = dir.path().join("nvidia-smi");
-    std::fs::write(&smi, "#!/bin/sh\necho 'NVIDIA B200, 550.54.15, 10.0'\n").expect("write");
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    let path = format!("{}:{}", dir.path().display(), std::env::var("PATH").unwrap_or_default());
+    let smi = FakeNvidiaSmi::printing("NVIDIA B200, 550.54.15, 10.0");
 
-    let ran = run(onnxrt().args(["doctor", "--json", "--dist", "gpu-1.16.2"]).env("PATH", &path));
+    let ran = run(onnxrt().args(["doctor", "--json", "--dist", "gpu-1.16.2"]).env("PATH", smi.path()));
     assert_eq!(ran.code, Some(1), "{}", ran.both());
     let found = rows(&ran);
     let gpu = row(&found, "gpu 0");
@@ -25,7 +20,7 @@ fn a_gpu_too_new_for_the_cuda_build_and_an_old_driver_fail_with_fixes() {
     let driver = row(&found, "driver");
     assert_eq!(driver.1, "OK", "550 is newer than CUDA 11.8's 520.61.05: {driver:?}");
 
-    let ran = run(onnxrt().args(["doctor", "--json", "--dist", "gpu-cuda13-1.30.0"]).env("PATH", &path));
+    let ran = run(onnxrt().args(["doctor", "--json", "--dist", "gpu-cuda13-1.30.0"]).env("PATH", smi.path()));
     let found = rows(&ran);
     assert_eq!(row(&found, "gpu 0").1, "OK");
     let driver = row(&found, "driver");

@@ -55,6 +55,8 @@ pub mod repository;
 pub mod server;
 #[cfg(feature = "server")]
 pub mod shared_memory;
+#[cfg(feature = "isolation")]
+mod shown;
 #[cfg(feature = "server")]
 pub mod tensor_body;
 

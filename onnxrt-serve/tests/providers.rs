@@ -27,16 +27,85 @@ fn entry<'i>(index: &'i [(String, String, String)], name: &str) -> &'i (String, 
     index.iter().find(|(n, _, _)| n == name).unwrap_or_else(|| panic!("{name} not in {index:?}"))
 }
 
-fn sample(seed: u64) -> Vec<f32> {
-    (0..16).map(|i| ((seed * 16 + i) as f32 * 0.37).sin()).collect()
+/// A test model's one FP32 input: its name, its shape, and the step of the ramp whose sines
+/// fill it (each seed its own stretch of the ramp).
+struct Input {
+    name: &'static str,
+    shape: &'static [usize],
+    step: f32,
+}
+
+/// mlp.onnx's input.
+const MLP: Input = Input { name: "x", shape: &[1, 16], step: 0.37 };
+
+/// convnet.onnx's input.
+const CONVNET: Input = Input { name: "image", shape: &[1, 3, 32, 32], step: 0.013 };
+
+/// `model`'s first output for `input` filled from `seed`, or the status and text of a reply
+/// that was not 200.
+async fn answer(c: &mut Connection, model: &str, input: &Input, seed: u64) -> Result<Vec<f32>, (u16, String)> {
+    let n = input.shape.iter().product::<usize>() as u64;
+    let data: Vec<f32> = (0..n).map(|i| ((seed * n + i) as f32 * input.step).sin()).collect();
+    let request = json!({ "inputs": [{ "name": input.name, "shape": input.shape, "datatype": "FP32", "data": data }] });
+    let reply: Reply = post(c, &format!("/v2/models/{model}/infer"), &request).await;
+    if reply.status != 200 {
+        return Err((reply.status, reply.text()));
+    }
+    let answer = json_of(&reply);
+    let data = answer["outputs"][0]["data"].as_array().expect("data");
+    Ok(data.iter().map(|v| v.as_f64().expect("number") as f32).collect())
 }
 
 async fn logits(c: &mut Connection, model: &str, seed: u64) -> Vec<f32> {
-    let request = json!({ "inputs": [{ "name": "x", "shape": [1, 16], "datatype": "FP32", "data": sample(seed) }] });
-    let reply: Reply = post(c, &format!("/v2/models/{model}/infer"), &request).await;
-    assert_eq!(reply.status, 200, "{model}: {}", reply.text());
-    let answer = json_of(&reply);
-    answer["outputs"][0]["data"].as_array().expect("data").iter().map(|v| v.as_f64().expect("number") as f32).collect()
+    answer(c, model, &MLP, seed).await.unwrap_or_else(|(status, text)| panic!("{model}: {status} {text}"))
+}
+
+/// A client's wrong answers: (model, seed, status).
+type Wrong = Vec<(&'static str, u64, u16)>;
+
+/// One client per entry of `models`, all at once, each asking for `input` of seeds
+/// 0..`expected.len()` and comparing with `expected` (the CPU's answers) within (relative,
+/// absolute) `tolerance`. Each ends with the (model, seed, status) of every answer that was not
+/// 200 or not close.
+fn clients(
+    rest: std::net::SocketAddr,
+    models: &[&'static str],
+    input: &'static Input,
+    expected: &std::sync::Arc<Vec<Vec<f32>>>,
+    tolerance: (f64, f64),
+) -> Vec<tokio::task::JoinHandle<Wrong>> {
+    let client = |model: &'static str| {
+        let expected = std::sync::Arc::clone(expected);
+        tokio::spawn(async move {
+            let mut c = Connection::open(rest).await.expect("connects");
+            let mut wrong = Vec::new();
+            for (seed, expected) in (0u64..).zip(expected.iter()) {
+                let (status, got) = match answer(&mut c, model, input, seed).await {
+                    Ok(got) => (200, got),
+                    Err((status, _)) => (status, Vec::new()),
+                };
+                let close = got.len() == expected.len()
+                    && got
+                        .iter()
+                        .zip(expected)
+                        .all(|(g, e)| onnxrt_tests::close(f64::from(*g), f64::from(*e), tolerance.0, tolerance.1));
+                if status != 200 || !close {
+                    wrong.push((model, seed, status));
+                }
+            }
+            wrong
+        })
+    };
+    models.iter().map(|model| client(model)).collect()
+}
+
+/// What `clients` found wrong, once all have ended.
+async fn wrong_answers(clients: Vec<tokio::task::JoinHandle<Wrong>>) -> Wrong {
+    let mut wrong = Vec::new();
+    for client in clients {
+        wrong.extend(client.await.expect("the client ran to its end"));
+    }
+    wrong
 }
 
 fn config(root: &Path, model: &str, config: &Json) {
@@ -136,9 +205,9 @@ fn providers_the_runtime_lacks_fail_their_model_alone_with_the_typed_error() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
-/// TensorRT's cache folders are checked before anything is made in them (the timing cache too,
-/// with the engine cache off): a root others can write, a link below the root, a folder of
-/// another user are refused and nothing is made there.
+/// TensorRT's cache folders are checked before anything is made in them: a root others can
+/// write, a link below the root, a folder of another user are refused and nothing is made there.
+/// With the engine cache off the model has no folder: the root is not its concern.
 #[test]
 fn tensorrt_cache_folders_are_checked_before_anything_is_made() {
     use std::os::unix::fs::PermissionsExt;
@@ -161,7 +230,7 @@ fn tensorrt_cache_folders_are_checked_before_anything_is_made() {
     // Per cache root: (model, engine cache on, what its refusal names; "" for none).
     type Cases<'a> = [(&'a Path, &'a [(&'a str, bool, &'a str)]); 2];
     let cases: Cases = [
-        (&open, &[("trt_open", true, "with mode 777"), ("trt_open_off", false, "with mode 777")]),
+        (&open, &[("trt_open", true, "with mode 777"), ("trt_open_off", false, "")]),
         (
             &private,
             &[
@@ -181,11 +250,15 @@ fn tensorrt_cache_folders_are_checked_before_anything_is_made() {
         runtime().block_on(async {
             let mut c = Connection::open(server.rest).await.expect("connects");
             let index = index(&mut c).await;
-            for (model, _, why) in models {
+            for (model, engine_cache, why) in models {
                 let (_, state, reason) = entry(&index, model);
                 assert_eq!(state, "UNAVAILABLE", "no TensorRT here: {reason}");
                 if !why.is_empty() {
                     assert!(reason.contains(why) && reason.contains("--engine-cache-root"), "{model}: {reason}");
+                }
+                if !engine_cache {
+                    assert!(!reason.contains("cache folder"), "the root is no concern of {model}: {reason}");
+                    assert!(reason.contains("engine cache and timing cache off"), "{model}: {reason}");
                 }
             }
         });
@@ -198,12 +271,17 @@ fn tensorrt_cache_folders_are_checked_before_anything_is_made() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
+/// A root that is a regular file: the TensorRT model's refusal says so, after why TensorRT
+/// cannot run here where it cannot (the build or the runtime lacks it: what to fix first); a
+/// model with the engine cache off does not use the root and is not refused for it.
 #[test]
 fn a_cache_root_that_cannot_be_made_fails_the_tensorrt_model_with_a_clear_error() {
     let root = folder("providers-cache-root");
     put(&root, "mlp", "mlp.onnx");
     put(&root, "trt", "mlp.onnx");
     config(&root, "trt", &json!({ "provider": "tensorrt" }));
+    put(&root, "trt_off", "mlp.onnx");
+    config(&root, "trt_off", &json!({ "provider": "tensorrt", "engine_cache": false }));
     let file = root.join("a-file");
     std::fs::write(&file, b"not a folder").expect("write");
     let file_arg = file.display().to_string();
@@ -215,9 +293,70 @@ fn a_cache_root_that_cannot_be_made_fails_the_tensorrt_model_with_a_clear_error(
         assert_eq!(state, "UNAVAILABLE", "{reason}");
         assert!(reason.contains(&format!("{} cannot be made", file.join("trt/1").display())), "{reason}");
         assert!(reason.contains("--engine-cache-root") && reason.contains("\"engine_cache\": false"), "{reason}");
+        if !onnxrt_serve::provider::TensorRtSetup::usable() {
+            let first = if cfg!(feature = "tensorrt") {
+                "(ProviderNotAvailable)"
+            } else {
+                "built without the `tensorrt` feature"
+            };
+            let (at_first, at_cache) = (reason.find(first), reason.find("the TensorRT cache folder"));
+            assert!(matches!((at_first, at_cache), (Some(a), Some(c)) if a < c), "`{first}` first: {reason}");
+        }
+        let (_, state, reason) = entry(&index, "trt_off");
+        assert_eq!(state, "UNAVAILABLE", "no TensorRT here: {reason}");
+        assert!(!reason.contains("cache folder") && !reason.contains(&file_arg), "not the root's concern: {reason}");
         assert_eq!(entry(&index, "mlp").1, "READY", "{index:?}");
     });
     drop(server);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A config's strings reach the index's reasons and the log escaped and cut: a newline in a
+/// provider's name forges no log line, a 200 KB name is not echoed whole; a calibration table
+/// given as a path and a config.json that is no object are refused in the config writer's terms.
+#[test]
+fn config_strings_reach_reasons_and_the_log_escaped_and_cut() {
+    let root = folder("providers-shown");
+    let repository = root.join("repository");
+    put(&repository, "mlp", "mlp.onnx");
+    let huge = "x".repeat(200_000);
+    for (model, config_json) in [
+        ("forged", json!({ "provider": "cpu\nERROR forged line\u{0}" })),
+        ("huge", json!({ "provider": huge })),
+        ("forged_key", json!({ "provider": "openvino", "provider_options": { "device_type\nERROR forged key": 1 } })),
+        (
+            "int8",
+            json!({ "provider": "tensorrt", "provider_options": { "trt_int8_calibration_table_name": "../../t" } }),
+        ),
+        ("array", json!([])),
+    ] {
+        put(&repository, model, "mlp.onnx");
+        config(&repository, model, &config_json);
+    }
+    let log = root.join("serve.log");
+    let server = Server::start_logging(&repository, &[], &log);
+    runtime().block_on(async {
+        let mut c = Connection::open(server.rest).await.expect("connects");
+        let index = index(&mut c).await;
+        assert_eq!(entry(&index, "mlp").1, "READY", "{index:?}");
+        for (model, why) in [
+            ("forged", r"`cpu\nERROR forged line\u{0}` is no provider's name"),
+            ("huge", "… (200000 bytes)"),
+            ("forged_key", r"`device_type\nERROR forged key` is refused"),
+            ("int8", "`../../t` is not a file name"),
+            ("array", "config.json must be a JSON object ({...}), found an array"),
+        ] {
+            let (_, state, reason) = entry(&index, model);
+            assert_eq!(state, "UNAVAILABLE", "{reason}");
+            assert!(reason.contains(why), "{model}: {reason}");
+            assert!(!reason.contains(['\n', '\0']) && reason.len() < 1000, "{model}: {} bytes: {reason}", reason.len());
+        }
+    });
+    drop(server);
+    let log = std::fs::read_to_string(&log).expect("log");
+    assert!(log.contains("is no provider's name"), "the refusals are logged: {log}");
+    assert!(!log.lines().any(|line| line.starts_with("ERROR forged")), "a forged line: {log}");
+    assert!(!log.contains('\0') && log.len() < 20_000, "{} bytes", log.len());
     let _ = std::fs::remove_dir_all(&root);
 }
 
@@ -346,38 +485,12 @@ fn two_plugin_models_answer_concurrent_requests_as_the_cpu() {
             expected.push(logits(&mut c, "cpu", seed).await);
         }
         let expected = std::sync::Arc::new(expected);
-        let rest = server.rest;
-        let clients = ["wg_a", "wg_b", "wg_a", "wg_b"].map(|model| {
-            let expected = std::sync::Arc::clone(&expected);
-            tokio::spawn(async move {
-                let mut c = Connection::open(rest).await.expect("connects");
-                for seed in 0..25u64 {
-                    let got = logits(&mut c, model, seed).await;
-                    for (g, e) in got.iter().zip(&expected[seed as usize]) {
-                        assert!(onnxrt_tests::close(f64::from(*g), f64::from(*e), 1e-4, 1e-5), "{model}: {g} vs {e}");
-                    }
-                }
-            })
-        });
-        for client in clients {
-            client.await.expect("every request answered as on the CPU");
-        }
+        let clients = clients(server.rest, &["wg_a", "wg_b", "wg_a", "wg_b"], &MLP, &expected, (1e-4, 1e-5));
+        let wrong = wrong_answers(clients).await;
+        assert!(wrong.is_empty(), "requests not answered as on the CPU (model, seed, status): {wrong:?}");
     });
     drop(server);
     let _ = std::fs::remove_dir_all(&root);
-}
-
-/// A convnet input of `seed` (`image` [1, 3, 32, 32]) and the first output's data.
-async fn convnet(c: &mut Connection, model: &str, seed: u64) -> (u16, Vec<f32>) {
-    let data: Vec<f32> = (0..3 * 32 * 32).map(|i| ((seed * 3072 + i) as f32 * 0.013).sin()).collect();
-    let request = json!({ "inputs": [{ "name": "image", "shape": [1, 3, 32, 32], "datatype": "FP32", "data": data }] });
-    let reply: Reply = post(c, &format!("/v2/models/{model}/infer"), &request).await;
-    if reply.status != 200 {
-        return (reply.status, Vec::new());
-    }
-    let answer = json_of(&reply);
-    let data = answer["outputs"][0]["data"].as_array().expect("data");
-    (200, data.iter().map(|v| v.as_f64().expect("number") as f32).collect())
 }
 
 /// A plugin model loaded again and again while another model on the same plugin answers: every
@@ -405,38 +518,16 @@ fn loading_a_plugin_model_while_another_answers_fails_no_request() {
         let mut c = Connection::open(server.rest).await.expect("connects");
         let mut expected = Vec::new();
         for seed in 0..60 {
-            expected.push(convnet(&mut c, "cpu", seed).await.1);
+            expected.push(answer(&mut c, "cpu", &CONVNET, seed).await.unwrap_or_default());
         }
         let expected = std::sync::Arc::new(expected);
-        let rest = server.rest;
-        let clients = (0..4).map(|_| {
-            let expected = std::sync::Arc::clone(&expected);
-            tokio::spawn(async move {
-                let mut c = Connection::open(rest).await.expect("connects");
-                let mut wrong = Vec::new();
-                for seed in 0..60u64 {
-                    let (status, got) = convnet(&mut c, "wg_serving", seed).await;
-                    let close = got.len() == expected[seed as usize].len()
-                        && got
-                            .iter()
-                            .zip(&expected[seed as usize])
-                            .all(|(g, e)| onnxrt_tests::close(f64::from(*g), f64::from(*e), 1e-3, 1e-4));
-                    if status != 200 || !close {
-                        wrong.push((seed, status));
-                    }
-                }
-                wrong
-            })
-        });
-        let clients: Vec<_> = clients.collect();
+        let clients = clients(server.rest, &["wg_serving"; 4], &CONVNET, &expected, (1e-3, 1e-4));
         for _ in 0..10 {
             let reply = post(&mut c, "/v2/repository/models/wg_loaded/load", &json!({})).await;
             assert_eq!(reply.status, 200, "load: {}", reply.text());
         }
-        for client in clients {
-            let wrong = client.await.expect("the client ran to its end");
-            assert!(wrong.is_empty(), "requests answered wrongly or not 200 (seed, status): {wrong:?}");
-        }
+        let wrong = wrong_answers(clients).await;
+        assert!(wrong.is_empty(), "requests answered wrongly or not 200 (model, seed, status): {wrong:?}");
     });
     drop(server);
     let _ = std::fs::remove_dir_all(&root);

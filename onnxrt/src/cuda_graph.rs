@@ -46,12 +46,7 @@ impl std::fmt::Debug for CudaGraph {
 impl CudaGraph {
     /// Loads the model at `path` on CUDA with `cuda` (plus the graph), for runs of `rows` rows.
     /// See [`from_memory`](CudaGraph::from_memory).
-    pub fn from_file(
-        builder: SessionBuilder,
-        cuda: CudaOptions,
-        path: impl AsRef<Path>,
-        rows: usize,
-    ) -> Result<CudaGraph> {
+    pub fn from_file(builder: SessionBuilder, cuda: CudaOptions, path: impl AsRef<Path>, rows: usize) -> Result<Self> {
         Ok(CudaGraph { graphs: CudaGraphs::from_file(builder, cuda, path, &[rows])?, rows })
     }
 
@@ -70,7 +65,7 @@ impl CudaGraph {
     /// has a free axis other than the first (a graph replays fixed shapes); what building a
     /// CUDA session returns otherwise (the model, the provider, a node without a CUDA kernel);
     /// CUDA's error when the device buffers cannot be allocated.
-    pub fn from_memory(builder: SessionBuilder, cuda: CudaOptions, model: &[u8], rows: usize) -> Result<CudaGraph> {
+    pub fn from_memory(builder: SessionBuilder, cuda: CudaOptions, model: &[u8], rows: usize) -> Result<Self> {
         Ok(CudaGraph { graphs: CudaGraphs::from_memory(builder, cuda, model, &[rows])?, rows })
     }
 

@@ -1,12 +1,13 @@
 //! Shared helpers of the integration tests: where the committed models are, one environment kept
-//! alive for the whole test binary, scratch folders, and float comparison.
+//! alive for the whole test binary, scratch folders, pseudo-random inputs and float comparison.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use ndarray::Array2;
-use onnxrt::{Environment, Session, SessionBuilder};
+use ndarray::{Array2, ArrayD};
+use onnxrt::ep_device::DevicePolicy;
+use onnxrt::{Environment, Error, Session, SessionBuilder};
 
 pub mod gate_op;
 pub mod proto;
@@ -73,6 +74,22 @@ pub fn session(name: &str) -> Session {
     builder().commit_from_file(&path).unwrap_or_else(|e| panic!("session for {} should load: {e}", path.display()))
 }
 
+/// Where discovery lists no GPU device: a session of the model at `path` that requires one
+/// (`DevicePolicy::RequireGpu`) is refused with `Error::NoGpuDevice`, whose reason names
+/// `/sys/class/drm` (what ORT's Linux discovery reads), instead of running on the CPU.
+///
+/// # Panics
+/// If the session is made, fails with another error, or its reason does not name `/sys/class/drm`.
+pub fn assert_require_gpu_refused(path: &Path) {
+    let error = Session::builder()
+        .device_policy(DevicePolicy::RequireGpu)
+        .commit_from_file(path)
+        .expect_err("no GPU device listed: refused, not run on the CPU");
+    println!("RequireGpu: {error}");
+    let Error::NoGpuDevice { why, .. } = &error else { panic!("expected NoGpuDevice, got {error:?}") };
+    assert!(why.contains("/sys/class/drm"), "{error}");
+}
+
 /// The input `mlp_expected.bin` was computed for: `arange(32).reshape(2, 16) / 32` as f32.
 pub fn mlp_input() -> Array2<f32> {
     Array2::from_shape_fn((2, 16), |(r, c)| (r * 16 + c) as f32 / 32.0)
@@ -98,6 +115,26 @@ pub fn close(got: f64, expected: f64, rtol: f64, atol: f64) -> bool {
         return got == expected;
     }
     (got - expected).abs() <= atol + rtol * expected.abs()
+}
+
+/// Deterministic pseudo-random floats in [-1, 1): test inputs that differ per `seed`.
+pub fn noise(len: usize, seed: u64) -> Vec<f32> {
+    let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    (0..len)
+        .map(|_| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+        })
+        .collect()
+}
+
+/// The largest absolute difference between two arrays of one shape.
+///
+/// # Panics
+/// If the shapes differ.
+pub fn max_abs_diff(a: &ArrayD<f32>, b: &ArrayD<f32>) -> f32 {
+    assert_eq!(a.shape(), b.shape());
+    a.iter().zip(b.iter()).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
 }
 
 /// A scratch folder under the system temp dir, removed (with its contents) when dropped.

@@ -13,28 +13,13 @@ use ndarray::{ArrayD, IxDyn};
 use onnxrt::providers::cuda::CudaOptions;
 use onnxrt::providers::tensorrt::TensorRtOptions;
 use onnxrt::{Error, MemoryInfo, Session, Value};
+use onnxrt_tests::{max_abs_diff, noise};
 
 fn model(name: &str) -> PathBuf {
     let dir = std::env::var_os("ONNXRT_TEST_MODELS")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/data/models")));
     dir.join(name)
-}
-
-/// Deterministic pseudo-random floats in [-1, 1).
-fn noise(len: usize, seed: u64) -> Vec<f32> {
-    let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-    (0..len)
-        .map(|_| {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
-
-fn max_abs_diff(a: &ArrayD<f32>, b: &ArrayD<f32>) -> f32 {
-    assert_eq!(a.shape(), b.shape());
-    a.iter().zip(b.iter()).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
 }
 
 /// GPU and CPU results agree within this fraction of the largest CPU value: cuBLAS/cuDNN reorder

@@ -14,10 +14,10 @@
 use std::path::PathBuf;
 
 use ndarray::ArrayD;
-use onnxrt::ep_device::{DeviceKind, DevicePolicy};
+use onnxrt::ep_device::DeviceKind;
 use onnxrt::providers::cuda::CudaOptions;
-use onnxrt::{Environment, Error, Session, Value};
-use onnxrt_tests::{close, mlp_input, model};
+use onnxrt::{Environment, Session, Value};
+use onnxrt_tests::{assert_require_gpu_refused, close, mlp_input, model};
 
 const CUDA: &str = "CUDAExecutionProvider";
 
@@ -72,13 +72,7 @@ fn cuda_runs_through_the_device_api_where_discovery_offers_it_and_the_strict_pat
         return;
     }
     // No CUDA device offered: the strict device path refuses with what discovery saw and why.
-    let error = Session::builder()
-        .device_policy(DevicePolicy::RequireGpu)
-        .commit_from_file(model("mlp.onnx"))
-        .expect_err("no GPU device listed: refused, not run on the CPU");
-    println!("RequireGpu: {error}");
-    let Error::NoGpuDevice { why, .. } = &error else { panic!("expected NoGpuDevice, got {error:?}") };
-    assert!(why.contains("/sys/class/drm"), "{error}");
+    assert_require_gpu_refused(&model("mlp.onnx"));
     // The classic path does not depend on discovery: the same GPU, strictly.
     let classic = Session::builder()
         .cuda(CudaOptions::new().device_id(0))

@@ -16,6 +16,7 @@ use std::path::PathBuf;
 use ndarray::ArrayD;
 use onnxrt::providers::cuda::{device_memory, CudaOptions};
 use onnxrt::{CudaGraph, CudaGraphs, CudaStream, Dim, ElementType, Error, Session, Value};
+use onnxrt_tests::{max_abs_diff, noise};
 
 /// The model under test: the ResNet-50 of `ONNXRT_GPU_RESNET` if set, else the MLP.
 fn model_path() -> PathBuf {
@@ -32,28 +33,12 @@ fn mlp_path() -> PathBuf {
     dir.join("mlp.onnx")
 }
 
-/// Deterministic pseudo-random floats in [-1, 1).
-fn noise(len: usize, seed: u64) -> Vec<f32> {
-    let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-    (0..len)
-        .map(|_| {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            ((state >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
-
 /// A batch's contents for `seed`: noise with its own scale and shift, so that two batches give
 /// answers apart even through a network that averages its features (ResNet's pooling).
 fn batch(len: usize, seed: u64) -> Vec<f32> {
     let scale = 0.5 + (seed % 4) as f32 * 0.5;
     let shift = ((seed % 7) as f32 - 3.0) * 0.3;
     noise(len, seed).into_iter().map(|x| x * scale + shift).collect()
-}
-
-fn max_abs_diff(a: &ArrayD<f32>, b: &ArrayD<f32>) -> f32 {
-    assert_eq!(a.shape(), b.shape());
-    a.iter().zip(b.iter()).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
 }
 
 /// The model's first input and output, and their shapes past the batch axis.

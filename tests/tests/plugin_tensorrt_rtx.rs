@@ -13,9 +13,9 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use onnxrt::ep_device::{DeviceKind, DevicePolicy};
-use onnxrt::{Environment, Error, LogLevel, Session, Value};
-use onnxrt_tests::{mlp_input, model};
+use onnxrt::ep_device::DeviceKind;
+use onnxrt::{Environment, LogLevel, Session, Value};
+use onnxrt_tests::{assert_require_gpu_refused, mlp_input, model};
 
 const PROVIDER: &str = "NvTensorRTRTXExecutionProvider";
 
@@ -73,11 +73,5 @@ fn tensorrt_rtx_lists_its_gpu_or_the_strict_device_path_says_why_not() {
         assert!(worst < 1e-2, "TensorRT-RTX {got:?} vs CPU {expected:?}");
         return;
     }
-    let error = Session::builder()
-        .device_policy(DevicePolicy::RequireGpu)
-        .commit_from_file(model("mlp.onnx"))
-        .expect_err("no GPU device listed: refused, not run on the CPU");
-    println!("RequireGpu: {error}");
-    let Error::NoGpuDevice { why, .. } = &error else { panic!("expected NoGpuDevice, got {error:?}") };
-    assert!(why.contains("/sys/class/drm"), "{error}");
+    assert_require_gpu_refused(&model("mlp.onnx"));
 }

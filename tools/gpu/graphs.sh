@@ -9,14 +9,12 @@
 #   bash tools/gpu/graphs.sh
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
-out=${OUT:-/tmp/out}
-mkdir -p "$out"
-capi=/tmp/ort-gpu/onnxruntime/capi
-export ONNXRT_TEST_MODELS=$PWD/tests/data/models
-export ONNXRT_DYLIB_PATH=$capi/libonnxruntime.so.1.30.0
-export LD_LIBRARY_PATH=$capi:/usr/local/cuda-13.0/targets/x86_64-linux/lib:/usr/lib/x86_64-linux-gnu
+# shellcheck source=tools/gpu/common.sh
+. tools/gpu/common.sh
+use_runtime
+use_gpu_libraries
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-[ -f /tmp/resnet50.onnx ] || python3 tools/gpu/export_resnet.py /tmp/resnet50.onnx /tmp/resnet50_fp16.onnx 2>&1 | tail -1
+[ -f /tmp/resnet50.onnx ] || export_models
 status=0
 for model in resnet50 mlp; do
   echo "== gpu_graph_sizes on $model =="

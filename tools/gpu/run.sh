@@ -16,16 +16,9 @@
 # built here in .gpu-run/ (or $BIN). Results land in $OUT (default /tmp/out), which comes back.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 1
-out=${OUT:-/tmp/out}
-mkdir -p "$out"
-capi=/tmp/ort-gpu/onnxruntime/capi
-export ONNXRT_TEST_MODELS=$PWD/tests/data/models
-
-use_runtime() { export ONNXRT_DYLIB_PATH=$capi/libonnxruntime.so.1.30.0; }
-# The wheel's provider libraries find cuDNN and cuBLAS only through LD_LIBRARY_PATH there.
-use_gpu_libraries() { export LD_LIBRARY_PATH=$capi:/usr/local/cuda-13.0/targets/x86_64-linux/lib:/usr/lib/x86_64-linux-gnu; }
-# ResNet-50 fp32 and fp16 (torchvision, random weights, opset 17, dynamic batch).
-export_models() { python3 tools/gpu/export_resnet.py /tmp/resnet50.onnx /tmp/resnet50_fp16.onnx 2>&1 | tail -1; }
+# $out, $capi, ONNXRT_TEST_MODELS, use_runtime, use_gpu_libraries, export_models.
+# shellcheck source=tools/gpu/common.sh
+. tools/gpu/common.sh
 gpu_tests() { ONNXRT_GPU_RESNET=/tmp/resnet50.onnx .gpu-run/gpu --test-threads 1 --nocapture; }
 rust_bench() { .gpu-run/gpu_bench "$@"; }
 python_bench() { PYTHONPATH=/tmp/ort-gpu python3 tools/gpu/bench_python.py "$@"; }

@@ -1,7 +1,8 @@
-//! Helpers shared by the CLI tests: the binary as a user runs it, the test models, and `.npy`
-//! files written byte by byte (so the tests do not trust the CLI's own writer).
+//! Helpers shared by the CLI tests: the binary as a user runs it, the test models, `.npy` files
+//! written byte by byte (so the tests do not trust the CLI's own writer), and a fake `nvidia-smi`.
 #![allow(dead_code)] // each test file uses its own subset
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -31,6 +32,34 @@ impl Ran {
     /// Both streams, for assertion messages.
     pub fn both(&self) -> String {
         format!("exit {:?}\n--- stdout\n{}\n--- stderr\n{}", self.code, self.stdout, self.stderr)
+    }
+}
+
+/// A fake `nvidia-smi` in a scratch folder, which prints one line as the doctor's query gets it
+/// from a real one (`name, driver_version, compute_cap`). Use it from a test binary with one
+/// test: a child forked by another test thread while the script is written keeps it open for
+/// writing, and running it then fails as busy.
+pub struct FakeNvidiaSmi {
+    // Holds the script; the folder is removed when this is dropped.
+    _dir: tempfile::TempDir,
+    path: String,
+}
+
+impl FakeNvidiaSmi {
+    /// Writes a `nvidia-smi` that prints `line` (no single quote in it: the script quotes it so).
+    pub fn printing(line: &str) -> FakeNvidiaSmi {
+        assert!(!line.contains('\''), "the fake nvidia-smi's line has no single quote: {line}");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let smi = dir.path().join("nvidia-smi");
+        std::fs::write(&smi, format!("#!/bin/sh\necho '{line}'\n")).expect("write");
+        std::fs::set_permissions(&smi, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let path = format!("{}:{}", dir.path().display(), std::env::var("PATH").unwrap_or_default());
+        FakeNvidiaSmi { _dir: dir, path }
+    }
+
+    /// A `PATH` that finds the fake first, then what the test's own `PATH` finds.
+    pub fn path(&self) -> &str {
+        &self.path
     }
 }
 

@@ -8,6 +8,10 @@ use std::path::PathBuf;
 use onnxrt::allowed_keys::{self, KeyTable};
 
 use super::{ProviderSetup, TensorRtSetup};
+use crate::shown::shown;
+
+/// The longest provider name taken (ORT's longest are under 40 characters).
+const NAME_MOST: usize = 100;
 
 /// What a config says about its provider (its own fields over the command line's).
 #[derive(Debug, Clone, Default)]
@@ -31,6 +35,19 @@ pub struct ProviderChoice<'c> {
 /// The checked setup for `choice`, or why the config is refused.
 pub fn choose(choice: &ProviderChoice<'_>) -> Result<ProviderSetup, String> {
     let name = choice.provider;
+    if name.trim().is_empty() {
+        return Err(
+            "`provider` is empty: name one (`cpu`, `cuda`, `tensorrt`, or a provider ONNX Runtime names)".into()
+        );
+    }
+    // Past this, the name is safe in every log line and message (no newline to forge a line).
+    if name.len() > NAME_MOST || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(format!(
+            "`provider` `{}` is no provider's name: ONNX Runtime's are letters, digits and `_`, at most {NAME_MOST} \
+             (`openvino`, `WebGpuExecutionProvider`)",
+            shown(name)
+        ));
+    }
     let options = options_of(choice.options)?;
     let takes = |what: &str, given: bool| -> Result<(), String> {
         if given {
@@ -38,11 +55,6 @@ pub fn choose(choice: &ProviderChoice<'_>) -> Result<ProviderSetup, String> {
         }
         Ok(())
     };
-    if name.trim().is_empty() {
-        return Err(
-            "`provider` is empty: name one (`cpu`, `cuda`, `tensorrt`, or a provider ONNX Runtime names)".into()
-        );
-    }
     let lower = name.to_ascii_lowercase();
     let short = lower.strip_suffix("executionprovider").unwrap_or(&lower);
     if matches!(short, "cpu" | "cuda" | "tensorrt") && choice.plugin.is_some() {
@@ -65,9 +77,10 @@ pub fn choose(choice: &ProviderChoice<'_>) -> Result<ProviderSetup, String> {
     let path_key = options.iter().map(|(k, _)| k).find(|k| k.ends_with("_path") || k.ends_with("_dir"));
     if let (Some(key), "TensorRT") = (path_key, short) {
         return Err(format!(
-            "provider `{name}`: `{key}` is not taken from a model's config: the server keeps TensorRT's engine and \
+            "provider `{name}`: `{}` is not taken from a model's config: the server keeps TensorRT's engine and \
              timing caches in a folder per model version under `serve --engine-cache-root` (\"engine_cache\": false \
-             turns the engine cache off)"
+             turns both off)",
+            shown(key)
         ));
     }
     // In the config writer's terms: onnxrt's refusal points at unsafe Rust calls.
@@ -75,6 +88,7 @@ pub fn choose(choice: &ProviderChoice<'_>) -> Result<ProviderSetup, String> {
         let why =
             table.get(key).map_or("not on onnxrt's list of keys known to take a plain value", |k| k.class.label());
         let allowed: Vec<&str> = table.allowed().collect();
+        let key = shown(key);
         if allowed.is_empty() {
             return Err(format!(
                 "provider `{name}`: option `{key}` is refused ({why}); this provider takes no options"
@@ -86,10 +100,12 @@ pub fn choose(choice: &ProviderChoice<'_>) -> Result<ProviderSetup, String> {
     }
     if short == "TensorRT" {
         takes("plugin", choice.plugin.is_some())?;
+        let engine_cache = choice.engine_cache.unwrap_or(true);
+        tensorrt_files(&options, engine_cache)?;
         return Ok(ProviderSetup::TensorRt(TensorRtSetup {
             device: choice.device,
             options,
-            engine_cache: choice.engine_cache.unwrap_or(true),
+            engine_cache,
             cache_root: choice.engine_cache_root.clone().unwrap_or_else(super::default_engine_cache_root),
             folder: None,
         }));
@@ -98,7 +114,8 @@ pub fn choose(choice: &ProviderChoice<'_>) -> Result<ProviderSetup, String> {
     match choice.plugin {
         Some(library) if !library.starts_with('/') && !onnxrt::pinned_plugins().iter().any(|p| p.dist == library) => {
             Err(format!(
-                "`plugin` `{library}` is neither a pinned bundle's name ({}) nor an absolute path to a library",
+                "`plugin` `{}` is neither a pinned bundle's name ({}) nor an absolute path to a library",
+                shown(library),
                 onnxrt::pinned_plugins().iter().map(|p| p.dist).collect::<Vec<_>>().join(", ")
             ))
         }
@@ -112,6 +129,43 @@ pub fn choose(choice: &ProviderChoice<'_>) -> Result<ProviderSetup, String> {
             Ok(ProviderSetup::Named { name: name.to_owned(), options })
         }
     }
+}
+
+/// TensorRT's options that name files, checked: the calibration table (which ORT reads from the
+/// engine-cache folder, joined to its name) is a plain file name there, and with the engine cache
+/// off, which turns the model's cache folder off, neither it nor the timing cache is taken
+/// (without a folder TensorRT would use the server's working directory).
+fn tensorrt_files(options: &[(String, String)], engine_cache: bool) -> Result<(), String> {
+    for (key, value) in options {
+        let no_folder = |what: &str| {
+            format!(
+                "provider `tensorrt`: `{key}` {what} the model version's cache folder, which \"engine_cache\": false \
+                 turns off: turn the engine cache on, or drop `{key}`"
+            )
+        };
+        match key.as_str() {
+            "trt_int8_calibration_table_name" => {
+                let plain =
+                    !matches!(value.as_str(), "" | "." | "..") && !value.chars().any(|c| c == '/' || c.is_control());
+                if !plain {
+                    return Err(format!(
+                        "provider `tensorrt`: `{key}` `{}` is not a file name: TensorRT reads the table from the model \
+                         version's cache folder (`--engine-cache-root`/MODEL/VERSION); put it there and name only the \
+                         file, without `/` or `..`",
+                        shown(value)
+                    ));
+                }
+                if !engine_cache {
+                    return Err(no_folder("is read from"));
+                }
+            }
+            "trt_timing_cache_enable" if !engine_cache && !matches!(value.as_str(), "0" | "false") => {
+                return Err(no_folder("keeps the timing cache in"));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// onnxrt's name and allow-list for a provider named as ORT's C API does or as the session
@@ -135,7 +189,13 @@ fn options_of(options: Option<&BTreeMap<String, serde_json::Value>>) -> Result<V
             let text = match value {
                 serde_json::Value::String(text) => text.clone(),
                 serde_json::Value::Number(_) | serde_json::Value::Bool(_) => value.to_string(),
-                _ => return Err(format!("`provider_options` `{key}`: give a string, number or boolean, not {value}")),
+                _ => {
+                    return Err(format!(
+                        "`provider_options` `{}`: give a string, number or boolean, not {}",
+                        shown(key),
+                        shown(&value.to_string())
+                    ))
+                }
             };
             Ok((key.clone(), text))
         })
@@ -203,6 +263,71 @@ mod tests {
         assert!(error.contains("trt_engine_cache_path") && error.contains("--engine-cache-root"), "{error}");
         let fp16 = options(json!({ "trt_fp16_enable": 1 }));
         assert!(choose(&ProviderChoice { options: Some(&fp16), engine_cache: Some(false), ..choice }).is_ok());
+    }
+
+    /// The calibration table is a file name in the model version's cache folder (ORT joins it
+    /// to the folder), and neither it nor the timing cache is taken with the engine cache off.
+    #[test]
+    fn tensorrt_options_that_name_files_stay_in_the_cache_folder() {
+        let choice = |table: &str, engine_cache: bool| {
+            let given = options(json!({ "trt_int8_enable": 1, "trt_int8_calibration_table_name": table }));
+            choose(&ProviderChoice {
+                provider: "tensorrt",
+                options: Some(&given),
+                engine_cache: Some(engine_cache),
+                ..ProviderChoice::default()
+            })
+        };
+        assert!(matches!(choice("calibration.flatbuffers", true), Ok(ProviderSetup::TensorRt(_))));
+        for table in ["/etc/passwd", "../../other/1/table", "sub/table", "..", ".", "", "ta\nble"] {
+            let error = choice(table, true).expect_err(table);
+            assert!(error.contains("is not a file name") && error.contains("--engine-cache-root"), "{error}");
+            assert!(!error.contains('\n'), "{error}");
+        }
+        let error = choice("calibration.flatbuffers", false).expect_err("no folder");
+        assert!(error.contains("is read from the model version's cache folder"), "{error}");
+        let timing = options(json!({ "trt_timing_cache_enable": true }));
+        let off = ProviderChoice {
+            provider: "tensorrt",
+            options: Some(&timing),
+            engine_cache: Some(false),
+            ..ProviderChoice::default()
+        };
+        assert!(choose(&off).expect_err("no folder").contains("keeps the timing cache in"));
+        assert!(choose(&ProviderChoice { engine_cache: None, ..off }).is_ok());
+    }
+
+    /// A config's strings reach messages (and the log) escaped and cut: a provider's name is
+    /// refused unless it is a plain word, and says what it was, shown.
+    #[test]
+    fn config_strings_are_shown_escaped_and_cut() {
+        let forged = "cpu\nERROR forged line\0";
+        let huge = "x".repeat(200_000);
+        for name in [forged, huge.as_str(), "open vino"] {
+            let error = choose(&ProviderChoice { provider: name, ..ProviderChoice::default() }).expect_err("refused");
+            assert!(error.contains("is no provider's name"), "{error}");
+            assert!(!error.contains(['\n', '\0']) && error.len() < 500, "{error}");
+        }
+        let error = choose(&ProviderChoice { provider: forged, ..ProviderChoice::default() }).expect_err("refused");
+        assert!(error.contains(r"cpu\nERROR forged line\u{0}"), "{error}");
+        let error = choose(&ProviderChoice { provider: &huge, ..ProviderChoice::default() }).expect_err("refused");
+        assert!(error.contains("… (200000 bytes)"), "{error}");
+        for key in ["device_type\nERROR forged".to_owned(), "x".repeat(100_000)] {
+            let given = options(json!({ key: "CPU" }));
+            let error =
+                choose(&ProviderChoice { provider: "openvino", options: Some(&given), ..ProviderChoice::default() })
+                    .expect_err("refused");
+            assert!(!error.contains('\n') && error.len() < 2000, "{error}");
+        }
+        let nested = options(json!({ "device_type": ["\n".repeat(100_000)] }));
+        let error =
+            choose(&ProviderChoice { provider: "openvino", options: Some(&nested), ..ProviderChoice::default() })
+                .expect_err("refused");
+        assert!(error.len() < 2000, "{} bytes", error.len());
+        let plugin =
+            ProviderChoice { provider: "webgpu", plugin: Some("lib\nERROR forged"), ..ProviderChoice::default() };
+        let error = choose(&plugin).expect_err("refused");
+        assert!(error.contains(r"lib\nERROR forged"), "{error}");
     }
 
     #[test]

@@ -12,6 +12,8 @@ use std::path::Path;
 use onnxrt::Session;
 use serde::{Deserialize, Serialize};
 
+use crate::shown::{shown, shown_message};
+
 pub use choice::{choose, ProviderChoice};
 pub use tensorrt::{default_engine_cache_root, TensorRtSetup};
 
@@ -84,9 +86,10 @@ impl ProviderSetup {
 
 /// Why a model's session could not get its provider: onnxrt's typed error (the provider is not in
 /// the runtime, its library cannot load, the runtime is too old for plugins, no device…), with
-/// what the server set up for it.
+/// what the server set up for it. Shown escaped and cut ([`crate::shown`]): onnxrt's text may
+/// echo the config's strings.
 #[derive(Debug, thiserror::Error)]
-#[error("provider `{provider}`{settings}: {} ({})", .source, .source.variant())]
+#[error("provider `{}`{}: {} ({})", shown(.provider), shown_message(.settings), shown_message(&.source.to_string()), .source.variant())]
 pub struct ProviderLoadError {
     /// The provider as the config named it.
     pub provider: String,
@@ -131,7 +134,7 @@ pub(crate) fn session_for(
             (Some(name.as_str()), String::new())
         }
         ProviderSetup::Plugin { library, provider, device, options } => {
-            let describe = format!(" (plugin {library}, device {device})");
+            let describe = format!(" (plugin {}, device {device})", shown(library));
             builder = plugin::apply(builder, library, provider, *device, options).map_err(|source| {
                 ProviderLoadError { provider: provider.clone(), settings: describe.clone(), source }
             })?;
@@ -272,5 +275,14 @@ mod tests {
         let error = session_for(&mlp(), None, &plugin, None).expect_err("1.16 has no plugins");
         let error = error.downcast::<ProviderLoadError>().unwrap_or_else(|e| panic!("not typed: {e}"));
         assert!(matches!(error.source, onnxrt::Error::NeedsNewerRuntime { needs: 22, .. }), "{error}");
+        // The library's path as the config wrote it: escaped in the message (no forged line).
+        let forged = ProviderSetup::Plugin {
+            library: "/lib\nERROR forged.so".into(),
+            provider: "webgpu".into(),
+            device: 0,
+            options: Vec::new(),
+        };
+        let text = session_for(&mlp(), None, &forged, None).expect_err("1.16 has no plugins").to_string();
+        assert!(text.contains(r"(plugin /lib\nERROR forged.so, device 0)") && !text.contains('\n'), "{text}");
     }
 }

@@ -12,6 +12,8 @@ use onnxrt::ep_device::EpDevice;
 use onnxrt::{Environment, Error, SessionBuilder};
 use sha2::{Digest, Sha256};
 
+use crate::shown::shown;
+
 /// A pinned library's registration in this process (whatever path named it: ORT lists a
 /// library registered twice twice), and the turn every run on its devices takes.
 #[derive(Default)]
@@ -58,7 +60,7 @@ pub(super) fn apply(
     let Some(chosen) = devices.get(device) else {
         let seen: Vec<String> = env.ep_devices()?.iter().map(ToString::to_string).collect();
         return Err(Error::InvalidArgument {
-            what: format!("device {device} of provider `{provider}` from the plugin {library}"),
+            what: format!("device {device} of provider `{provider}` from the plugin {}", shown(library)),
             why: format!(
                 "the plugin offers {} device(s) for it; the devices ORT lists: {seen:?}. {}",
                 devices.len(),
@@ -80,7 +82,9 @@ fn names(listed: &str, named: &str) -> bool {
 /// path), and names its bundle. Only regular files are read (a FIFO would block), and no lock is
 /// held while one is: a slow path delays its own model's load, not the others'.
 fn register_once(env: &Environment, path: &Path) -> onnxrt::Result<&'static str> {
-    let refuse = |why: String| Error::InvalidArgument { what: format!("the plugin library {}", path.display()), why };
+    let shown_path = path.display().to_string();
+    let refuse =
+        |why: String| Error::InvalidArgument { what: format!("the plugin library {}", shown(&shown_path)), why };
     let metadata = std::fs::metadata(path).map_err(|e| refuse(format!("it cannot be read ({e})")))?;
     if metadata.is_dir() {
         return Err(refuse("it is a directory: give the library file (.so) or a pinned bundle's name".into()));
@@ -90,7 +94,7 @@ fn register_once(env: &Environment, path: &Path) -> onnxrt::Result<&'static str>
     }
     let Some(pin) = pin_of(path, metadata.len()) else {
         // No pin's size and sha256: onnxrt's refusal says so (it reads the file itself).
-        let name = format!("serve-unpinned-{}", path.display());
+        let name = format!("serve-unpinned-{}", shown(&shown_path));
         let dist = env.register_pinned_provider_library(&name, path)?;
         let entry = registration(dist);
         let _ = entry.outcome.set(Ok(()));

@@ -1,7 +1,8 @@
 //! TensorRT for a served model: the options its config gives (TensorRT's allow-list), and its
 //! engine and timing caches in a folder of the model's version (`<cache root>/<model>/<version>/`)
 //! that the server makes and owns: never shared between versions, so a new version never loads
-//! engines built for another model file.
+//! engines built for another model file. `"engine_cache": false` turns both caches off: the
+//! model then has no folder, and nothing under the root is looked at or written for it.
 
 use std::path::{Path, PathBuf};
 
@@ -17,7 +18,8 @@ pub struct TensorRtSetup {
     pub device: i32,
     /// The config's `provider_options` (plain keys of onnxrt's TensorRT allow-list).
     pub options: Vec<(String, String)>,
-    /// Whether built engines are cached (default on: building takes minutes for large models).
+    /// Whether built engines are cached (default on: building takes minutes for large models),
+    /// and with them the layer timings (off: no cache folder for the model).
     pub engine_cache: bool,
     /// The folder every model's caches go under (`serve --engine-cache-root`).
     pub cache_root: PathBuf,
@@ -37,12 +39,16 @@ pub fn default_engine_cache_root() -> PathBuf {
 impl TensorRtSetup {
     /// Checks the model version's cache folder, `<cache root>/<model>/<version>`, before anything
     /// is made there: the root and every folder of it that exists must be writable by no other
-    /// user (a cached engine is GPU code TensorRT runs; the timing cache is written there even
-    /// with the engine cache off), and none below the root may be a symbolic link. With `make`
-    /// (TensorRT can be used), makes what is missing (mode 0700) and points the caches there. A
-    /// refusal says which folder, why, and what to change.
+    /// user (a cached engine is GPU code TensorRT runs), and none below the root may be a
+    /// symbolic link. With `make` (TensorRT can be used), makes what is missing (mode 0700) and
+    /// points the caches there. A refusal says which folder, why, and what to change. With the
+    /// engine cache off the model has no folder: nothing is looked at or made.
     pub fn place(&mut self, model: &str, version: &str, make: bool) -> Result<(), String> {
         use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+        if !self.engine_cache {
+            self.folder = None;
+            return Ok(());
+        }
         let root = std::path::absolute(&self.cache_root).unwrap_or_else(|_| self.cache_root.clone());
         let folder = root.join(model).join(version);
         let refuse = |what: String| {
@@ -122,18 +128,20 @@ impl TensorRtSetup {
             options.push((key.to_owned(), value));
         };
         set(&mut plain, "device_id", self.device.to_string());
+        if !self.engine_cache {
+            // No folder: TensorRT would write the timing cache in the working directory.
+            set(&mut plain, "trt_timing_cache_enable", "0".into());
+        }
         let mut vouched = Vec::new();
-        if let Some(folder) = &self.folder {
+        if let (Some(folder), true) = (&self.folder, self.engine_cache) {
             let folder = folder.display().to_string();
             set(&mut plain, "trt_timing_cache_enable", "1".into());
             // Before ORT 1.17 the timing cache goes to the engine cache's folder: the same one.
             if runtime_takes("trt_timing_cache_path") {
                 set(&mut plain, "trt_timing_cache_path", folder.clone());
             }
-            if self.engine_cache {
-                set(&mut vouched, "trt_engine_cache_enable", "1".into());
-                set(&mut vouched, "trt_engine_cache_path", folder);
-            }
+            set(&mut vouched, "trt_engine_cache_enable", "1".into());
+            set(&mut vouched, "trt_engine_cache_path", folder);
         }
         (plain, vouched)
     }
@@ -141,9 +149,9 @@ impl TensorRtSetup {
     /// What the caches are, as the load error and the log say it.
     pub fn describe(&self) -> String {
         match (&self.folder, self.engine_cache) {
+            (_, false) => " (engine cache and timing cache off)".to_owned(),
             (Some(folder), true) => format!(" (engine cache and timing cache in {})", folder.display()),
-            (Some(folder), false) => format!(" (engine cache off, timing cache in {})", folder.display()),
-            (None, _) => " (no cache folder)".to_owned(),
+            (None, true) => " (no cache folder)".to_owned(),
         }
     }
 
@@ -240,6 +248,35 @@ mod tests {
         onnxrt::allowed_keys::TENSORRT.check_all(plain.iter().map(|(k, _)| k.as_str())).expect("plain keys");
         let off = TensorRtSetup { engine_cache: false, ..v1 };
         assert!(off.session_options().1.is_empty(), "engine cache off: no engine keys");
+    }
+
+    /// With the engine cache off the model has no folder: a root that would be refused (a
+    /// regular file, a folder others can write) is not looked at, nothing is made there, and
+    /// TensorRT is told to keep no timing cache (it would write one in the working directory).
+    #[test]
+    fn with_the_engine_cache_off_the_root_is_not_used() {
+        use std::os::unix::fs::PermissionsExt;
+        let root = tempfile::tempdir().expect("temp dir");
+        let file = root.path().join("a-file");
+        std::fs::write(&file, b"x").expect("write");
+        let open = root.path().join("open");
+        std::fs::create_dir(&open).expect("folder");
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).expect("chmod");
+        for bad_root in [&file, &open] {
+            let mut off = TensorRtSetup {
+                engine_cache: false,
+                options: vec![("trt_timing_cache_enable".into(), "1".into())],
+                ..setup(bad_root)
+            };
+            assert_eq!(off.place("resnet", "1", true), Ok(()), "{}", bad_root.display());
+            assert_eq!(off.folder, None);
+            let (plain, vouched) = off.session_options();
+            assert!(vouched.is_empty(), "{vouched:?}");
+            assert!(plain.contains(&("trt_timing_cache_enable".into(), "0".into())), "{plain:?}");
+            assert!(!plain.iter().any(|(k, _)| k == "trt_timing_cache_path"), "{plain:?}");
+            assert_eq!(off.describe(), " (engine cache and timing cache off)");
+        }
+        assert_eq!(std::fs::read_dir(&open).expect("list").count(), 0, "nothing made under the root");
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::provider::{choose, ProviderChoice, ProviderSetup};
+use crate::shown::shown_message;
 
 /// What `config.json` may say.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -95,14 +96,30 @@ pub struct ModelConfig {
 }
 
 impl ModelConfig {
-    /// Reads `path`; a missing file is the empty config.
+    /// Reads `path`; a missing file is the empty config. A refusal is in the config writer's
+    /// terms, escaped and cut (the parser's message echoes what the file says).
     pub fn read(path: &Path) -> Result<ModelConfig, String> {
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(ModelConfig::default()),
             Err(error) => return Err(format!("{}: {error}", path.display())),
         };
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
+        let refuse = |why: &str| format!("{}: {}", path.display(), shown_message(why));
+        // Anything but an object, said as such rather than in serde's terms ("invalid type: sequence").
+        if let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) {
+            let found = match value {
+                serde_json::Value::Object(_) => None,
+                serde_json::Value::Array(_) => Some("an array"),
+                serde_json::Value::String(_) => Some("a string"),
+                serde_json::Value::Number(_) => Some("a number"),
+                serde_json::Value::Bool(_) => Some("a boolean"),
+                serde_json::Value::Null => Some("null"),
+            };
+            if let Some(found) = found {
+                return Err(refuse(&format!("config.json must be a JSON object ({{...}}), found {found}")));
+            }
+        }
+        serde_json::from_str(&text).map_err(|e| refuse(&e.to_string()))
     }
 }
 
@@ -371,6 +388,31 @@ mod tests {
         assert!(Settings::of(&cpu_device, &Defaults::default())
             .expect_err("refused")
             .contains("needs \"provider\": \"cuda\""));
+    }
+
+    /// A config.json that is no object is refused in the config writer's terms; the parser's
+    /// message, which echoes the file, is escaped and cut.
+    #[test]
+    fn a_config_that_is_no_object_is_refused_in_the_writers_terms() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("config.json");
+        let read = |text: &str| {
+            std::fs::write(&path, text).expect("write");
+            ModelConfig::read(&path)
+        };
+        for (text, found) in
+            [("[]", "an array"), ("7", "a number"), ("\"cpu\"", "a string"), ("true", "a boolean"), ("null", "null")]
+        {
+            let error = read(text).expect_err(text);
+            assert!(error.contains(&format!("config.json must be a JSON object ({{...}}), found {found}")), "{error}");
+            assert!(!error.contains("invalid type"), "{error}");
+        }
+        assert!(read(r#"{"max_batch": 8}"#).is_ok_and(|c| c.max_batch == Some(8)));
+        let unknown = format!(r#"{{"bad\nERROR forged{}": 1}}"#, "x".repeat(100_000));
+        let error = read(&unknown).expect_err("unknown field");
+        assert!(error.contains(r"unknown field `bad\nERROR forged") && !error.contains('\n'), "{error}");
+        assert!(error.len() < 3000, "{} bytes", error.len());
+        assert!(read("{").expect_err("not JSON").contains("EOF"));
     }
 
     #[test]

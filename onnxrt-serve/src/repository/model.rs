@@ -23,6 +23,7 @@ pub use crate::repository::stats::{ModelStats, Phases, Tally};
 use crate::repository::tensor::narrow;
 pub use crate::repository::tensor::ModelTensor;
 pub use crate::repository::warm_up::WarmedUp;
+use crate::shown::shown;
 
 /// One model of the repository.
 pub struct ServedModel {
@@ -80,14 +81,30 @@ impl ServedModel {
         labels: Vec<String>,
     ) -> Result<ServedModel, String> {
         let mut settings = settings;
+        // Where TensorRT cannot run (the build or the runtime lacks it), that is said before a
+        // refused cache folder: it is what the operator fixes first.
+        let mut cache_refused = None;
         if let crate::provider::ProviderSetup::TensorRt(trt) = &mut settings.provider_setup {
-            trt.place(name, version, crate::provider::TensorRtSetup::usable())?;
+            let usable = crate::provider::TensorRtSetup::usable();
+            match trt.place(name, version, usable) {
+                Err(why) if !usable => cache_refused = Some(why),
+                placed => placed?,
+            }
         }
         if settings.provider_setup != crate::provider::ProviderSetup::Cpu {
-            let options = settings.provider_setup.options();
-            tracing::info!(model = %name, %version, provider = %settings.provider, ?options, "provider settings");
+            // The config's values, escaped and cut (the name is checked to be a plain word).
+            let options: Vec<String> =
+                settings.provider_setup.options().iter().map(|(k, v)| format!("{k}={}", shown(v))).collect();
+            let options = options.join(", ");
+            tracing::info!(model = %name, %version, provider = %settings.provider, %options, "provider settings");
         }
-        let session = make_session(path, bytes, &settings).map_err(|e| e.to_string())?;
+        let session = make_session(path, bytes, &settings).map_err(|e| match &cache_refused {
+            Some(cache) => format!("{e}; then: {cache}"),
+            None => e.to_string(),
+        })?;
+        if let Some(cache) = cache_refused {
+            return Err(cache);
+        }
         let turn = settings.provider_setup.run_turn();
         // The batch workers' runs on a plugin's device take its turn too (through the batcher,
         // set once it is built).
@@ -99,7 +116,10 @@ impl ServedModel {
         for (what, name) in warmup_names.chain(settings.warmup_fill.keys().map(|n| ("warmup_fill", n))) {
             if !inputs.iter().any(|i| &i.name == name) {
                 let known: Vec<&str> = inputs.iter().map(|i| i.name.as_str()).collect();
-                return Err(format!("config.json `{what}` names `{name}`, which is not an input (inputs: {known:?})"));
+                return Err(format!(
+                    "config.json `{what}` names `{}`, which is not an input (inputs: {known:?})",
+                    shown(name)
+                ));
             }
         }
         let outputs = session.outputs().iter().map(|o| ModelTensor::of(o, "output")).collect::<Result<Vec<_>, _>>()?;

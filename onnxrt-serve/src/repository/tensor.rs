@@ -61,6 +61,7 @@ pub(super) fn narrow(
     for (name, shape) in shapes {
         let Some(input) = inputs.iter_mut().find(|i| &i.name == name) else {
             let known: Vec<&str> = inputs.iter().map(|i| i.name.as_str()).collect();
+            let name = crate::shown::shown(name);
             return Err(format!("config.json `shapes` names `{name}`, which is not an input (inputs: {known:?})"));
         };
         let fits = shape.len() == input.shape.len()
