@@ -11,22 +11,25 @@
 #
 # On the device, after the ORT bundle (.gpu-bundle/p0..p3) and the Python kit (.gpu-bundle/py0..,
 # tools/gpu/python-kit.sh) are unpacked (tools/gpu/README.md, "The server comparison"):
-#   bash tools/serve/bench-gpu.sh            # results in $OUT (at most 8 files come back)
+#   export OUT && bash tools/serve/bench-gpu.sh     # results in $OUT (at most 8 files come back)
 # Here, as a dry run with every server on the CPU (the kit's venv or the bench-cpu.sh venvs):
 #   PROVIDER=cpu PYENV=/tmp/bench29-venv TRITON_PYTHON=/tmp/bench45-triton-venv/bin/python \
 #     BIN=target/release MODELS=cls CLOSED_REQUESTS=50 OPEN_SECONDS=1 bash tools/serve/bench-gpu.sh
-# Knobs: PROVIDER (cuda), BIN (.gpu-run/bench45: serve, loadgen, serve_plot and the cls model),
+# Knobs: OUT (/tmp/out), PROVIDER (cuda), BIN (.gpu-run/bench45: serve, loadgen, serve_plot and the cls model),
 # PYENV (/tmp/pyenv: mlserver, uvicorn, perf_analyzer), PERF_LIBS (/tmp/pykit/lib), TRITON_PYTHON ($PYENV/bin/python), MODELS
 # ("cls resnet50"), SERVERS, CLOSED_REQUESTS (cls 1000, resnet50 200), OPEN_SECONDS (3),
 # SAME_RATES_CLS (150), SAME_RATES_RESNET50 (20), SHARES (50 80), MAX_BATCH (16), MAX_DELAY_US
 # (1000), PERF_ANALYZER (1), PERF_REQUESTS (300), PERF_TIMEOUT (60 s), BUDGET_S (450: no server
 # starts later, so that the last one, perf_analyzer included, ends before 10 minutes), RESNET_MODEL (/tmp/resnet50.onnx,
-# exported when missing).
+# exported by tools/gpu/common.sh's export_models when missing).
 set -uo pipefail
 set -m
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here/../.." || exit 1
-final_out=${OUT:-/tmp/bench-gpu-out}
+# The runtime's place and use_runtime, use_gpu_libraries, export_models; its $out is what comes back.
+# shellcheck source=tools/gpu/common.sh
+. tools/gpu/common.sh
+final_out=$out
 out=$(mktemp -d /tmp/bench-gpu.XXXXXX)
 work=$out/work
 provider=${PROVIDER:-cuda}
@@ -46,7 +49,7 @@ perf_analyzer=$pyenv/bin/perf_analyzer
 perf_libs=${PERF_LIBS:-${PYKIT_STORE:-/tmp/pykit}/lib}
 raw_prefix=""
 results="$out/results.txt"
-mkdir -p "$out/raw" "$out/logs" "$work" "$final_out"
+mkdir -p "$out/raw" "$out/logs" "$work"
 : >"$results"
 PERF_REQUESTS=${PERF_REQUESTS:-300}
 PERF_TIMEOUT=${PERF_TIMEOUT:-60}
@@ -62,11 +65,10 @@ print(next((d for d in dirs if d and os.path.exists(os.path.join(d, name))), "")
 PY
 )
 if [ "$provider" = cuda ]; then
-  capi=/tmp/ort-gpu/onnxruntime/capi
   [ -e "$capi/libonnxruntime.so.1.30.0" ] || { echo "no ORT bundle in /tmp/ort-gpu: unpack .gpu-bundle/p0..p3 first" >&2; exit 2; }
-  export ONNXRT_DYLIB_PATH=$capi/libonnxruntime.so.1.30.0
-  # The wheel's provider libraries find cuDNN and cuBLAS only through LD_LIBRARY_PATH there.
-  export LD_LIBRARY_PATH=$capi:/usr/local/cuda-13.0/targets/x86_64-linux/lib:/usr/lib/x86_64-linux-gnu${pylib:+:$pylib}
+  use_runtime
+  use_gpu_libraries
+  LD_LIBRARY_PATH=$LD_LIBRARY_PATH${pylib:+:$pylib}
   export PYTHONPATH=/tmp/ort-gpu
   perf_analyzer_here=$perf_analyzer
 else
@@ -122,7 +124,7 @@ for model_key in $models; do
       ;;
     resnet50)
       path=${RESNET_MODEL:-/tmp/resnet50.onnx}
-      [ -f "$path" ] || python3 tools/gpu/export_resnet.py "$path" "${path%.onnx}_fp16.onnx" 2>&1 | tail -1
+      [ -f "$path" ] || [ -n "${RESNET_MODEL:-}" ] || export_models
       shape=input=1x3x224x224; closed_requests=${CLOSED_REQUESTS:-200}; same_rates=${SAME_RATES_RESNET50:-20}
       ;;
     *) echo "unknown model $model_key (cls, resnet50)" >&2; continue ;;
