@@ -15,13 +15,13 @@
 # Here, as a dry run with every server on the CPU (the kit's venv or the bench-cpu.sh venvs):
 #   PROVIDER=cpu PYENV=/tmp/bench29-venv TRITON_PYTHON=/tmp/bench45-triton-venv/bin/python \
 #     BIN=target/release MODELS=cls CLOSED_REQUESTS=50 OPEN_SECONDS=1 bash tools/serve/bench-gpu.sh
-# Knobs: OUT (/tmp/out), PROVIDER (cuda), BIN (.gpu-run/bench45: serve, loadgen, serve_plot and the cls model),
-# PYENV (/tmp/pyenv: mlserver, uvicorn, perf_analyzer), PERF_LIBS (/tmp/pykit/lib), TRITON_PYTHON ($PYENV/bin/python), MODELS
-# ("cls resnet50"), SERVERS, CLOSED_REQUESTS (cls 1000, resnet50 200), OPEN_SECONDS (3),
-# SAME_RATES_CLS (150), SAME_RATES_RESNET50 (20), SHARES (50 80), MAX_BATCH (16), MAX_DELAY_US
-# (1000), PERF_ANALYZER (1), PERF_REQUESTS (300), PERF_TIMEOUT (60 s), BUDGET_S (450: no server
-# starts later, so that the last one, perf_analyzer included, ends before 10 minutes), RESNET_MODEL (/tmp/resnet50.onnx,
-# exported by tools/gpu/common.sh's export_models when missing).
+# Knobs: OUT (/tmp/out), PROVIDER (cuda), BIN (.gpu-run/bench45: serve, loadgen, serve_plot, the cls
+# model), PYENV (/tmp/pyenv: mlserver, uvicorn, perf_analyzer), PERF_LIBS (/tmp/pykit/lib),
+# TRITON_PYTHON ($PYENV/bin/python), MODELS ("cls resnet50"), SERVERS, CLOSED_REQUESTS (cls 1000,
+# resnet50 200), OPEN_SECONDS (3), SAME_RATES_CLS (150), SAME_RATES_RESNET50 (20), SHARES (50 80),
+# MAX_BATCH (16), MAX_DELAY_US (1000), PERF_ANALYZER (1), PERF_REQUESTS (300), PERF_TIMEOUT (60 s),
+# BUDGET_S (450: no server starts later, so that the last one, perf_analyzer included, ends inside
+# 10 minutes), RESNET_MODEL (/tmp/resnet50.onnx, made by tools/gpu/common.sh's export_models).
 set -uo pipefail
 set -m
 here=$(cd "$(dirname "$0")" && pwd)
@@ -84,7 +84,8 @@ perf_analyzer=$perf_analyzer_here
   nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv,noheader 2>/dev/null | sed 's/^/gpu (before any server): /'
   "$pyenv/bin/python" - <<'PY' 2>&1
 import importlib.metadata as m
-for package in ["onnxruntime-gpu", "onnxruntime", "numpy", "mlserver", "fastapi", "uvicorn", "nvidia-pytriton", "tritonclient"]:
+# (onnxruntime-gpu from /tmp/ort-gpu has no metadata: the import below says which one runs)
+for package in ["numpy", "mlserver", "fastapi", "uvicorn", "nvidia-pytriton", "tritonclient"]:
     try:
         print(f"{package}: {m.version(package)}")
     except m.PackageNotFoundError:

@@ -19,5 +19,5 @@ def session(path, provider="cpu"):
     got = made.get_providers()
     print(f"onnxruntime {ort.__version__} session for {path}: providers {got}", file=sys.stderr, flush=True)
     if not got or got[0] != wanted:
-        raise SystemExit(f"{path}: asked for {wanted}, onnxruntime gave {got} (is onnxruntime-gpu's CUDA provider loadable?)")
+        raise SystemExit(f"{path}: asked for {wanted}, onnxruntime gave {got} (is its CUDA provider loadable?)")
     return made
