@@ -71,123 +71,19 @@ results="$out/results.txt"
   echo "onnxrt-serve: commit $(git -C "$here" rev-parse --short HEAD), release build in $bin"; } >"$out/machine.txt"
 cat "$out/machine.txt"
 
-free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-
-# The model folders. onnxrt-serve: NAME/model.onnx (+ config.json); MLServer: a settings.json and
-# NAME/model-settings.json naming our runtime.
-for batching in off on; do
-  mkdir -p "$work/serve-$batching/cls" "$work/mlserver-$batching/cls"
-  cp "$model" "$work/serve-$batching/cls/model.onnx"
-  cp "$model" "$work/mlserver-$batching/cls/model.onnx"
-done
-# The warm-up shape: serve warms up on free axes of size 1, which this model's pooling refuses.
-warmup='"warmup": {"x": [1, 3, 48, 192]}'
-echo "{$warmup}" >"$work/serve-off/cls/config.json"
-echo "{\"batching\": true, \"max_batch\": $max_batch, \"max_delay_us\": $max_delay_us, $warmup}" >"$work/serve-on/cls/config.json"
-inputs='"inputs": [{"name": "x", "datatype": "FP32", "shape": [-1, 3, -1, -1]}]'
-echo "{\"name\": \"cls\", \"implementation\": \"mlserver_onnx.OnnxModel\", \"parameters\": {\"uri\": \"./model.onnx\"}, $inputs}" \
-  >"$work/mlserver-off/cls/model-settings.json"
-echo "{\"name\": \"cls\", \"implementation\": \"mlserver_onnx.OnnxModel\", \"parameters\": {\"uri\": \"./model.onnx\"}, \"max_batch_size\": $max_batch, \"max_batch_time\": $(python3 -c "print($max_delay_us / 1e6)"), $inputs}" \
-  >"$work/mlserver-on/cls/model-settings.json"
-
-# start SERVER LOG: starts it (its own process group: set -m); sets pid and address, or returns 1.
-start() {
-  local server=$1 log=$2 port
-  port=$(free_port)
-  address=127.0.0.1:$port
-  case $server in
-    serve-*)
-      "$bin/serve" --model-repository "$work/$server" --listen "$address" --grpc-listen 127.0.0.1:0 >"$log" 2>&1 &
-      ;;
-    mlserver-*)
-      echo "{\"debug\": false, \"host\": \"127.0.0.1\", \"http_port\": $port, \"grpc_port\": $(free_port), \"metrics_port\": $(free_port)}" \
-        >"$work/$server/settings.json"
-      PYTHONPATH="$here" "$venv/bin/mlserver" start "$work/$server" >"$log" 2>&1 &
-      ;;
-    triton-*)
-      local batching=(); [ "$server" = triton-on ] && batching=(--batching --max-batch "$max_batch" --max-delay-us "$max_delay_us")
-      "$triton_venv/bin/python" "$here/triton_onnx.py" --model "cls=$model" --http-port "$port" --grpc-port "$(free_port)" \
-        --metrics-port "$(free_port)" "${batching[@]}" >"$log" 2>&1 &
-      ;;
-    fastapi)
-      MODEL="$model" MODEL_NAME=cls "$venv/bin/uvicorn" fastapi_oip:app --app-dir "$here" --host 127.0.0.1 --port "$port" \
-        >"$log" 2>&1 &
-      ;;
-  esac
-  pid=$!
-  # Triton: the model's readiness (the server's comes before pytriton has bound the model).
-  local ready=/v2/health/ready; [[ $server = triton-* ]] && ready=/v2/models/cls/ready
-  for _ in $(seq 1200); do
-    [ "$(curl -s -o /dev/null -w '%{http_code}' "http://$address$ready")" = 200 ] && return 0
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  echo "$server did not become ready; its log:" >&2
-  tail -20 "$log" >&2
-  kill -TERM -- "-$pid" 2>/dev/null
-  return 1
-}
-
-stop() {
-  kill -TERM -- "-$pid" 2>/dev/null
-  for _ in $(seq 300); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
-  kill -KILL -- "-$pid" 2>/dev/null
-}
-
-# drive REPEAT SERVER RUN LOADGEN-ARGS...: one loadgen run; its whole output under raw/, its
-# RESULT line in results.txt prefixed with what was run and the load before it.
-drive() {
-  local repeat=$1 server=$2 run=$3; shift 3
-  local file="$out/raw/$repeat-$server-$run.txt" load
-  load=$(uptime | sed 's/.*load average: //; s/,//g' | cut -d' ' -f1)
-  { echo "uptime: $(uptime)"; echo "command: loadgen --protocol v2 --addr $address --model cls --shape x=1x3x48x192 $*"; } >"$file"
-  "$bin/loadgen" --protocol v2 --addr "$address" --model cls --shape x=1x3x48x192 "$@" >>"$file" 2>&1
-  line=$(grep '^RESULT' "$file" | sed 's/^RESULT //')
-  echo "repeat=$repeat server=$server model=cls run=$run load1=$load $line" | tee -a "$results"
-}
-
-value() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
-
-run_server() {
-  local repeat=$1 server=$2
-  echo "== repeat $repeat: $server =="
-  start "$server" "$out/logs/$repeat-$server.log" || { echo "repeat=$repeat server=$server run=none error=did-not-start" >>"$results"; return; }
-  drive "$repeat" "$server" closed8 --clients 8 --requests "$closed_requests" --warmup 2
-  local t8; t8=$(value throughput "$line")
-  drive "$repeat" "$server" closed64 --clients 64 --requests "$closed_requests" --warmup 2
-  local t64; t64=$(value throughput "$line")
-  local max; max=$(python3 -c "print(max(float('${t8:-0}'), float('${t64:-0}')))")
-  for rate in $same_rates; do
-    drive "$repeat" "$server" "same$rate" --rate "$rate" --duration-requests "$((rate * open_seconds))" --warmup 1
-  done
-  for share in $shares; do
-    local rate count
-    rate=$(python3 -c "print(round($max * $share / 100, 1))")
-    count=$(python3 -c "print(max(50, int($rate * $open_seconds)))")
-    if python3 -c "import sys; sys.exit(0 if $rate > 0 else 1)"; then
-      drive "$repeat" "$server" "open$share" --rate "$rate" --duration-requests "$count" --warmup 1
-    fi
-  done
-  stop
-}
-
-# perf_analyzer SERVER: Triton's own client, closed loop at 8 concurrent requests, against one
-# server; its report under perf_analyzer/.
-perf_run() {
-  local server=$1 file="$out/perf_analyzer/$1.txt"
-  start "$server" "$out/logs/perf-$server.log" || return
-  { echo "uptime: $(uptime)"; echo "command: perf_analyzer -m cls -u $address -i http --shape x:1,3,48,192 --concurrency-range 8 --measurement-mode count_windows --measurement-request-count 500 -s 30"; } >"$file"
-  # Batching off: x is [-1,3,-1,-1] with no batch axis, so the request shape is given whole.
-  LD_LIBRARY_PATH=$cudart "$perf_analyzer" -m cls -u "$address" -i http --shape x:1,3,48,192 --concurrency-range 8 \
-    --measurement-mode count_windows --measurement-request-count 500 -s 30 >>"$file" 2>&1
-  echo "perf_analyzer against $server: $(grep -m1 'Throughput:' "$file" | sed 's/^ *//'); $(grep -m1 'p99 latency' "$file" | sed 's/^ *//')" | tee -a "$out/perf_analyzer/summary.txt"
-  stop
-}
+provider=cpu
+mlserver_cmd="$venv/bin/mlserver"
+uvicorn_cmd="$venv/bin/uvicorn"
+triton_python="$triton_venv/bin/python"
+perf_libs=$cudart
+raw_prefix=""
+# shellcheck source=tools/serve/bench-servers.sh
+. "$here/bench-servers.sh"
+use_model cls "$model" x=1x3x48x192 || exit 1
 
 for server in "${servers[@]}"; do run_server 1 "$server"; done
 for ((i = ${#servers[@]} - 1; i >= 0; i--)); do run_server 2 "${servers[i]}"; done
 if [ "${PERF_ANALYZER:-1}" = 1 ] && [ -n "$perf_analyzer" ]; then
-  mkdir -p "$out/perf_analyzer"
   for server in serve-off triton-off; do perf_run "$server"; done
 fi
 rm -rf "$work"

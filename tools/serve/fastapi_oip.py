@@ -1,7 +1,7 @@
 """The FastAPI anchor of the CPU comparison (BENCHMARKS.md): FastAPI + uvicorn + onnxruntime answering
 the Open Inference Protocol's REST side for one ONNX model, JSON tensors only.
 
-    MODEL=path/model.onnx MODEL_NAME=cls uvicorn fastapi_oip:app --port 9000
+    MODEL=path/model.onnx MODEL_NAME=cls [PROVIDER=cuda] uvicorn fastapi_oip:app --port 9000
 
 Routes: GET /v2/health/live, GET /v2/health/ready, GET /v2/models/{name} (inputs and outputs
 from the session), POST /v2/models/{name}/infer. The session runs on the thread pool, so
@@ -13,10 +13,11 @@ import json
 import os
 
 import numpy as np
-import onnxruntime as ort
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import Response
 from starlette.concurrency import run_in_threadpool
+
+from ort_session import session
 
 # The protocol's data type names of the numpy and ONNX element types this anchor handles.
 DATATYPE_OF_ONNX = {
@@ -42,7 +43,7 @@ NUMPY_OF_DATATYPE = {
 DATATYPE_OF_NUMPY = {np.dtype(v): k for k, v in NUMPY_OF_DATATYPE.items()}
 
 MODEL_NAME = os.environ.get("MODEL_NAME", "model")
-SESSION = ort.InferenceSession(os.environ["MODEL"], providers=["CPUExecutionProvider"])
+SESSION = session(os.environ["MODEL"], os.environ.get("PROVIDER", "cpu"))
 
 app = FastAPI()
 

@@ -4,24 +4,27 @@ comparison of BENCHMARKS.md. A model folder names it in model-settings.json:
     {"name": "cls", "implementation": "mlserver_onnx.OnnxModel",
      "parameters": {"uri": "./model.onnx"}, "max_batch_size": 16, "max_batch_time": 0.001}
 
-with this file's folder on PYTHONPATH. Each input is decoded with MLServer's NumpyCodec, the
+with this file's folder on PYTHONPATH; `"parameters": {..., "extra": {"provider": "cuda"}}` runs it
+on the GPU (default `cpu`). Each input is decoded with MLServer's NumpyCodec, the
 session runs, each output is encoded back; MLServer's adaptive batching (max_batch_size > 1)
 concatenates requests along the first axis before `predict` and splits the answers after it.
 """
 
-import onnxruntime as ort
 from mlserver import MLModel
 from mlserver.codecs import NumpyCodec
 from mlserver.types import InferenceRequest, InferenceResponse
 from mlserver.utils import get_model_uri
 
+from ort_session import session
+
 
 class OnnxModel(MLModel):
-    """One onnxruntime InferenceSession on the CPU."""
+    """One onnxruntime InferenceSession, on the CPU unless the settings name another provider."""
 
     async def load(self) -> bool:
         path = await get_model_uri(self._settings)
-        self._session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+        extra = (self._settings.parameters.extra if self._settings.parameters else None) or {}
+        self._session = session(path, extra.get("provider", "cpu"))
         self._output_names = [o.name for o in self._session.get_outputs()]
         return True
 

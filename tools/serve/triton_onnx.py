@@ -5,7 +5,7 @@ and gRPC) itself, its dynamic batcher (when on) gathers requests, and the functi
 onnxruntime session per model.
 
     python triton_onnx.py --model cls=/path/cls.onnx [--model NAME=PATH]... --http-port P \
-        --grpc-port P --metrics-port P [--batching --max-batch 16 --max-delay-us 1000]
+        --grpc-port P --metrics-port P [--batching --max-batch 16 --max-delay-us 1000] [--provider cuda]
 
 Batching off: the model has no batch axis in Triton's sense (max_batch_size 0), each request
 runs alone. Batching on: max_batch_size N and a dynamic batcher with that queue delay; the first
@@ -15,10 +15,11 @@ axis of every input and output is the batch axis.
 import argparse
 
 import numpy as np
-import onnxruntime as ort
 from pytriton.decorators import batch
 from pytriton.model_config import DynamicBatcher, ModelConfig, Tensor
 from pytriton.triton import Triton, TritonConfig, TritonSecurityConfig
+
+from ort_session import session as ort_session
 
 NUMPY_TYPES = {
     "tensor(float)": np.float32,
@@ -43,7 +44,7 @@ def tensors(args, batching):
 
 
 def bind(triton, name, path, options):
-    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    session = ort_session(path, options.provider)
     output_names = [o.name for o in session.get_outputs()]
 
     def run(inputs):
@@ -80,6 +81,7 @@ def main():
     parser.add_argument("--batching", action="store_true")
     parser.add_argument("--max-batch", type=int, default=16)
     parser.add_argument("--max-delay-us", type=int, default=1000)
+    parser.add_argument("--provider", choices=["cpu", "cuda"], default="cpu", help="onnxruntime's provider")
     options = parser.parse_args()
     config = TritonConfig(
         http_address="127.0.0.1",
