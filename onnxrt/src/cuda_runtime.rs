@@ -427,10 +427,11 @@ impl IpcMapping {
 
 impl Drop for IpcMapping {
     fn drop(&mut self) {
-        // SAFETY: mapped in `open`, unmapped once. No stream: every copy through the mapping was
-        // waited for before its function returned (module docs).
         let _ = on_device(self.device, |runtime| {
-            check("cudaIpcCloseMemHandle", unsafe { (runtime.ipc_close_handle)(self.ptr) })
+            // SAFETY: mapped in `open`, unmapped once. No stream: every copy through the mapping
+            // was waited for before its function returned (module docs).
+            let code = unsafe { (runtime.ipc_close_handle)(self.ptr) };
+            check("cudaIpcCloseMemHandle", code)
         });
     }
 }

@@ -108,7 +108,8 @@ pub fn encode(
         if let Some(place) = places.get(name) {
             place.write(name, &bytes).map_err(|e| InferError::Invalid(e.to_string()))?;
             let parameter = |choice| InferParameter { parameter_choice: Some(choice) };
-            parameters.insert("shared_memory_region".into(), parameter(Choice::StringParam(place.region_name().to_owned())));
+            parameters
+                .insert("shared_memory_region".into(), parameter(Choice::StringParam(place.region_name().to_owned())));
             let size = i64::try_from(bytes.len()).unwrap_or(i64::MAX);
             parameters.insert("shared_memory_byte_size".into(), parameter(Choice::Int64Param(size)));
             raw_outputs.push(Vec::new());

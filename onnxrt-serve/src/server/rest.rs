@@ -43,7 +43,11 @@ pub fn routes() -> Router<Arc<App>> {
 }
 
 async fn server_metadata() -> Json<ServerMetadata> {
-    Json(ServerMetadata { name: "onnxrt-serve", version: env!("CARGO_PKG_VERSION"), extensions: crate::shared_memory::extensions() })
+    Json(ServerMetadata {
+        name: "onnxrt-serve",
+        version: env!("CARGO_PKG_VERSION"),
+        extensions: crate::shared_memory::extensions(),
+    })
 }
 
 async fn live() -> Json<Json_> {

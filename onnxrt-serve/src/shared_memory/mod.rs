@@ -248,7 +248,8 @@ impl Regions {
                 }
             },
             None => {
-                let names: Vec<String> = regions.iter().filter(|(_, r)| r.kind() == kind).map(|(n, _)| n.clone()).collect();
+                let names: Vec<String> =
+                    regions.iter().filter(|(_, r)| r.kind() == kind).map(|(n, _)| n.clone()).collect();
                 removed.extend(names.iter().filter_map(|n| regions.remove(n)));
                 Ok(())
             }
@@ -317,7 +318,10 @@ impl Regions {
     /// (not borrowed under the lock), so a copy does not hold up other requests.
     fn locate(&self, tensor: &str, place: &Place) -> Result<Arc<Region>, RegionError> {
         let region = self.lock().get(&place.region).cloned().ok_or_else(|| {
-            RegionError::Invalid(format!("`{tensor}`: no shared-memory region `{}` is registered", shown(&place.region)))
+            RegionError::Invalid(format!(
+                "`{tensor}`: no shared-memory region `{}` is registered",
+                shown(&place.region)
+            ))
         })?;
         let end = place.offset.checked_add(place.byte_size);
         if end.is_none_or(|end| end > region.byte_size) {
