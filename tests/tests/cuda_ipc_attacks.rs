@@ -222,7 +222,7 @@ fn hammer(handle: &[u8], len: usize, seed: usize, threads: usize, iters: usize) 
                                 Ok(()) if into[..] == want[..l] => right.fetch_add(1, Ordering::Relaxed),
                                 Ok(()) => wrong.fetch_add(1, Ordering::Relaxed),
                                 Err(e) => {
-                                    *last.lock().unwrap() = err_line(&e);
+                                    *last.lock().expect("lock") = err_line(&e);
                                     errs.fetch_add(1, Ordering::Relaxed)
                                 }
                             };
@@ -236,7 +236,7 @@ fn hammer(handle: &[u8], len: usize, seed: usize, threads: usize, iters: usize) 
                             }
                         }
                         Err(e) => {
-                            *last.lock().unwrap() = err_line(&e);
+                            *last.lock().expect("lock") = err_line(&e);
                             errs.fetch_add(1, Ordering::Relaxed);
                         }
                     }
@@ -250,7 +250,7 @@ fn hammer(handle: &[u8], len: usize, seed: usize, threads: usize, iters: usize) 
             });
         }
     });
-    let last = last.lock().unwrap().clone();
+    let last = last.lock().expect("lock").clone();
     format!("ok right={} wrong={} err={} last=[{last}]", right.into_inner(), wrong.into_inner(), errs.into_inner())
 }
 
@@ -377,7 +377,7 @@ fn exporter_refusals_on_the_gpu() {
         let r = SharedDeviceMemory::new(device, len);
         attack(
             &format!("SharedDeviceMemory::new({device},{len})"),
-            format!("{:?}", r.as_ref().map(|_| ()).map_err(|e| err_line(e))),
+            format!("{:?}", r.as_ref().map(|_| ()).map_err(err_line)),
         );
         assert!(r.is_err(), "BROKEN: accepted");
     }
@@ -386,7 +386,7 @@ fn exporter_refusals_on_the_gpu() {
     let again = m.ipc_handle().expect("exports twice");
     attack("ipc_handle twice", if again == handle { "same bytes" } else { "different bytes" });
     let own = MappedDeviceMemory::open(&handle, 0, 16);
-    attack("open own handle", format!("{:?}", own.as_ref().map(|_| ()).map_err(|e| err_line(e))));
+    attack("open own handle", format!("{:?}", own.as_ref().map(|_| ()).map_err(err_line)));
     assert!(own.is_err(), "BROKEN: own handle mapped");
     let mut one = [0u8; 1];
     for offset in [4096usize, 4097, usize::MAX, usize::MAX - 1] {
@@ -439,7 +439,7 @@ fn mapper_bounds_lengths_and_device_ids() {
         let lenient = ok && len == 0 && r.starts_with("err");
         assert!(lenient || r.starts_with("ok") == ok, "BROKEN: read id={id} offset={offset} len={len}: {r}");
         if ok && len > 0 {
-            assert_eq!(bytes_of(&r).unwrap(), pattern(2, 4096)[offset..offset + len], "BROKEN: wrong bytes");
+            assert_eq!(bytes_of(&r).expect("bytes"), pattern(2, 4096)[offset..offset + len], "BROKEN: wrong bytes");
         }
         // The same bytes written back where in bounds (nothing changes), 0xEE elsewhere.
         let body = if ok { pattern(2, 4096)[offset..offset + len].to_vec() } else { vec![0xEE; len.min(4096)] };

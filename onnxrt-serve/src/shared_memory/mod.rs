@@ -361,8 +361,9 @@ mod tests {
             assert!(regions.read("x", &place(offset, size), 1 << 20).is_err(), "{offset} {size}");
         }
         assert!(regions.read("x", &place(0, 16), 8).is_err(), "over the limit");
-        assert!(regions.write("y", &place(0, 2), &[1, 2, 3]).is_err(), "larger than its place");
-        regions.write("y", &place(14, 2), &[7, 9]).expect("write");
+        let checked = |p| regions.check("y", &p).expect("checked");
+        assert!(checked(place(0, 2)).write("y", &[1, 2, 3]).is_err(), "larger than its place");
+        checked(place(14, 2)).write("y", &[7, 9]).expect("write");
         assert_eq!(std::fs::read(&path).expect("read back")[30..32], [7, 9]);
         regions.unregister(Kind::System, Some("r")).expect("unregister");
         assert!(regions.read("x", &place(0, 1), 8).is_err(), "unregistered");
