@@ -26,7 +26,7 @@ python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:
 (cd "$work/wheels" && sha256sum -- *.whl >"$work/SHA256SUMS")
 
 # What the wheels need that the kit does not hold (or holds at a version outside the range): it
-# must be on the device, at a fitting version (the list of KINDS.md, or `pip show` there).
+# must be on the device, at a fitting version (the device tool's list of its packages, or `pip show` there).
 python3 - "$work/wheels" "${KIT_PYTHON_VERSION:-3.12}" <<'PY'
 import re, sys, zipfile, pathlib
 from pip._vendor.packaging.requirements import Requirement

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Why `serve` with batching on answered the cls model slowly on CUDA (bench-gpu.sh, 2026-12-07:
+# 6 req/s at 8 clients, against 1,174 unbatched): the same model under one switch changed at a
+# time, 8 clients x 200 requests each, one loadgen line per variant. After the CUDA bundle.
+set -u
+cd "$(dirname "$0")/../.."
+source tools/gpu/common.sh
+use_runtime; use_gpu_libraries
+bin=.gpu-run/bench45 repo=/tmp/diag-repo
+rm -rf "$repo"
+warm='"warmup": {"x": [1, 3, 48, 192]}'
+declare -A variants=(
+  [on]='"batching": true, "max_batch": 16, "max_delay_us": 1000'
+  [nodev]='"batching": true, "max_batch": 16, "max_delay_us": 1000, "device_inputs": false'
+  [onew]='"batching": true, "max_batch": 16, "max_delay_us": 1000, "batch_workers": 1, "hold_while_busy": false'
+  [heur]='"batching": true, "max_batch": 16, "max_delay_us": 1000, "provider_options": {"cudnn_conv_algo_search": "HEURISTIC"}'
+  [off]='"batching": false'
+)
+for v in "${!variants[@]}"; do
+  mkdir -p "$repo/$v"; cp "$bin/"*cls*.onnx "$repo/$v/model.onnx"
+  echo "{\"provider\": \"cuda\", ${variants[$v]}, $warm}" >"$repo/$v/config.json"
+done
+"$bin/serve" --model-repository "$repo" --listen 127.0.0.1:18200 --grpc-listen off >"$out/diag-serve.log" 2>&1 &
+pid=$!
+for _ in $(seq 300); do [ "$(curl -s -o /dev/null -w '%{http_code}' 127.0.0.1:18200/v2/health/ready)" = 200 ] && break; sleep 0.2; done
+for v in off on nodev onew heur; do
+  for round in 1 2; do
+    echo "$v round $round: $("$bin/loadgen" --protocol v2 --addr 127.0.0.1:18200 --model "$v" --shape x=1x3x48x192 --concurrency 8 --requests 200 2>&1 | tail -1)"
+  done
+done
+kill "$pid"; wait "$pid" 2>/dev/null
+grep -vE 'access:' "$out/diag-serve.log" | cut -c1-300 | head -20
