@@ -1,6 +1,6 @@
 //! Triton's CUDA shared-memory extension on the real `serve`, over REST and gRPC.
 //!
-//! Everywhere (CI has no GPU): a CUDA region is refused with its reason (no CUDA, a handle of the
+//! Off unless `serve --cuda-shared-memory true`. Everywhere (CI has no GPU): a CUDA region is refused with its reason (no CUDA, a handle of the
 //! wrong length, not base64, bytes that name nothing), names are shared with system regions and
 //! each kind is unregistered through its own extension. On a GPU (`ONNXRT_REQUIRE_GPU=1` makes a
 //! missing one a failure): this process exports device memory, `serve` (another process) maps
@@ -41,7 +41,19 @@ fn cuda_regions_are_refused_with_their_reason_and_share_names_with_system_region
     let key = format!("onnxrt_serve_cuda_test_{}", std::process::id());
     let object = std::path::Path::new("/dev/shm").join(&key);
     std::fs::write(&object, [0u8; 64]).expect("shm object");
-    let server = Server::start_with_grpc(&root, &[]);
+    // Off by default: refused with the switch to turn it on, and not listed.
+    let plain = Server::start(&root, &[]);
+    runtime().block_on(async {
+        let mut c = Connection::open(plain.rest).await.expect("connects");
+        let extensions = json_of(&c.get("/v2").await.expect("reply"))["extensions"].clone();
+        assert!(!extensions.as_array().expect("list").contains(&json!("cuda_shared_memory")), "{extensions}");
+        let body = json!({ "raw_handle": { "b64": b64(&[0x41; 64]) }, "byte_size": 16 });
+        let reply = post(&mut c, "/v2/cudasharedmemory/region/g/register", &body).await;
+        assert_eq!(reply.status, 400, "{}", reply.text());
+        assert!(reply.text().contains("--cuda-shared-memory true"), "{}", reply.text());
+    });
+    drop(plain);
+    let server = Server::start_with_grpc(&root, &["--cuda-shared-memory", "true"]);
     runtime().block_on(async {
         let mut c = Connection::open(server.rest).await.expect("connects");
         // Listed only where CUDA sees a device (a client that finds it listed uses it).
@@ -144,7 +156,7 @@ fn tensors_travel_through_another_process_s_device_memory() {
     memory.write(0, &f32_bytes(&a)).expect("a");
     memory.write(32, &f32_bytes(&[0.5; 6])).expect("b");
     let handle = b64(memory.ipc_handle().expect("exports").as_bytes());
-    let server = Server::start_with_grpc(&root, &[]);
+    let server = Server::start_with_grpc(&root, &["--cuda-shared-memory", "true"]);
     runtime().block_on(async {
         let mut c = Connection::open(server.rest).await.expect("connects");
         let body = json!({ "raw_handle": { "b64": handle }, "device_id": 0, "byte_size": 1024 });

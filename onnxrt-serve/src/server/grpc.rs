@@ -130,7 +130,7 @@ impl GrpcInferenceService for Service {
         Ok(Response::new(ServerMetadataResponse {
             name: "onnxrt-serve".into(),
             version: env!("CARGO_PKG_VERSION").into(),
-            extensions: crate::shared_memory::extensions().into_iter().map(str::to_owned).collect(),
+            extensions: crate::shared_memory::extensions(&self.app.regions).into_iter().map(str::to_owned).collect(),
         }))
     }
 

@@ -163,6 +163,11 @@ pub struct Args {
     /// must come within --header-timeout-ms
     #[arg(long, value_name = "MS", default_value_t = 60_000)]
     grpc_idle_timeout_ms: u64,
+    /// Answer Triton's CUDA shared-memory extension: clients register their device memory by
+    /// CUDA IPC handle and the server maps it. Off by default: a crafted handle can map another
+    /// process's memory or leave the server's CUDA context in a sticky error (docs/serving.md)
+    #[arg(long, value_name = "BOOL", default_value_t = false, action = clap::ArgAction::Set)]
+    cuda_shared_memory: bool,
     /// Warm models up at start (false: none is; a model's config.json may say otherwise)
     #[arg(long, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
     warmup: bool,
@@ -356,7 +361,9 @@ async fn serve(args: Args) -> Result<(), String> {
     let per_peer = args.max_connections_per_peer.unwrap_or(max_connections / 2).clamp(1, max_connections);
     let connections = Arc::new(ConnectionLimit::new(max_connections, per_peer));
     let decode_limits = DecodeLimits { max_side: args.max_picture_side, ..DecodeLimits::default() };
-    let app = Arc::new(App::new(repository, limits, decode_limits, Arc::clone(&connections)));
+    let mut app = App::new(repository, limits, decode_limits, Arc::clone(&connections));
+    app.regions = crate::shared_memory::Regions::new(args.cuda_shared_memory);
+    let app = Arc::new(app);
 
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await

@@ -42,11 +42,11 @@ pub fn routes() -> Router<Arc<App>> {
         .merge(crate::server::rest_shared_memory::routes())
 }
 
-async fn server_metadata() -> Json<ServerMetadata> {
+async fn server_metadata(State(app): State<Arc<App>>) -> Json<ServerMetadata> {
     Json(ServerMetadata {
         name: "onnxrt-serve",
         version: env!("CARGO_PKG_VERSION"),
-        extensions: crate::shared_memory::extensions(),
+        extensions: crate::shared_memory::extensions(&app.regions),
     })
 }
 

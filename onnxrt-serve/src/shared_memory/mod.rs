@@ -113,10 +113,10 @@ pub enum RegionMemory {
 
 pub use crate::oip::parameters::Place;
 
-/// The protocol extensions this server answers here: the CUDA shared-memory one only where
-/// CUDA sees a device (a client that finds it listed uses it).
-pub fn extensions() -> Vec<&'static str> {
-    let cuda = cuda::usable();
+/// The protocol extensions `regions`' server answers: the CUDA shared-memory one only where it
+/// is on and CUDA sees a device (a client that finds it listed uses it).
+pub fn extensions(regions: &Regions) -> Vec<&'static str> {
+    let cuda = regions.cuda && cuda::usable();
     crate::oip::messages::EXTENSIONS.iter().copied().filter(|&e| cuda || e != "cuda_shared_memory").collect()
 }
 
@@ -160,9 +160,16 @@ impl OutputPlace {
 #[derive(Debug, Default)]
 pub struct Regions {
     regions: Mutex<BTreeMap<String, Arc<Region>>>,
+    /// Whether CUDA regions may be registered (`serve --cuda-shared-memory`).
+    cuda: bool,
 }
 
 impl Regions {
+    /// No regions; CUDA ones may be registered only with `cuda` (system ones always may).
+    pub fn new(cuda: bool) -> Regions {
+        Regions { regions: Mutex::default(), cuda }
+    }
+
     /// Registers `byte_size` bytes of `/dev/shm/KEY` from `offset` as region `name`.
     pub fn register(&self, name: &str, key: &str, offset: u64, byte_size: u64) -> Result<(), RegionError> {
         self.insert(Kind::System, name, byte_size, || SystemRegion::open(key, offset, byte_size).map(Memory::System))
@@ -177,6 +184,13 @@ impl Regions {
         device_id: i64,
         byte_size: u64,
     ) -> Result<(), RegionError> {
+        if !self.cuda {
+            return Err(RegionError::Invalid(format!(
+                "CUDA shared-memory region `{}`: the extension is off; start serve with --cuda-shared-memory true \
+                 (a handle lets a client make the server map device memory: docs/serving.md)",
+                shown(name)
+            )));
+        }
         self.insert(Kind::Cuda, name, byte_size, || {
             CudaRegion::open(raw_handle, device_id, byte_size).map(Memory::Cuda)
         })
