@@ -9,11 +9,14 @@ use_runtime; use_gpu_libraries
 bin=.gpu-run/bench45 repo=/tmp/diag-repo
 rm -rf "$repo"
 warm='"warmup": {"x": [1, 3, 48, 192]}'
+# 2026-12-07: `on` and `nodev` were as slow (about 2 s a request), `off` 890 req/s; `heur` was
+# refused (`provider_options` is not taken by `cuda`). Next: one worker, no delay, five padded
+# sizes only (if each new batch size costs a cuDNN search, padding bounds them), and the MLP.
 declare -A variants=(
   [on]='"batching": true, "max_batch": 16, "max_delay_us": 1000'
-  [nodev]='"batching": true, "max_batch": 16, "max_delay_us": 1000, "device_inputs": false'
   [onew]='"batching": true, "max_batch": 16, "max_delay_us": 1000, "batch_workers": 1, "hold_while_busy": false'
-  [heur]='"batching": true, "max_batch": 16, "max_delay_us": 1000, "provider_options": {"cudnn_conv_algo_search": "HEURISTIC"}'
+  [nodelay]='"batching": true, "max_batch": 16, "max_delay_us": 0'
+  [pad]='"batching": true, "max_batch": 16, "max_delay_us": 1000, "pad_to_power_of_two": true'
   [off]='"batching": false'
 )
 for v in "${!variants[@]}"; do
@@ -23,10 +26,12 @@ done
 "$bin/serve" --model-repository "$repo" --listen 127.0.0.1:18200 --grpc-listen off >"$out/diag-serve.log" 2>&1 &
 pid=$!
 for _ in $(seq 300); do [ "$(curl -s -o /dev/null -w '%{http_code}' 127.0.0.1:18200/v2/health/ready)" = 200 ] && break; sleep 0.2; done
-for v in off on nodev onew heur; do
+for v in off onew pad nodelay on; do
   for round in 1 2; do
-    echo "$v round $round: $("$bin/loadgen" --protocol v2 --addr 127.0.0.1:18200 --model "$v" --shape x=1x3x48x192 --concurrency 8 --requests 200 2>&1 | tail -1)"
+    echo "$v round $round: $("$bin/loadgen" --protocol v2 --addr 127.0.0.1:18200 --model "$v" --shape x=1x3x48x192 --concurrency 8 --requests 100 2>&1 | tail -1)"
   done
 done
+# Where a batch's time went: queue (waiting for a batch), gather, model (the ORT run), device wait.
+curl -s 127.0.0.1:18200/metrics | grep -E '^batcher_(queue|gather|model|device_wait)_seconds_(sum|count)' | head -40
 kill "$pid"; wait "$pid" 2>/dev/null
 grep -vE 'access:' "$out/diag-serve.log" | cut -c1-300 | head -20
