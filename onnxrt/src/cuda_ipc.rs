@@ -212,6 +212,13 @@ impl fmt::Debug for SharedDeviceMemory {
 
 /// Another process's device memory, mapped into this one from its [`CudaIpcHandle`]: the first
 /// `len` bytes of that allocation, unmapped when dropped.
+///
+/// CUDA checks a handle only so far: seen on an H100 (2026-12-07), a handle with one byte
+/// changed can name another allocation of the exporting process, and after mapping and reading
+/// 130 such handles a process's CUDA context was left in a sticky error (719), failing every
+/// later CUDA call of the process. A handle of memory the owner freed and allocated again maps
+/// the new memory. Map handles only from processes you trust, and have owners keep memory
+/// until it is unmapped.
 pub struct MappedDeviceMemory {
     device: i32,
     /// The mapped address; the mapping itself lives in [`live_mappings`] while this value does.
