@@ -101,7 +101,7 @@ fn cuda_regions_are_refused_with_their_reason_and_share_names_with_system_region
         assert_eq!(c.get("/v2/cudasharedmemory/region/r/status").await.expect("reply").status, 404);
         let reply = post(&mut c, "/v2/cudasharedmemory/region/r/unregister", &json!({})).await;
         assert_eq!(reply.status, 400, "{}", reply.text());
-        assert!(reply.text().contains("/v2/systemsharedmemory"), "{}", reply.text());
+        assert!(reply.text().contains("SystemSharedMemoryUnregister"), "both protocols' ways: {}", reply.text());
         let reply = post(&mut c, "/v2/cudasharedmemory/unregister", &json!({})).await;
         assert_eq!(reply.status, 200, "{}", reply.text());
         let status = json_of(&c.get("/v2/systemsharedmemory/status").await.expect("reply"));

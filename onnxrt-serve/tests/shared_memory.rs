@@ -368,3 +368,69 @@ fn a_region_name_over_256_bytes_is_refused_and_refusals_never_echo_it_whole() {
     let _ = std::fs::remove_file(&object);
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// The second outside probe: regions held one open file each up to 1,024, the common open-file
+/// limit, after which the server's own files (isolated workers, connections) failed with 500s.
+/// Now a quarter of the limit at most; keys and long names are never echoed whole or raw.
+#[test]
+fn regions_leave_the_server_its_open_files_and_refusals_echo_keys_and_names_cut() {
+    let root = folder("shm-files");
+    put(&root, "add", "add_f32.onnx");
+    let key = format!("onnxrt_serve_files_{}", std::process::id());
+    let object = Path::new("/dev/shm").join(&key);
+    std::fs::write(&object, [0u8; 64]).expect("shm object");
+    let server = Server::start_with_open_files(&root, &[], 256);
+    runtime().block_on(async {
+        let mut c = Connection::open(server.rest).await.expect("connects");
+        let mut accepted = 0;
+        let mut refusal = String::new();
+        for n in 0..100 {
+            let body = json!({ "key": format!("/{key}"), "byte_size": 64 });
+            let reply = post(&mut c, &format!("/v2/systemsharedmemory/region/r{n}/register"), &body).await;
+            if reply.status == 200 {
+                accepted += 1;
+            } else {
+                refusal = reply.text();
+                break;
+            }
+        }
+        assert_eq!(accepted, 64, "a quarter of 256 open files: {refusal}");
+        assert!(refusal.contains("64 regions are registered already"), "{refusal}");
+        // The server's own files are still there: a plain request is answered.
+        let plain = json!({ "inputs": [
+            { "name": "a", "shape": [2, 3], "datatype": "FP32", "data": [1, 2, 3, 4, 5, 6] },
+            { "name": "b", "shape": [2, 3], "datatype": "FP32", "data": [1, 1, 1, 1, 1, 1] },
+        ] });
+        let reply = post(&mut c, "/v2/models/add/infer", &plain).await;
+        assert_eq!(reply.status, 200, "{}", reply.text());
+        let reply = post(&mut c, "/v2/systemsharedmemory/unregister", &json!({})).await;
+        assert_eq!(reply.status, 200, "{}", reply.text());
+
+        // A 100,000-byte key, a key with a right-to-left override, a 200-emoji name.
+        let long_key = format!("/{}", "a".repeat(100_000));
+        let reply =
+            post(&mut c, "/v2/systemsharedmemory/region/k/register", &json!({ "key": long_key, "byte_size": 8 })).await;
+        assert_eq!(reply.status, 400, "{}", reply.text());
+        assert!(reply.text().len() < 1000, "the key is cut: {} bytes", reply.text().len());
+        let reply = post(
+            &mut c,
+            "/v2/systemsharedmemory/region/k/register",
+            &json!({ "key": "/x\u{202e}evil", "byte_size": 8 }),
+        )
+        .await;
+        assert_eq!(reply.status, 400, "{}", reply.text());
+        assert!(!reply.text().contains('\u{202e}'), "the override is escaped: {}", reply.text());
+        let name = "\u{1f600}".repeat(200);
+        let reply = post(
+            &mut c,
+            &format!("/v2/systemsharedmemory/region/{name}/register"),
+            &json!({ "key": format!("/{key}"), "byte_size": 8 }),
+        )
+        .await;
+        assert_eq!(reply.status, 400, "{}", reply.text());
+        assert!(!reply.text().contains(&name), "a name over the limit is not echoed: {}", reply.text());
+        assert!(reply.text().contains("this one is 800"), "{}", reply.text());
+    });
+    let _ = std::fs::remove_file(&object);
+    let _ = std::fs::remove_dir_all(&root);
+}

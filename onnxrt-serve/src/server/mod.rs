@@ -363,6 +363,11 @@ async fn serve(args: Args) -> Result<(), String> {
     let decode_limits = DecodeLimits { max_side: args.max_picture_side, ..DecodeLimits::default() };
     let mut app = App::new(repository, limits, decode_limits, Arc::clone(&connections));
     app.regions = crate::shared_memory::Regions::new(args.cuda_shared_memory);
+    if args.cuda_shared_memory && !app.regions.cuda_available() {
+        tracing::warn!(
+            "--cuda-shared-memory is on, but this process cannot use CUDA (no libcudart or no device): CUDA regions will be refused and the extension is not listed"
+        );
+    }
     let app = Arc::new(app);
 
     let listener = tokio::net::TcpListener::bind(args.listen)

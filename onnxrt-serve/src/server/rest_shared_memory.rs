@@ -74,7 +74,7 @@ async fn register(State(app): State<Arc<App>>, kind: Kind, Path(name): Path<Stri
                 return bad_request("register needs `key` (a string) and `byte_size` (a whole number)");
             };
             let Some(offset) = body.get("offset").map_or(Some(0), Json_::as_u64) else {
-                return bad_request("`offset` must be a whole number");
+                return bad_request("`offset` must be a whole number from 0 to 18446744073709551615");
             };
             app.regions.register(&name, key, offset, byte_size)
         }

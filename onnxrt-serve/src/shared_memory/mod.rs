@@ -13,14 +13,32 @@ mod cuda;
 mod system;
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use crate::shown::shown;
 use cuda::CudaRegion;
 use system::SystemRegion;
 
-/// Regions registered at once at most: each holds an open file or a device mapping.
+/// Regions registered at once at most: each holds an open file or a device mapping. Fewer where
+/// the process may open few files ([`max_regions`]).
 const MAX_REGIONS: usize = 1024;
+
+/// The regions this process lets clients register: [`MAX_REGIONS`], or a quarter of its
+/// open-file limit if that is less, so that regions never take the files its connections,
+/// models and worker processes need (a limit of 1024 is common; regions took it all before).
+fn max_regions() -> usize {
+    static MOST: OnceLock<usize> = OnceLock::new();
+    *MOST.get_or_init(|| {
+        // "Max open files            1024                 524288               files"
+        let limits = std::fs::read_to_string("/proc/self/limits").unwrap_or_default();
+        let soft = limits
+            .lines()
+            .find(|line| line.starts_with("Max open files"))
+            .and_then(|line| line.split_whitespace().nth(3))
+            .and_then(|soft| soft.parse::<usize>().ok());
+        soft.map_or(MAX_REGIONS, |soft| MAX_REGIONS.min(soft / 4).max(1))
+    })
+}
 /// A region name's most bytes: names travel in every status answer and in refusals (a gRPC
 /// client refuses error texts over 16 KiB and answers over 4 MiB).
 const MAX_NAME_BYTES: usize = 256;
@@ -53,10 +71,10 @@ impl Kind {
         }
     }
 
-    fn path(self) -> &'static str {
+    fn unregister_call(self) -> &'static str {
         match self {
-            Kind::System => "systemsharedmemory",
-            Kind::Cuda => "cudasharedmemory",
+            Kind::System => "REST /v2/systemsharedmemory/region/NAME/unregister, gRPC SystemSharedMemoryUnregister",
+            Kind::Cuda => "REST /v2/cudasharedmemory/region/NAME/unregister, gRPC CudaSharedMemoryUnregister",
         }
     }
 }
@@ -116,7 +134,7 @@ pub use crate::oip::parameters::Place;
 /// The protocol extensions `regions`' server answers: the CUDA shared-memory one only where it
 /// is on and CUDA sees a device (a client that finds it listed uses it).
 pub fn extensions(regions: &Regions) -> Vec<&'static str> {
-    let cuda = regions.cuda && cuda::usable();
+    let cuda = regions.cuda_available();
     crate::oip::messages::EXTENSIONS.iter().copied().filter(|&e| cuda || e != "cuda_shared_memory").collect()
 }
 
@@ -165,6 +183,11 @@ pub struct Regions {
 }
 
 impl Regions {
+    /// Whether CUDA regions can be registered: the switch is on and CUDA sees a device.
+    pub fn cuda_available(&self) -> bool {
+        self.cuda && cuda::usable()
+    }
+
     /// No regions; CUDA ones may be registered only with `cuda` (system ones always may).
     pub fn new(cuda: bool) -> Regions {
         Regions { regions: Mutex::default(), cuda }
@@ -211,7 +234,11 @@ impl Regions {
             return Err(RegionError::Invalid(format!("a {} region needs a name", kind.words())));
         }
         if name.len() > MAX_NAME_BYTES {
-            return Err(invalid(format!("a name is at most {MAX_NAME_BYTES} bytes")));
+            return Err(RegionError::Invalid(format!(
+                "a {} region's name is at most {MAX_NAME_BYTES} bytes; this one is {}",
+                kind.words(),
+                name.len()
+            )));
         }
         if byte_size == 0 {
             return Err(invalid("byte_size must be more than 0".into()));
@@ -225,8 +252,11 @@ impl Regions {
                     format!("the name is taken by a {} region", other.words())
                 }));
             }
-            if regions.len() >= MAX_REGIONS {
-                return Err(invalid(format!("{MAX_REGIONS} regions are registered already; unregister some")));
+            let most = max_regions();
+            if regions.len() >= most {
+                return Err(invalid(format!(
+                    "{most} regions are registered already (at most {MAX_REGIONS}, and a quarter of the server's open-file limit); unregister some"
+                )));
             }
             Ok(())
         };
@@ -251,10 +281,10 @@ impl Regions {
         let done = match name {
             Some(name) => match regions.get(name).map(|r| r.kind()) {
                 Some(other) if other != kind => Err(RegionError::Invalid(format!(
-                    "region `{}` is a {} region: unregister it through /v2/{}",
+                    "region `{}` is a {} region: unregister it through its own extension ({})",
                     shown(name),
                     other.words(),
-                    other.path()
+                    other.unregister_call()
                 ))),
                 _ => {
                     removed.extend(regions.remove(name));

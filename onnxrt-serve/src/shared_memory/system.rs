@@ -8,6 +8,8 @@ use std::fs::File;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
 
+use crate::shown::shown;
+
 /// `O_NOFOLLOW` on Linux: a symbolic link in `/dev/shm` is not followed to another file.
 const O_NOFOLLOW: i32 = 0o400000;
 
@@ -25,7 +27,10 @@ impl SystemRegion {
     pub(super) fn open(key: &str, offset: u64, byte_size: u64) -> Result<SystemRegion, String> {
         let file_name = key.strip_prefix('/').unwrap_or(key);
         if file_name.is_empty() || file_name == "." || file_name == ".." || file_name.contains(['/', '\0']) {
-            return Err(format!("key {key:?} is not a shared-memory object's name (as shm_open takes it: `/name`)"));
+            return Err(format!(
+                "key `{}` is not a shared-memory object's name (as shm_open takes it: `/name`)",
+                shown(key)
+            ));
         }
         let path = Path::new("/dev/shm").join(file_name);
         let file = std::fs::OpenOptions::new()
@@ -33,10 +38,10 @@ impl SystemRegion {
             .write(true)
             .custom_flags(O_NOFOLLOW)
             .open(&path)
-            .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+            .map_err(|e| format!("cannot open /dev/shm/{}: {e}", shown(file_name)))?;
         let length = file.metadata().map_err(|e| e.to_string())?;
         if !length.is_file() {
-            return Err(format!("{} is not a shared-memory object", path.display()));
+            return Err(format!("/dev/shm/{} is not a shared-memory object", shown(file_name)));
         }
         let end = offset.checked_add(byte_size).ok_or("offset + byte_size overflows")?;
         if end > length.len() {

@@ -54,6 +54,21 @@ impl Server {
         command
     }
 
+    /// REST only, the process limited to `files` open files (`ulimit -n` in a shell).
+    pub fn start_with_open_files(repository: &Path, args: &[&str], files: u32) -> Server {
+        let serve = Server::command(repository, args, false);
+        let mut shell = Command::new("sh");
+        shell
+            .arg("-c")
+            .arg(format!("ulimit -n {files} && exec \"$0\" \"$@\""))
+            .arg(serve.get_program())
+            .args(serve.get_args())
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        Server::spawn(&mut shell, false)
+    }
+
     fn launch(repository: &Path, args: &[&str], grpc: bool) -> Server {
         Server::spawn(&mut Server::command(repository, args, grpc), grpc)
     }
