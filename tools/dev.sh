@@ -173,8 +173,8 @@ test_gpu_libs() {
 # the refusals checked before any CUDA call, and the same under valgrind.
 test_cuda_api() {
   command -v valgrind >/dev/null || { say "installing valgrind"; apt_install valgrind; }
-  cargo test -p onnxrt-tests --features cuda,tensorrt --test value_bytes --test config_keys --test cuda_graph --test soundness_key_classes --test cuda_options
-  MEMCHECK_FEATURES=cuda,tensorrt bash tools/reliability/memcheck.sh value_bytes cuda_graph
+  cargo test -p onnxrt-tests --features cuda,tensorrt --test value_bytes --test config_keys --test cuda_graph --test soundness_key_classes --test cuda_options --test soundness_cuda_ipc
+  MEMCHECK_FEATURES=cuda,tensorrt bash tools/reliability/memcheck.sh value_bytes cuda_graph soundness_cuda_ipc
 }
 
 # The batcher and the server's settings built with CUDA (device buffers, CUDA graphs): on a

@@ -131,9 +131,9 @@ impl fmt::Debug for CudaIpcHandle {
 /// the memory until the last mapping closes, or fails the other process's copies; it never
 /// touches this process's host memory.
 pub struct SharedDeviceMemory {
+    // Declared first, dropped first: no copy through `bytes` outlives `memory`.
+    bytes: DeviceBytes,
     memory: DeviceMemory,
-    device: i32,
-    stream: RawStream,
 }
 
 impl SharedDeviceMemory {
@@ -151,7 +151,10 @@ impl SharedDeviceMemory {
         }
         let memory = DeviceMemory::zeroed(device, len)?;
         let stream = RawStream::new(device)?;
-        Ok(SharedDeviceMemory { memory, device, stream })
+        // SAFETY: `memory` is `len` bytes of device `device`, freed only after `bytes` is dropped
+        // (field order).
+        let bytes = unsafe { DeviceBytes::new(memory.as_ptr(), len, device, stream) };
+        Ok(SharedDeviceMemory { bytes, memory })
     }
 
     /// The handle another process maps this memory with ([`MappedDeviceMemory::open`]).
@@ -174,7 +177,7 @@ impl SharedDeviceMemory {
 
     /// The CUDA device it lies on.
     pub fn device(&self) -> i32 {
-        self.device
+        self.bytes.device
     }
 
     /// Copies `bytes` into the memory at `offset`, and waits for the copy.
@@ -182,13 +185,7 @@ impl SharedDeviceMemory {
     /// # Errors
     /// [`Error::InvalidArgument`] where `offset + bytes.len()` passes the end; [`Error::Ort`] for CUDA's errors.
     pub fn write(&self, offset: usize, bytes: &[u8]) -> Result<()> {
-        let at = checked_at(self.memory.as_ptr(), self.len(), offset, bytes.len())?;
-        with_device(self.device, || {
-            // SAFETY: `at` is device memory valid for `bytes.len()` bytes (checked above), owned by
-            // `self` and alive for the call; `bytes` is a live host slice; copy_and_wait returns
-            // only once the copy is done.
-            unsafe { self.stream.copy_and_wait(at, bytes.as_ptr().cast(), bytes.len()) }
-        })
+        self.bytes.write(offset, bytes)
     }
 
     /// Fills `into` from the memory at `offset`, and waits for the copy.
@@ -196,17 +193,13 @@ impl SharedDeviceMemory {
     /// # Errors
     /// As [`SharedDeviceMemory::write`].
     pub fn read(&self, offset: usize, into: &mut [u8]) -> Result<()> {
-        let at = checked_at(self.memory.as_ptr(), self.len(), offset, into.len())?;
-        with_device(self.device, || {
-            // SAFETY: as in `write`, with `into` borrowed exclusively for the copy.
-            unsafe { self.stream.copy_and_wait(into.as_mut_ptr().cast(), at, into.len()) }
-        })
+        self.bytes.read(offset, into)
     }
 }
 
 impl fmt::Debug for SharedDeviceMemory {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SharedDeviceMemory").field("device", &self.device).field("len", &self.len()).finish()
+        f.debug_struct("SharedDeviceMemory").field("device", &self.device()).field("len", &self.len()).finish()
     }
 }
 
@@ -220,11 +213,20 @@ impl fmt::Debug for SharedDeviceMemory {
 /// the new memory. Map handles only from processes you trust, and have owners keep memory
 /// until it is unmapped.
 pub struct MappedDeviceMemory {
-    device: i32,
-    /// The mapped address; the mapping itself lives in [`live_mappings`] while this value does.
-    ptr: *mut c_void,
-    len: usize,
-    stream: RawStream,
+    // Declared first, dropped first: no copy through `bytes` outlives this use of the mapping.
+    bytes: DeviceBytes,
+    _use: MappingUse,
+}
+
+/// One use of a live mapping (see [`live_mappings`]), released when dropped.
+struct MappingUse {
+    address: usize,
+}
+
+impl Drop for MappingUse {
+    fn drop(&mut self) {
+        live_mappings().release(self.address);
+    }
 }
 
 impl MappedDeviceMemory {
@@ -245,11 +247,9 @@ impl MappedDeviceMemory {
             });
         }
         let stream = RawStream::new(device)?;
-        let key = (device, handle.bytes);
-        let (address, available) = live_mappings().acquire(key)?;
-        let ptr = address as *mut c_void;
-        // From here on, dropping `memory` releases this use of the mapping.
-        let memory = MappedDeviceMemory { device, ptr, len, stream };
+        let (address, available) = live_mappings().acquire((device, handle.bytes))?;
+        // From here on, dropping `mapping_use` releases this use of the mapping.
+        let mapping_use = MappingUse { address };
         let available = available?;
         if len > available {
             return Err(Error::InvalidArgument {
@@ -257,12 +257,16 @@ impl MappedDeviceMemory {
                 why: format!("the allocation behind the handle holds {available} bytes"),
             });
         }
-        Ok(memory)
+        // SAFETY: `address` is mapped device memory of device `device` whose allocation holds at
+        // least `len` bytes from there (the driver's length, checked above); the mapping stays
+        // while `mapping_use` lives, and it outlives `bytes` (field order).
+        let bytes = unsafe { DeviceBytes::new(address as *mut c_void, len, device, stream) };
+        Ok(MappedDeviceMemory { bytes, _use: mapping_use })
     }
 
     /// The mapped length in bytes (as asked for in [`MappedDeviceMemory::open`]).
     pub fn len(&self) -> usize {
-        self.len
+        self.bytes.len
     }
 
     /// Never true: a mapping is at least one byte long.
@@ -272,7 +276,7 @@ impl MappedDeviceMemory {
 
     /// The CUDA device it was mapped on.
     pub fn device(&self) -> i32 {
-        self.device
+        self.bytes.device
     }
 
     /// Copies `bytes` into the memory at `offset`, and waits for the copy.
@@ -281,14 +285,7 @@ impl MappedDeviceMemory {
     /// [`Error::InvalidArgument`] where `offset + bytes.len()` passes [`MappedDeviceMemory::len`];
     /// [`Error::Ort`] for CUDA's errors.
     pub fn write(&self, offset: usize, bytes: &[u8]) -> Result<()> {
-        let at = checked_at(self.ptr, self.len, offset, bytes.len())?;
-        with_device(self.device(), || {
-            // SAFETY: `at` is mapped device memory valid for `bytes.len()` bytes (checked above
-            // against a length the driver confirmed in `open`), mapped while `self` lives (it
-            // counts as a user of the mapping);
-            // `bytes` is a live host slice; copy_and_wait returns once the copy is done.
-            unsafe { self.stream.copy_and_wait(at, bytes.as_ptr().cast(), bytes.len()) }
-        })
+        self.bytes.write(offset, bytes)
     }
 
     /// Fills `into` from the memory at `offset`, and waits for the copy.
@@ -296,30 +293,56 @@ impl MappedDeviceMemory {
     /// # Errors
     /// As [`MappedDeviceMemory::write`].
     pub fn read(&self, offset: usize, into: &mut [u8]) -> Result<()> {
-        let at = checked_at(self.ptr, self.len, offset, into.len())?;
-        with_device(self.device(), || {
-            // SAFETY: as in `write`, with `into` borrowed exclusively for the copy.
-            unsafe { self.stream.copy_and_wait(into.as_mut_ptr().cast(), at, into.len()) }
-        })
-    }
-}
-
-impl Drop for MappedDeviceMemory {
-    fn drop(&mut self) {
-        live_mappings().release(self.ptr as usize);
+        self.bytes.read(offset, into)
     }
 }
 
 // SAFETY: the value holds a device address and a stream; copies through it may run from any host
 // thread (CUDA's calls are thread-safe), and the mapping stays until the value is dropped.
-unsafe impl Send for MappedDeviceMemory {}
-// SAFETY: `&MappedDeviceMemory` only copies to and from host slices the caller owns; the device
-// bytes are never borrowed as Rust memory.
-unsafe impl Sync for MappedDeviceMemory {}
+unsafe impl Send for DeviceBytes {}
+// SAFETY: `&DeviceBytes` only copies to and from host slices the caller owns; the device bytes are
+// never borrowed as Rust memory.
+unsafe impl Sync for DeviceBytes {}
 
 impl fmt::Debug for MappedDeviceMemory {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MappedDeviceMemory").field("device", &self.device()).field("len", &self.len).finish()
+        f.debug_struct("MappedDeviceMemory").field("device", &self.device()).field("len", &self.len()).finish()
+    }
+}
+
+/// `len` bytes of device memory and the stream that copies to and from them: the one place
+/// both types copy through, every copy bounded by `len` and waited for.
+struct DeviceBytes {
+    base: *mut c_void,
+    len: usize,
+    device: i32,
+    stream: RawStream,
+}
+
+impl DeviceBytes {
+    /// # Safety
+    /// `base` is device memory of device `device`, valid for `len` bytes for as long as the
+    /// value lives.
+    unsafe fn new(base: *mut c_void, len: usize, device: i32, stream: RawStream) -> DeviceBytes {
+        DeviceBytes { base, len, device, stream }
+    }
+
+    fn write(&self, offset: usize, bytes: &[u8]) -> Result<()> {
+        let at = checked_at(self.base, self.len, offset, bytes.len())?;
+        with_device(self.device, || {
+            // SAFETY: `at` is device memory valid for `bytes.len()` bytes (checked above against
+            // `len`, valid by `new`'s contract); `bytes` is a live host slice; copy_and_wait
+            // returns only once the copy is done.
+            unsafe { self.stream.copy_and_wait(at, bytes.as_ptr().cast(), bytes.len()) }
+        })
+    }
+
+    fn read(&self, offset: usize, into: &mut [u8]) -> Result<()> {
+        let at = checked_at(self.base, self.len, offset, into.len())?;
+        with_device(self.device, || {
+            // SAFETY: as in `write`, with `into` borrowed exclusively for the copy.
+            unsafe { self.stream.copy_and_wait(into.as_mut_ptr().cast(), at, into.len()) }
+        })
     }
 }
 

@@ -16,7 +16,7 @@ use crate::oip::grpc_body;
 use crate::oip::messages::PLATFORM;
 use crate::repository::model::Tally;
 use crate::repository::{ControlError, FindError, InferError, ServedModel};
-use crate::shared_memory::{Kind, RegionMemory};
+use crate::shared_memory::{Kind, RegionError, RegionMemory, Regions};
 use tonic::{Request, Response, Status};
 
 use crate::server::app::App;
@@ -29,6 +29,26 @@ impl Service {
     fn find(&self, name: &str, version: &str) -> Result<Arc<ServedModel>, Status> {
         self.app.repository.find(name, Some(version)).map_err(|e| GrpcRefusal::from(e).0)
     }
+
+    /// One shared-memory RPC from `peer`: `call` on the regions, its refusal as `refusal`
+    /// (NOT_FOUND for status, INVALID_ARGUMENT otherwise), and its access line.
+    fn regions_rpc<T>(
+        &self,
+        rpc: &'static str,
+        peer: &str,
+        refusal: fn(String) -> Status,
+        call: impl FnOnce(&Regions) -> Result<T, RegionError>,
+    ) -> Result<T, Status> {
+        let (started, id) = (Instant::now(), self.app.new_request_id());
+        let done = call(&self.app.regions).map_err(|e| refusal(e.to_string()));
+        log_access(rpc, &id, peer, "", started, done.as_ref().map(|_| ()));
+        done
+    }
+}
+
+/// A request's region name: empty means every region.
+fn named(name: &str) -> Option<&str> {
+    (!name.is_empty()).then_some(name)
 }
 
 /// A failure as a gRPC status: the one place gRPC maps them.
@@ -242,11 +262,11 @@ impl GrpcInferenceService for Service {
         &self,
         request: Request<SystemSharedMemoryStatusRequest>,
     ) -> Result<Response<SystemSharedMemoryStatusResponse>, Status> {
-        let (started, id, peer) = (Instant::now(), self.app.new_request_id(), peer_of(&request));
+        let peer = peer_of(&request);
         let name = request.into_inner().name;
-        let status = self.app.regions.status(Kind::System, (!name.is_empty()).then_some(name.as_str()));
-        let status = status.map_err(|e| Status::not_found(e.to_string()));
-        log_access("SystemSharedMemoryStatus", &id, &peer, "", started, status.as_ref().map(|_| ()));
+        let status = self.regions_rpc("SystemSharedMemoryStatus", &peer, Status::not_found, |regions| {
+            regions.status(Kind::System, named(&name))
+        });
         let regions = status?
             .into_iter()
             .filter_map(|r| match r.memory {
@@ -269,35 +289,35 @@ impl GrpcInferenceService for Service {
         &self,
         request: Request<SystemSharedMemoryRegisterRequest>,
     ) -> Result<Response<SystemSharedMemoryRegisterResponse>, Status> {
-        let (started, id, peer) = (Instant::now(), self.app.new_request_id(), peer_of(&request));
+        let peer = peer_of(&request);
         let r = request.into_inner();
-        let done = self.app.regions.register(&r.name, &r.key, r.offset, r.byte_size);
-        let done = done.map_err(|e| Status::invalid_argument(e.to_string()));
-        log_access("SystemSharedMemoryRegister", &id, &peer, "", started, done.as_ref().map(|_| ()));
-        done.map(|()| Response::new(SystemSharedMemoryRegisterResponse {}))
+        self.regions_rpc("SystemSharedMemoryRegister", &peer, Status::invalid_argument, |regions| {
+            regions.register(&r.name, &r.key, r.offset, r.byte_size)
+        })?;
+        Ok(Response::new(SystemSharedMemoryRegisterResponse {}))
     }
 
     async fn system_shared_memory_unregister(
         &self,
         request: Request<SystemSharedMemoryUnregisterRequest>,
     ) -> Result<Response<SystemSharedMemoryUnregisterResponse>, Status> {
-        let (started, id, peer) = (Instant::now(), self.app.new_request_id(), peer_of(&request));
+        let peer = peer_of(&request);
         let name = request.into_inner().name;
-        let done = self.app.regions.unregister(Kind::System, (!name.is_empty()).then_some(name.as_str()));
-        let done = done.map_err(|e| Status::invalid_argument(e.to_string()));
-        log_access("SystemSharedMemoryUnregister", &id, &peer, "", started, done.as_ref().map(|_| ()));
-        done.map(|()| Response::new(SystemSharedMemoryUnregisterResponse {}))
+        self.regions_rpc("SystemSharedMemoryUnregister", &peer, Status::invalid_argument, |regions| {
+            regions.unregister(Kind::System, named(&name))
+        })?;
+        Ok(Response::new(SystemSharedMemoryUnregisterResponse {}))
     }
 
     async fn cuda_shared_memory_status(
         &self,
         request: Request<CudaSharedMemoryStatusRequest>,
     ) -> Result<Response<CudaSharedMemoryStatusResponse>, Status> {
-        let (started, id, peer) = (Instant::now(), self.app.new_request_id(), peer_of(&request));
+        let peer = peer_of(&request);
         let name = request.into_inner().name;
-        let status = self.app.regions.status(Kind::Cuda, (!name.is_empty()).then_some(name.as_str()));
-        let status = status.map_err(|e| Status::not_found(e.to_string()));
-        log_access("CudaSharedMemoryStatus", &id, &peer, "", started, status.as_ref().map(|_| ()));
+        let status = self.regions_rpc("CudaSharedMemoryStatus", &peer, Status::not_found, |regions| {
+            regions.status(Kind::Cuda, named(&name))
+        });
         let regions = status?
             .into_iter()
             .filter_map(|r| match r.memory {
@@ -319,24 +339,24 @@ impl GrpcInferenceService for Service {
         &self,
         request: Request<CudaSharedMemoryRegisterRequest>,
     ) -> Result<Response<CudaSharedMemoryRegisterResponse>, Status> {
-        let (started, id, peer) = (Instant::now(), self.app.new_request_id(), peer_of(&request));
+        let peer = peer_of(&request);
         let r = request.into_inner();
-        let done = self.app.regions.register_cuda(&r.name, &r.raw_handle, r.device_id, r.byte_size);
-        let done = done.map_err(|e| Status::invalid_argument(e.to_string()));
-        log_access("CudaSharedMemoryRegister", &id, &peer, "", started, done.as_ref().map(|_| ()));
-        done.map(|()| Response::new(CudaSharedMemoryRegisterResponse {}))
+        self.regions_rpc("CudaSharedMemoryRegister", &peer, Status::invalid_argument, |regions| {
+            regions.register_cuda(&r.name, &r.raw_handle, r.device_id, r.byte_size)
+        })?;
+        Ok(Response::new(CudaSharedMemoryRegisterResponse {}))
     }
 
     async fn cuda_shared_memory_unregister(
         &self,
         request: Request<CudaSharedMemoryUnregisterRequest>,
     ) -> Result<Response<CudaSharedMemoryUnregisterResponse>, Status> {
-        let (started, id, peer) = (Instant::now(), self.app.new_request_id(), peer_of(&request));
+        let peer = peer_of(&request);
         let name = request.into_inner().name;
-        let done = self.app.regions.unregister(Kind::Cuda, (!name.is_empty()).then_some(name.as_str()));
-        let done = done.map_err(|e| Status::invalid_argument(e.to_string()));
-        log_access("CudaSharedMemoryUnregister", &id, &peer, "", started, done.as_ref().map(|_| ()));
-        done.map(|()| Response::new(CudaSharedMemoryUnregisterResponse {}))
+        self.regions_rpc("CudaSharedMemoryUnregister", &peer, Status::invalid_argument, |regions| {
+            regions.unregister(Kind::Cuda, named(&name))
+        })?;
+        Ok(Response::new(CudaSharedMemoryUnregisterResponse {}))
     }
 
     async fn model_infer(&self, request: Request<ModelInferRequest>) -> Result<Response<ModelInferResponse>, Status> {

@@ -33,30 +33,11 @@ from pathlib import Path
 import numpy as np
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
+from client_checks import check, raises, summary
 from tritonclient.utils import InferenceServerException
 
 from check_oip import sample
 
-passed = failed = 0
-
-
-def check(what: str, ok: bool, detail: str = "") -> None:
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok   {what}")
-    else:
-        failed += 1
-        print(f"FAIL {what}: {detail}")
-
-
-def raises(call) -> str:
-    """The message of the InferenceServerException `call` raises, or '' if it raises none."""
-    try:
-        call()
-    except InferenceServerException as error:
-        return str(error) or "(empty message)"
-    return ""
 
 
 def http_index(client) -> dict:
@@ -189,8 +170,7 @@ def main() -> int:
               (config.get("name"), config.get("platform"), int(config.get("max_batch_size", 0))) == (other, "onnxruntime_onnx", 0), str(config))
         check(f"{protocol}: get_model_config outputs", [t["name"] for t in config.get("output", [])] == [t["name"] for t in metadata["outputs"]], str(config))
 
-    print(f"checks: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":

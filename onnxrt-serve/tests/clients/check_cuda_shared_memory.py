@@ -19,29 +19,10 @@ import numpy as np
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 import tritonclient.utils.cuda_shared_memory as cudashm
-from tritonclient.utils import InferenceServerException
+from client_checks import check, raises, summary
 
-passed = failed = 0
 OFFSET = 256
 NUMPY = {"FP32": np.float32, "INT64": np.int64}
-
-
-def check(what: str, ok: bool, detail: str = "") -> None:
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok   {what}")
-    else:
-        failed += 1
-        print(f"FAIL {what}: {detail}")
-
-
-def raises(call) -> str:
-    try:
-        call()
-    except InferenceServerException as error:
-        return str(error) or "(empty message)"
-    return ""
 
 
 def main() -> int:
@@ -134,8 +115,7 @@ def main() -> int:
     finally:
         cudashm.destroy_shared_memory_region(in_handle)
         cudashm.destroy_shared_memory_region(out_handle)
-    print(f"checks: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return summary()
 
 
 if __name__ == "__main__":
