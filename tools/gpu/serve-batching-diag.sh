@@ -9,14 +9,17 @@ use_runtime; use_gpu_libraries
 bin=.gpu-run/bench45 repo=/tmp/diag-repo
 rm -rf "$repo"
 warm='"warmup": {"x": [1, 3, 48, 192]}'
-# 2026-12-07: `on` and `nodev` were as slow (about 2 s a request), `off` 890 req/s; `heur` was
-# refused (`provider_options` is not taken by `cuda`). Next: one worker, no delay, five padded
-# sizes only (if each new batch size costs a cuDNN search, padding bounds them), and the MLP.
+# 2026-12-07, first call: `on` and `nodev` (old defaults: one session, unpadded) answered in
+# about 2 s a request, `off` at 890 req/s. Cause: ORT 1.30's CUDA convolutions keep a plan for
+# the last input shape only, and rebuild every plan when the batch size changes. Now batched CUDA
+# models pad to powers of two, each size on its CUDA graph or its own session (config.rs,
+# `cuda_batch_shapes`). `old` repeats the old defaults (one short round: it is slow).
 declare -A variants=(
+  [old]='"batching": true, "max_batch": 16, "max_delay_us": 1000, "pad_to_power_of_two": false, "session_per_batch_size": false'
   [on]='"batching": true, "max_batch": 16, "max_delay_us": 1000'
-  [onew]='"batching": true, "max_batch": 16, "max_delay_us": 1000, "batch_workers": 1, "hold_while_busy": false'
-  [nodelay]='"batching": true, "max_batch": 16, "max_delay_us": 0'
-  [pad]='"batching": true, "max_batch": 16, "max_delay_us": 1000, "pad_to_power_of_two": true'
+  [sessions]='"batching": true, "max_batch": 16, "max_delay_us": 1000, "cuda_graphs": false'
+  [padonly]='"batching": true, "max_batch": 16, "max_delay_us": 1000, "cuda_graphs": false, "session_per_batch_size": false'
+  [heur]='"batching": true, "max_batch": 16, "max_delay_us": 1000, "pad_to_power_of_two": false, "session_per_batch_size": false, "provider_options": {"cudnn_conv_algo_search": "HEURISTIC"}'
   [off]='"batching": false'
 )
 for v in "${!variants[@]}"; do
@@ -26,12 +29,15 @@ done
 "$bin/serve" --model-repository "$repo" --listen 127.0.0.1:18200 --grpc-listen off >"$out/diag-serve.log" 2>&1 &
 pid=$!
 for _ in $(seq 300); do [ "$(curl -s -o /dev/null -w '%{http_code}' 127.0.0.1:18200/v2/health/ready)" = 200 ] && break; sleep 0.2; done
-for v in off onew pad nodelay on; do
-  for round in 1 2; do
-    echo "$v round $round: $("$bin/loadgen" --protocol v2 --addr 127.0.0.1:18200 --model "$v" --shape x=1x3x48x192 --concurrency 8 --requests 100 2>&1 | tail -1)"
+for v in off on sessions padonly heur old; do
+  rounds="1 2" requests=200
+  [ "$v" = old ] && rounds=1 requests=24
+  [ "$v" = padonly ] || [ "$v" = heur ] && requests=48
+  for round in $rounds; do
+    echo "$v round $round: $(timeout 90 "$bin/loadgen" --protocol v2 --addr 127.0.0.1:18200 --model "$v" --shape x=1x3x48x192 --concurrency 8 --requests $requests 2>&1 | tail -1)"
   done
 done
 # Where a batch's time went: queue (waiting for a batch), gather, model (the ORT run), device wait.
-curl -s 127.0.0.1:18200/metrics | grep -E '^batcher_(queue|gather|model|device_wait)_seconds_(sum|count)' | head -40
+curl -s 127.0.0.1:18200/metrics | grep -E '^batcher_((queue|gather|model|device_wait)_seconds_(sum|count)|batches_total|graph_runs_total)' | head -60
 kill "$pid"; wait "$pid" 2>/dev/null
 grep -vE 'access:' "$out/diag-serve.log" | cut -c1-300 | head -20

@@ -35,17 +35,8 @@ fi
 echo "== serve: cuda_shared_memory"
 $kit/cuda_shared_memory --test-threads 1 --nocapture 2>&1 | grep -v 'WARN onnxrt_serve' | tail -12 | tee "$out/cuda_shared_memory.txt"
 
-if [ -x /tmp/pyenv/bin/python ]; then
-  echo "== tritonclient: check_cuda_shared_memory.py"
-  repo=/tmp/shm-repo && rm -rf $repo && mkdir -p $repo/add && cp tests/data/models/add_f32.onnx $repo/add/model.onnx
-  "$kit/serve" --model-repository $repo --listen 127.0.0.1:18000 --grpc-listen 127.0.0.1:18001 --cuda-shared-memory true >/tmp/shm-serve.log 2>&1 &
-  pid=$!
-  for _ in $(seq 50); do curl -sf 127.0.0.1:18000/v2/health/ready >/dev/null && break; sleep 0.2; done
-  (cd onnxrt-serve/tests/clients && /tmp/pyenv/bin/python check_cuda_shared_memory.py --http 127.0.0.1:18000 --grpc 127.0.0.1:18001 --model add) 2>&1 | tail -30 | tee "$out/check_cuda_shared_memory.txt"
-  kill $pid; wait $pid 2>/dev/null
-else
-  echo "no /tmp/pyenv: the tritonclient check did not run"
-fi
+echo "== tritonclient: check_cuda_shared_memory.py"
+SERVE=$kit/serve bash tools/gpu/shm-tritonclient.sh
 
 if [ -n "${SHM_ATTACKS:-}" ]; then
   echo "== attacks: $SHM_ATTACKS"

@@ -63,16 +63,19 @@ pub fn choose(choice: &ProviderChoice<'_>) -> Result<ProviderSetup, String> {
              (`webgpu` for the WebGPU plugin)"
         ));
     }
-    if short == "cpu" || short == "cuda" {
+    if short == "cpu" {
         takes("provider_options", !options.is_empty())?;
         takes("plugin", choice.plugin.is_some())?;
         takes("engine_cache", choice.engine_cache.is_some())?;
-        if short == "cpu" {
-            takes("device", choice.device_set)?;
-        }
-        return Ok(if short == "cpu" { ProviderSetup::Cpu } else { ProviderSetup::Cuda { device: choice.device } });
+        takes("device", choice.device_set)?;
+        return Ok(ProviderSetup::Cpu);
     }
     let (short, table) = table_of(name);
+    if short == "CUDA" {
+        if let Some((key, _)) = options.iter().find(|(k, _)| k == "device_id") {
+            return Err(format!("provider `{name}`: option `{key}` is refused; give the GPU as `\"device\"`"));
+        }
+    }
     // Paths are the server's to give TensorRT: its caches go in a folder per model version.
     let path_key = options.iter().map(|(k, _)| k).find(|k| k.ends_with("_path") || k.ends_with("_dir"));
     if let (Some(key), "TensorRT") = (path_key, short) {
@@ -97,6 +100,10 @@ pub fn choose(choice: &ProviderChoice<'_>) -> Result<ProviderSetup, String> {
         return Err(format!(
             "provider `{name}`: option `{key}` is refused ({why}); a model's `provider_options` may set {allowed:?}"
         ));
+    }
+    if short == "CUDA" {
+        takes("engine_cache", choice.engine_cache.is_some())?;
+        return Ok(ProviderSetup::Cuda { device: choice.device, options });
     }
     if short == "TensorRT" {
         takes("plugin", choice.plugin.is_some())?;
@@ -328,6 +335,36 @@ mod tests {
             ProviderChoice { provider: "webgpu", plugin: Some("lib\nERROR forged"), ..ProviderChoice::default() };
         let error = choose(&plugin).expect_err("refused");
         assert!(error.contains(r"lib\nERROR forged"), "{error}");
+    }
+
+    /// CUDA takes its allow-listed keys (cuDNN's search among them), not its device as a key,
+    /// and refuses the keys that carry addresses.
+    #[test]
+    fn cuda_takes_the_options_on_its_allow_list() {
+        let cuda = |given: serde_json::Value| {
+            let given = options(given);
+            choose(&ProviderChoice {
+                provider: "CUDAExecutionProvider",
+                device: 1,
+                options: Some(&given),
+                ..ProviderChoice::default()
+            })
+        };
+        let setup = cuda(json!({ "cudnn_conv_algo_search": "HEURISTIC", "use_tf32": 0 })).expect("taken");
+        let expected =
+            vec![("cudnn_conv_algo_search".to_owned(), "HEURISTIC".to_owned()), ("use_tf32".into(), "0".into())];
+        assert_eq!(setup, ProviderSetup::Cuda { device: 1, options: expected.clone() });
+        assert_eq!(setup.options()[0], ("device_id".to_owned(), "1".to_owned()));
+        assert_eq!(setup.options()[1..], expected[..]);
+        let error = cuda(json!({ "device_id": 3 })).expect_err("refused");
+        assert!(error.contains("`device_id` is refused") && error.contains("\"device\""), "{error}");
+        let error = cuda(json!({ "user_compute_stream": "140000000" })).expect_err("refused");
+        assert!(
+            error.contains("`user_compute_stream` is refused") && error.contains("cudnn_conv_algo_search"),
+            "{error}"
+        );
+        let error = cuda(json!({ "cudnn_conv_algo_serch": "HEURISTIC" })).expect_err("refused");
+        assert!(error.contains("`cudnn_conv_algo_serch`"), "{error}");
     }
 
     #[test]

@@ -28,6 +28,9 @@ pub enum ProviderSetup {
     Cuda {
         /// The CUDA device.
         device: i32,
+        /// Option keys and values (onnxrt's CUDA allow-list; `device_id` comes from `device`).
+        #[serde(default)]
+        options: Vec<(String, String)>,
     },
     /// TensorRT, then CUDA for what TensorRT does not take.
     TensorRt(TensorRtSetup),
@@ -57,7 +60,11 @@ impl ProviderSetup {
     pub fn options(&self) -> Vec<(String, String)> {
         match self {
             ProviderSetup::Cpu => Vec::new(),
-            ProviderSetup::Cuda { device } => vec![("device_id".into(), device.to_string())],
+            ProviderSetup::Cuda { device, options } => {
+                let mut shown = vec![("device_id".into(), device.to_string())];
+                shown.extend(options.iter().cloned());
+                shown
+            }
             ProviderSetup::TensorRt(trt) => {
                 let (plain, vouched) = trt.session_options();
                 plain.into_iter().chain(vouched).collect()
@@ -113,8 +120,8 @@ pub(crate) fn session_for(
     }
     let (provider, settings) = match setup {
         ProviderSetup::Cpu => (None, String::new()),
-        ProviderSetup::Cuda { device } => {
-            builder = with_cuda(builder, *device)?;
+        ProviderSetup::Cuda { device, options } => {
+            builder = with_cuda(builder, *device, options)?;
             (Some("cuda"), String::new())
         }
         ProviderSetup::TensorRt(trt) => {
@@ -179,12 +186,24 @@ fn is_provider_error(error: &onnxrt::Error) -> bool {
 fn with_cuda(
     builder: onnxrt::SessionBuilder,
     device: i32,
+    options: &[(String, String)],
 ) -> Result<onnxrt::SessionBuilder, Box<dyn std::error::Error>> {
-    Ok(builder.cuda(onnxrt::providers::cuda::CudaOptions::new().device_id(device)).strict_gpu(true))
+    let mut cuda = onnxrt::providers::cuda::CudaOptions::new().device_id(device);
+    for (key, value) in options {
+        // Checked against the allow-list when the config was read; its entry gives the key's
+        // lasting name (a key it lacks is passed on, for onnxrt to refuse).
+        let key = onnxrt::allowed_keys::CUDA.get(key).map_or("", |known| known.name);
+        cuda = cuda.raw(key, value);
+    }
+    Ok(builder.cuda(cuda).strict_gpu(true))
 }
 
 #[cfg(not(feature = "cuda"))]
-fn with_cuda(_: onnxrt::SessionBuilder, _: i32) -> Result<onnxrt::SessionBuilder, Box<dyn std::error::Error>> {
+fn with_cuda(
+    _: onnxrt::SessionBuilder,
+    _: i32,
+    _: &[(String, String)],
+) -> Result<onnxrt::SessionBuilder, Box<dyn std::error::Error>> {
     Err("provider `cuda` needs the `cuda` feature: cargo build --release -p onnxrt-serve --features cuda".into())
 }
 
@@ -254,7 +273,12 @@ mod tests {
             device: 0,
             options: Vec::new(),
         };
-        for setup in [ProviderSetup::Cpu, ProviderSetup::Cuda { device: 1 }, ProviderSetup::TensorRt(trt), plugin] {
+        for setup in [
+            ProviderSetup::Cpu,
+            ProviderSetup::Cuda { device: 1, options: Vec::new() },
+            ProviderSetup::TensorRt(trt),
+            plugin,
+        ] {
             let text = serde_json::to_string(&setup).expect("serializes");
             assert_eq!(serde_json::from_str::<ProviderSetup>(&text).expect("parses"), setup, "{text}");
         }

@@ -26,9 +26,11 @@ pub struct ModelConfig {
     /// Pad batches to the smallest of these row counts that holds them.
     #[serde(default)]
     pub pad_sizes: Vec<usize>,
-    /// Pad each batch to the next power of two (few batch shapes for a GPU to tune).
+    /// Pad each batch to the next power of two (few batch shapes for a GPU to tune; default: on
+    /// for batched CUDA models given no `pad_sizes`).
     pub pad_to_power_of_two: Option<bool>,
-    /// One session per padded batch size (CUDA: a new batch size rebuilds every convolution's plan).
+    /// One session per padded batch size (CUDA: a new batch size rebuilds every convolution's
+    /// plan; default: on for batched CUDA models without CUDA graphs).
     pub session_per_batch_size: Option<bool>,
     /// Threads that copy a batch's samples into its input buffer.
     pub gather_threads: Option<usize>,
@@ -197,7 +199,8 @@ impl Settings {
     }
 
     /// `config` over `defaults`, over the built-in values, checked. Built in: batching on for
-    /// CUDA and off on the CPU, `max_batch` 32, no delay, `queue` 1024, no padding, one session,
+    /// CUDA and off on the CPU, `max_batch` 32, no delay, `queue` 1024, padding to powers of two
+    /// and a session per size without CUDA graphs on CUDA (none and one on the CPU),
     /// one gather thread, batch workers 2 holding batches while the other runs
     /// (`hold_while_busy`) and copying them to their own device buffers (`device_inputs`, in a
     /// build with the `cuda` feature) on CUDA and 1 on the CPU, `concurrency` one run per core,
@@ -233,6 +236,7 @@ impl Settings {
             max_delay_us: config.max_delay_us.or(defaults.max_delay_us).unwrap_or(0),
             queue: config.queue.or(defaults.queue).unwrap_or(1024),
             pad_sizes: pad_sizes.unwrap_or_default(),
+            // Decided below for CUDA (see `cuda_batch_shapes`).
             pad_to_power_of_two: config.pad_to_power_of_two.or(defaults.pad_to_power_of_two).unwrap_or(false),
             session_per_batch_size: config.session_per_batch_size.or(defaults.session_per_batch_size).unwrap_or(false),
             gather_threads: config.gather_threads.or(defaults.gather_threads).unwrap_or(1),
@@ -268,6 +272,9 @@ impl Settings {
             warmup_fill: config.warmup_fill.clone(),
             shapes: config.shapes.clone(),
         };
+        if settings.provider == "cuda" && settings.batching {
+            cuda_batch_shapes(&mut settings, config, defaults);
+        }
         // On by default where it can be: graphs served one client 1.2-1.8x faster and kept the
         // open-loop p99 at 80 % under the goal in every H100 call, where the same settings
         // without them missed it on a busy host (`tools/gpu/run.sh serve`).
@@ -275,6 +282,14 @@ impl Settings {
             .cuda_graphs
             .or(defaults.cuda_graphs)
             .unwrap_or_else(|| graph_needs(&settings).iter().all(|(met, _)| *met));
+        if settings.provider == "cuda" && settings.batching {
+            // Sizes without a graph (none in a build without CUDA graphs, or one whose capture
+            // failed) run on a session of their own, so that no session sees changing sizes.
+            settings.session_per_batch_size = config
+                .session_per_batch_size
+                .or(defaults.session_per_batch_size)
+                .unwrap_or(!settings.cuda_graphs && settings.isolation != Some(true));
+        }
         if settings.device_inputs && settings.provider != "cuda" {
             return Err("`device_inputs` copies batches to a CUDA device: it needs \"provider\": \"cuda\"".into());
         }
@@ -304,6 +319,19 @@ impl Settings {
             }
         }
         Ok(settings)
+    }
+}
+
+/// Batched CUDA models pad their batches to powers of two unless told otherwise (no padding
+/// given): ORT's CUDA provider (1.30, cuDNN 9) keeps each convolution's plan for the last input
+/// shape only, and rebuilds every plan when the batch size changes. Unpadded, a batcher under
+/// changing load changes sizes on nearly every run: PP-OCR cls answered in about 2 s instead of
+/// 8 ms on an H100 (2026-12-07, `tools/gpu/serve-batching-diag.sh`). Padded, the sizes are few,
+/// and each gets its CUDA graph or (decided after the graphs) its own session.
+fn cuda_batch_shapes(settings: &mut Settings, config: &ModelConfig, defaults: &Defaults) {
+    let told = config.pad_to_power_of_two.or(defaults.pad_to_power_of_two);
+    if told.is_none() && settings.pad_sizes.is_empty() {
+        settings.pad_to_power_of_two = true;
     }
 }
 
@@ -420,8 +448,10 @@ mod tests {
         let refusal = |config: ModelConfig| Settings::of(&config, &Defaults::default()).expect_err("refused");
         let graphs = |config: &ModelConfig| Settings::of(config, &Defaults::default()).expect("test value").cuda_graphs;
         let cuda = ModelConfig { provider: Some("cuda".into()), ..ModelConfig::default() };
-        // Not asked for: off without padded sizes, and always on the CPU.
-        assert!(!graphs(&cuda));
+        // Not asked for: on for CUDA (padded by default) in a build with CUDA, off without
+        // padded sizes, and always off on the CPU.
+        assert_eq!(graphs(&cuda), cfg!(feature = "cuda"));
+        assert!(!graphs(&ModelConfig { pad_to_power_of_two: Some(false), ..cuda.clone() }));
         let cpu_padded =
             ModelConfig { batching: Some(true), pad_to_power_of_two: Some(true), ..ModelConfig::default() };
         assert!(!graphs(&cpu_padded));
@@ -440,7 +470,8 @@ mod tests {
         assert!(refusal(on_cpu).contains("`cuda_graphs` needs \"provider\": \"cuda\""));
         if cfg!(feature = "cuda") {
             let graphs = ModelConfig { cuda_graphs: Some(true), ..cuda.clone() };
-            assert!(refusal(graphs.clone()).contains("padded sizes"));
+            let unpadded = ModelConfig { pad_to_power_of_two: Some(false), ..graphs.clone() };
+            assert!(refusal(unpadded).contains("padded sizes"));
             let unbatched = ModelConfig { batching: Some(false), pad_to_power_of_two: Some(true), ..graphs.clone() };
             assert!(refusal(unbatched).contains("needs batching"));
             let host_only = ModelConfig { device_inputs: Some(false), pad_sizes: vec![8, 32], ..graphs.clone() };
@@ -451,5 +482,39 @@ mod tests {
             let graphs = ModelConfig { cuda_graphs: Some(true), pad_to_power_of_two: Some(true), ..cuda };
             assert!(refusal(graphs).contains("built with the `cuda` feature"));
         }
+    }
+
+    /// ORT's CUDA provider rebuilds every convolution's plan when a session's batch size
+    /// changes: batched CUDA models pad to powers of two, and sizes without a CUDA graph run on
+    /// a session each, unless the config or the command line says otherwise.
+    #[test]
+    fn cuda_batches_are_padded_and_each_size_has_a_graph_or_a_session_unless_told_otherwise() {
+        let of = |config: &ModelConfig, defaults: &Defaults| Settings::of(config, defaults).expect("test value");
+        let shapes = |s: Settings| (s.pad_to_power_of_two, s.pad_sizes, s.session_per_batch_size, s.cuda_graphs);
+        let none = Defaults::default();
+        let cuda = ModelConfig { provider: Some("cuda".into()), ..ModelConfig::default() };
+        let graphs = cfg!(feature = "cuda");
+        assert_eq!(shapes(of(&cuda, &none)), (true, vec![], !graphs, graphs));
+        // Without graphs, every size has its own session.
+        let no_graphs = ModelConfig { cuda_graphs: Some(false), ..cuda.clone() };
+        assert_eq!(shapes(of(&no_graphs, &none)), (true, vec![], true, false));
+        // Sizes given: those, not powers of two.
+        let sized = ModelConfig { pad_sizes: vec![4, 16], cuda_graphs: Some(false), ..cuda.clone() };
+        assert_eq!(shapes(of(&sized, &none)), (false, vec![4, 16], true, false));
+        // Told: as told, by the config or by the command line.
+        let told =
+            ModelConfig { pad_to_power_of_two: Some(false), session_per_batch_size: Some(false), ..cuda.clone() };
+        assert_eq!(shapes(of(&told, &none)), (false, vec![], false, false));
+        let command_line =
+            Defaults { pad_to_power_of_two: Some(false), session_per_batch_size: Some(false), ..none.clone() };
+        assert_eq!(shapes(of(&cuda, &command_line)), (false, vec![], false, false));
+        // Unbatched, isolated or on the CPU: untouched.
+        let unbatched = ModelConfig { batching: Some(false), ..cuda.clone() };
+        assert_eq!(shapes(of(&unbatched, &none)), (false, vec![], false, false));
+        let isolated =
+            ModelConfig { isolation: Some(true), device_inputs: Some(false), cuda_graphs: Some(false), ..cuda };
+        assert_eq!(shapes(of(&isolated, &none)), (true, vec![], false, false));
+        let cpu = ModelConfig { batching: Some(true), ..ModelConfig::default() };
+        assert_eq!(shapes(of(&cpu, &none)), (false, vec![], false, false));
     }
 }
