@@ -107,7 +107,9 @@ test_newest() {
   # plugin bundle too (providers_openvino.rs): without its lib folder on LD_LIBRARY_PATH a typed
   # refusal saying so; with it, registered, and on this AMD host no device (refused, counted).
   local openvino
-  openvino=$(cargo run -q -p onnxrt-build-support --bin onnxrt-dist -- assemble openvino-plugin-1.8.1-registry 2>/dev/null)
+  openvino=$(cargo run -q -p onnxrt-build-support --bin onnxrt-dist -- assemble openvino-plugin-1.8.1-registry 2>"$setup") \
+    || { cat "$setup" >&2; say "onnxrt-dist could not assemble the OpenVINO plugin bundle"; return 1; }
+  rm -f "$setup"
   env -u ONNXRT_LIB_DIR -u ONNXRT_INCLUDE_DIR -u ONNXRT_ARCHIVE -u ONNXRT_ARCHIVE_SHA256 \
     ONNXRT_DIST="$NEWEST_DIST" ONNXRT_TEST_WEBGPU_PLUGIN="$webgpu/lib/libonnxruntime_providers_webgpu.so" \
     ONNXRT_REQUIRE_WEBGPU_PLUGIN=1 VK_ICD_FILENAMES="$icd" ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1 \
