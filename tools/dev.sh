@@ -103,11 +103,18 @@ test_newest() {
     ONNXRT_REQUIRE_WEBGPU_PLUGIN=1 VK_ICD_FILENAMES="$icd" ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1 \
     cargo test -p onnxrt-tests --test plugin_webgpu
   # The same plugin named in a served model's config.json: serve registers it, picks its device
-  # and answers as the model on the CPU (onnxrt-serve/tests/providers.rs).
+  # and answers as the model on the CPU (onnxrt-serve/tests/providers.rs). The pinned OpenVINO
+  # plugin bundle too (providers_openvino.rs): without its lib folder on LD_LIBRARY_PATH a typed
+  # refusal saying so; with it, registered, and on this AMD host no device (refused, counted).
+  local openvino
+  openvino=$(cargo run -q -p onnxrt-build-support --bin onnxrt-dist -- assemble openvino-plugin-1.8.1-registry 2>"$setup") \
+    || { cat "$setup" >&2; say "onnxrt-dist could not assemble the OpenVINO plugin bundle"; return 1; }
+  rm -f "$setup"
   env -u ONNXRT_LIB_DIR -u ONNXRT_INCLUDE_DIR -u ONNXRT_ARCHIVE -u ONNXRT_ARCHIVE_SHA256 \
     ONNXRT_DIST="$NEWEST_DIST" ONNXRT_TEST_WEBGPU_PLUGIN="$webgpu/lib/libonnxruntime_providers_webgpu.so" \
     ONNXRT_REQUIRE_WEBGPU_PLUGIN=1 VK_ICD_FILENAMES="$icd" ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER=1 \
-    cargo test -p onnxrt-serve --test providers
+    ONNXRT_TEST_OPENVINO_PLUGIN="$openvino/libonnxruntime_providers_openvino_plugin.so" \
+    cargo test -p onnxrt-serve --test providers --test providers_openvino
   command -v valgrind >/dev/null || { say "installing valgrind"; apt_install valgrind; }
   env -u ONNXRT_LIB_DIR -u ONNXRT_INCLUDE_DIR -u ONNXRT_ARCHIVE -u ONNXRT_ARCHIVE_SHA256 \
     ONNXRT_DIST="$NEWEST_DIST" bash tools/reliability/memcheck.sh device_api_soundness pinned_plugin_paths ep_devices compile_model placement_info lora_adapters allocator_stats load_cancel captured_graph shared_allocator

@@ -406,7 +406,8 @@ fn copy_from_tar<R: Read>(mut archive: tar::Archive<R>, part: &Part, dest: &Path
     })
 }
 
-/// From a wheel, only the runtime's own shared libraries (`libonnxruntime*.so*`) are taken, each
+/// From a wheel, only the runtime's own shared libraries (`libonnxruntime*.so*`) of a folder, or
+/// the one file a part names (a plugin bundle's libraries, each its own part) are taken, each
 /// inflated at most to the size its header declares and within the budget.
 fn copy_from_wheel(file: &mut File, part: &Part, dest: &Path, budget: &mut Budget) -> Result<()> {
     let corrupt = |why: String| Error::Corrupt { what: part.file.clone(), why };
@@ -417,7 +418,7 @@ fn copy_from_wheel(file: &mut File, part: &Part, dest: &Path, budget: &mut Budge
         let mut entry = zip.by_index(i).map_err(|e| corrupt(e.to_string()))?;
         let name = entry.name().to_owned();
         let base = name.rsplit('/').next().unwrap_or("");
-        if !base.starts_with("libonnxruntime") {
+        if !base.starts_with("libonnxruntime") && name != part.member {
             continue;
         }
         if let Some(target) = member_target(&name, part, dest) {

@@ -1,8 +1,11 @@
-//! What a user needs besides a plugin bundle's library for the plugin to offer a device: for a
-//! bundle that carries a Vulkan driver (the WebGPU plugin's Mesa software driver), an ICD manifest
-//! naming that driver for the Vulkan loader (`VK_ICD_FILENAMES`), and the WebGPU plugin's
-//! permission to use a software adapter where ORT's device discovery lists no GPU. The manifest is
-//! written beside the cache entry, not inside it (a file planted in an entry makes it damaged).
+//! What a user needs besides a plugin bundle's library for the plugin to load and offer a device:
+//! for a bundle whose library needs the libraries beside it (the OpenVINO plugin), that folder on
+//! `LD_LIBRARY_PATH` from the program's start (onnxrt loads the plugin from a sealed in-memory
+//! copy, where its `$ORIGIN` runpath finds nothing); for a bundle that carries a Vulkan driver (the
+//! WebGPU plugin's Mesa software driver), an ICD manifest naming that driver for the Vulkan loader
+//! (`VK_ICD_FILENAMES`), and the WebGPU plugin's permission to use a software adapter where ORT's
+//! device discovery lists no GPU. The manifest is written beside the cache entry, not inside it (a
+//! file planted in an entry makes it damaged).
 
 use std::path::{Path, PathBuf};
 
@@ -16,13 +19,23 @@ pub const VULKAN_DRIVER: &str = "vulkan/libvulkan_lvp.so";
 /// The Vulkan API version the ICD manifest declares (Mesa 25.0's lavapipe).
 const VULKAN_API: &str = "1.4.305";
 
-/// The environment a plugin bundle's device needs, as `(variable, value)` pairs; empty for a
-/// bundle without a Vulkan driver. Writes the ICD manifest `<cache>/<entry>.vulkan-icd.json`
-/// (replaced atomically when its content differs) naming the driver in `root` (the bundle's
-/// folder inside the entry).
+/// The environment a plugin bundle's library and device need, as `(variable, value)` pairs: empty
+/// for a bundle whose library stands alone and that has no Vulkan driver. Writes the ICD manifest
+/// `<cache>/<entry>.vulkan-icd.json` (replaced atomically when its content differs) naming the
+/// driver in `root` (the bundle's folder inside the entry).
 pub fn environment(cache_dir: &Path, dist: &Dist, root: &Path) -> Result<Vec<(&'static str, String)>> {
-    if !dist.plugin || !dist.files.iter().any(|f| f.path == VULKAN_DRIVER) {
+    if !dist.plugin {
         return Ok(Vec::new());
+    }
+    let mut environment = Vec::new();
+    // Libraries pinned in the plugin library's own folder: what its `$ORIGIN` runpath would find.
+    let folder = Path::new(&dist.library).parent().unwrap_or(Path::new(""));
+    let beside = |path: &str| path != dist.library && Path::new(path).parent() == Some(folder) && path.contains(".so");
+    if dist.files.iter().any(|f| beside(&f.path)) {
+        environment.push(("LD_LIBRARY_PATH", path_text(&root.join(folder))));
+    }
+    if !dist.files.iter().any(|f| f.path == VULKAN_DRIVER) {
+        return Ok(environment);
     }
     let driver = root.join(VULKAN_DRIVER);
     let name = format!("{}.vulkan-icd.json", registry_key(dist));
@@ -32,7 +45,8 @@ pub fn environment(cache_dir: &Path, dist: &Dist, root: &Path) -> Result<Vec<(&'
         crate::replace_file(cache_dir, &name, text.as_bytes())
             .map_err(|e| Error::Manifest(format!("writing the Vulkan ICD manifest {}: {e}", icd.display())))?;
     }
-    Ok(vec![("VK_ICD_FILENAMES", path_text(&icd)), ("ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER", "1".into())])
+    environment.extend([("VK_ICD_FILENAMES", path_text(&icd)), ("ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER", "1".into())]);
+    Ok(environment)
 }
 
 /// The Vulkan loader's ICD manifest for the driver at `driver` (an absolute path).
@@ -89,8 +103,24 @@ mod tests {
         assert!(env.contains(&("ORT_WEBGPU_EP_ALLOW_SOFTWARE_ADAPTER", "1".into())));
         // Again: the same file, the same content.
         assert_eq!(environment(cache.path(), dist, &root).expect("again"), env);
+        assert!(!env.iter().any(|(k, _)| *k == "LD_LIBRARY_PATH"), "its library stands alone: {env:?}");
         // A runtime has none.
         let runtime = manifest.dist("cpu-1.16.2-registry").expect("runtime");
         assert!(environment(cache.path(), runtime, &root).expect("none").is_empty());
+    }
+
+    #[test]
+    fn the_openvino_bundle_needs_its_lib_folder_on_the_library_path() {
+        let manifest = Manifest::builtin().expect("manifest");
+        let dist = manifest.dist("openvino-plugin-1.8.1-registry").expect("bundle");
+        let cache = tempfile::tempdir().expect("cache");
+        let root = cache.path().join("entry").join(&dist.root);
+        let env = environment(cache.path(), dist, &root).expect("environment");
+        assert_eq!(env, vec![("LD_LIBRARY_PATH", root.join("lib").display().to_string())]);
+        // The libraries its library needs are pinned beside it; the GPU and NPU plugins are not.
+        for needed in ["lib/libopenvino.so.2641", "lib/libopenvino_onnx_frontend.so.2641", "lib/libtbb.so.12"] {
+            assert!(dist.files.iter().any(|f| f.path == needed), "{needed}");
+        }
+        assert!(!dist.files.iter().any(|f| f.path.contains("gpu") || f.path.contains("npu")));
     }
 }

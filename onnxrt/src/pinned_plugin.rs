@@ -53,6 +53,9 @@ impl Environment {
     /// cannot be read, or is no pinned library (another file, or one changed);
     /// [`Error::NeedsNewerRuntime`] before ONNX Runtime 1.22, or before the plugin's minimum
     /// runtime (1.24 for the WebGPU plugin 0.4.0);
+    /// [`Error::ProviderLoad`] where a library the plugin needs is not found (the OpenVINO
+    /// plugin's OpenVINO libraries: its bundle's `lib` folder must be on `LD_LIBRARY_PATH` from
+    /// the program's start, since the copy ORT loads lies in no folder);
     /// ORT's errors as for [`register_provider_library`](Environment::register_provider_library).
     pub fn register_pinned_provider_library(&self, name: &str, path: &Path) -> Result<&'static str> {
         let api = api()?;
@@ -67,8 +70,28 @@ impl Environment {
         // plugin bundle this crate pins (size and sha256 from vendor-manifest.toml; the bytes
         // hashed are the bytes written there, and the seals keep them), made for ORT's plugin API
         // from the runtime version checked above on.
-        unsafe { self.register_provider_library(name, &copy) }?;
+        unsafe { self.register_provider_library(name, &copy) }.map_err(|e| needs_its_folder(e, pin, path))?;
         Ok(pin.dist)
+    }
+}
+
+/// ORT's failure to load the plugin because a library it needs was not found, as
+/// [`Error::ProviderLoad`] naming that library and the folder to put on `LD_LIBRARY_PATH`: the
+/// sealed copy lies in no folder, so the plugin's `$ORIGIN` runpath cannot find the libraries
+/// beside the file checked. Other errors unchanged.
+fn needs_its_folder(error: Error, pin: &PinnedPlugin, path: &Path) -> Error {
+    let Error::Ort { message, .. } = &error else { return error };
+    let Some(missing) = crate::providers::diagnose::missing_library_in(message) else { return error };
+    let folder = path.parent().map_or_else(|| ".".to_owned(), |f| f.display().to_string());
+    Error::ProviderLoad {
+        provider: format!("plugin `{}`", pin.dist),
+        library: path.to_owned(),
+        cause: message.clone(),
+        fix: format!(
+            "start the program with LD_LIBRARY_PATH={folder} (the bundle's folder holding {missing}; `onnxrt-dist assemble {}` prints it). The plugin is loaded from a sealed in-memory copy of the file checked, where its $ORIGIN runpath finds nothing, and the loader reads LD_LIBRARY_PATH only at the program's start",
+            pin.dist
+        ),
+        missing: Some(missing),
     }
 }
 
@@ -204,7 +227,7 @@ mod tests {
 
     use std::path::{Path, PathBuf};
 
-    use super::{api_level_of, open_regular, pinned};
+    use super::{api_level_of, needs_its_folder, open_regular, pinned};
     use crate::{Error, Result};
 
     fn check(
@@ -247,6 +270,31 @@ mod tests {
             assert!(matches!(&error, Error::PluginNotPinned { why, .. } if why.contains(kind)), "{error:?}");
         }
         assert_eq!(api_level_of("1.24.4"), 24);
+    }
+
+    #[test]
+    fn a_missing_library_of_the_plugin_names_the_folder_to_set() {
+        let openvino = super::pinned_plugins().iter().find(|p| p.dist.starts_with("openvino-plugin-")).expect("pinned");
+        assert_eq!(openvino.library, "lib/libonnxruntime_providers_openvino_plugin.so");
+        let path =
+            Path::new("/cache/entry/onnxruntime-ep-openvino-1.8.1/lib/libonnxruntime_providers_openvino_plugin.so");
+        let message = "Failed to load library /proc/self/fd/9 with error: libopenvino_onnx_frontend.so.2641: cannot open shared object file: No such file or directory";
+        let ort = Error::Ort {
+            function: "RegisterExecutionProviderLibrary",
+            code: crate::ErrorCode::Fail,
+            message: message.into(),
+        };
+        let error = needs_its_folder(ort, openvino, path);
+        let Error::ProviderLoad { missing, fix, .. } = &error else { panic!("{error:?}") };
+        assert_eq!(missing.as_deref(), Some("libopenvino_onnx_frontend.so.2641"));
+        assert!(fix.contains("LD_LIBRARY_PATH=/cache/entry/onnxruntime-ep-openvino-1.8.1/lib "), "{fix}");
+        // Another failure is ORT's, unchanged.
+        let other = Error::Ort {
+            function: "RegisterExecutionProviderLibrary",
+            code: crate::ErrorCode::Fail,
+            message: "x".into(),
+        };
+        assert!(matches!(needs_its_folder(other, openvino, path), Error::Ort { .. }));
     }
 
     #[test]

@@ -181,7 +181,7 @@ fn report_assembled(config: &Config, p: Provisioned) -> build_support::Result<()
     say_err!("onnxrt-dist: register {} (Environment::register_pinned_provider_library)", p.library.display());
     let environment = build_support::plugin_setup::environment(&config.cache_dir, dist, &root)?;
     if !environment.is_empty() {
-        say_err!("onnxrt-dist: for its device on a machine without a GPU driver, set in the program's environment:");
+        say_err!("onnxrt-dist: for its library and device, set in the program's environment before it starts:");
         for (name, value) in &environment {
             say_err!("export {name}={value}");
         }

@@ -59,10 +59,12 @@ pub(super) fn apply(
     let devices: Vec<EpDevice> = env.ep_devices()?.into_iter().filter(|d| names(&d.provider, provider)).collect();
     let Some(chosen) = devices.get(device) else {
         let seen: Vec<String> = env.ep_devices()?.iter().map(ToString::to_string).collect();
+        // OpenVINO's factory lists Intel devices only (none on an AMD host, say).
+        let vendor = if names("OpenVINOExecutionProvider", provider) { " It offers Intel devices only." } else { "" };
         return Err(Error::InvalidArgument {
             what: format!("device {device} of provider `{provider}` from the plugin {}", shown(library)),
             why: format!(
-                "the plugin offers {} device(s) for it; the devices ORT lists: {seen:?}. {}",
+                "the plugin offers {} device(s) for it; the devices ORT lists: {seen:?}.{vendor} {}",
                 devices.len(),
                 onnxrt::ep_device::discovery_note()
             ),

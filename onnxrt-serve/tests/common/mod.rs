@@ -54,6 +54,13 @@ impl Server {
         command
     }
 
+    /// REST only, with `vars` set in the server's environment.
+    pub fn start_with_env(repository: &Path, args: &[&str], vars: &[(&str, &str)]) -> Server {
+        let mut command = Server::command(repository, args, false);
+        command.envs(vars.iter().copied());
+        Server::spawn(&mut command, false)
+    }
+
     /// REST only, the process limited to `files` open files (`ulimit -n` in a shell).
     pub fn start_with_open_files(repository: &Path, args: &[&str], files: u32) -> Server {
         let serve = Server::command(repository, args, false);
