@@ -14,13 +14,15 @@ warm='"warmup": {"x": [1, 3, 48, 192]}'
 # the last input shape only, and rebuild every plan when the batch size changes. Now batched CUDA
 # models pad to powers of two, each size on its CUDA graph or its own session (config.rs,
 # `cuda_batch_shapes`). `old` repeats the old defaults (one short round: it is slow).
+old='"batching": true, "max_batch": 16, "max_delay_us": 1000, "pad_to_power_of_two": false, "session_per_batch_size": false'
 declare -A variants=(
-  [old]='"batching": true, "max_batch": 16, "max_delay_us": 1000, "pad_to_power_of_two": false, "session_per_batch_size": false'
-  [on]='"batching": true, "max_batch": 16, "max_delay_us": 1000'
-  [sessions]='"batching": true, "max_batch": 16, "max_delay_us": 1000, "cuda_graphs": false'
-  [padonly]='"batching": true, "max_batch": 16, "max_delay_us": 1000, "cuda_graphs": false, "session_per_batch_size": false'
-  [heur]='"batching": true, "max_batch": 16, "max_delay_us": 1000, "pad_to_power_of_two": false, "session_per_batch_size": false, "provider_options": {"cudnn_conv_algo_search": "HEURISTIC"}'
   [off]='"batching": false'
+  [on]='"batching": true, "max_batch": 16, "max_delay_us": 1000'
+  [old]="$old"
+  [onew]="$old"', "batch_workers": 1, "hold_while_busy": false'
+  [nodev]="$old"', "device_inputs": false'
+  [sessheur]='"batching": true, "max_batch": 16, "max_delay_us": 1000, "cuda_graphs": false, "provider_options": {"cudnn_conv_algo_search": "HEURISTIC"}'
+  [heur]="$old"', "provider_options": {"cudnn_conv_algo_search": "HEURISTIC"}'
 )
 for v in "${!variants[@]}"; do
   mkdir -p "$repo/$v"; cp "$bin/"*cls*.onnx "$repo/$v/model.onnx"
@@ -29,15 +31,21 @@ done
 "$bin/serve" --model-repository "$repo" --listen 127.0.0.1:18200 --grpc-listen off >"$out/diag-serve.log" 2>&1 &
 pid=$!
 for _ in $(seq 300); do [ "$(curl -s -o /dev/null -w '%{http_code}' 127.0.0.1:18200/v2/health/ready)" = 200 ] && break; sleep 0.2; done
-for v in off on sessions padonly heur old; do
-  rounds="1 2" requests=200
-  [ "$v" = old ] && rounds=1 requests=24
-  [ "$v" = padonly ] || [ "$v" = heur ] && requests=48
-  for round in $rounds; do
-    echo "$v round $round: $(timeout 90 "$bin/loadgen" --protocol v2 --addr 127.0.0.1:18200 --model "$v" --shape x=1x3x48x192 --concurrency 8 --requests $requests 2>&1 | tail -1)"
-  done
-done
+# Per variant: clients, requests (few where slow: `c1` is `old` at one client, a batch of one
+# every time, which tells a per-run cost from a cost of changing sizes).
+run() { # variant model clients requests
+  echo "$1: $(timeout 60 "$bin/loadgen" --protocol v2 --addr 127.0.0.1:18200 --model "$2" --shape x=1x3x48x192 --concurrency "$3" --requests "$4" 2>&1 | tail -1)"
+  curl -s 127.0.0.1:18200/metrics | grep -E "^batcher_((queue|run|gather|model|device_wait)_seconds_(sum|count)|batches_total|graph_runs_total)\{model=\"$2\"" | tr '\n' ' '; echo
+}
+run off off 8 200
+run on on 8 96
+run on-again on 8 96
+run old old 8 24
+run c1 old 1 4
+run onew onew 8 24
+run nodev nodev 8 24
+run heur heur 8 48
+run sessheur sessheur 8 48
 # Where a batch's time went: queue (waiting for a batch), gather, model (the ORT run), device wait.
-curl -s 127.0.0.1:18200/metrics | grep -E '^batcher_((queue|gather|model|device_wait)_seconds_(sum|count)|batches_total|graph_runs_total)' | head -60
 kill "$pid"; wait "$pid" 2>/dev/null
 grep -vE 'access:' "$out/diag-serve.log" | cut -c1-300 | head -20
