@@ -23,6 +23,7 @@ declare -A variants=(
   [nodev]="$old"', "device_inputs": false'
   [sessheur]='"batching": true, "max_batch": 16, "max_delay_us": 1000, "cuda_graphs": false, "provider_options": {"cudnn_conv_algo_search": "HEURISTIC"}'
   [heur]="$old"', "provider_options": {"cudnn_conv_algo_search": "HEURISTIC"}'
+  [full]='"batching": true, "max_batch": 8, "max_delay_us": 50000, "pad_to_power_of_two": false, "session_per_batch_size": false, "hold_while_busy": false'
 )
 for v in "${!variants[@]}"; do
   mkdir -p "$repo/$v"; cp "$bin/"*cls*.onnx "$repo/$v/model.onnx"
@@ -42,6 +43,7 @@ run on on 8 96
 run on-again on 8 96
 run old old 8 24
 run c1 old 1 4
+run full full 8 48
 run onew onew 8 24
 run nodev nodev 8 24
 run heur heur 8 48
