@@ -198,6 +198,25 @@ impl Settings {
         self.batching && (self.device_inputs || self.cuda_graphs || self.session_per_batch_size)
     }
 
+    /// The row counts batches run with when padded, ascending and ending at `max_batch` (as the
+    /// batcher pads them); empty when unpadded or unbatched.
+    pub fn padded_sizes(&self) -> Vec<usize> {
+        if !self.batching {
+            return Vec::new();
+        }
+        let mut sizes: Vec<usize> = if !self.pad_sizes.is_empty() {
+            self.pad_sizes.iter().copied().filter(|&n| n < self.max_batch).collect()
+        } else if self.pad_to_power_of_two {
+            (0..usize::BITS).map(|bit| 1usize << bit).take_while(|&n| n < self.max_batch).collect()
+        } else {
+            return Vec::new();
+        };
+        sizes.push(self.max_batch);
+        sizes.sort_unstable();
+        sizes.dedup();
+        sizes
+    }
+
     /// `config` over `defaults`, over the built-in values, checked. Built in: batching on for
     /// CUDA and off on the CPU, `max_batch` 32, no delay, `queue` 1024, padding to powers of two
     /// and a session per size without CUDA graphs on CUDA (none and one on the CPU),
@@ -495,12 +514,16 @@ mod tests {
         let cuda = ModelConfig { provider: Some("cuda".into()), ..ModelConfig::default() };
         let graphs = cfg!(feature = "cuda");
         assert_eq!(shapes(of(&cuda, &none)), (true, vec![], !graphs, graphs));
+        assert_eq!(of(&cuda, &none).padded_sizes(), [1, 2, 4, 8, 16, 32]);
+        let odd = ModelConfig { max_batch: Some(24), ..cuda.clone() };
+        assert_eq!(of(&odd, &none).padded_sizes(), [1, 2, 4, 8, 16, 24]);
         // Without graphs, every size has its own session.
         let no_graphs = ModelConfig { cuda_graphs: Some(false), ..cuda.clone() };
         assert_eq!(shapes(of(&no_graphs, &none)), (true, vec![], true, false));
         // Sizes given: those, not powers of two.
         let sized = ModelConfig { pad_sizes: vec![4, 16], cuda_graphs: Some(false), ..cuda.clone() };
         assert_eq!(shapes(of(&sized, &none)), (false, vec![4, 16], true, false));
+        assert_eq!(of(&sized, &none).padded_sizes(), [4, 16, 32]);
         // Told: as told, by the config or by the command line.
         let told =
             ModelConfig { pad_to_power_of_two: Some(false), session_per_batch_size: Some(false), ..cuda.clone() };
@@ -511,6 +534,7 @@ mod tests {
         // Unbatched, isolated or on the CPU: untouched.
         let unbatched = ModelConfig { batching: Some(false), ..cuda.clone() };
         assert_eq!(shapes(of(&unbatched, &none)), (false, vec![], false, false));
+        assert!(of(&unbatched, &none).padded_sizes().is_empty());
         let isolated =
             ModelConfig { isolation: Some(true), device_inputs: Some(false), cuda_graphs: Some(false), ..cuda };
         assert_eq!(shapes(of(&isolated, &none)), (true, vec![], false, false));

@@ -324,7 +324,15 @@ async fn serve(args: Args) -> Result<(), String> {
         let s = &model.settings;
         let mode = if model.batcher().is_some() {
             let isolated = if model.workers().is_some() { ", isolated: each batch in a worker process" } else { "" };
-            format!("batched: max {} per run, max delay {} us{isolated}", s.max_batch, s.max_delay_us)
+            let sizes = s.padded_sizes();
+            let padded = if sizes.is_empty() { String::new() } else { format!(", padded to {sizes:?}") };
+            let runs_on = match (s.cuda_graphs, s.session_per_batch_size) {
+                (true, true) => ", each size on its CUDA graph (else its own session)",
+                (true, false) => ", each size on its CUDA graph",
+                (false, true) => ", each size on its own session",
+                (false, false) => "",
+            };
+            format!("batched: max {} per run, max delay {} us{padded}{runs_on}{isolated}", s.max_batch, s.max_delay_us)
         } else if model.workers().is_some() {
             format!("isolated: {} worker processes at most", s.concurrency)
         } else {

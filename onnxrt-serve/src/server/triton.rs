@@ -35,7 +35,7 @@ pub fn config_json(model: &ServedModel) -> Json {
     if model.batcher().is_some() {
         config["dynamic_batching"] = json!({
             "max_queue_delay_microseconds": model.settings.max_delay_us,
-            "preferred_batch_size": model.settings.pad_sizes,
+            "preferred_batch_size": model.settings.padded_sizes(),
         });
     }
     if let Some(accelerators) = accelerators(model) {
@@ -92,7 +92,7 @@ pub fn config_message(model: &ServedModel) -> grpc::ModelConfig {
         dynamic_batching: model.batcher().map(|_| grpc::ModelDynamicBatching {
             preferred_batch_size: model
                 .settings
-                .pad_sizes
+                .padded_sizes()
                 .iter()
                 .map(|&n| i32::try_from(n).unwrap_or(i32::MAX))
                 .collect(),
