@@ -296,6 +296,21 @@ impl BatcherBuilder {
                 .into());
             }
         }
+        // Made up front: counters per batch size, queue places, threads. Past these a build
+        // would abort the process on allocation instead of answering.
+        for (what, value, most) in [
+            ("max_batch", self.max_batch, 1 << 16),
+            ("queue_capacity", self.queue_capacity, 1 << 24),
+            ("workers", self.workers, 1 << 12),
+        ] {
+            if value > most {
+                return Err(onnxrt::Error::InvalidArgument {
+                    what: format!("Batcher {what} {value}"),
+                    why: format!("it must be at most {most}"),
+                }
+                .into());
+            }
+        }
         if self.pad_to_sizes.as_ref().is_some_and(|sizes| sizes.contains(&0)) {
             return Err(onnxrt::Error::InvalidArgument {
                 what: "Batcher pad_to_sizes with a size of 0".into(),

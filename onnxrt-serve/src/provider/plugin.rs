@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use onnxrt::ep_device::EpDevice;
 use onnxrt::{Environment, Error, SessionBuilder};
@@ -18,8 +18,10 @@ use crate::shown::shown;
 /// library registered twice twice), and the turn every run on its devices takes.
 #[derive(Default)]
 struct Registration {
-    /// Done once (a failure is not tried again).
-    outcome: OnceLock<Result<(), String>>,
+    /// Whether the library is registered. Only a success is kept: a failed registration
+    /// registered nothing, and the next model naming the pin tries again from its own path, so
+    /// that its error (the folder to put on `LD_LIBRARY_PATH`, say) is about the path it named.
+    registered: Mutex<bool>,
     /// Held around every run of every session on the plugin's devices: the WebGPU plugin 0.4.0
     /// breaks (then crashes) when two sessions run on its device at once.
     #[cfg_attr(not(feature = "server"), allow(dead_code))] // read by the repository's runs
@@ -81,8 +83,8 @@ fn names(listed: &str, named: &str) -> bool {
 }
 
 /// Registers the pinned library at `path` unless this process registered that pin (by any
-/// path), and names its bundle. Only regular files are read (a FIFO would block), and no lock is
-/// held while one is: a slow path delays its own model's load, not the others'.
+/// path), and names its bundle. Only regular files are read (a FIFO would block), and only the
+/// pin's own lock is held while one is: a slow path delays the models naming that pin, no others.
 fn register_once(env: &Environment, path: &Path) -> onnxrt::Result<&'static str> {
     let shown_path = path.display().to_string();
     let refuse =
@@ -98,24 +100,18 @@ fn register_once(env: &Environment, path: &Path) -> onnxrt::Result<&'static str>
         // No pin's size and sha256: onnxrt's refusal says so (it reads the file itself).
         let name = format!("serve-unpinned-{}", shown(&shown_path));
         let dist = env.register_pinned_provider_library(&name, path)?;
-        let entry = registration(dist);
-        let _ = entry.outcome.set(Ok(()));
+        *registration(dist).registered.lock().unwrap_or_else(PoisonError::into_inner) = true;
         return Ok(dist);
     };
     let entry = registration(pin.dist);
-    let mut first_error = None;
-    let outcome = entry.outcome.get_or_init(|| {
-        let outcome = env.register_pinned_provider_library(&format!("serve-{}", pin.dist), path);
-        let kept = outcome.as_ref().map(drop).map_err(ToString::to_string);
-        first_error = outcome.err();
-        kept
-    });
-    if let Some(error) = first_error {
-        return Err(error);
+    // Held while this pin registers: a second model naming it waits, then finds it registered
+    // (ORT would list a library registered twice twice).
+    let mut registered = entry.registered.lock().unwrap_or_else(PoisonError::into_inner);
+    if !*registered {
+        env.register_pinned_provider_library(&format!("serve-{}", pin.dist), path)?;
+        *registered = true;
     }
-    outcome.clone().map(|()| pin.dist).map_err(|why| {
-        refuse(format!("the registration of its bundle {} failed earlier in this process: {why}", pin.dist))
-    })
+    Ok(pin.dist)
 }
 
 /// The entry of bundle `dist`, added if new.

@@ -10,6 +10,16 @@ use serde::Deserialize;
 use crate::provider::{choose, ProviderChoice, ProviderSetup};
 use crate::shown::shown_message;
 
+/// The largest `max_batch` taken: the batcher keeps counters per batch size and buffers of
+/// `max_batch` samples per worker (Triton's ONNX Runtime models rarely batch past a few hundred).
+pub const MAX_BATCH_MOST: usize = 4096;
+/// The largest `queue` taken (its places are made up front).
+pub const QUEUE_MOST: usize = 1 << 20;
+/// The most batch workers or gather threads per model.
+pub const THREADS_MOST: usize = 256;
+/// The most unbatched runs at once per model.
+pub const CONCURRENCY_MOST: usize = 4096;
+
 /// What `config.json` may say.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -259,11 +269,11 @@ impl Settings {
             pad_to_power_of_two: config.pad_to_power_of_two.or(defaults.pad_to_power_of_two).unwrap_or(false),
             session_per_batch_size: config.session_per_batch_size.or(defaults.session_per_batch_size).unwrap_or(false),
             gather_threads: config.gather_threads.or(defaults.gather_threads).unwrap_or(1),
-            // On by default where it can be (a CUDA model in a build with CUDA).
-            device_inputs: config
-                .device_inputs
-                .or(defaults.device_inputs)
-                .unwrap_or(provider == "cuda" && cfg!(feature = "cuda")),
+            // On by default where it can be (a CUDA model in a build with CUDA, not isolated:
+            // a model's own `"isolation": true` wins over defaults it cannot have with it).
+            device_inputs: config.device_inputs.or(defaults.device_inputs).unwrap_or(
+                provider == "cuda" && cfg!(feature = "cuda") && config.isolation.or(defaults.isolation) != Some(true),
+            ),
             // Decided below, once the settings it needs are known.
             cuda_graphs: false,
             hold_while_busy: config.hold_while_busy.or(defaults.hold_while_busy).unwrap_or(provider == "cuda"),
@@ -335,6 +345,18 @@ impl Settings {
         ] {
             if value == 0 {
                 return Err(format!("`{what}` is 0; it must be at least 1"));
+            }
+        }
+        // Each is memory or threads made up front (per batch size, per queue place, per worker).
+        for (what, value, most) in [
+            ("max_batch", settings.max_batch, MAX_BATCH_MOST),
+            ("queue", settings.queue, QUEUE_MOST),
+            ("batch_workers", settings.batch_workers, THREADS_MOST),
+            ("gather_threads", settings.gather_threads, THREADS_MOST),
+            ("concurrency", settings.concurrency, CONCURRENCY_MOST),
+        ] {
+            if value > most {
+                return Err(format!("`{what}` is {value}; it must be at most {most}"));
             }
         }
         Ok(settings)
@@ -421,6 +443,18 @@ mod tests {
         assert!(error.contains("unknown field `max_bacth`"), "{error}");
         let zero = ModelConfig { max_batch: Some(0), ..ModelConfig::default() };
         assert!(Settings::of(&zero, &Defaults::default()).expect_err("refused").contains("`max_batch` is 0"));
+        // Sizes that would be allocated up front are bounded (u32::MAX aborted the server).
+        for (config, what) in [
+            (ModelConfig { max_batch: Some(u32::MAX as usize), ..ModelConfig::default() }, "`max_batch` is 4294967295"),
+            (ModelConfig { queue: Some(usize::MAX), ..ModelConfig::default() }, "`queue` is"),
+            (ModelConfig { batch_workers: Some(100_000), ..ModelConfig::default() }, "`batch_workers` is 100000"),
+            (ModelConfig { concurrency: Some(1 << 30), ..ModelConfig::default() }, "`concurrency` is"),
+        ] {
+            let error = Settings::of(&config, &Defaults::default()).expect_err(what);
+            assert!(error.contains(what) && error.contains("at most"), "{error}");
+        }
+        let largest = ModelConfig { max_batch: Some(MAX_BATCH_MOST), ..ModelConfig::default() };
+        assert!(Settings::of(&largest, &Defaults::default()).is_ok());
         let tpu_keys = serde_json::from_str::<ModelConfig>(r#"{"provider": "tpu", "provider_options": {"cores": 2}}"#)
             .expect("parses");
         let error = Settings::of(&tpu_keys, &Defaults::default()).expect_err("refused");
@@ -535,9 +569,12 @@ mod tests {
         let unbatched = ModelConfig { batching: Some(false), ..cuda.clone() };
         assert_eq!(shapes(of(&unbatched, &none)), (false, vec![], false, false));
         assert!(of(&unbatched, &none).padded_sizes().is_empty());
-        let isolated =
-            ModelConfig { isolation: Some(true), device_inputs: Some(false), cuda_graphs: Some(false), ..cuda };
-        assert_eq!(shapes(of(&isolated, &none)), (true, vec![], false, false));
+        // Isolated: padded, but neither device inputs, graphs nor sessions per size, which
+        // isolation cannot have (defaults, so not refused).
+        let isolated = ModelConfig { isolation: Some(true), ..cuda };
+        let settings = of(&isolated, &none);
+        assert!(!settings.device_inputs);
+        assert_eq!(shapes(settings), (true, vec![], false, false));
         let cpu = ModelConfig { batching: Some(true), ..ModelConfig::default() };
         assert_eq!(shapes(of(&cpu, &none)), (false, vec![], false, false));
     }

@@ -105,12 +105,14 @@ pub struct Args {
     /// Requests waiting per model at most (more: 503)
     #[arg(long, value_name = "N", default_value_t = 1024)]
     queue: usize,
-    /// Pad each batch to the next power of two
-    #[arg(long)]
-    pad_batches: bool,
-    /// One session per padded batch size (give with --pad-batches or --pad-sizes)
-    #[arg(long)]
-    session_per_size: bool,
+    /// Pad each batch to the next power of two (default: true for batched CUDA models without
+    /// --pad-sizes, false otherwise; `--pad-batches` alone is `true`)
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    pad_batches: Option<bool>,
+    /// One session per padded batch size (default: true for batched CUDA models without CUDA
+    /// graphs, false otherwise; `--session-per-size` alone is `true`)
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    session_per_size: Option<bool>,
     /// Pad each batch to the smallest of these row counts that holds it, e.g. 1,2,4,8,16,32
     #[arg(long, value_name = "N,..", value_delimiter = ',')]
     pad_sizes: Vec<usize>,
@@ -231,8 +233,8 @@ fn defaults(args: &Args) -> Defaults {
         max_delay_us: Some(args.max_delay_us),
         queue: Some(args.queue),
         pad_sizes: args.pad_sizes.clone(),
-        pad_to_power_of_two: Some(args.pad_batches),
-        session_per_batch_size: Some(args.session_per_size),
+        pad_to_power_of_two: args.pad_batches,
+        session_per_batch_size: args.session_per_size,
         gather_threads: Some(args.gather_threads),
         batch_workers: args.batch_workers,
         hold_while_busy: args.hold_while_busy,
