@@ -310,3 +310,55 @@ fn a_model_with_the_longest_legal_name_runs_isolated() {
     });
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// The index's (state, reason) of `model`.
+async fn index_state(c: &mut Connection, model: &str) -> (String, String) {
+    let reply = post(c, "/v2/repository/index", &json!({})).await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let entries = json_of(&reply);
+    let entry = entries.as_array().expect("a list").iter().find(|e| e["name"] == model).cloned();
+    let entry = entry.unwrap_or_else(|| panic!("{model} not in {entries}"));
+    let text = |key: &str| entry[key].as_str().unwrap_or_default().to_owned();
+    (text("state"), text("reason"))
+}
+
+/// The HTTP status of one MLP inference on `model`.
+async fn mlp_answers(c: &mut Connection, model: &str) -> u16 {
+    let request =
+        json!({ "inputs": [{ "name": "x", "shape": [1, 16], "datatype": "FP32", "data": vec![0.25f32; 16] }] });
+    post(c, &format!("/v2/models/{model}/infer"), &request).await.status
+}
+
+/// A config whose sizes would be allocated up front past what the machine has (`max_batch`
+/// u32::MAX aborted the whole server, at start and on a model-control load): refused, and the
+/// server serves on (found by the outside review of 2026-12-07).
+#[test]
+fn a_huge_max_batch_is_refused_and_the_server_keeps_serving() {
+    let root = folder("probe44-max-batch");
+    put(&root, "cpu", "mlp.onnx");
+    put(&root, "huge", "mlp.onnx");
+    std::fs::write(
+        root.join("huge").join("config.json"),
+        json!({ "batching": true, "max_batch": 4_294_967_295u64 }).to_string(),
+    )
+    .expect("config");
+    let server = Server::start(&root, &["--model-control-mode", "explicit", "--load-model", "cpu"]);
+    runtime().block_on(async {
+        let mut c = Connection::open(server.rest).await.expect("connects");
+        assert_eq!(mlp_answers(&mut c, "cpu").await, 200);
+        // The load must be answered (a refusal, or a model that serves), not end the process.
+        let load = c
+            .send("POST", "/v2/repository/models/huge/load", &[("content-type", "application/json")], "{}".into())
+            .await;
+        let load = load.unwrap_or_else(|e| panic!("the server ended on the load of max_batch 4294967295: {e}"));
+        if load.status != 200 {
+            let (state, reason) = index_state(&mut c, "huge").await;
+            assert_eq!(state, "UNAVAILABLE", "{reason}");
+            assert!(reason.contains("max_batch"), "{reason}");
+        }
+        let mut c = Connection::open(server.rest).await.expect("the server still listens");
+        assert_eq!(mlp_answers(&mut c, "cpu").await, 200);
+    });
+    drop(server);
+    let _ = std::fs::remove_dir_all(&root);
+}

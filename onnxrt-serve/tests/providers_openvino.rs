@@ -124,3 +124,59 @@ fn a_model_on_the_openvino_plugin_serves_or_is_refused_saying_what_to_do() {
     drop(server);
     finish();
 }
+
+/// The HTTP status of one MLP inference on `model`.
+async fn mlp_status(c: &mut Connection, model: &str) -> u16 {
+    let request =
+        json!({ "inputs": [{ "name": "x", "shape": [1, 16], "datatype": "FP32", "data": vec![0.25f32; 16] }] });
+    post(c, &format!("/v2/models/{model}/infer"), &request).await.status
+}
+
+/// Two models naming the pinned plugin, one through a byte-identical copy in a folder without
+/// OpenVINO's libraries: each refusal names the folder of its own path (a failed registration
+/// was kept and its advice given to every model; outside review of 2026-12-07).
+#[test]
+fn the_library_path_advice_names_the_bundle_folder_whichever_model_registers_first() {
+    let Some(plugin) = openvino_plugin() else {
+        eprintln!("skipped: ONNXRT_TEST_OPENVINO_PLUGIN names no OpenVINO plugin library");
+        return;
+    };
+    if onnxrt::runtime_info().expect("runtime").api_level < 22 {
+        eprintln!("skipped: plugins need ORT 1.22+");
+        return;
+    }
+    let root = folder("probe44-openvino-advice");
+    // A byte-identical copy of the pinned library, in a folder without its sibling libraries.
+    let copies = folder("probe44-openvino-copies");
+    let copy = copies.join("libonnxruntime_providers_openvino_plugin.so");
+    std::fs::copy(&plugin, &copy).expect("copy of the plugin");
+    put(&root, "a_copy", "mlp.onnx");
+    put(&root, "by_name", "mlp.onnx");
+    put(&root, "cpu", "mlp.onnx");
+    let copy_path = copy.display().to_string();
+    config(&root, "a_copy", &json!({ "provider": "openvino", "plugin": copy_path, "device": 0 }));
+    config(
+        &root,
+        "by_name",
+        &json!({ "provider": "openvino", "plugin": "openvino-plugin-1.8.1-registry", "device": 0 }),
+    );
+    let bundle_lib = plugin.parent().expect("the bundle's lib folder").display().to_string();
+    // No LD_LIBRARY_PATH: the plugin cannot find its siblings.
+    let server = Server::start_with_env(&root, &[], &[("LD_LIBRARY_PATH", "")]);
+    runtime().block_on(async {
+        let mut c = Connection::open(server.rest).await.expect("connects");
+        let (state, reason) = state(&mut c, "by_name").await;
+        assert_eq!(state, "UNAVAILABLE", "{reason}");
+        assert!(reason.contains("LD_LIBRARY_PATH"), "{reason}");
+        // The folder named must be the one holding the plugin's sibling libraries.
+        assert!(
+            !reason.contains(&format!("LD_LIBRARY_PATH={}", copies.display())),
+            "advice names the copy's folder, which holds no OpenVINO library: {reason}"
+        );
+        assert!(reason.contains(&format!("LD_LIBRARY_PATH={bundle_lib}")), "{reason}");
+        assert_eq!(mlp_status(&mut c, "cpu").await, 200);
+    });
+    drop(server);
+    let _ = std::fs::remove_dir_all(&root);
+    let _ = std::fs::remove_dir_all(&copies);
+}
