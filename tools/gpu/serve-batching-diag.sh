@@ -19,9 +19,7 @@ declare -A variants=(
   [off]='"batching": false'
   [on]='"batching": true, "max_batch": 16, "max_delay_us": 1000'
   [old]="$old"
-  [onew]="$old"', "batch_workers": 1, "hold_while_busy": false'
-  [nodev]="$old"', "device_inputs": false'
-  [sessheur]='"batching": true, "max_batch": 16, "max_delay_us": 1000, "cuda_graphs": false, "provider_options": {"cudnn_conv_algo_search": "HEURISTIC"}'
+  [sessions]='"batching": true, "max_batch": 16, "max_delay_us": 1000, "cuda_graphs": false'
   [heur]="$old"', "provider_options": {"cudnn_conv_algo_search": "HEURISTIC"}'
   [full]='"batching": true, "max_batch": 8, "max_delay_us": 50000, "pad_to_power_of_two": false, "session_per_batch_size": false, "hold_while_busy": false'
 )
@@ -44,10 +42,8 @@ run on-again on 8 96
 run old old 8 24
 run c1 old 1 4
 run full full 8 48
-run onew onew 8 24
-run nodev nodev 8 24
+run sessions sessions 8 96
 run heur heur 8 48
-run sessheur sessheur 8 48
 # Where a batch's time went: queue (waiting for a batch), gather, model (the ORT run), device wait.
 kill "$pid"; wait "$pid" 2>/dev/null
 grep -vE 'access:' "$out/diag-serve.log" | cut -c1-300 | head -20
