@@ -362,3 +362,40 @@ fn a_huge_max_batch_is_refused_and_the_server_keeps_serving() {
     drop(server);
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// `"threads"` is bounded like `max_batch` should be: 100,000,000 intra-op threads made ORT
+/// allocate its thread pool's state up front, about 300 MB a second in the serving process until
+/// the machine ran out (SIGINT not heeded meanwhile). The test caps the server's address space at
+/// 4 GiB (util-linux `prlimit`) so a regression fails as ORT's `bad_alloc` instead of exhausting
+/// the machine; the fix must refuse the value with a reason that names `threads` (found by the
+/// outside review reprobe45 of 2026-12-07).
+#[test]
+fn a_huge_thread_count_is_refused_with_a_reason_and_the_server_keeps_serving() {
+    let root = folder("reprobe45-intra-op");
+    put(&root, "cpu", "mlp.onnx");
+    put(&root, "huge", "mlp.onnx");
+    std::fs::write(root.join("huge").join("config.json"), json!({ "threads": 100_000_000u64 }).to_string())
+        .expect("config");
+    let server = Server::start(&root, &["--model-control-mode", "explicit", "--load-model", "cpu"]);
+    let capped = std::process::Command::new("prlimit")
+        .args(["--pid", &server.pid().to_string(), "--as=4294967296"])
+        .status()
+        .expect("util-linux prlimit runs");
+    assert!(capped.success(), "prlimit failed");
+    runtime().block_on(async {
+        let mut c = Connection::open(server.rest).await.expect("connects");
+        assert_eq!(mlp_answers(&mut c, "cpu").await, 200);
+        let load = c
+            .send("POST", "/v2/repository/models/huge/load", &[("content-type", "application/json")], "{}".into())
+            .await;
+        let load = load.unwrap_or_else(|e| panic!("the server ended on the load of threads 100000000: {e}"));
+        assert_ne!(load.status, 200, "{}", load.text());
+        let (state, reason) = index_state(&mut c, "huge").await;
+        assert_eq!(state, "UNAVAILABLE", "{reason}");
+        assert!(reason.contains("`threads`"), "the refusal must name `threads`, not run out of memory: {reason}");
+        let mut c = Connection::open(server.rest).await.expect("the server still listens");
+        assert_eq!(mlp_answers(&mut c, "cpu").await, 200);
+    });
+    drop(server);
+    let _ = std::fs::remove_dir_all(&root);
+}

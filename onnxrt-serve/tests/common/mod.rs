@@ -22,6 +22,12 @@ pub struct Server {
 }
 
 impl Server {
+    /// The server's process id.
+    #[allow(dead_code)]
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// REST only.
     pub fn start(repository: &Path, args: &[&str]) -> Server {
         Server::launch(repository, args, false)
