@@ -17,6 +17,8 @@ pub const MAX_BATCH_MOST: usize = 4096;
 pub const QUEUE_MOST: usize = 1 << 20;
 /// The most batch workers or gather threads per model.
 pub const THREADS_MOST: usize = 256;
+/// The most intra-op threads per run (`threads`).
+pub const INTRA_OP_THREADS_MOST: usize = 1024;
 /// The most unbatched runs at once per model.
 pub const CONCURRENCY_MOST: usize = 4096;
 
@@ -359,6 +361,11 @@ impl Settings {
                 return Err(format!("`{what}` is {value}; it must be at most {most}"));
             }
         }
+        // ORT makes each intra-op thread's state when the session is made: 10^8 took the
+        // server's memory at 300 MB/s (outside review, 2026-12-07).
+        if let Some(threads) = settings.threads.filter(|&n| n > INTRA_OP_THREADS_MOST) {
+            return Err(format!("`threads` is {threads}; it must be at most {INTRA_OP_THREADS_MOST}"));
+        }
         Ok(settings)
     }
 }
@@ -449,6 +456,7 @@ mod tests {
             (ModelConfig { queue: Some(usize::MAX), ..ModelConfig::default() }, "`queue` is"),
             (ModelConfig { batch_workers: Some(100_000), ..ModelConfig::default() }, "`batch_workers` is 100000"),
             (ModelConfig { concurrency: Some(1 << 30), ..ModelConfig::default() }, "`concurrency` is"),
+            (ModelConfig { threads: Some(100_000_000), ..ModelConfig::default() }, "`threads` is 100000000"),
         ] {
             let error = Settings::of(&config, &Defaults::default()).expect_err(what);
             assert!(error.contains(what) && error.contains("at most"), "{error}");
