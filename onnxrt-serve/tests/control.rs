@@ -13,7 +13,7 @@ use onnxrt_serve::http_client::{Connection, Reply};
 use serde_json::{json, Value as Json};
 
 mod common;
-use common::{folder, json_of, post, put, runtime, Server, MODELS};
+use common::{folder, index_state, json_of, mlp_status, post, put, runtime, Server, MODELS};
 
 /// The index as (name, version, state, reason) by name.
 async fn index(c: &mut Connection) -> Vec<(String, String, String, String)> {
@@ -311,22 +311,29 @@ fn a_model_with_the_longest_legal_name_runs_isolated() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
-/// The index's (state, reason) of `model`.
-async fn index_state(c: &mut Connection, model: &str) -> (String, String) {
-    let reply = post(c, "/v2/repository/index", &json!({})).await;
-    assert_eq!(reply.status, 200, "{}", reply.text());
-    let entries = json_of(&reply);
-    let entry = entries.as_array().expect("a list").iter().find(|e| e["name"] == model).cloned();
-    let entry = entry.unwrap_or_else(|| panic!("{model} not in {entries}"));
-    let text = |key: &str| entry[key].as_str().unwrap_or_default().to_owned();
-    (text("state"), text("reason"))
+/// A server in explicit mode serving the MLP as `cpu`, with `huge` beside it (not loaded) under
+/// `config`; its address-space limit (util-linux `prlimit`) where `cap` names one.
+fn server_beside_a_huge_config(test: &str, config: &Json, cap: Option<&str>) -> (std::path::PathBuf, Server) {
+    let root = folder(test);
+    put(&root, "cpu", "mlp.onnx");
+    put(&root, "huge", "mlp.onnx");
+    std::fs::write(root.join("huge").join("config.json"), config.to_string()).expect("config");
+    let server = Server::start(&root, &["--model-control-mode", "explicit", "--load-model", "cpu"]);
+    if let Some(cap) = cap {
+        let capped = std::process::Command::new("prlimit")
+            .args(["--pid", &server.pid().to_string(), cap])
+            .status()
+            .expect("util-linux prlimit runs");
+        assert!(capped.success(), "prlimit failed");
+    }
+    (root, server)
 }
 
-/// The HTTP status of one MLP inference on `model`.
-async fn mlp_answers(c: &mut Connection, model: &str) -> u16 {
-    let request =
-        json!({ "inputs": [{ "name": "x", "shape": [1, 16], "datatype": "FP32", "data": vec![0.25f32; 16] }] });
-    post(c, &format!("/v2/models/{model}/infer"), &request).await.status
+/// The answer to loading `huge`, or why the server gave none.
+async fn load_huge(c: &mut Connection) -> Result<Reply, String> {
+    c.send("POST", "/v2/repository/models/huge/load", &[("content-type", "application/json")], "{}".into())
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// A config whose sizes would be allocated up front past what the machine has (`max_batch`
@@ -334,22 +341,13 @@ async fn mlp_answers(c: &mut Connection, model: &str) -> u16 {
 /// server serves on (found by the outside review of 2026-12-07).
 #[test]
 fn a_huge_max_batch_is_refused_and_the_server_keeps_serving() {
-    let root = folder("probe44-max-batch");
-    put(&root, "cpu", "mlp.onnx");
-    put(&root, "huge", "mlp.onnx");
-    std::fs::write(
-        root.join("huge").join("config.json"),
-        json!({ "batching": true, "max_batch": 4_294_967_295u64 }).to_string(),
-    )
-    .expect("config");
-    let server = Server::start(&root, &["--model-control-mode", "explicit", "--load-model", "cpu"]);
+    let config = json!({ "batching": true, "max_batch": 4_294_967_295u64 });
+    let (root, server) = server_beside_a_huge_config("probe44-max-batch", &config, None);
     runtime().block_on(async {
         let mut c = Connection::open(server.rest).await.expect("connects");
-        assert_eq!(mlp_answers(&mut c, "cpu").await, 200);
+        assert_eq!(mlp_status(&mut c, "cpu").await, 200);
         // The load must be answered (a refusal, or a model that serves), not end the process.
-        let load = c
-            .send("POST", "/v2/repository/models/huge/load", &[("content-type", "application/json")], "{}".into())
-            .await;
+        let load = load_huge(&mut c).await;
         let load = load.unwrap_or_else(|e| panic!("the server ended on the load of max_batch 4294967295: {e}"));
         if load.status != 200 {
             let (state, reason) = index_state(&mut c, "huge").await;
@@ -357,7 +355,7 @@ fn a_huge_max_batch_is_refused_and_the_server_keeps_serving() {
             assert!(reason.contains("max_batch"), "{reason}");
         }
         let mut c = Connection::open(server.rest).await.expect("the server still listens");
-        assert_eq!(mlp_answers(&mut c, "cpu").await, 200);
+        assert_eq!(mlp_status(&mut c, "cpu").await, 200);
     });
     drop(server);
     let _ = std::fs::remove_dir_all(&root);
@@ -371,30 +369,19 @@ fn a_huge_max_batch_is_refused_and_the_server_keeps_serving() {
 /// outside review reprobe45 of 2026-12-07).
 #[test]
 fn a_huge_thread_count_is_refused_with_a_reason_and_the_server_keeps_serving() {
-    let root = folder("reprobe45-intra-op");
-    put(&root, "cpu", "mlp.onnx");
-    put(&root, "huge", "mlp.onnx");
-    std::fs::write(root.join("huge").join("config.json"), json!({ "threads": 100_000_000u64 }).to_string())
-        .expect("config");
-    let server = Server::start(&root, &["--model-control-mode", "explicit", "--load-model", "cpu"]);
-    let capped = std::process::Command::new("prlimit")
-        .args(["--pid", &server.pid().to_string(), "--as=4294967296"])
-        .status()
-        .expect("util-linux prlimit runs");
-    assert!(capped.success(), "prlimit failed");
+    let config = json!({ "threads": 100_000_000u64 });
+    let (root, server) = server_beside_a_huge_config("reprobe45-intra-op", &config, Some("--as=4294967296"));
     runtime().block_on(async {
         let mut c = Connection::open(server.rest).await.expect("connects");
-        assert_eq!(mlp_answers(&mut c, "cpu").await, 200);
-        let load = c
-            .send("POST", "/v2/repository/models/huge/load", &[("content-type", "application/json")], "{}".into())
-            .await;
+        assert_eq!(mlp_status(&mut c, "cpu").await, 200);
+        let load = load_huge(&mut c).await;
         let load = load.unwrap_or_else(|e| panic!("the server ended on the load of threads 100000000: {e}"));
         assert_ne!(load.status, 200, "{}", load.text());
         let (state, reason) = index_state(&mut c, "huge").await;
         assert_eq!(state, "UNAVAILABLE", "{reason}");
         assert!(reason.contains("`threads`"), "the refusal must name `threads`, not run out of memory: {reason}");
         let mut c = Connection::open(server.rest).await.expect("the server still listens");
-        assert_eq!(mlp_answers(&mut c, "cpu").await, 200);
+        assert_eq!(mlp_status(&mut c, "cpu").await, 200);
     });
     drop(server);
     let _ = std::fs::remove_dir_all(&root);

@@ -12,20 +12,9 @@ use onnxrt_serve::http_client::Connection;
 use serde_json::{json, Value as Json};
 
 mod common;
-use common::{folder, json_of, post, put, runtime, Server};
+use common::{folder, index_state, json_of, mlp_status, post, put, runtime, Server};
 
 const BUNDLE: &str = "openvino-plugin-1.8.1-registry";
-
-/// The index's (state, reason) of `model`.
-async fn state(c: &mut Connection, model: &str) -> (String, String) {
-    let reply = post(c, "/v2/repository/index", &json!({})).await;
-    assert_eq!(reply.status, 200, "{}", reply.text());
-    let entries = json_of(&reply);
-    let entry = entries.as_array().expect("a list").iter().find(|e| e["name"] == model).cloned();
-    let entry = entry.unwrap_or_else(|| panic!("{model} not in {entries}"));
-    let text = |key: &str| entry[key].as_str().unwrap_or_default().to_owned();
-    (text("state"), text("reason"))
-}
 
 /// `model`'s output for the MLP's input of `seed`.
 async fn logits(c: &mut Connection, model: &str, seed: u64) -> Vec<f32> {
@@ -73,7 +62,7 @@ fn a_model_on_the_openvino_plugin_serves_or_is_refused_saying_what_to_do() {
         let server = Server::start(&root, &[]);
         runtime().block_on(async {
             let mut c = Connection::open(server.rest).await.expect("connects");
-            let (state, reason) = state(&mut c, "openvino").await;
+            let (state, reason) = index_state(&mut c, "openvino").await;
             assert_eq!(state, "UNAVAILABLE", "{reason}");
             assert!(reason.contains("provider `openvino`") && reason.contains("(NeedsNewerRuntime)"), "{reason}");
             assert!(!logits(&mut c, "cpu", 1).await.is_empty());
@@ -87,7 +76,7 @@ fn a_model_on_the_openvino_plugin_serves_or_is_refused_saying_what_to_do() {
     runtime().block_on(async {
         let mut c = Connection::open(server.rest).await.expect("connects");
         for model in &models {
-            let (state, reason) = state(&mut c, model).await;
+            let (state, reason) = index_state(&mut c, model).await;
             assert_eq!(state, "UNAVAILABLE", "{reason}");
             // The first model's load gets onnxrt's ProviderLoad, the other that registration's outcome.
             let typed = reason.contains("(ProviderLoad)") || reason.contains("failed earlier in this process");
@@ -103,7 +92,7 @@ fn a_model_on_the_openvino_plugin_serves_or_is_refused_saying_what_to_do() {
     runtime().block_on(async {
         let mut c = Connection::open(server.rest).await.expect("connects");
         for model in &models {
-            let (state, reason) = state(&mut c, model).await;
+            let (state, reason) = index_state(&mut c, model).await;
             if intel_host() {
                 assert_eq!(state, "READY", "{model}: {reason}");
                 for seed in 0..4 {
@@ -123,13 +112,6 @@ fn a_model_on_the_openvino_plugin_serves_or_is_refused_saying_what_to_do() {
     });
     drop(server);
     finish();
-}
-
-/// The HTTP status of one MLP inference on `model`.
-async fn mlp_status(c: &mut Connection, model: &str) -> u16 {
-    let request =
-        json!({ "inputs": [{ "name": "x", "shape": [1, 16], "datatype": "FP32", "data": vec![0.25f32; 16] }] });
-    post(c, &format!("/v2/models/{model}/infer"), &request).await.status
 }
 
 /// Two models naming the pinned plugin, one through a byte-identical copy in a folder without
@@ -165,7 +147,7 @@ fn the_library_path_advice_names_the_bundle_folder_whichever_model_registers_fir
     let server = Server::start_with_env(&root, &[], &[("LD_LIBRARY_PATH", "")]);
     runtime().block_on(async {
         let mut c = Connection::open(server.rest).await.expect("connects");
-        let (state, reason) = state(&mut c, "by_name").await;
+        let (state, reason) = index_state(&mut c, "by_name").await;
         assert_eq!(state, "UNAVAILABLE", "{reason}");
         assert!(reason.contains("LD_LIBRARY_PATH"), "{reason}");
         // The folder named must be the one holding the plugin's sibling libraries.

@@ -155,3 +155,22 @@ pub async fn post(c: &mut Connection, path: &str, body: &Json) -> Reply {
 pub fn json_of(reply: &Reply) -> Json {
     serde_json::from_slice(&reply.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", reply.text()))
 }
+
+/// The repository index's (state, reason) of `model`.
+pub async fn index_state(c: &mut Connection, model: &str) -> (String, String) {
+    let reply = post(c, "/v2/repository/index", &serde_json::json!({})).await;
+    assert_eq!(reply.status, 200, "{}", reply.text());
+    let entries = json_of(&reply);
+    let entry = entries.as_array().expect("a list").iter().find(|e| e["name"] == model).cloned();
+    let entry = entry.unwrap_or_else(|| panic!("{model} not in {entries}"));
+    let text = |key: &str| entry[key].as_str().unwrap_or_default().to_owned();
+    (text("state"), text("reason"))
+}
+
+/// The HTTP status of one MLP inference on `model`.
+pub async fn mlp_status(c: &mut Connection, model: &str) -> u16 {
+    let request = serde_json::json!({
+        "inputs": [{ "name": "x", "shape": [1, 16], "datatype": "FP32", "data": vec![0.25f32; 16] }]
+    });
+    post(c, &format!("/v2/models/{model}/infer"), &request).await.status
+}
