@@ -437,17 +437,8 @@ impl std::fmt::Debug for Elsewhere {
 
 impl Settings {
     fn new(max_batch: usize, pad_to_power_of_two: bool, pad_to_sizes: Option<&[usize]>) -> Settings {
-        let mut sizes: Vec<usize> = match pad_to_sizes {
-            Some(sizes) => sizes.iter().copied().filter(|&n| n < max_batch).collect(),
-            None if pad_to_power_of_two => {
-                (0..usize::BITS).map(|bit| 1usize << bit).take_while(|&n| n < max_batch).collect()
-            }
-            None => return Settings { max_batch, sizes: None, run_batches: None },
-        };
-        sizes.push(max_batch);
-        sizes.sort_unstable();
-        sizes.dedup();
-        Settings { max_batch, sizes: Some(sizes.into()), run_batches: None }
+        let sizes = padded_sizes(max_batch, pad_to_power_of_two, pad_to_sizes).map(Into::into);
+        Settings { max_batch, sizes, run_batches: None }
     }
 
     /// Every number of rows a batch can run with.
@@ -457,4 +448,25 @@ impl Settings {
             None => (1..=self.max_batch).collect(),
         }
     }
+}
+
+/// The row counts batches are padded to, ascending and ending at `max_batch`: `pad_to_sizes`
+/// (those below `max_batch`) or, with `pad_to_power_of_two`, the powers of two below it; `None`
+/// when unpadded.
+pub(crate) fn padded_sizes(
+    max_batch: usize,
+    pad_to_power_of_two: bool,
+    pad_to_sizes: Option<&[usize]>,
+) -> Option<Vec<usize>> {
+    let mut sizes: Vec<usize> = match pad_to_sizes {
+        Some(sizes) => sizes.iter().copied().filter(|&n| n < max_batch).collect(),
+        None if pad_to_power_of_two => {
+            (0..usize::BITS).map(|bit| 1usize << bit).take_while(|&n| n < max_batch).collect()
+        }
+        None => return None,
+    };
+    sizes.push(max_batch);
+    sizes.sort_unstable();
+    sizes.dedup();
+    Some(sizes)
 }

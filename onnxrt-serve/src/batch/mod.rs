@@ -91,6 +91,8 @@ use request::{Reply, Request, Slot};
 use sessions::Sessions;
 use stats::Outcome;
 
+#[cfg(feature = "server")] // the repository shows the sizes a batcher pads to
+pub(crate) use builder::padded_sizes;
 use builder::Settings;
 pub use builder::{BatcherBuilder, RunBatch};
 pub use future::BatchFuture;

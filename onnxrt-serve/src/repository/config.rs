@@ -216,17 +216,8 @@ impl Settings {
         if !self.batching {
             return Vec::new();
         }
-        let mut sizes: Vec<usize> = if !self.pad_sizes.is_empty() {
-            self.pad_sizes.iter().copied().filter(|&n| n < self.max_batch).collect()
-        } else if self.pad_to_power_of_two {
-            (0..usize::BITS).map(|bit| 1usize << bit).take_while(|&n| n < self.max_batch).collect()
-        } else {
-            return Vec::new();
-        };
-        sizes.push(self.max_batch);
-        sizes.sort_unstable();
-        sizes.dedup();
-        sizes
+        let given = (!self.pad_sizes.is_empty()).then_some(self.pad_sizes.as_slice());
+        crate::batch::padded_sizes(self.max_batch, self.pad_to_power_of_two, given).unwrap_or_default()
     }
 
     /// `config` over `defaults`, over the built-in values, checked. Built in: batching on for
