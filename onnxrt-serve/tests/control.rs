@@ -238,6 +238,33 @@ fn start_flags_that_would_be_ignored_stop_the_start_or_warn() {
 }
 
 #[test]
+fn bad_command_line_counts_stop_the_start_naming_the_flag() {
+    // Outside review, 2026-12-07: `--max-batch 0` started the server with every model
+    // unavailable, in config.json's terms (`max_batch`), and `--pad-sizes 64` over `--max-batch
+    // 32` was dropped silently.
+    let root = folder("start-counts");
+    put(&root, "add", "add_f32.onnx");
+    for (args, says) in [
+        (&["--max-batch", "0"][..], "--max-batch 0: it must be from 1 to 4096"),
+        (&["--max-batch", "4097"], "--max-batch 4097"),
+        (&["--queue", "0"], "--queue 0"),
+        (&["--gather-threads", "257"], "--gather-threads 257"),
+        (&["--batch-workers", "0"], "--batch-workers 0"),
+        (&["--concurrency", "4294967296"], "--concurrency 4294967296"),
+        (&["--threads", "100000000"], "--threads 100000000: it must be from 0 to 1024"),
+        (&["--pad-sizes", "1,64"], "--pad-sizes has 64: each size must be from 1 to --max-batch (32)"),
+        (&["--pad-sizes", "0,8"], "--pad-sizes has 0"),
+        (&["--pad-sizes", "8", "--pad-batches"], "give one"),
+    ] {
+        let (status, stderr) =
+            common::refused_start(&root, args).unwrap_or_else(|line| panic!("{args:?} served: {line}"));
+        assert!(!status.success(), "{args:?}: {status}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+#[test]
 fn load_and_unload_refuse_bodies_that_are_not_json_and_do_nothing() {
     // Issue 45, F4: `{"parameters": `, `garbage`, `[[[` were answered 200 and acted on.
     let root = folder("control-bodies");
@@ -381,6 +408,33 @@ fn a_huge_thread_count_is_refused_with_a_reason_and_the_server_keeps_serving() {
         assert_eq!(state, "UNAVAILABLE", "{reason}");
         assert!(reason.contains("`threads`"), "the refusal must name `threads`, not run out of memory: {reason}");
         let mut c = Connection::open(server.rest).await.expect("the server still listens");
+        assert_eq!(mlp_status(&mut c, "cpu").await, 200);
+    });
+    drop(server);
+    let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A model that failed to load and whose folder is then removed: the next load request says the
+/// folder is gone and the model is no longer listed, so its requests answer 404 (unknown), not
+/// 503 (unavailable, as if it might come back). A serving model keeps serving its loaded copy.
+/// (Outside review, 2026-12-06.)
+#[test]
+fn a_failed_model_whose_folder_is_removed_is_forgotten_on_the_next_load() {
+    let (root, server) = server_beside_a_huge_config("removed-failed", &json!({ "max_batch": 0 }), None);
+    runtime().block_on(async {
+        let mut c = Connection::open(server.rest).await.expect("connects");
+        assert_ne!(load_huge(&mut c).await.expect("answered").status, 200, "max_batch 0 loaded");
+        assert_eq!(index_state(&mut c, "huge").await.0, "UNAVAILABLE");
+        assert_eq!(mlp_status(&mut c, "huge").await, 503);
+        std::fs::remove_dir_all(root.join("huge")).expect("remove the folder");
+        let reload = load_huge(&mut c).await.expect("answered");
+        assert!(reload.status >= 400 && reload.text().contains("no model folder `huge`"), "{}", reload.text());
+        assert!(index(&mut c).await.iter().all(|e| e.0 != "huge"), "still listed");
+        assert_eq!(mlp_status(&mut c, "huge").await, 404);
+        // A serving model whose folder is removed keeps serving.
+        std::fs::remove_dir_all(root.join("cpu")).expect("remove the folder");
+        let reload = post(&mut c, "/v2/repository/models/cpu/load", &json!({})).await;
+        assert!(reload.status >= 400, "{}", reload.text());
         assert_eq!(mlp_status(&mut c, "cpu").await, 200);
     });
     drop(server);

@@ -401,6 +401,9 @@ fn a_model_served_on_a_plugin_providers_device_answers_as_on_the_cpu() {
     // A device the plugin does not offer (it offers one).
     put(&root, "webgpu_second", "mlp.onnx");
     config(&root, "webgpu_second", &json!({ "provider": "webgpu", "plugin": library, "device": 1 }));
+    // Another provider's name with this plugin: the refusal names the plugin's own.
+    put(&root, "webgpu_misnamed", "mlp.onnx");
+    config(&root, "webgpu_misnamed", &json!({ "provider": "openvino", "plugin": "webgpu-plugin-0.4.0-registry" }));
     if !newer {
         // ORT 1.16: no plugin API; the models fail alone with onnxrt's NeedsNewerRuntime.
         let server = Server::start(&root, &[]);
@@ -434,6 +437,10 @@ fn a_model_served_on_a_plugin_providers_device_answers_as_on_the_cpu() {
             assert_eq!(state, "UNAVAILABLE", "{reason}");
             assert!(reason.contains(why), "{reason}");
         }
+        let (_, state, reason) = entry(&index, "webgpu_misnamed");
+        assert_eq!(state, "UNAVAILABLE", "{reason}");
+        assert!(reason.contains("[\"WebGpuExecutionProvider\"], not `openvino`"), "{reason}");
+        assert!(!reason.contains("/sys/class/drm"), "{reason}");
         // No such device: said so, with what ORT's discovery reads (onnxrt's words).
         let (_, state, reason) = entry(&index, "webgpu_second");
         assert_eq!(state, "UNAVAILABLE", "{reason}");

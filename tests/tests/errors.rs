@@ -415,6 +415,38 @@ fn a_sample_is_checked_without_its_batch_axis_or_with_a_leading_one() {
     declared.check(&Value::from_vec(&[4, 16], vec![0f32; 64]).expect("v")).expect("a batch of 4");
 }
 
+/// A run on the CPU alone that runs out of memory gives host advice, not the GPU's (outside
+/// review, 2026-12-07: a CPU model's run advised raising `gpu_mem_limit`).
+#[test]
+fn a_cpu_session_running_out_of_memory_gives_host_advice() {
+    // y = ConstantOfShape(shape): a float tensor of whatever shape the caller asks for.
+    let (shape, y) = (proto::tensor_info("shape", proto::INT64, &[2]), proto::tensor_info("y", proto::FLOAT, &[]));
+    let y = onnxrt_onnx_proto::ValueInfoProto { r#type: shape_free(y.r#type), ..y };
+    let bytes = proto::model(8, 17, &[proto::node("ConstantOfShape", &["shape"], &["y"], &[])], &[shape], &[y]);
+    let session = builder().commit_from_memory(&bytes).expect("session");
+    // 4 TiB of floats: more than this machine can give.
+    let huge = Value::from_vec(&[2], vec![1i64 << 20, 1 << 20]).expect("shape");
+    let error = session.run(&[("shape", &huge)]).expect_err("too large");
+    assert!(matches!(error, Error::OutOfMemory { host: true, .. }), "{error:?}");
+    let text = error.to_string();
+    assert!(text.contains("host memory") && !text.contains("gpu_mem_limit"), "{text}");
+    // The session still runs sizes it can hold.
+    let small = Value::from_vec(&[2], vec![2i64, 3]).expect("shape");
+    let out = session.run(&[("shape", &small)]).expect("a small run");
+    let y = out.get("y").expect("y").to_array::<f32>().expect("f32");
+    assert_eq!(y.shape(), [2, 3]);
+}
+
+/// A tensor type without a shape (any rank).
+fn shape_free(ty: Option<onnxrt_onnx_proto::TypeProto>) -> Option<onnxrt_onnx_proto::TypeProto> {
+    use onnxrt_onnx_proto::type_proto::Value as Kind;
+    let mut ty = ty?;
+    if let Some(Kind::TensorType(tensor)) = ty.value.as_mut() {
+        tensor.shape = None;
+    }
+    Some(ty)
+}
+
 /// A CPU allocator running out of memory says so, with advice for host memory, not the GPU's.
 /// (Not under valgrind: its allocator aborts where ORT's would throw `bad_alloc`.)
 #[test]

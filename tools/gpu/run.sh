@@ -369,20 +369,20 @@ mode_serve_configs() {
   fi
   echo "== HTTP: loadgen against serve (preprocessed [1,3,224,224] f32 tensors, closed loop) =="
   : >"$out/serve-results.txt"
-  local batched=(--max-batch 128 --queue 4096 --pad-batches) fine=1,2,4,8,16,32,48,64,80,96,112
+  local batched=(--max-batch 128 --queue 4096) fine=1,2,4,8,16,32,48,64,80,96,112
   for server in ${SERVERS:-unbatched d0-sps d2ms-sps d0}; do
     case $server in
       unbatched) serve_and_drive unbatched --no-batching ;;
       # Two batcher workers unless the entry says otherwise.
       # A session per padded batch size (BatcherBuilder::session_per_batch_size), warmed up at start.
-      d0-sps) serve_and_drive batched-d0-w2-pad-sps "${batched[@]}" --batch-workers 2 --max-delay-us 0 --session-per-size ;;
-      d2ms-sps) serve_and_drive batched-d2ms-w2-pad-sps "${batched[@]}" --batch-workers 2 --max-delay-us 2000 --session-per-size ;;
+      d0-sps) serve_and_drive batched-d0-w2-pad-sps "${batched[@]}" --pad-batches --batch-workers 2 --max-delay-us 0 --session-per-size ;;
+      d2ms-sps) serve_and_drive batched-d2ms-w2-pad-sps "${batched[@]}" --pad-batches --batch-workers 2 --max-delay-us 2000 --session-per-size ;;
       # Finer padding steps (less padding at 65-127 requests), 2 or 3 workers.
       d0-sps-fine) serve_and_drive batched-d0-w2-fine-sps "${batched[@]}" --batch-workers 2 --max-delay-us 0 --session-per-size --pad-sizes "$fine" ;;
       d0-sps-fine-w3) serve_and_drive batched-d0-w3-fine-sps "${batched[@]}" --batch-workers 3 --max-delay-us 0 --session-per-size --pad-sizes "$fine" ;;
       d0-sps-fine-g4) serve_and_drive batched-d0-w2-fine-sps-g4 "${batched[@]}" --batch-workers 2 --max-delay-us 0 --session-per-size --pad-sizes "$fine" --gather-threads 4 ;;
       # One session for every size (the first measurement's configuration).
-      d0) serve_and_drive batched-d0-w2-pad "${batched[@]}" --batch-workers 2 --max-delay-us 0 ;;
+      d0) serve_and_drive batched-d0-w2-pad "${batched[@]}" --pad-batches --batch-workers 2 --max-delay-us 0 ;;
     esac
   done
   echo "== table =="

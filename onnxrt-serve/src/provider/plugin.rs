@@ -22,6 +22,9 @@ struct Registration {
     /// registered nothing, and the next model naming the pin tries again from its own path, so
     /// that its error (the folder to put on `LD_LIBRARY_PATH`, say) is about the path it named.
     registered: Mutex<bool>,
+    /// The providers whose devices the registration added to ORT's list (the plugin's own),
+    /// for the refusal of a config naming another.
+    providers: Mutex<Vec<String>>,
     /// Held around every run of every session on the plugin's devices: the WebGPU plugin 0.4.0
     /// breaks (then crashes) when two sessions run on its device at once.
     #[cfg_attr(not(feature = "server"), allow(dead_code))] // read by the repository's runs
@@ -61,15 +64,26 @@ pub(super) fn apply(
     let devices: Vec<EpDevice> = env.ep_devices()?.into_iter().filter(|d| names(&d.provider, provider)).collect();
     let Some(chosen) = devices.get(device) else {
         let seen: Vec<String> = env.ep_devices()?.iter().map(ToString::to_string).collect();
-        // OpenVINO's factory lists Intel devices only (none on an AMD host, say).
-        let vendor = if names("OpenVINOExecutionProvider", provider) { " It offers Intel devices only." } else { "" };
-        return Err(Error::InvalidArgument {
-            what: format!("device {device} of provider `{provider}` from the plugin {}", shown(library)),
-            why: format!(
-                "the plugin offers {} device(s) for it; the devices ORT lists: {seen:?}.{vendor} {}",
+        let own = registration(dist).providers.lock().unwrap_or_else(PoisonError::into_inner).clone();
+        let why = if devices.is_empty() && !own.is_empty() {
+            // Another provider's name: the plugin's own are known.
+            format!("the plugin's devices are of {own:?}, not `{provider}`: name one of those in \"provider\"")
+        } else if names("OpenVINOExecutionProvider", provider) {
+            // OpenVINO's factory lists Intel devices only (none on an AMD host, say).
+            format!(
+                "the plugin offers {} device(s) for it; the devices ORT lists: {seen:?}. It offers Intel devices only.",
+                devices.len()
+            )
+        } else {
+            format!(
+                "the plugin offers {} device(s) for it (`device` counts from 0); the devices ORT lists: {seen:?}. {}",
                 devices.len(),
                 onnxrt::ep_device::discovery_note()
-            ),
+            )
+        };
+        return Err(Error::InvalidArgument {
+            what: format!("device {device} of provider `{provider}` from the plugin {}", shown(library)),
+            why,
         });
     };
     let options: Vec<(&str, &str)> = options.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
@@ -99,8 +113,11 @@ fn register_once(env: &Environment, path: &Path) -> onnxrt::Result<&'static str>
     let Some(pin) = pin_of(path, metadata.len()) else {
         // No pin's size and sha256: onnxrt's refusal says so (it reads the file itself).
         let name = format!("serve-unpinned-{}", shown(&shown_path));
+        let before = listed_providers(env)?;
         let dist = env.register_pinned_provider_library(&name, path)?;
-        *registration(dist).registered.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        let entry = registration(dist);
+        *entry.registered.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        record_own_providers(&entry, env, &before)?;
         return Ok(dist);
     };
     let entry = registration(pin.dist);
@@ -108,10 +125,27 @@ fn register_once(env: &Environment, path: &Path) -> onnxrt::Result<&'static str>
     // (ORT would list a library registered twice twice).
     let mut registered = entry.registered.lock().unwrap_or_else(PoisonError::into_inner);
     if !*registered {
+        let before = listed_providers(env)?;
         env.register_pinned_provider_library(&format!("serve-{}", pin.dist), path)?;
         *registered = true;
+        record_own_providers(&entry, env, &before)?;
     }
     Ok(pin.dist)
+}
+
+/// The providers of the devices ORT lists now.
+fn listed_providers(env: &Environment) -> onnxrt::Result<Vec<String>> {
+    let mut providers: Vec<String> = env.ep_devices()?.into_iter().map(|d| d.provider).collect();
+    providers.sort();
+    providers.dedup();
+    Ok(providers)
+}
+
+/// Keeps the providers a registration added (those listed now and not `before`) as the plugin's.
+fn record_own_providers(entry: &Registration, env: &Environment, before: &[String]) -> onnxrt::Result<()> {
+    let added = listed_providers(env)?.into_iter().filter(|p| !before.contains(p)).collect();
+    *entry.providers.lock().unwrap_or_else(PoisonError::into_inner) = added;
+    Ok(())
 }
 
 /// The entry of bundle `dist`, added if new.

@@ -210,6 +210,11 @@ impl Settings {
         self.batching && (self.device_inputs || self.cuda_graphs || self.session_per_batch_size)
     }
 
+    /// Whether batches are padded to a few sizes (`pad_to_power_of_two` or `pad_sizes`).
+    pub fn padded(&self) -> bool {
+        self.pad_to_power_of_two || !self.pad_sizes.is_empty()
+    }
+
     /// The row counts batches run with when padded, ascending and ending at `max_batch` (as the
     /// batcher pads them); empty when unpadded or unbatched.
     pub fn padded_sizes(&self) -> Vec<usize> {
@@ -251,15 +256,19 @@ impl Settings {
             _ => provider,
         };
         let batching = config.batching.or(defaults.batching).unwrap_or(provider == "cuda");
-        let pad_sizes = [&config.pad_sizes, &defaults.pad_sizes].into_iter().find(|s| !s.is_empty()).cloned();
+        let pad_sizes = padding_told(config, defaults)?;
         let mut settings = Settings {
             batching,
             max_batch: config.max_batch.or(defaults.max_batch).unwrap_or(32),
             max_delay_us: config.max_delay_us.or(defaults.max_delay_us).unwrap_or(0),
             queue: config.queue.or(defaults.queue).unwrap_or(1024),
-            pad_sizes: pad_sizes.unwrap_or_default(),
-            // Decided below for CUDA (see `cuda_batch_shapes`).
-            pad_to_power_of_two: config.pad_to_power_of_two.or(defaults.pad_to_power_of_two).unwrap_or(false),
+            pad_sizes,
+            // Decided below for CUDA (see `cuda_batch_shapes`); a model's own `pad_sizes` hides
+            // the command line's `--pad-batches` (see `padding_told`).
+            pad_to_power_of_two: config
+                .pad_to_power_of_two
+                .or(if config.pad_sizes.is_empty() { defaults.pad_to_power_of_two } else { None })
+                .unwrap_or(false),
             session_per_batch_size: config.session_per_batch_size.or(defaults.session_per_batch_size).unwrap_or(false),
             gather_threads: config.gather_threads.or(defaults.gather_threads).unwrap_or(1),
             // On by default where it can be (a CUDA model in a build with CUDA, not isolated:
@@ -310,7 +319,7 @@ impl Settings {
             settings.session_per_batch_size = config
                 .session_per_batch_size
                 .or(defaults.session_per_batch_size)
-                .unwrap_or(!settings.cuda_graphs && settings.isolation != Some(true));
+                .unwrap_or(!settings.cuda_graphs && settings.isolation != Some(true) && settings.padded());
         }
         if settings.device_inputs && settings.provider != "cuda" {
             return Err("`device_inputs` copies batches to a CUDA device: it needs \"provider\": \"cuda\"".into());
@@ -352,6 +361,9 @@ impl Settings {
                 return Err(format!("`{what}` is {value}; it must be at most {most}"));
             }
         }
+        if settings.batching {
+            check_padding(&settings)?;
+        }
         // ORT makes each intra-op thread's state when the session is made: 10^8 took the
         // server's memory at 300 MB/s (outside review, 2026-12-07).
         if let Some(threads) = settings.threads.filter(|&n| n > INTRA_OP_THREADS_MOST) {
@@ -359,6 +371,49 @@ impl Settings {
         }
         Ok(settings)
     }
+}
+
+/// The padded sizes given, the model's own over the command line's; refused when one level gives
+/// both `pad_sizes` and `pad_to_power_of_two: true` (which would win is not obvious). The model's
+/// own `pad_to_power_of_two` hides the command line's sizes, as its own sizes hide the command
+/// line's `--pad-batches`: the model's file says how that model pads.
+fn padding_told(config: &ModelConfig, defaults: &Defaults) -> Result<Vec<usize>, String> {
+    for (level, sizes, powers) in [
+        ("config.json", &config.pad_sizes, config.pad_to_power_of_two),
+        ("the command line", &defaults.pad_sizes, defaults.pad_to_power_of_two),
+    ] {
+        if !sizes.is_empty() && powers == Some(true) {
+            return Err(format!(
+                "{level} gives both `pad_sizes` and `pad_to_power_of_two` (--pad-sizes, --pad-batches): give one"
+            ));
+        }
+    }
+    if !config.pad_sizes.is_empty() {
+        return Ok(config.pad_sizes.clone());
+    }
+    if config.pad_to_power_of_two.is_some() {
+        return Ok(Vec::new());
+    }
+    Ok(defaults.pad_sizes.clone())
+}
+
+/// The padded sizes and what needs them, for a batched model: every size from 1 to `max_batch`,
+/// and a session per size only with few sizes (unpadded, up to `max_batch` sessions, each with
+/// the model's weights).
+fn check_padding(settings: &Settings) -> Result<(), String> {
+    if let Some(&size) = settings.pad_sizes.iter().find(|&&n| n == 0 || n > settings.max_batch) {
+        return Err(format!(
+            "`pad_sizes` has {size}; each size must be from 1 to `max_batch` ({})",
+            settings.max_batch
+        ));
+    }
+    if settings.session_per_batch_size && !settings.padded() {
+        return Err("`session_per_batch_size` makes a session, with its own copy of the weights, per padded batch \
+             size: it needs `pad_to_power_of_two` or `pad_sizes` (unpadded, every size from 1 to `max_batch` \
+             would get one)"
+            .into());
+    }
+    Ok(())
 }
 
 /// Batched CUDA models pad their batches to powers of two unless told otherwise (no padding
@@ -382,7 +437,7 @@ fn graph_needs(settings: &Settings) -> [(bool, &'static str); 5] {
         (settings.batching, "batching"),
         (settings.device_inputs, "`device_inputs` (the graphs are filled from the batcher's device buffers)"),
         (
-            settings.pad_to_power_of_two || !settings.pad_sizes.is_empty(),
+            settings.padded(),
             "padded sizes (`pad_to_power_of_two` or `pad_sizes`: one graph per size)",
         ),
     ]
@@ -576,5 +631,46 @@ mod tests {
         assert_eq!(shapes(settings), (true, vec![], false, false));
         let cpu = ModelConfig { batching: Some(true), ..ModelConfig::default() };
         assert_eq!(shapes(of(&cpu, &none)), (false, vec![], false, false));
+        // Told not to pad: no session per size either (it would be one per size up to max_batch).
+        let unpadded = ModelConfig { pad_to_power_of_two: Some(false), cuda_graphs: Some(false), ..cuda_again() };
+        assert_eq!(shapes(of(&unpadded, &none)), (false, vec![], false, false));
+    }
+
+    fn cuda_again() -> ModelConfig {
+        ModelConfig { provider: Some("cuda".into()), ..ModelConfig::default() }
+    }
+
+    #[test]
+    fn padding_that_cannot_be_meant_is_refused_before_any_provider_is_loaded() {
+        let none = Defaults::default();
+        let refused = |config: ModelConfig, defaults: &Defaults| Settings::of(&config, defaults).expect_err("refused");
+        let batched = ModelConfig { batching: Some(true), max_batch: Some(16), ..ModelConfig::default() };
+        for (sizes, size) in [(vec![0], 0), (vec![4, 32], 32), (vec![1, 17], 17)] {
+            let why = refused(ModelConfig { pad_sizes: sizes, ..batched.clone() }, &none);
+            assert!(why.contains(&format!("`pad_sizes` has {size}")) && why.contains("(16)"), "{why}");
+        }
+        // The limit itself is a size.
+        Settings::of(&ModelConfig { pad_sizes: vec![4, 16], ..batched.clone() }, &none).expect("16 of 16");
+        // On CUDA too, before the provider's load (which fails on a host without CUDA).
+        let cuda = ModelConfig { pad_sizes: vec![0], ..cuda_again() };
+        assert!(refused(cuda, &none).contains("`pad_sizes` has 0"));
+        // A session per size without padding: refused, not max_batch sessions.
+        let spbs = ModelConfig { session_per_batch_size: Some(true), ..batched.clone() };
+        assert!(refused(spbs.clone(), &none).contains("needs `pad_to_power_of_two` or `pad_sizes`"));
+        Settings::of(&ModelConfig { pad_to_power_of_two: Some(true), ..spbs }, &none).expect("padded");
+        // Both ways of padding at one level: refused, naming the level.
+        let both = ModelConfig { pad_sizes: vec![4], pad_to_power_of_two: Some(true), ..batched.clone() };
+        assert!(refused(both, &none).contains("config.json gives both"));
+        let command_line = Defaults { pad_sizes: vec![4], pad_to_power_of_two: Some(true), ..none.clone() };
+        assert!(refused(batched.clone(), &command_line).contains("the command line gives both"));
+        // Across levels, the model's file says how it pads.
+        let powers_here = ModelConfig { pad_to_power_of_two: Some(true), ..batched.clone() };
+        let sizes_there = Defaults { pad_sizes: vec![4], ..none.clone() };
+        let settings = Settings::of(&powers_here, &sizes_there).expect("the model's own");
+        assert_eq!(settings.padded_sizes(), [1, 2, 4, 8, 16]);
+        let sizes_here = ModelConfig { pad_sizes: vec![4], ..batched };
+        let powers_there = Defaults { pad_to_power_of_two: Some(true), ..none };
+        let settings = Settings::of(&sizes_here, &powers_there).expect("the model's own");
+        assert_eq!(settings.padded_sizes(), [4, 16]);
     }
 }

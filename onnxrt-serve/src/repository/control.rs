@@ -188,6 +188,16 @@ impl Repository {
         let inside = !name.is_empty() && !name.starts_with('.') && !name.contains(['/', '\0']);
         let folder = source.root.join(name);
         if !inside || !folder.is_dir() {
+            // A model listed only as unavailable whose folder is gone is forgotten, so that its
+            // requests answer 404 (unknown) rather than 503 (it will not come back by itself);
+            // one that serves keeps serving until unloaded.
+            if inside {
+                let mut served = self.served.write().unwrap_or_else(PoisonError::into_inner);
+                if !served.models.contains_key(name) && served.unavailable.remove(name).is_some() {
+                    source.stamps.lock().unwrap_or_else(PoisonError::into_inner).remove(name);
+                    tracing::info!(model = %name, "load: the model's folder is gone; no longer listed");
+                }
+            }
             return Err(ControlError::Unknown(format!("no model folder `{name}` in the repository")));
         }
         if !valid_name(name) {

@@ -207,12 +207,45 @@ pub struct Args {
 /// Runs the server of `args` until SIGTERM or Ctrl-C (logs to stderr, see [`init_logs`]); an
 /// error is what stopped it from starting.
 pub fn run(args: Args) -> Result<(), String> {
+    check_command_line(&args)?;
     let mut runtime = tokio::runtime::Builder::new_multi_thread();
     if let Some(workers) = args.workers {
         runtime.worker_threads(workers.max(1));
     }
     runtime.enable_all().build().map_err(|e| e.to_string()).and_then(|rt| rt.block_on(serve(args)))
 }
+
+/// The command line's counts, checked before anything starts: each is made up front (threads,
+/// queue places, counters per batch size), and a bad one would otherwise leave every model
+/// unavailable with a reason in config.json's terms rather than the flag's.
+fn check_command_line(args: &Args) -> Result<(), String> {
+    use crate::repository::config::{CONCURRENCY_MOST, INTRA_OP_THREADS_MOST, MAX_BATCH_MOST, QUEUE_MOST, THREADS_MOST};
+    let counts = [
+        ("--max-batch", Some(args.max_batch), 1, MAX_BATCH_MOST),
+        ("--queue", Some(args.queue), 1, QUEUE_MOST),
+        ("--gather-threads", Some(args.gather_threads), 1, THREADS_MOST),
+        ("--batch-workers", args.batch_workers, 1, THREADS_MOST),
+        ("--concurrency", args.concurrency, 1, CONCURRENCY_MOST),
+        // 0 is ONNX Runtime's own choice (one per core).
+        ("--threads", args.threads, 0, INTRA_OP_THREADS_MOST),
+        ("--workers", args.workers, 1, WORKERS_MOST),
+    ];
+    for (flag, value, least, most) in counts {
+        if let Some(value) = value.filter(|v| !(least..=most).contains(v)) {
+            return Err(format!("{flag} {value}: it must be from {least} to {most}"));
+        }
+    }
+    if let Some(size) = args.pad_sizes.iter().find(|&&n| n == 0 || n > args.max_batch) {
+        return Err(format!("--pad-sizes has {size}: each size must be from 1 to --max-batch ({})", args.max_batch));
+    }
+    if !args.pad_sizes.is_empty() && args.pad_batches == Some(true) {
+        return Err("--pad-sizes and --pad-batches both say how to pad: give one".into());
+    }
+    Ok(())
+}
+
+/// The most async worker threads (`--workers`; each is made at start).
+const WORKERS_MOST: usize = 1024;
 
 /// Logs to stderr, filtered by `RUST_LOG` (default: `info`).
 pub fn init_logs() {

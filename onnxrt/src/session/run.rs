@@ -95,14 +95,28 @@ impl Session {
                 // tensor): never preallocate again here, and run once more without.
                 Err(error) if output_pool::refused_shape(&error) => pool.switch_off(),
                 // Anything else (terminated, out of memory, a kernel's error) would fail again.
-                Err(error) => return Err(error),
+                Err(error) => return Err(self.memory_named(error)),
             }
         }
-        let mut out = self.run_once(&call, output_indices.as_deref(), inputs, false)?;
+        let mut out =
+            self.run_once(&call, output_indices.as_deref(), inputs, false).map_err(|e| self.memory_named(e))?;
         if pool.is_probing() {
             pool.observe(out.values_mut(), |p| output_indices.as_ref().map_or(p, |indices| indices[p]));
         }
         Ok(out)
+    }
+
+    /// An out-of-memory error of a session on the CPU alone is about host memory (ORT's message
+    /// does not say which memory ran out; its advice would otherwise speak of the GPU's).
+    fn memory_named(&self, error: Error) -> Error {
+        match error {
+            Error::OutOfMemory { function, message, host: false }
+                if self.inner.providers.iter().all(|p| *p == "CPUExecutionProvider") =>
+            {
+                Error::OutOfMemory { function, message, host: true }
+            }
+            other => other,
+        }
     }
 
     /// One call of ORT's `Run`, with preallocated outputs where `preallocate` and the pool has
