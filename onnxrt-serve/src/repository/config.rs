@@ -436,10 +436,7 @@ fn graph_needs(settings: &Settings) -> [(bool, &'static str); 5] {
         (cfg!(feature = "cuda"), "a server built with the `cuda` feature"),
         (settings.batching, "batching"),
         (settings.device_inputs, "`device_inputs` (the graphs are filled from the batcher's device buffers)"),
-        (
-            settings.padded(),
-            "padded sizes (`pad_to_power_of_two` or `pad_sizes`: one graph per size)",
-        ),
+        (settings.padded(), "padded sizes (`pad_to_power_of_two` or `pad_sizes`: one graph per size)"),
     ]
 }
 

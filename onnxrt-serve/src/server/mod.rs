@@ -219,7 +219,9 @@ pub fn run(args: Args) -> Result<(), String> {
 /// queue places, counters per batch size), and a bad one would otherwise leave every model
 /// unavailable with a reason in config.json's terms rather than the flag's.
 fn check_command_line(args: &Args) -> Result<(), String> {
-    use crate::repository::config::{CONCURRENCY_MOST, INTRA_OP_THREADS_MOST, MAX_BATCH_MOST, QUEUE_MOST, THREADS_MOST};
+    use crate::repository::config::{
+        CONCURRENCY_MOST, INTRA_OP_THREADS_MOST, MAX_BATCH_MOST, QUEUE_MOST, THREADS_MOST,
+    };
     let counts = [
         ("--max-batch", Some(args.max_batch), 1, MAX_BATCH_MOST),
         ("--queue", Some(args.queue), 1, QUEUE_MOST),
