@@ -156,6 +156,10 @@ fn the_library_path_advice_names_the_bundle_folder_whichever_model_registers_fir
             "advice names the copy's folder, which holds no OpenVINO library: {reason}"
         );
         assert!(reason.contains(&format!("LD_LIBRARY_PATH={bundle_lib}")), "{reason}");
+        // The copy's own advice: its folder lacks the libraries, so naming it would not help.
+        let (state, reason) = index_state(&mut c, "a_copy").await;
+        assert_eq!(state, "UNAVAILABLE", "{reason}");
+        assert!(reason.contains(&format!("{} does not hold libopenvino", copies.display())), "{reason}");
         assert_eq!(mlp_status(&mut c, "cpu").await, 200);
     });
     drop(server);

@@ -82,15 +82,26 @@ impl Environment {
 fn needs_its_folder(error: Error, pin: &PinnedPlugin, path: &Path) -> Error {
     let Error::Ort { message, .. } = &error else { return error };
     let Some(missing) = crate::providers::diagnose::missing_library_in(message) else { return error };
-    let folder = path.parent().map_or_else(|| ".".to_owned(), |f| f.display().to_string());
+    let parent = path.parent().unwrap_or(Path::new("."));
+    let folder = parent.display().to_string();
+    let why = "The plugin is loaded from a sealed in-memory copy of the file checked, where its $ORIGIN runpath finds nothing, and the loader reads LD_LIBRARY_PATH only at the program's start";
+    // A copy of the plugin's file alone: its folder would not help.
+    let fix = if parent.join(&missing).exists() {
+        format!(
+            "start the program with LD_LIBRARY_PATH={folder} (the bundle's folder holding {missing}; `onnxrt-dist assemble {}` prints it). {why}",
+            pin.dist
+        )
+    } else {
+        format!(
+            "{folder} does not hold {missing}: copy the bundle's whole lib folder there, or give the bundle's own library, and start the program with LD_LIBRARY_PATH set to the folder holding both (`onnxrt-dist assemble {}` prints the bundle's). {why}",
+            pin.dist
+        )
+    };
     Error::ProviderLoad {
         provider: format!("plugin `{}`", pin.dist),
         library: path.to_owned(),
         cause: message.clone(),
-        fix: format!(
-            "start the program with LD_LIBRARY_PATH={folder} (the bundle's folder holding {missing}; `onnxrt-dist assemble {}` prints it). The plugin is loaded from a sealed in-memory copy of the file checked, where its $ORIGIN runpath finds nothing, and the loader reads LD_LIBRARY_PATH only at the program's start",
-            pin.dist
-        ),
+        fix,
         missing: Some(missing),
     }
 }
@@ -287,7 +298,26 @@ mod tests {
         let error = needs_its_folder(ort, openvino, path);
         let Error::ProviderLoad { missing, fix, .. } = &error else { panic!("{error:?}") };
         assert_eq!(missing.as_deref(), Some("libopenvino_onnx_frontend.so.2641"));
-        assert!(fix.contains("LD_LIBRARY_PATH=/cache/entry/onnxruntime-ep-openvino-1.8.1/lib "), "{fix}");
+        // (No such folder here: the advice says the folder lacks the library.)
+        assert!(
+            fix.contains(
+                "/cache/entry/onnxruntime-ep-openvino-1.8.1/lib does not hold libopenvino_onnx_frontend.so.2641"
+            ),
+            "{fix}"
+        );
+        // A folder holding it: that folder, on LD_LIBRARY_PATH.
+        let bundle = std::env::temp_dir().join(format!("onnxrt-advice-{}", std::process::id()));
+        std::fs::create_dir_all(&bundle).expect("folder");
+        std::fs::write(bundle.join("libopenvino_onnx_frontend.so.2641"), b"").expect("file");
+        let ort = Error::Ort {
+            function: "RegisterExecutionProviderLibrary",
+            code: crate::ErrorCode::Fail,
+            message: message.into(),
+        };
+        let error = needs_its_folder(ort, openvino, &bundle.join("libonnxruntime_providers_openvino_plugin.so"));
+        let _ = std::fs::remove_dir_all(&bundle);
+        let Error::ProviderLoad { fix, .. } = &error else { panic!("{error:?}") };
+        assert!(fix.contains(&format!("LD_LIBRARY_PATH={} ", bundle.display())), "{fix}");
         // Another failure is ORT's, unchanged.
         let other = Error::Ort {
             function: "RegisterExecutionProviderLibrary",
