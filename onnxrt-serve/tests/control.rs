@@ -255,6 +255,7 @@ fn bad_command_line_counts_stop_the_start_naming_the_flag() {
         (&["--pad-sizes", "1,64"], "--pad-sizes has 64: each size must be from 1 to --max-batch (32)"),
         (&["--pad-sizes", "0,8"], "--pad-sizes has 0"),
         (&["--pad-sizes", "8", "--pad-batches"], "give one"),
+        (&["--max-connections", "0"], "--max-connections 0"),
     ] {
         let (status, stderr) =
             common::refused_start(&root, args).unwrap_or_else(|line| panic!("{args:?} served: {line}"));

@@ -177,7 +177,8 @@ impl<'s, 'v> IoBinding<'s, 'v> {
         let _serialized = inner.run_lock.as_ref().map(|lock| lock.lock().unwrap_or_else(|e| e.into_inner()));
         let run_options = options.map_or(std::ptr::null(), RunOptions::as_ptr);
         // SAFETY: session, binding and everything bound are live (borrowed for 's and 'v).
-        unsafe { ort!(api, RunWithBinding(self.session.as_ptr(), run_options, self.raw.as_ptr())) }
+        let ran = unsafe { ort!(api, RunWithBinding(self.session.as_ptr(), run_options, self.raw.as_ptr())) };
+        ran.map_err(|e| self.session.memory_named(e))
     }
 
     /// The output values of the last run, in binding order.

@@ -430,6 +430,23 @@ fn a_cpu_session_running_out_of_memory_gives_host_advice() {
     assert!(matches!(error, Error::OutOfMemory { host: true, .. }), "{error:?}");
     let text = error.to_string();
     assert!(text.contains("host memory") && !text.contains("gpu_mem_limit"), "{text}");
+    // The same through a binding and an async run (outside review, 2026-12-07: both gave the
+    // GPU's advice).
+    let mut binding = session.io_binding().expect("binding");
+    binding.bind_input("shape", &huge).expect("bound");
+    binding.bind_output_to_device("y", &onnxrt::MemoryInfo::cpu().expect("cpu")).expect("bound");
+    let error = binding.run(None).expect_err("too large");
+    assert!(matches!(error, Error::OutOfMemory { host: true, .. }), "IoBinding: {error:?}");
+    drop(binding);
+    let runtime = tokio::runtime::Builder::new_current_thread().build().expect("tokio");
+    let error = runtime
+        .block_on(
+            session
+                .run_async([("shape", Value::from_vec(&[2], vec![1i64 << 20, 1 << 20]).expect("shape"))], &[])
+                .expect("starts"),
+        )
+        .expect_err("too large");
+    assert!(matches!(error, Error::OutOfMemory { host: true, .. }), "run_async: {error:?}");
     // The session still runs sizes it can hold.
     let small = Value::from_vec(&[2], vec![2i64, 3]).expect("shape");
     let out = session.run(&[("shape", &small)]).expect("a small run");

@@ -237,6 +237,12 @@ impl Settings {
     /// The CUDA values are what measured best on an H200: with them 256 clients kept 95 % of the
     /// offline batch-128 rate, against 70 % without the hold (`tools/gpu/run.sh serve`).
     pub fn of(config: &ModelConfig, defaults: &Defaults) -> Result<Settings, String> {
+        // The sizes first: they do not depend on the provider, whose checks may fail on this host.
+        let pad_sizes = padding_told(config, defaults)?;
+        let max_batch = config.max_batch.or(defaults.max_batch).unwrap_or(32);
+        if (1..=MAX_BATCH_MOST).contains(&max_batch) {
+            check_sizes(&pad_sizes, max_batch)?;
+        }
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
         let provider = config.provider.clone().or_else(|| defaults.provider.clone()).unwrap_or_else(|| "cpu".into());
         let device = config.device.or(defaults.device).unwrap_or(0);
@@ -256,10 +262,9 @@ impl Settings {
             _ => provider,
         };
         let batching = config.batching.or(defaults.batching).unwrap_or(provider == "cuda");
-        let pad_sizes = padding_told(config, defaults)?;
         let mut settings = Settings {
             batching,
-            max_batch: config.max_batch.or(defaults.max_batch).unwrap_or(32),
+            max_batch,
             max_delay_us: config.max_delay_us.or(defaults.max_delay_us).unwrap_or(0),
             queue: config.queue.or(defaults.queue).unwrap_or(1024),
             pad_sizes,
@@ -361,9 +366,7 @@ impl Settings {
                 return Err(format!("`{what}` is {value}; it must be at most {most}"));
             }
         }
-        if settings.batching {
-            check_padding(&settings)?;
-        }
+        check_padding(&settings)?;
         // ORT makes each intra-op thread's state when the session is made: 10^8 took the
         // server's memory at 300 MB/s (outside review, 2026-12-07).
         if let Some(threads) = settings.threads.filter(|&n| n > INTRA_OP_THREADS_MOST) {
@@ -394,26 +397,35 @@ fn padding_told(config: &ModelConfig, defaults: &Defaults) -> Result<Vec<usize>,
     if config.pad_to_power_of_two.is_some() {
         return Ok(Vec::new());
     }
+    // The command line's sizes, checked against this model's `max_batch` (which may be smaller
+    // than the command line's): a refusal says where they came from.
+    let max_batch = config.max_batch.or(defaults.max_batch).unwrap_or(32);
+    if (1..=MAX_BATCH_MOST).contains(&max_batch) {
+        check_sizes(&defaults.pad_sizes, max_batch).map_err(|why| format!("{why} (the sizes of --pad-sizes)"))?;
+    }
     Ok(defaults.pad_sizes.clone())
 }
 
-/// The padded sizes and what needs them, for a batched model: every size from 1 to `max_batch`,
-/// and a session per size only with few sizes (unpadded, up to `max_batch` sessions, each with
-/// the model's weights).
+/// The padded sizes and what needs them: every size from 1 to `max_batch` (batched or not, as
+/// the command line's are), and for a batched model a session per size only with few sizes
+/// (unpadded, up to `max_batch` sessions, each with the model's weights).
 fn check_padding(settings: &Settings) -> Result<(), String> {
-    if let Some(&size) = settings.pad_sizes.iter().find(|&&n| n == 0 || n > settings.max_batch) {
-        return Err(format!(
-            "`pad_sizes` has {size}; each size must be from 1 to `max_batch` ({})",
-            settings.max_batch
-        ));
-    }
-    if settings.session_per_batch_size && !settings.padded() {
+    check_sizes(&settings.pad_sizes, settings.max_batch)?;
+    if settings.batching && settings.session_per_batch_size && !settings.padded() {
         return Err("`session_per_batch_size` makes a session, with its own copy of the weights, per padded batch \
              size: it needs `pad_to_power_of_two` or `pad_sizes` (unpadded, every size from 1 to `max_batch` \
              would get one)"
             .into());
     }
     Ok(())
+}
+
+/// Every padded size from 1 to `max_batch`.
+fn check_sizes(pad_sizes: &[usize], max_batch: usize) -> Result<(), String> {
+    match pad_sizes.iter().find(|&&n| n == 0 || n > max_batch) {
+        Some(size) => Err(format!("`pad_sizes` has {size}; each size must be from 1 to `max_batch` ({max_batch})")),
+        None => Ok(()),
+    }
 }
 
 /// Batched CUDA models pad their batches to powers of two unless told otherwise (no padding
@@ -646,6 +658,11 @@ mod tests {
             let why = refused(ModelConfig { pad_sizes: sizes, ..batched.clone() }, &none);
             assert!(why.contains(&format!("`pad_sizes` has {size}")) && why.contains("(16)"), "{why}");
         }
+        // Unbatched too (as on the command line), and on CUDA unbatched before the provider.
+        let unbatched = ModelConfig { batching: Some(false), pad_sizes: vec![0], ..ModelConfig::default() };
+        assert!(refused(unbatched, &none).contains("`pad_sizes` has 0"));
+        let cuda_unbatched = ModelConfig { batching: Some(false), pad_sizes: vec![33], ..cuda_again() };
+        assert!(refused(cuda_unbatched, &none).contains("`pad_sizes` has 33"));
         // The limit itself is a size.
         Settings::of(&ModelConfig { pad_sizes: vec![4, 16], ..batched.clone() }, &none).expect("16 of 16");
         // On CUDA too, before the provider's load (which fails on a host without CUDA).
@@ -660,6 +677,10 @@ mod tests {
         assert!(refused(both, &none).contains("config.json gives both"));
         let command_line = Defaults { pad_sizes: vec![4], pad_to_power_of_two: Some(true), ..none.clone() };
         assert!(refused(batched.clone(), &command_line).contains("the command line gives both"));
+        // The command line's sizes against a model's smaller max_batch: said where they came from.
+        let small = ModelConfig { batching: Some(true), max_batch: Some(8), ..ModelConfig::default() };
+        let why = refused(small, &Defaults { pad_sizes: vec![1, 32], ..none.clone() });
+        assert!(why.contains("`pad_sizes` has 32") && why.contains("--pad-sizes"), "{why}");
         // Across levels, the model's file says how it pads.
         let powers_here = ModelConfig { pad_to_power_of_two: Some(true), ..batched.clone() };
         let sizes_there = Defaults { pad_sizes: vec![4], ..none.clone() };

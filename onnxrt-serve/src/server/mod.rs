@@ -231,6 +231,8 @@ fn check_command_line(args: &Args) -> Result<(), String> {
         // 0 is ONNX Runtime's own choice (one per core).
         ("--threads", args.threads, 0, INTRA_OP_THREADS_MOST),
         ("--workers", args.workers, 1, WORKERS_MOST),
+        ("--max-connections", Some(args.max_connections), 1, CONNECTIONS_MOST),
+        ("--max-connections-per-peer", args.max_connections_per_peer, 1, CONNECTIONS_MOST),
     ];
     for (flag, value, least, most) in counts {
         if let Some(value) = value.filter(|v| !(least..=most).contains(v)) {
@@ -248,6 +250,8 @@ fn check_command_line(args: &Args) -> Result<(), String> {
 
 /// The most async worker threads (`--workers`; each is made at start).
 const WORKERS_MOST: usize = 1024;
+/// The most open connections (`--max-connections`): far above any descriptor limit.
+const CONNECTIONS_MOST: usize = 1 << 20;
 
 /// Logs to stderr, filtered by `RUST_LOG` (default: `info`).
 pub fn init_logs() {

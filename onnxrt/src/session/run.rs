@@ -108,15 +108,13 @@ impl Session {
 
     /// An out-of-memory error of a session on the CPU alone is about host memory (ORT's message
     /// does not say which memory ran out; its advice would otherwise speak of the GPU's).
-    fn memory_named(&self, error: Error) -> Error {
-        match error {
-            Error::OutOfMemory { function, message, host: false }
-                if self.inner.providers.iter().all(|p| *p == "CPUExecutionProvider") =>
-            {
-                Error::OutOfMemory { function, message, host: true }
-            }
-            other => other,
-        }
+    pub(crate) fn memory_named(&self, error: Error) -> Error {
+        host_memory_if(self.cpu_only(), error)
+    }
+
+    /// Whether the session runs on the CPU alone.
+    pub(crate) fn cpu_only(&self) -> bool {
+        self.inner.providers.iter().all(|p| *p == "CPUExecutionProvider")
     }
 
     /// One call of ORT's `Run`, with preallocated outputs where `preallocate` and the pool has
@@ -220,4 +218,15 @@ struct RunCall<'a> {
     input_values: &'a [*const OrtValue],
     output_names: &'a [*const c_char],
     run_options: *const onnxrt_sys::OrtRunOptions,
+}
+
+/// `error` with its out-of-memory advice about host memory where `cpu_only` (ORT's message does
+/// not say which memory ran out).
+pub(crate) fn host_memory_if(cpu_only: bool, error: Error) -> Error {
+    match error {
+        Error::OutOfMemory { function, message, host: false } if cpu_only => {
+            Error::OutOfMemory { function, message, host: true }
+        }
+        other => other,
+    }
 }

@@ -90,6 +90,8 @@ struct State {
     // Per requested output: its name, and whether the model returns an input there.
     labels: Vec<Arc<str>>,
     passthrough: Vec<bool>,
+    // The session runs on the CPU alone: an out-of-memory error is the host's.
+    cpu_only: bool,
     done: Mutex<Done>,
 }
 
@@ -308,6 +310,7 @@ impl Session {
             output_values: Mutex::new(vec![std::ptr::null_mut(); output_indices.len()]),
             labels: output_indices.iter().map(|&i| Arc::clone(&self.inner.output_labels[i])).collect(),
             passthrough: output_indices.iter().map(|&i| self.inner.passthrough[i]).collect(),
+            cpu_only: self.cpu_only(),
             done: Mutex::new(Done::default()),
         });
         let phase = match self.inner.gate.enter() {
@@ -408,6 +411,7 @@ unsafe extern "C" fn on_done(
             let unaliased = crate::value::alias::unalias(&mut values, state.inputs.iter().map(Held::value), |p| {
                 state.passthrough.get(p).copied().unwrap_or(false)
             });
+            let checked = checked.map_err(|e| super::run::host_memory_if(state.cpu_only, e));
             let result = match checked.and(unaliased) {
                 Ok(()) if values.len() == count => Ok(values),
                 Ok(()) => Err(Error::null_out("RunAsync", "value for an output")),
