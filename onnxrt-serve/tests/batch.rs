@@ -829,3 +829,32 @@ fn batches_run_by_a_runner_of_the_callers_choice_answer_as_on_the_session() {
         .expect_err("refused");
     assert!(refused.to_string().contains("session_per_batch_size"), "{refused}");
 }
+
+/// A model whose samples have free axes (an image of any width) is warmed up at every padded
+/// size, each on its own session, for the sample shape given; the shape alone has none to use.
+/// (Why: a CUDA session tunes each shape on its first run, about 0.6 s for PP-OCR cls on an H100.)
+#[test]
+fn a_model_with_free_sample_axes_warms_up_every_size_at_the_shape_given() {
+    use onnxrt_tests::proto;
+    let x = proto::free_tensor_info("x", proto::FLOAT, &["n", "w"]);
+    let y = proto::free_tensor_info("y", proto::FLOAT, &["n", "w"]);
+    let bytes: &'static [u8] = proto::model(8, 17, &[proto::node("Relu", &["x"], &["y"], &[])], &[x], &[y]).leak();
+    let load = move || builder().commit_from_memory(bytes);
+    let batcher = Batcher::builder(load().expect("session"))
+        .max_batch(8)
+        .pad_to_power_of_two(true)
+        .session_per_batch_size(load)
+        .build()
+        .expect("batcher");
+    let error = batcher.warm_up().expect_err("no shape for the free axis");
+    assert!(error.to_string().contains("free axis"), "{error}");
+    assert_eq!(batcher.warm_up_with(&[("x", &[5])]).expect("warmed up"), [1, 2, 4, 8]);
+    assert_eq!(batcher.session_count(), 4);
+    // Requests of that width run on those sessions: no new one is made.
+    let reply = batcher.run([("x", Value::from_vec(&[1, 5], vec![-1f32, 2., -3., 4., 0.]).expect("x"))]).expect("run");
+    assert_eq!(
+        reply.get("y").expect("y").to_array::<f32>().expect("f32").into_raw_vec_and_offset().0,
+        [0., 2., 0., 4., 0.]
+    );
+    assert_eq!(batcher.session_count(), 4);
+}

@@ -42,6 +42,15 @@ pub fn batched_tensor_info(name: &str, elem_type: i32, sample: &[i64]) -> ValueI
     info
 }
 
+/// `ValueInfoProto` of a tensor whose axes are all free, named `axes` (e.g. `["n", "w"]`).
+pub fn free_tensor_info(name: &str, elem_type: i32, axes: &[&str]) -> ValueInfoProto {
+    let dim = |&axis: &&str| Dimension { value: Some(dimension::Value::DimParam(axis.into())), denotation: None };
+    let shape = TensorShapeProto { dim: axes.iter().map(dim).collect() };
+    let tensor = type_proto::Tensor { elem_type: Some(elem_type), shape: Some(shape) };
+    let ty = TypeProto { value: Some(type_proto::Value::TensorType(tensor)), denotation: None };
+    ValueInfoProto { name: Some(name.into()), r#type: Some(ty), doc_string: None }
+}
+
 /// `NodeProto` of the default domain.
 pub fn node(op: &str, inputs: &[&str], outputs: &[&str], attributes: &[AttributeProto]) -> NodeProto {
     domain_node("", op, inputs, outputs, attributes)

@@ -10,7 +10,8 @@ source tools/gpu/common.sh
 serve=${SERVE:-.gpu-run/shm/serve}
 [ -x /tmp/pyenv/bin/python ] || { echo "no /tmp/pyenv: the tritonclient check did not run"; exit 2; }
 # tritonclient 2.51 imports cuda-python 12's `cuda.cudart`: carried as wheels (cuda-bindings 12.9,
-# cuda-pathfinder, nvidia-cuda-runtime-cu12, whose libcudart.so.12 the driver runs) in .gpu-run/cudapy.
+# cuda-pathfinder 1.4 or later: 1.1.0 knows no driver library, KeyError 'cuda'; nvidia-cuda-runtime-cu12,
+# whose libcudart.so.12 the driver runs) in .gpu-run/cudapy.
 ls .gpu-run/cudapy/*.whl >/dev/null 2>&1 && /tmp/pyenv/bin/python -m pip install -q --no-deps --no-index .gpu-run/cudapy/*.whl 2>&1 | tail -2
 repo=/tmp/shm-repo && rm -rf $repo && mkdir -p $repo/add && cp tests/data/models/add_f32.onnx $repo/add/model.onnx
 "$serve" --model-repository $repo --listen 127.0.0.1:18000 --grpc-listen 127.0.0.1:18001 --cuda-shared-memory true >"$out/shm-serve.log" 2>&1 &

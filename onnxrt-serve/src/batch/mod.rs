@@ -297,6 +297,16 @@ impl Batcher {
     /// [`Error::InvalidArgument`](onnxrt::Error::InvalidArgument) when an input's sample shape is not fixed (there is no shape to
     /// warm up with); the run's error otherwise.
     pub fn warm_up(&self) -> Result<Vec<usize>> {
+        self.warm_up_with(&[])
+    }
+
+    /// [`warm_up`](Self::warm_up), with the sample shapes (without the batch axis) of inputs
+    /// whose declared sample has free axes, e.g. `[("x", vec![3, 48, 192])]`: a model with free
+    /// axes (an image of any width) is warmed up at every batch size for the shape given.
+    ///
+    /// # Errors
+    /// As [`warm_up`](Self::warm_up), for an input neither declared fixed nor given here.
+    pub fn warm_up_with(&self, samples: &[(&str, &[i64])]) -> Result<Vec<usize>> {
         let sizes = self.settings.run_sizes();
         // Each worker makes and captures every CUDA graph on its own thread when it starts
         // (ORT keeps them per thread); sizes whose graph could not be made or captured are
@@ -319,11 +329,11 @@ impl Batcher {
                     onnxrt::Dim::Fixed(n) => Some(*n),
                     _ => None,
                 };
-                let sample: Shape = input.sample.iter().map(fixed).collect::<Option<_>>().ok_or_else(|| {
-                    onnxrt::Error::InvalidArgument {
-                        what: format!("warming up a batcher for input `{}`", input.name),
-                        why: "its sample shape has a free axis, so there is no shape to warm up with".into(),
-                    }
+                let given = samples.iter().find(|(name, _)| *name == input.name).map(|(_, shape)| Shape::from(*shape));
+                let declared = input.sample.iter().map(fixed).collect::<Option<Shape>>();
+                let sample: Shape = declared.or(given).ok_or_else(|| onnxrt::Error::InvalidArgument {
+                    what: format!("warming up a batcher for input `{}`", input.name),
+                    why: "its sample shape has a free axis, so there is no shape to warm up with".into(),
                 })?;
                 let value = Value::zeros(&worker::batch_shape(rows, &sample), input.element_type)?;
                 values.push((input.name.as_str(), value));

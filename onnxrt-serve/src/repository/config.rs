@@ -177,6 +177,9 @@ pub struct Settings {
     pub device_inputs: bool,
     /// See [`ModelConfig::cuda_graphs`].
     pub cuda_graphs: bool,
+    /// Whether `cuda_graphs` was given (by the model's file or the command line) rather than
+    /// decided by default (a default gives way to a model whose samples have free axes).
+    pub cuda_graphs_told: bool,
     /// See [`ModelConfig::hold_while_busy`].
     pub hold_while_busy: bool,
     /// See [`ModelConfig::batch_workers`].
@@ -208,6 +211,20 @@ impl Settings {
     /// CUDA graphs, a session per batch size), which isolation cannot move to a worker.
     pub fn batches_on_this_process(&self) -> bool {
         self.batching && (self.device_inputs || self.cuda_graphs || self.session_per_batch_size)
+    }
+
+    /// For a model whose samples have free axes (an image of any width; `samples_fixed` false),
+    /// CUDA graphs that were only a default are turned off: a graph replays fixed shapes, so none
+    /// can be made, and each padded size then runs on a session of its own
+    /// (`session_per_batch_size`'s default). Tried anyway, every size ran on the one session,
+    /// rebuilding its convolution plans at each change of size: PP-OCR cls answered in 1.4 s on
+    /// an H100 (2026-12-07). Returns whether they were turned off.
+    pub fn fit_graphs_to_samples(&mut self, samples_fixed: bool) -> bool {
+        let off = self.cuda_graphs && !self.cuda_graphs_told && !samples_fixed;
+        if off {
+            self.cuda_graphs = false;
+        }
+        off
     }
 
     /// Whether batches are padded to a few sizes (`pad_to_power_of_two` or `pad_sizes`).
@@ -283,6 +300,7 @@ impl Settings {
             ),
             // Decided below, once the settings it needs are known.
             cuda_graphs: false,
+            cuda_graphs_told: config.cuda_graphs.or(defaults.cuda_graphs).is_some(),
             hold_while_busy: config.hold_while_busy.or(defaults.hold_while_busy).unwrap_or(provider == "cuda"),
             batch_workers: config.batch_workers.or(defaults.batch_workers).unwrap_or(if provider == "cuda" {
                 2
@@ -319,12 +337,13 @@ impl Settings {
             .or(defaults.cuda_graphs)
             .unwrap_or_else(|| graph_needs(&settings).iter().all(|(met, _)| *met));
         if settings.provider == "cuda" && settings.batching {
-            // Sizes without a graph (none in a build without CUDA graphs, or one whose capture
-            // failed) run on a session of their own, so that no session sees changing sizes.
+            // Sizes without a graph (all in a build without CUDA graphs or for a model whose
+            // samples have free axes, or one whose capture failed) run on a session of their own,
+            // so that no session sees changing sizes. Sessions are made only for such sizes.
             settings.session_per_batch_size = config
                 .session_per_batch_size
                 .or(defaults.session_per_batch_size)
-                .unwrap_or(!settings.cuda_graphs && settings.isolation != Some(true) && settings.padded());
+                .unwrap_or(settings.isolation != Some(true) && settings.padded());
         }
         if settings.device_inputs && settings.provider != "cuda" {
             return Err("`device_inputs` copies batches to a CUDA device: it needs \"provider\": \"cuda\"".into());
@@ -610,7 +629,18 @@ mod tests {
         let none = Defaults::default();
         let cuda = ModelConfig { provider: Some("cuda".into()), ..ModelConfig::default() };
         let graphs = cfg!(feature = "cuda");
-        assert_eq!(shapes(of(&cuda, &none)), (true, vec![], !graphs, graphs));
+        // Graphs where they can be, and a session of its own for each size without one (made
+        // only for such sizes).
+        assert_eq!(shapes(of(&cuda, &none)), (true, vec![], true, graphs));
+        assert!(!of(&cuda, &none).cuda_graphs_told);
+        assert!(of(&ModelConfig { cuda_graphs: Some(false), ..cuda.clone() }, &none).cuda_graphs_told);
+        // A model with free sample axes: default graphs give way, each size on its own session.
+        let mut free = of(&cuda, &none);
+        assert_eq!(free.fit_graphs_to_samples(false), graphs);
+        assert_eq!(shapes(free), (true, vec![], true, false));
+        let mut fixed = of(&cuda, &none);
+        assert!(!fixed.fit_graphs_to_samples(true));
+        assert_eq!(fixed.cuda_graphs, graphs);
         assert_eq!(of(&cuda, &none).padded_sizes(), [1, 2, 4, 8, 16, 32]);
         let odd = ModelConfig { max_batch: Some(24), ..cuda.clone() };
         assert_eq!(of(&odd, &none).padded_sizes(), [1, 2, 4, 8, 16, 24]);

@@ -111,6 +111,11 @@ impl ServedModel {
         let batcher_of: Arc<std::sync::OnceLock<std::sync::Weak<Batcher>>> = Arc::default();
         let mut inputs = session.inputs().iter().map(|i| ModelTensor::of(i, "input")).collect::<Result<Vec<_>, _>>()?;
         narrow(&mut inputs, &settings.shapes)?;
+        // CUDA graphs replay fixed shapes (`Settings::fit_graphs_to_samples`).
+        let samples_fixed = inputs.iter().all(|i| i.shape.iter().skip(1).all(|&d| d >= 0));
+        if settings.fit_graphs_to_samples(samples_fixed) {
+            tracing::info!(model = %name, "no CUDA graphs: an input's sample shape has free axes, and a graph replays fixed shapes");
+        }
         let declared = session.inputs().iter().zip(&inputs).map(|(info, narrowed)| narrowed.fixing(info)).collect();
         let warmup_names = settings.warmup.keys().map(|n| ("warmup", n));
         for (what, name) in warmup_names.chain(settings.warmup_fill.keys().map(|n| ("warmup_fill", n))) {
