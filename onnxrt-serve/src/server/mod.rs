@@ -419,6 +419,10 @@ async fn serve(args: Args) -> Result<(), String> {
     }
     let app = Arc::new(app);
 
+    // Watched from before the port opens: a SIGTERM sent as soon as the server answers (before
+    // the wait below begins, on a loaded machine) ends it cleanly, not by the default action
+    // (a CI run of 2026-12-07 saw connections reset that way).
+    let mut stop = StopSignals::watch();
     let listener = tokio::net::TcpListener::bind(args.listen)
         .await
         .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
@@ -493,7 +497,7 @@ async fn serve(args: Args) -> Result<(), String> {
             Duration::from_secs(args.repository_poll_secs.unwrap_or(15).max(1)),
         ))
     });
-    stop_signal().await;
+    stop.next().await;
     if let Some(poll) = poll {
         poll.abort();
     }
@@ -504,7 +508,7 @@ async fn serve(args: Args) -> Result<(), String> {
         tracing::info!(drain_delay_ms = args.drain_delay_ms, "stop signal: not ready, serving on for the drain delay");
         tokio::select! {
             () = tokio::time::sleep(Duration::from_millis(args.drain_delay_ms)) => {}
-            () = stop_signal() => tracing::info!("second stop signal: the drain delay cut short"),
+            () = stop.next() => tracing::info!("second stop signal: the drain delay cut short"),
         }
     }
     tracing::info!("stop signal: no new connections, finishing the requests in flight");
@@ -560,18 +564,39 @@ async fn not_found(uri: axum::http::Uri) -> axum::response::Response {
     )
 }
 
-/// SIGTERM (what orchestrators send) or Ctrl-C.
-async fn stop_signal() {
-    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(term) => term,
-        Err(error) => {
-            tracing::warn!(%error, "cannot watch SIGTERM; Ctrl-C only");
-            let _ = tokio::signal::ctrl_c().await;
-            return;
+/// SIGTERM (what orchestrators send) and Ctrl-C (SIGINT), each watched from `watch` on.
+struct StopSignals {
+    term: Option<tokio::signal::unix::Signal>,
+    interrupt: Option<tokio::signal::unix::Signal>,
+}
+
+impl StopSignals {
+    fn watch() -> StopSignals {
+        use tokio::signal::unix::{signal, SignalKind};
+        let watch = |kind: SignalKind, name: &str| match signal(kind) {
+            Ok(stream) => Some(stream),
+            Err(error) => {
+                tracing::warn!(%error, "cannot watch {name}");
+                None
+            }
+        };
+        StopSignals {
+            term: watch(SignalKind::terminate(), "SIGTERM"),
+            interrupt: watch(SignalKind::interrupt(), "SIGINT"),
         }
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = tokio::signal::ctrl_c() => {}
+    }
+
+    /// The next SIGTERM or SIGINT (one sent since the last is not lost).
+    async fn next(&mut self) {
+        async fn one(stream: &mut Option<tokio::signal::unix::Signal>) {
+            match stream {
+                Some(stream) => drop(stream.recv().await),
+                None => std::future::pending().await,
+            }
+        }
+        tokio::select! {
+            () = one(&mut self.term) => {}
+            () = one(&mut self.interrupt) => {}
+        }
     }
 }
