@@ -848,6 +848,14 @@ fn a_model_with_free_sample_axes_warms_up_every_size_at_the_shape_given() {
         .expect("batcher");
     let error = batcher.warm_up().expect_err("no shape for the free axis");
     assert!(error.to_string().contains("free axis"), "{error}");
+    // Names it does not have, given twice: refused before any run (outside review, 2026-12-07).
+    for (samples, says) in
+        [(&[("nope", &[5i64][..])][..], "no such input"), (&[("x", &[5][..]), ("x", &[6][..])], "given twice")]
+    {
+        let error = batcher.warm_up_with(samples).expect_err("refused");
+        assert!(error.to_string().contains(says), "{error}");
+    }
+    assert_eq!(batcher.session_count(), 1);
     assert_eq!(batcher.warm_up_with(&[("x", &[5])]).expect("warmed up"), [1, 2, 4, 8]);
     assert_eq!(batcher.session_count(), 4);
     // Requests of that width run on those sessions: no new one is made.
@@ -857,4 +865,16 @@ fn a_model_with_free_sample_axes_warms_up_every_size_at_the_shape_given() {
         [0., 2., 0., 4., 0.]
     );
     assert_eq!(batcher.session_count(), 4);
+}
+
+/// A sample shape given for an input whose sample is fixed must be that shape.
+#[test]
+fn warm_up_with_refuses_a_shape_that_differs_from_a_fixed_sample() {
+    let batcher = Batcher::builder(builder().commit_from_file(model("mlp.onnx")).expect("session"))
+        .max_batch(4)
+        .build()
+        .expect("batcher");
+    let error = batcher.warm_up_with(&[("x", &[17])]).expect_err("mlp's sample is [16]");
+    assert!(error.to_string().contains("fixed at [16]"), "{error}");
+    assert_eq!(batcher.warm_up_with(&[("x", &[16])]).expect("its own shape"), [1, 2, 3, 4]);
 }

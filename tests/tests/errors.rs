@@ -447,6 +447,9 @@ fn a_cpu_session_running_out_of_memory_gives_host_advice() {
         )
         .expect_err("too large");
     assert!(matches!(error, Error::OutOfMemory { host: true, .. }), "run_async: {error:?}");
+    // A tensor of ORT's default allocator (the host's): said so too.
+    let error = Value::zeros(&[1 << 40], ElementType::F32).expect_err("too large");
+    assert!(matches!(error, Error::OutOfMemory { host: true, .. }), "Value::zeros: {error:?}");
     // The session still runs sizes it can hold.
     let small = Value::from_vec(&[2], vec![2i64, 3]).expect("shape");
     let out = session.run(&[("shape", &small)]).expect("a small run");

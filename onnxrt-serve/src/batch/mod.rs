@@ -307,6 +307,23 @@ impl Batcher {
     /// # Errors
     /// As [`warm_up`](Self::warm_up), for an input neither declared fixed nor given here.
     pub fn warm_up_with(&self, samples: &[(&str, &[i64])]) -> Result<Vec<usize>> {
+        for (index, (name, shape)) in samples.iter().enumerate() {
+            let refuse = |why: String| onnxrt::Error::InvalidArgument { what: format!("warm-up sample `{name}`"), why };
+            let Some(input) = self.plan.inputs.iter().find(|i| i.name == *name) else {
+                let names: Vec<&str> = self.plan.inputs.iter().map(|i| i.name.as_str()).collect();
+                return Err(refuse(format!("the model has no such input (inputs: {names:?})")).into());
+            };
+            if samples[..index].iter().any(|(earlier, _)| earlier == name) {
+                return Err(refuse("given twice".into()).into());
+            }
+            let declared: Option<Vec<i64>> =
+                input.sample.iter().map(|d| if let onnxrt::Dim::Fixed(n) = d { Some(*n) } else { None }).collect();
+            if let Some(declared) = declared.filter(|declared| declared != shape) {
+                return Err(
+                    refuse(format!("the input's sample shape is fixed at {declared:?}; {shape:?} differs")).into()
+                );
+            }
+        }
         let sizes = self.settings.run_sizes();
         // Each worker makes and captures every CUDA graph on its own thread when it starts
         // (ORT keeps them per thread); sizes whose graph could not be made or captured are

@@ -255,9 +255,9 @@ impl Settings {
     /// offline batch-128 rate, against 70 % without the hold (`tools/gpu/run.sh serve`).
     pub fn of(config: &ModelConfig, defaults: &Defaults) -> Result<Settings, String> {
         // The sizes first: they do not depend on the provider, whose checks may fail on this host.
-        let pad_sizes = padding_told(config, defaults)?;
+        let (pad_sizes, sizes_from_command_line) = padding_told(config, defaults)?;
         let max_batch = config.max_batch.or(defaults.max_batch).unwrap_or(32);
-        if (1..=MAX_BATCH_MOST).contains(&max_batch) {
+        if (1..=MAX_BATCH_MOST).contains(&max_batch) && !sizes_from_command_line {
             check_sizes(&pad_sizes, max_batch)?;
         }
         let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
@@ -385,7 +385,7 @@ impl Settings {
                 return Err(format!("`{what}` is {value}; it must be at most {most}"));
             }
         }
-        check_padding(&settings)?;
+        check_padding(&settings, sizes_from_command_line)?;
         // ORT makes each intra-op thread's state when the session is made: 10^8 took the
         // server's memory at 300 MB/s (outside review, 2026-12-07).
         if let Some(threads) = settings.threads.filter(|&n| n > INTRA_OP_THREADS_MOST) {
@@ -399,7 +399,8 @@ impl Settings {
 /// both `pad_sizes` and `pad_to_power_of_two: true` (which would win is not obvious). The model's
 /// own `pad_to_power_of_two` hides the command line's sizes, as its own sizes hide the command
 /// line's `--pad-batches`: the model's file says how that model pads.
-fn padding_told(config: &ModelConfig, defaults: &Defaults) -> Result<Vec<usize>, String> {
+/// The second value says whether the sizes are the command line's.
+fn padding_told(config: &ModelConfig, defaults: &Defaults) -> Result<(Vec<usize>, bool), String> {
     for (level, sizes, powers) in [
         ("config.json", &config.pad_sizes, config.pad_to_power_of_two),
         ("the command line", &defaults.pad_sizes, defaults.pad_to_power_of_two),
@@ -411,25 +412,26 @@ fn padding_told(config: &ModelConfig, defaults: &Defaults) -> Result<Vec<usize>,
         }
     }
     if !config.pad_sizes.is_empty() {
-        return Ok(config.pad_sizes.clone());
+        return Ok((config.pad_sizes.clone(), false));
     }
     if config.pad_to_power_of_two.is_some() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), false));
     }
-    // The command line's sizes, checked against this model's `max_batch` (which may be smaller
-    // than the command line's): a refusal says where they came from.
-    let max_batch = config.max_batch.or(defaults.max_batch).unwrap_or(32);
-    if (1..=MAX_BATCH_MOST).contains(&max_batch) {
-        check_sizes(&defaults.pad_sizes, max_batch).map_err(|why| format!("{why} (the sizes of --pad-sizes)"))?;
-    }
-    Ok(defaults.pad_sizes.clone())
+    Ok((defaults.pad_sizes.clone(), !defaults.pad_sizes.is_empty()))
 }
 
 /// The padded sizes and what needs them: every size from 1 to `max_batch` (batched or not, as
 /// the command line's are), and for a batched model a session per size only with few sizes
 /// (unpadded, up to `max_batch` sessions, each with the model's weights).
-fn check_padding(settings: &Settings) -> Result<(), String> {
-    check_sizes(&settings.pad_sizes, settings.max_batch)?;
+fn check_padding(settings: &Settings, sizes_from_command_line: bool) -> Result<(), String> {
+    // The command line's sizes against this model's `max_batch` (which may be smaller than the
+    // command line's), only where the model batches: an unbatched model never pads.
+    if !sizes_from_command_line || settings.batching {
+        check_sizes(&settings.pad_sizes, settings.max_batch).map_err(|why| match sizes_from_command_line {
+            true => format!("{why} (the sizes of --pad-sizes)"),
+            false => why,
+        })?;
+    }
     if settings.batching && settings.session_per_batch_size && !settings.padded() {
         return Err("`session_per_batch_size` makes a session, with its own copy of the weights, per padded batch \
              size: it needs `pad_to_power_of_two` or `pad_sizes` (unpadded, every size from 1 to `max_batch` \
@@ -709,8 +711,11 @@ mod tests {
         assert!(refused(batched.clone(), &command_line).contains("the command line gives both"));
         // The command line's sizes against a model's smaller max_batch: said where they came from.
         let small = ModelConfig { batching: Some(true), max_batch: Some(8), ..ModelConfig::default() };
-        let why = refused(small, &Defaults { pad_sizes: vec![1, 32], ..none.clone() });
+        let wide = Defaults { pad_sizes: vec![1, 32], ..none.clone() };
+        let why = refused(small.clone(), &wide);
         assert!(why.contains("`pad_sizes` has 32") && why.contains("--pad-sizes"), "{why}");
+        // An unbatched model never pads: the command line's sizes do not concern it.
+        Settings::of(&ModelConfig { batching: Some(false), ..small }, &wide).expect("unbatched");
         // Across levels, the model's file says how it pads.
         let powers_here = ModelConfig { pad_to_power_of_two: Some(true), ..batched.clone() };
         let sizes_there = Defaults { pad_sizes: vec![4], ..none.clone() };

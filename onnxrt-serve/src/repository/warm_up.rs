@@ -81,12 +81,15 @@ impl ServedModel {
             ));
         }
         if let Some(batcher) = self.batcher() {
-            // Every batch size (the batcher's runs are of zeros), at the warm-up run's sample
-            // shapes where the model's are free: a CUDA session tunes each shape on its first run
-            // (about 0.6 s for PP-OCR cls on an H100, 2026-12-07). Not where the warm-up run needed
-            // other values than zeros (`warmup_fill`) and the shapes are free, as before.
+            // Every batch size (the batcher's runs are of zeros). Where the samples' shapes are
+            // free, only on CUDA with padding, at the warm-up run's sample shapes: a CUDA session
+            // tunes each shape on its first run (about 0.6 s for PP-OCR cls on an H100,
+            // 2026-12-07), while on the CPU every size up to `max_batch` cost a 4096-row model
+            // 70 s and 6 GiB at start, and a large one its memory (outside review, 2026-12-07).
+            // Not where the warm-up run needed other values than zeros (`warmup_fill`).
             let fixed = self.inputs.iter().all(|i| i.shape.iter().skip(1).all(|&d| d >= 0));
-            if fixed || self.settings.warmup_fill.is_empty() {
+            let tuned = self.settings.provider == "cuda" && self.settings.padded();
+            if fixed || (tuned && self.settings.warmup_fill.is_empty()) {
                 let samples: Vec<(&str, &[i64])> =
                     shapes_run.iter().map(|(name, shape)| (name.as_str(), shape.get(1..).unwrap_or(&[]))).collect();
                 batcher.warm_up_with(&samples).map_err(|e| format!("warming up the batch sizes: {e}"))?;

@@ -224,9 +224,11 @@ pub(crate) fn allocated_tensor(shape: &[i64], element_type: ElementType) -> Resu
     let mut raw = std::ptr::null_mut();
     // SAFETY: shape pointer/length describe a live slice; the allocator is ORT's default
     // (process lifetime); the out-pointer is valid.
-    unsafe {
+    let created = unsafe {
         ort!(api, CreateTensorAsOrtValue(allocator, shape.as_ptr(), shape.len(), element_type.to_raw(), &mut raw))
-    }?;
+    };
+    // ORT's default allocator is the host's: its out-of-memory advice is about host memory.
+    created.map_err(|error| crate::session::host_memory_if(true, error))?;
     // SAFETY: on success `raw` is a new value we own.
     unsafe { Owned::from_raw(raw) }
 }
