@@ -447,6 +447,12 @@ fn a_cpu_session_running_out_of_memory_gives_host_advice() {
         )
         .expect_err("too large");
     assert!(matches!(error, Error::OutOfMemory { host: true, .. }), "run_async: {error:?}");
+    // A byte size past isize::MAX: refused before ORT, whose own check aborted a process that
+    // had no environment yet.
+    for elements in [1i64 << 62, i64::MAX] {
+        let error = Value::zeros(&[elements], ElementType::F32).expect_err("too large");
+        assert!(matches!(error, Error::BadShape { .. }), "{elements}: {error:?}");
+    }
     // A tensor of ORT's default allocator (the host's): said so too.
     let error = Value::zeros(&[1 << 40], ElementType::F32).expect_err("too large");
     assert!(matches!(error, Error::OutOfMemory { host: true, .. }), "Value::zeros: {error:?}");

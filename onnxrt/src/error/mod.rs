@@ -561,6 +561,20 @@ fn devices_fix(count: &Option<i32>) -> String {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// What to do about an out-of-memory failure: GPU advice unless the memory is the host's.
+impl Error {
+    /// This error with its out-of-memory advice about host memory where `host` (the memory is
+    /// known to be the host's: a CPU-only session, ORT's default allocator); ORT's message does
+    /// not say which memory ran out.
+    pub(crate) fn in_host_memory_if(self, host: bool) -> Error {
+        match self {
+            Error::OutOfMemory { function, message, host: false } if host => {
+                Error::OutOfMemory { function, message, host: true }
+            }
+            other => other,
+        }
+    }
+}
+
 fn oom_fix(host: bool) -> &'static str {
     if host {
         "lower the tensor's size or the batch size, or free host memory (a CPU allocator's limit, e.g. the arena's, bounds it too)"

@@ -66,7 +66,6 @@ pub use metadata::ModelMetadata;
 pub use model_bytes::ModelBytes;
 pub use optional::ValueType;
 pub use outputs::Outputs;
-pub(crate) use run::host_memory_if;
 pub use run_async::RunFuture;
 pub use shared_weights::{PrepackedWeights, SharedInitializers};
 pub use validate::check_inputs;

@@ -109,7 +109,7 @@ impl Session {
     /// An out-of-memory error of a session on the CPU alone is about host memory (ORT's message
     /// does not say which memory ran out; its advice would otherwise speak of the GPU's).
     pub(crate) fn memory_named(&self, error: Error) -> Error {
-        host_memory_if(self.cpu_only(), error)
+        error.in_host_memory_if(self.cpu_only())
     }
 
     /// Whether the session runs on the CPU alone.
@@ -218,15 +218,4 @@ struct RunCall<'a> {
     input_values: &'a [*const OrtValue],
     output_names: &'a [*const c_char],
     run_options: *const onnxrt_sys::OrtRunOptions,
-}
-
-/// `error` with its out-of-memory advice about host memory where `cpu_only` (ORT's message does
-/// not say which memory ran out).
-pub(crate) fn host_memory_if(cpu_only: bool, error: Error) -> Error {
-    match error {
-        Error::OutOfMemory { function, message, host: false } if cpu_only => {
-            Error::OutOfMemory { function, message, host: true }
-        }
-        other => other,
-    }
 }

@@ -411,7 +411,7 @@ unsafe extern "C" fn on_done(
             let unaliased = crate::value::alias::unalias(&mut values, state.inputs.iter().map(Held::value), |p| {
                 state.passthrough.get(p).copied().unwrap_or(false)
             });
-            let checked = checked.map_err(|e| super::run::host_memory_if(state.cpu_only, e));
+            let checked = checked.map_err(|e| e.in_host_memory_if(state.cpu_only));
             let result = match checked.and(unaliased) {
                 Ok(()) if values.len() == count => Ok(values),
                 Ok(()) => Err(Error::null_out("RunAsync", "value for an output")),

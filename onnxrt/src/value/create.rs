@@ -219,6 +219,15 @@ pub(crate) unsafe fn tensor_over_in(
 pub(crate) fn allocated_tensor(shape: &[i64], element_type: ElementType) -> Result<Owned<OrtValue>> {
     // No code the crate cannot size reaches an allocation: it could not zero or read it.
     element_type.check_known()?;
+    // A byte size past isize::MAX is refused here: ORT's own size check throws through its
+    // default logger, which aborts the process where no environment exists yet (outside review,
+    // 2026-12-07: `Value::zeros(&[1 << 62], F32)` as a program's first call).
+    if let Ok(size) = element_type.byte_size() {
+        let bytes = element_count(shape)?.checked_mul(size);
+        if bytes.is_none_or(|bytes| bytes > isize::MAX as usize) {
+            return Err(Error::BadShape { shape: shape.to_vec(), why: "byte size overflows" });
+        }
+    }
     let api = api()?;
     let allocator = default_allocator()?;
     let mut raw = std::ptr::null_mut();
@@ -228,7 +237,7 @@ pub(crate) fn allocated_tensor(shape: &[i64], element_type: ElementType) -> Resu
         ort!(api, CreateTensorAsOrtValue(allocator, shape.as_ptr(), shape.len(), element_type.to_raw(), &mut raw))
     };
     // ORT's default allocator is the host's: its out-of-memory advice is about host memory.
-    created.map_err(|error| crate::session::host_memory_if(true, error))?;
+    created.map_err(|error| error.in_host_memory_if(true))?;
     // SAFETY: on success `raw` is a new value we own.
     unsafe { Owned::from_raw(raw) }
 }
