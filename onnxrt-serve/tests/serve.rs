@@ -59,6 +59,18 @@ impl Server {
         line.split_whitespace().nth(1).and_then(|n| n.parse().ok()).expect("VmRSS in kB")
     }
 
+    /// The exit status once the process ends (at most 2000 polls, 10 ms apart); `None` if it
+    /// is still running then.
+    fn wait_for_exit(&mut self) -> Option<std::process::ExitStatus> {
+        for _ in 0..2000 {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        None
+    }
+
     fn assert_alive(&mut self) {
         assert!(self.child.try_wait().expect("try_wait").is_none(), "the server process exited");
     }
@@ -471,15 +483,7 @@ fn sigterm_with_a_drain_delay_answers_new_connections_while_not_ready() {
         assert_eq!(reply.status, 200, "{}", reply.text());
     });
     term(server.pid());
-    let mut status = None;
-    for _ in 0..2000 {
-        status = server.child.try_wait().expect("try_wait");
-        if status.is_some() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let status = status.expect("the server exits after the second SIGTERM");
+    let status = server.wait_for_exit().expect("the server exits after the second SIGTERM");
     assert_eq!(status.code(), Some(0), "exit status {status:?}");
     assert!(std::net::TcpStream::connect(server.address).is_err());
 }
@@ -495,15 +499,7 @@ fn a_sigterm_right_after_listening_ends_the_server_cleanly() {
         let mut server = Server::start(&["--model", MLP, "--isolation", "false"]);
         let status = Command::new("kill").args(["-TERM", &server.pid().to_string()]).status().expect("kill runs");
         assert!(status.success());
-        let mut exited = None;
-        for _ in 0..2000 {
-            exited = server.child.try_wait().expect("try_wait");
-            if exited.is_some() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        let exited = exited.expect("the server exits after SIGTERM");
+        let exited = server.wait_for_exit().expect("the server exits after SIGTERM");
         assert_eq!(exited.code(), Some(0), "round {round}: exit status {exited:?}");
     }
 }

@@ -316,14 +316,25 @@ impl Batcher {
             if samples[..index].iter().any(|(earlier, _)| earlier == name) {
                 return Err(refuse("given twice".into()).into());
             }
-            let declared: Option<Vec<i64>> =
-                input.sample.iter().map(|d| if let onnxrt::Dim::Fixed(n) = d { Some(*n) } else { None }).collect();
-            if let Some(declared) = declared.filter(|declared| declared != shape) {
+            if let Some(declared) = input.fixed_sample().filter(|declared| declared.as_slice() != *shape) {
                 return Err(
                     refuse(format!("the input's sample shape is fixed at {declared:?}; {shape:?} differs")).into()
                 );
             }
         }
+        // Each input's sample shape, once for every size: declared, or else given.
+        let sample_shapes = self
+            .plan
+            .inputs
+            .iter()
+            .map(|input| {
+                let given = samples.iter().find(|(name, _)| *name == input.name).map(|(_, shape)| Shape::from(*shape));
+                input.fixed_sample().or(given).ok_or_else(|| onnxrt::Error::InvalidArgument {
+                    what: format!("warming up a batcher for input `{}`", input.name),
+                    why: "its sample shape has a free axis, so there is no shape to warm up with".into(),
+                })
+            })
+            .collect::<std::result::Result<Vec<Shape>, _>>()?;
         let sizes = self.settings.run_sizes();
         // Each worker makes and captures every CUDA graph on its own thread when it starts
         // (ORT keeps them per thread); sizes whose graph could not be made or captured are
@@ -341,18 +352,8 @@ impl Batcher {
             let _shared = self.sessions.cuda_work(false);
             let session = self.sessions.for_rows(rows, &self.plan)?;
             let mut values = Vec::with_capacity(self.plan.inputs.len());
-            for input in &self.plan.inputs {
-                let fixed = |dim: &onnxrt::Dim| match dim {
-                    onnxrt::Dim::Fixed(n) => Some(*n),
-                    _ => None,
-                };
-                let given = samples.iter().find(|(name, _)| *name == input.name).map(|(_, shape)| Shape::from(*shape));
-                let declared = input.sample.iter().map(fixed).collect::<Option<Shape>>();
-                let sample: Shape = declared.or(given).ok_or_else(|| onnxrt::Error::InvalidArgument {
-                    what: format!("warming up a batcher for input `{}`", input.name),
-                    why: "its sample shape has a free axis, so there is no shape to warm up with".into(),
-                })?;
-                let value = Value::zeros(&worker::batch_shape(rows, &sample), input.element_type)?;
+            for (input, sample) in self.plan.inputs.iter().zip(&sample_shapes) {
+                let value = Value::zeros(&worker::batch_shape(rows, sample), input.element_type)?;
                 values.push((input.name.as_str(), value));
             }
             match &self.settings.run_batches {

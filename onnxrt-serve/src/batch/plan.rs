@@ -20,6 +20,23 @@ pub(crate) struct InputPlan {
     pub(crate) declared: ValueInfo,
 }
 
+impl InputPlan {
+    /// The sample shape, when every axis after the batch axis is fixed.
+    pub(crate) fn fixed_sample(&self) -> Option<Shape> {
+        fixed(&self.sample)
+    }
+}
+
+/// `dims` when every one is fixed.
+fn fixed(dims: &[Dim]) -> Option<Shape> {
+    dims.iter()
+        .map(|d| match d {
+            Dim::Fixed(n) if *n >= 0 => Some(*n),
+            _ => None,
+        })
+        .collect()
+}
+
 /// One model output.
 #[derive(Debug)]
 pub(crate) struct OutputPlan {
@@ -78,13 +95,7 @@ impl Plan {
             .iter()
             .map(|info| {
                 let element_type = batchable(info)?;
-                let fixed_sample = info.shape[1..]
-                    .iter()
-                    .map(|d| match d {
-                        Dim::Fixed(n) if *n >= 0 => Some(*n),
-                        _ => None,
-                    })
-                    .collect::<Option<Shape>>();
+                let fixed_sample = fixed(&info.shape[1..]);
                 Ok(OutputPlan { label: Arc::from(info.name.as_str()), element_type, fixed_sample })
             })
             .collect::<Result<Vec<_>>>()?;
