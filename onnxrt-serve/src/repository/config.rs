@@ -35,9 +35,9 @@ pub struct ModelConfig {
     pub max_delay_us: Option<u64>,
     /// Requests waiting for a run at most (more are answered 503).
     pub queue: Option<usize>,
-    /// Pad batches to the smallest of these row counts that holds them.
-    #[serde(default)]
-    pub pad_sizes: Vec<usize>,
+    /// Pad batches to the smallest of these row counts that holds them; `[]`: no padding for this
+    /// model (as `pad_to_power_of_two: false`, it hides the command line's padding).
+    pub pad_sizes: Option<Vec<usize>>,
     /// Pad each batch to the next power of two (few batch shapes for a GPU to tune; default: on
     /// for batched CUDA models given no `pad_sizes`).
     pub pad_to_power_of_two: Option<bool>,
@@ -289,7 +289,7 @@ impl Settings {
             // the command line's `--pad-batches` (see `padding_told`).
             pad_to_power_of_two: config
                 .pad_to_power_of_two
-                .or(if config.pad_sizes.is_empty() { defaults.pad_to_power_of_two } else { None })
+                .or(if config.pad_sizes.is_none() { defaults.pad_to_power_of_two } else { None })
                 .unwrap_or(false),
             session_per_batch_size: config.session_per_batch_size.or(defaults.session_per_batch_size).unwrap_or(false),
             gather_threads: config.gather_threads.or(defaults.gather_threads).unwrap_or(1),
@@ -397,27 +397,29 @@ impl Settings {
 
 /// The padded sizes given, the model's own over the command line's; refused when one level gives
 /// both `pad_sizes` and `pad_to_power_of_two: true` (which would win is not obvious). The model's
-/// own `pad_to_power_of_two` hides the command line's sizes, as its own sizes hide the command
-/// line's `--pad-batches`: the model's file says how that model pads.
+/// own `pad_to_power_of_two` hides the command line's sizes, as its own sizes (`[]` too) hide the
+/// command line's `--pad-batches`: the model's file says how that model pads, or that it does not.
 /// The second value says whether the sizes are the command line's.
 fn padding_told(config: &ModelConfig, defaults: &Defaults) -> Result<(Vec<usize>, bool), String> {
     for (level, sizes, powers) in [
         ("config.json", &config.pad_sizes, config.pad_to_power_of_two),
         ("the command line", &defaults.pad_sizes, defaults.pad_to_power_of_two),
     ] {
-        if !sizes.is_empty() && powers == Some(true) {
+        if sizes.as_ref().is_some_and(|sizes| !sizes.is_empty()) && powers == Some(true) {
             return Err(format!(
                 "{level} gives both `pad_sizes` and `pad_to_power_of_two` (--pad-sizes, --pad-batches): give one"
             ));
         }
     }
-    if !config.pad_sizes.is_empty() {
-        return Ok((config.pad_sizes.clone(), false));
+    if let Some(sizes) = &config.pad_sizes {
+        return Ok((sizes.clone(), false));
     }
     if config.pad_to_power_of_two.is_some() {
         return Ok((Vec::new(), false));
     }
-    Ok((defaults.pad_sizes.clone(), !defaults.pad_sizes.is_empty()))
+    let sizes = defaults.pad_sizes.clone().unwrap_or_default();
+    let from_command_line = !sizes.is_empty();
+    Ok((sizes, from_command_line))
 }
 
 /// The padded sizes and what needs them: every size from 1 to `max_batch` (batched or not, as
@@ -456,8 +458,9 @@ fn check_sizes(pad_sizes: &[usize], max_batch: usize) -> Result<(), String> {
 /// 8 ms on an H100 (2026-12-07, `tools/gpu/serve-batching-diag.sh`). Padded, the sizes are few,
 /// and each gets its CUDA graph or (decided after the graphs) its own session.
 fn cuda_batch_shapes(settings: &mut Settings, config: &ModelConfig, defaults: &Defaults) {
-    let told = config.pad_to_power_of_two.or(defaults.pad_to_power_of_two);
-    if told.is_none() && settings.pad_sizes.is_empty() {
+    // A model's own `pad_sizes` (`[]` too) says how it pads.
+    let told = config.pad_to_power_of_two.or(defaults.pad_to_power_of_two).is_some() || config.pad_sizes.is_some();
+    if !told && settings.pad_sizes.is_empty() {
         settings.pad_to_power_of_two = true;
     }
 }
@@ -511,12 +514,13 @@ mod tests {
 
     #[test]
     fn a_models_config_wins_over_the_defaults_which_win_over_the_built_in_values() {
-        let defaults = Defaults { max_batch: Some(64), queue: Some(10), pad_sizes: vec![1, 8], ..Defaults::default() };
+        let defaults =
+            Defaults { max_batch: Some(64), queue: Some(10), pad_sizes: Some(vec![1, 8]), ..Defaults::default() };
         let config = ModelConfig { max_batch: Some(8), ..ModelConfig::default() };
         let settings = Settings::of(&config, &defaults).expect("test value");
         assert_eq!((settings.max_batch, settings.queue, settings.pad_sizes), (8, 10, vec![1, 8]));
         assert_eq!((settings.gather_threads, settings.provider.as_str(), settings.device_inputs), (1, "cpu", false));
-        let own_sizes = ModelConfig { pad_sizes: vec![4], ..ModelConfig::default() };
+        let own_sizes = ModelConfig { pad_sizes: Some(vec![4]), ..ModelConfig::default() };
         assert_eq!(Settings::of(&own_sizes, &defaults).expect("test value").pad_sizes, [4]);
     }
 
@@ -592,7 +596,7 @@ mod tests {
         let cpu_padded =
             ModelConfig { batching: Some(true), pad_to_power_of_two: Some(true), ..ModelConfig::default() };
         assert!(!graphs(&cpu_padded));
-        let cuda_padded = ModelConfig { pad_sizes: vec![1, 8, 32], ..cuda.clone() };
+        let cuda_padded = ModelConfig { pad_sizes: Some(vec![1, 8, 32]), ..cuda.clone() };
         // Not asked for, and everything they need is there: on exactly in a build with CUDA.
         assert_eq!(graphs(&cuda_padded), cfg!(feature = "cuda"));
         assert!(!graphs(&ModelConfig { cuda_graphs: Some(false), ..cuda_padded.clone() }), "false turns them off");
@@ -611,7 +615,7 @@ mod tests {
             assert!(refusal(unpadded).contains("padded sizes"));
             let unbatched = ModelConfig { batching: Some(false), pad_to_power_of_two: Some(true), ..graphs.clone() };
             assert!(refusal(unbatched).contains("needs batching"));
-            let host_only = ModelConfig { device_inputs: Some(false), pad_sizes: vec![8, 32], ..graphs.clone() };
+            let host_only = ModelConfig { device_inputs: Some(false), pad_sizes: Some(vec![8, 32]), ..graphs.clone() };
             assert!(refusal(host_only).contains("`device_inputs`"));
             let padded = ModelConfig { pad_to_power_of_two: Some(true), ..graphs };
             assert!(Settings::of(&padded, &Defaults::default()).expect("test value").cuda_graphs);
@@ -650,7 +654,7 @@ mod tests {
         let no_graphs = ModelConfig { cuda_graphs: Some(false), ..cuda.clone() };
         assert_eq!(shapes(of(&no_graphs, &none)), (true, vec![], true, false));
         // Sizes given: those, not powers of two.
-        let sized = ModelConfig { pad_sizes: vec![4, 16], cuda_graphs: Some(false), ..cuda.clone() };
+        let sized = ModelConfig { pad_sizes: Some(vec![4, 16]), cuda_graphs: Some(false), ..cuda.clone() };
         assert_eq!(shapes(of(&sized, &none)), (false, vec![4, 16], true, false));
         assert_eq!(of(&sized, &none).padded_sizes(), [4, 16, 32]);
         // Told: as told, by the config or by the command line.
@@ -687,43 +691,70 @@ mod tests {
         let refused = |config: ModelConfig, defaults: &Defaults| Settings::of(&config, defaults).expect_err("refused");
         let batched = ModelConfig { batching: Some(true), max_batch: Some(16), ..ModelConfig::default() };
         for (sizes, size) in [(vec![0], 0), (vec![4, 32], 32), (vec![1, 17], 17)] {
-            let why = refused(ModelConfig { pad_sizes: sizes, ..batched.clone() }, &none);
+            let why = refused(ModelConfig { pad_sizes: Some(sizes), ..batched.clone() }, &none);
             assert!(why.contains(&format!("`pad_sizes` has {size}")) && why.contains("(16)"), "{why}");
         }
         // Unbatched too (as on the command line), and on CUDA unbatched before the provider.
-        let unbatched = ModelConfig { batching: Some(false), pad_sizes: vec![0], ..ModelConfig::default() };
+        let unbatched = ModelConfig { batching: Some(false), pad_sizes: Some(vec![0]), ..ModelConfig::default() };
         assert!(refused(unbatched, &none).contains("`pad_sizes` has 0"));
-        let cuda_unbatched = ModelConfig { batching: Some(false), pad_sizes: vec![33], ..cuda_again() };
+        let cuda_unbatched = ModelConfig { batching: Some(false), pad_sizes: Some(vec![33]), ..cuda_again() };
         assert!(refused(cuda_unbatched, &none).contains("`pad_sizes` has 33"));
         // The limit itself is a size.
-        Settings::of(&ModelConfig { pad_sizes: vec![4, 16], ..batched.clone() }, &none).expect("16 of 16");
+        Settings::of(&ModelConfig { pad_sizes: Some(vec![4, 16]), ..batched.clone() }, &none).expect("16 of 16");
         // On CUDA too, before the provider's load (which fails on a host without CUDA).
-        let cuda = ModelConfig { pad_sizes: vec![0], ..cuda_again() };
+        let cuda = ModelConfig { pad_sizes: Some(vec![0]), ..cuda_again() };
         assert!(refused(cuda, &none).contains("`pad_sizes` has 0"));
         // A session per size without padding: refused, not max_batch sessions.
         let spbs = ModelConfig { session_per_batch_size: Some(true), ..batched.clone() };
         assert!(refused(spbs.clone(), &none).contains("needs `pad_to_power_of_two` or `pad_sizes`"));
         Settings::of(&ModelConfig { pad_to_power_of_two: Some(true), ..spbs }, &none).expect("padded");
         // Both ways of padding at one level: refused, naming the level.
-        let both = ModelConfig { pad_sizes: vec![4], pad_to_power_of_two: Some(true), ..batched.clone() };
+        let both = ModelConfig { pad_sizes: Some(vec![4]), pad_to_power_of_two: Some(true), ..batched.clone() };
         assert!(refused(both, &none).contains("config.json gives both"));
-        let command_line = Defaults { pad_sizes: vec![4], pad_to_power_of_two: Some(true), ..none.clone() };
+        let command_line = Defaults { pad_sizes: Some(vec![4]), pad_to_power_of_two: Some(true), ..none.clone() };
         assert!(refused(batched.clone(), &command_line).contains("the command line gives both"));
         // The command line's sizes against a model's smaller max_batch: said where they came from.
         let small = ModelConfig { batching: Some(true), max_batch: Some(8), ..ModelConfig::default() };
-        let wide = Defaults { pad_sizes: vec![1, 32], ..none.clone() };
+        let wide = Defaults { pad_sizes: Some(vec![1, 32]), ..none.clone() };
         let why = refused(small.clone(), &wide);
         assert!(why.contains("`pad_sizes` has 32") && why.contains("--pad-sizes"), "{why}");
         // An unbatched model never pads: the command line's sizes do not concern it.
         Settings::of(&ModelConfig { batching: Some(false), ..small }, &wide).expect("unbatched");
         // Across levels, the model's file says how it pads.
         let powers_here = ModelConfig { pad_to_power_of_two: Some(true), ..batched.clone() };
-        let sizes_there = Defaults { pad_sizes: vec![4], ..none.clone() };
+        let sizes_there = Defaults { pad_sizes: Some(vec![4]), ..none.clone() };
         let settings = Settings::of(&powers_here, &sizes_there).expect("the model's own");
         assert_eq!(settings.padded_sizes(), [1, 2, 4, 8, 16]);
-        let sizes_here = ModelConfig { pad_sizes: vec![4], ..batched };
+        let sizes_here = ModelConfig { pad_sizes: Some(vec![4]), ..batched };
         let powers_there = Defaults { pad_to_power_of_two: Some(true), ..none };
         let settings = Settings::of(&sizes_here, &powers_there).expect("the model's own");
         assert_eq!(settings.padded_sizes(), [4, 16]);
+    }
+
+    /// `"pad_sizes": []` in a model's file is no padding for that model, over the command line's
+    /// `--pad-batches` or `--pad-sizes` and CUDA's default, as `"pad_to_power_of_two": false` is
+    /// (read as absent, it left `--pad-batches` in force: outside probe).
+    #[test]
+    fn an_empty_pad_sizes_in_a_models_file_turns_its_padding_off() {
+        let unpadded: ModelConfig =
+            serde_json::from_str(r#"{"batching": true, "max_batch": 16, "pad_sizes": []}"#).expect("parses");
+        let no_powers: ModelConfig =
+            serde_json::from_str(r#"{"batching": true, "max_batch": 16, "pad_to_power_of_two": false}"#)
+                .expect("parses");
+        for command_line in [
+            Defaults { pad_to_power_of_two: Some(true), ..Defaults::default() },
+            Defaults { pad_sizes: Some(vec![4, 16]), ..Defaults::default() },
+        ] {
+            for config in [&unpadded, &no_powers] {
+                let settings = Settings::of(config, &command_line).expect("no padding");
+                assert!(!settings.padded() && settings.padded_sizes().is_empty(), "{config:?} over {command_line:?}");
+            }
+        }
+        let cuda: ModelConfig = serde_json::from_str(r#"{"provider": "cuda", "pad_sizes": []}"#).expect("parses");
+        let settings = Settings::of(&cuda, &Defaults::default()).expect("no padding");
+        assert_eq!((settings.padded(), settings.session_per_batch_size, settings.cuda_graphs), (false, false, false));
+        // Powers of two asked beside it, in the same file: those.
+        let powers = ModelConfig { pad_to_power_of_two: Some(true), ..unpadded };
+        assert_eq!(Settings::of(&powers, &Defaults::default()).expect("powers").padded_sizes(), [1, 2, 4, 8, 16]);
     }
 }

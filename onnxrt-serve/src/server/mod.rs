@@ -271,7 +271,7 @@ fn defaults(args: &Args) -> Defaults {
         max_batch: Some(args.max_batch),
         max_delay_us: Some(args.max_delay_us),
         queue: Some(args.queue),
-        pad_sizes: args.pad_sizes.clone(),
+        pad_sizes: (!args.pad_sizes.is_empty()).then(|| args.pad_sizes.clone()),
         pad_to_power_of_two: args.pad_batches,
         session_per_batch_size: args.session_per_size,
         gather_threads: Some(args.gather_threads),
