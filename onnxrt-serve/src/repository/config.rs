@@ -385,7 +385,7 @@ impl Settings {
                 return Err(format!("`{what}` is {value}; it must be at most {most}"));
             }
         }
-        check_padding(&settings, sizes_from_command_line)?;
+        check_padding(&settings, config, sizes_from_command_line)?;
         // ORT makes each intra-op thread's state when the session is made: 10^8 took the
         // server's memory at 300 MB/s (outside review, 2026-12-07).
         if let Some(threads) = settings.threads.filter(|&n| n > INTRA_OP_THREADS_MOST) {
@@ -423,9 +423,10 @@ fn padding_told(config: &ModelConfig, defaults: &Defaults) -> Result<(Vec<usize>
 }
 
 /// The padded sizes and what needs them: every size from 1 to `max_batch` (batched or not, as
-/// the command line's are), and for a batched model a session per size only with few sizes
-/// (unpadded, up to `max_batch` sessions, each with the model's weights).
-fn check_padding(settings: &Settings, sizes_from_command_line: bool) -> Result<(), String> {
+/// the command line's are), a session per size asked for by the model's file only with batching,
+/// and for a batched model only with few sizes (unpadded, up to `max_batch` sessions, each with
+/// the model's weights).
+fn check_padding(settings: &Settings, config: &ModelConfig, sizes_from_command_line: bool) -> Result<(), String> {
     // The command line's sizes against this model's `max_batch` (which may be smaller than the
     // command line's), only where the model batches: an unbatched model never pads.
     if !sizes_from_command_line || settings.batching {
@@ -433,6 +434,12 @@ fn check_padding(settings: &Settings, sizes_from_command_line: bool) -> Result<(
             true => format!("{why} (the sizes of --pad-sizes)"),
             false => why,
         })?;
+    }
+    // Not the command line's `--session-per-size`: it is for every model, batched or not.
+    if !settings.batching && config.session_per_batch_size == Some(true) {
+        return Err("`session_per_batch_size` needs batching: it makes a session per padded batch size, and this \
+             model runs unbatched (\"batching\": true for it, or drop the setting)"
+            .into());
     }
     if settings.batching && settings.session_per_batch_size && !settings.padded() {
         return Err("`session_per_batch_size` makes a session, with its own copy of the weights, per padded batch \
@@ -729,6 +736,28 @@ mod tests {
         let powers_there = Defaults { pad_to_power_of_two: Some(true), ..none };
         let settings = Settings::of(&sizes_here, &powers_there).expect("the model's own");
         assert_eq!(settings.padded_sizes(), [4, 16]);
+    }
+
+    /// A session per batch size asked for by an unbatched model's file is refused (it was
+    /// silently ignored: outside probe); the command line's `--session-per-size`, for every
+    /// model, leaves unbatched ones alone.
+    #[test]
+    fn a_session_per_batch_size_needs_batching_unless_the_command_line_gave_it() {
+        let asked =
+            ModelConfig { session_per_batch_size: Some(true), pad_to_power_of_two: Some(true), ..Default::default() };
+        for batching in [None, Some(false)] {
+            let why =
+                Settings::of(&ModelConfig { batching, ..asked.clone() }, &Defaults::default()).expect_err("refused");
+            assert!(why.contains("`session_per_batch_size` needs batching"), "{why}");
+        }
+        let cuda_unbatched = ModelConfig { provider: Some("cuda".into()), batching: Some(false), ..asked.clone() };
+        assert!(Settings::of(&cuda_unbatched, &Defaults::default()).expect_err("refused").contains("needs batching"));
+        let off = ModelConfig { session_per_batch_size: Some(false), ..ModelConfig::default() };
+        Settings::of(&off, &Defaults::default()).expect("false asks for nothing");
+        let command_line = Defaults { session_per_batch_size: Some(true), ..Defaults::default() };
+        Settings::of(&ModelConfig::default(), &command_line).expect("the command line's flag, unbatched model");
+        let batched = ModelConfig { batching: Some(true), ..asked };
+        assert!(Settings::of(&batched, &Defaults::default()).expect("batched, padded").session_per_batch_size);
     }
 
     /// `"pad_sizes": []` in a model's file is no padding for that model, over the command line's
