@@ -867,6 +867,27 @@ fn a_model_with_free_sample_axes_warms_up_every_size_at_the_shape_given() {
     assert_eq!(batcher.session_count(), 4);
 }
 
+/// After a shutdown a warm-up runs nothing and says so as `run` does (it ran: outside probe).
+#[test]
+fn warm_up_after_shutdown_is_refused_as_run_is() {
+    let session = builder().commit_from_file(model("mlp.onnx")).expect("mlp");
+    let elsewhere = session.clone();
+    let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = Arc::clone(&runs);
+    let run = move |inputs: &[(&str, &Value<'_>)]| -> onnxrt_serve::Result<Vec<Value<'static>>> {
+        counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(elsewhere.run(inputs)?.into_named().into_iter().map(|(_, value)| value).collect())
+    };
+    let batcher = Batcher::builder(session).max_batch(4).run_batches_with(run).build().expect("batcher");
+    assert_eq!(batcher.warm_up().expect("before the shutdown"), [1, 2, 3, 4]);
+    batcher.shutdown(Shutdown::Cancel);
+    let x = Value::from_vec(&[16], vec![0f32; 16]).expect("x");
+    assert!(matches!(batcher.run([("x", x)]), Err(Error::BatcherShutDown)));
+    assert!(matches!(batcher.warm_up(), Err(Error::BatcherShutDown)));
+    assert!(matches!(batcher.warm_up_with(&[("x", &[16])]), Err(Error::BatcherShutDown)));
+    assert_eq!(runs.load(std::sync::atomic::Ordering::Relaxed), 4, "only the warm-up before the shutdown ran");
+}
+
 /// A sample shape given for an input whose sample is fixed must be that shape.
 #[test]
 fn warm_up_with_refuses_a_shape_that_differs_from_a_fixed_sample() {

@@ -295,7 +295,8 @@ impl Batcher {
     ///
     /// # Errors
     /// [`Error::InvalidArgument`](onnxrt::Error::InvalidArgument) when an input's sample shape is not fixed (there is no shape to
-    /// warm up with); the run's error otherwise.
+    /// warm up with); [`Error::BatcherShutDown`] after [`shutdown`](Batcher::shutdown), as
+    /// [`run`](Batcher::run); the run's error otherwise.
     pub fn warm_up(&self) -> Result<Vec<usize>> {
         self.warm_up_with(&[])
     }
@@ -307,6 +308,11 @@ impl Batcher {
     /// # Errors
     /// As [`warm_up`](Self::warm_up), for an input neither declared fixed nor given here.
     pub fn warm_up_with(&self, samples: &[(&str, &[i64])]) -> Result<Vec<usize>> {
+        // Nothing runs after a shutdown, warm-ups included (they would make sessions for sizes
+        // no worker will run).
+        if self.is_shut_down() {
+            return Err(Error::BatcherShutDown);
+        }
         for (index, (name, shape)) in samples.iter().enumerate() {
             let refuse = |why: String| onnxrt::Error::InvalidArgument { what: format!("warm-up sample `{name}`"), why };
             let Some(input) = self.plan.inputs.iter().find(|i| i.name == *name) else {
