@@ -867,6 +867,34 @@ fn a_model_with_free_sample_axes_warms_up_every_size_at_the_shape_given() {
     assert_eq!(batcher.session_count(), 4);
 }
 
+/// A sample shape of another rank, or with another size on a fixed axis, is refused before any
+/// run, naming the input, the shape given and the model's (it failed only in the first batch
+/// run: outside probe).
+#[test]
+fn warm_up_with_refuses_a_sample_of_another_rank_or_fixed_axis_before_any_run() {
+    use onnxrt_tests::proto;
+    let x = proto::partly_free_tensor_info("x", proto::FLOAT, &[-1, 3, -1]);
+    let y = proto::partly_free_tensor_info("y", proto::FLOAT, &[-1, 3, -1]);
+    let bytes = proto::model(8, 17, &[proto::node("Relu", &["x"], &["y"], &[])], &[x], &[y]);
+    let session = builder().commit_from_memory(&bytes).expect("session");
+    let elsewhere = session.clone();
+    let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = Arc::clone(&runs);
+    let run = move |inputs: &[(&str, &Value<'_>)]| -> onnxrt_serve::Result<Vec<Value<'static>>> {
+        counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(elsewhere.run(inputs)?.into_named().into_iter().map(|(_, value)| value).collect())
+    };
+    let batcher = Batcher::builder(session).max_batch(2).run_batches_with(run).build().expect("batcher");
+    for shape in [&[5][..], &[3, 5, 1], &[4, 5], &[3, -1]] {
+        let error = batcher.warm_up_with(&[("x", shape)]).expect_err("refused").to_string();
+        let says = format!("{shape:?} does not fit the input's sample shape [3, d2]");
+        assert!(error.contains("`x`") && error.contains(&says), "{error}");
+    }
+    assert_eq!(runs.load(std::sync::atomic::Ordering::Relaxed), 0, "refused before any run");
+    assert_eq!(batcher.warm_up_with(&[("x", &[3, 5])]).expect("fits"), [1, 2]);
+    assert_eq!(runs.load(std::sync::atomic::Ordering::Relaxed), 2);
+}
+
 /// After a shutdown a warm-up runs nothing and says so as `run` does (it ran: outside probe).
 #[test]
 fn warm_up_after_shutdown_is_refused_as_run_is() {

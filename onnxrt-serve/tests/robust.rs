@@ -165,7 +165,7 @@ fn models_that_cannot_load_or_warm_up_are_listed_unavailable_while_the_others_se
     let root = folder("start");
     put(&root, "good", &test_model("mlp.onnx"), None);
     put(&root, "broken", &test_model("bad_truncated.onnx"), None);
-    // mlp takes [n, 16]: a warm-up of [1, 8] fails.
+    // mlp takes [n, 16]: a warm-up of [1, 8] is refused at load.
     put(&root, "cold", &test_model("mlp.onnx"), Some(json!({ "warmup": { "x": [1, 8] } })));
     // Zeros divide by zero: a warm-up that kills the runtime (in a worker process: --isolation true).
     put(&root, "divide", &divide_model(), None);
@@ -189,7 +189,7 @@ fn models_that_cannot_load_or_warm_up_are_listed_unavailable_while_the_others_se
         assert_eq!(entry("broken")["state"], "UNAVAILABLE", "{index}");
         assert!(entry("broken")["reason"].as_str().is_some_and(|r| r.contains("broken")), "{index}");
         assert_eq!(entry("cold")["state"], "UNAVAILABLE", "{index}");
-        assert!(entry("cold")["reason"].as_str().is_some_and(|r| r.contains("warm-up failed")), "{index}");
+        assert!(entry("cold")["reason"].as_str().is_some_and(|r| r.contains("does not fit the model's")), "{index}");
         assert!(entry("divide")["reason"].as_str().is_some_and(|r| r.contains("SIGFPE")), "{index}");
         // The others serve; the server is ready; the unavailable ones say why.
         assert_eq!(get(server.rest, "/v2/health/ready").await.status, 200);
@@ -238,6 +238,38 @@ fn models_that_cannot_load_or_warm_up_are_listed_unavailable_while_the_others_se
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("broken"), "{stderr}");
     assert!(output.stdout.is_empty(), "it must not listen");
+}
+
+/// A warm-up shape that does not fit its input (rank, a fixed axis) is refused at load, before
+/// any run, naming the input and both shapes (outside probe: a wrong rank failed only in a run).
+#[test]
+fn warm_up_shapes_that_do_not_fit_the_input_are_refused_at_load() {
+    let root = folder("warm-up-shapes");
+    put(&root, "rank", &test_model("mlp.onnx"), Some(json!({ "warmup": { "x": [16] } })));
+    let axis = json!({ "batching": true, "max_batch": 2, "warmup": { "x": [1, 8] } });
+    put(&root, "axis", &test_model("mlp.onnx"), Some(axis));
+    let inside = json!({ "shapes": { "x": [-1, 8] }, "warmup": { "x": [1, 8] } });
+    put(&root, "inside", &test_model("identity_f32.onnx"), Some(inside));
+    let server = Server::start(&root, &["--isolation", "false"]);
+    runtime().block_on(async {
+        let index = json_of(&post(server.rest, "/v2/repository/index", &json!({})).await);
+        let entry = |name: &str| {
+            let entry = index.as_array().expect("a list").iter().find(|e| e["name"] == name).cloned();
+            let entry = entry.unwrap_or_else(|| panic!("{index}"));
+            (entry["state"].as_str().unwrap_or_default().to_owned(), entry["reason"].as_str().unwrap_or("").to_owned())
+        };
+        for (name, says) in [
+            ("rank", "`x` the shape [16], which does not fit the model's [-1, 16]"),
+            ("axis", "`x` the shape [1, 8], which does not fit the model's [-1, 16]"),
+        ] {
+            let (state, reason) = entry(name);
+            assert_eq!(state, "UNAVAILABLE", "{name}: {index}");
+            assert!(reason.contains(says) && !reason.contains("warm-up failed"), "{name}: {reason}");
+        }
+        assert_eq!(entry("inside").0, "READY", "{index}");
+        let x = json!({ "inputs": [{ "name": "x", "shape": [1, 8], "datatype": "FP32", "data": vec![0.5f32; 8] }] });
+        assert_eq!(post(server.rest, "/v2/models/inside/infer", &x).await.status, 200);
+    });
 }
 
 #[test]

@@ -51,6 +51,20 @@ pub fn free_tensor_info(name: &str, elem_type: i32, axes: &[&str]) -> ValueInfoP
     ValueInfoProto { name: Some(name.into()), r#type: Some(ty), doc_string: None }
 }
 
+/// `ValueInfoProto` of a tensor fixed where `dims` gives a size and free where it gives -1 (that
+/// axis named `d` and its index), e.g. `[-1, 3, -1]` for `[d0, 3, d2]`.
+pub fn partly_free_tensor_info(name: &str, elem_type: i32, dims: &[i64]) -> ValueInfoProto {
+    let mut info = tensor_info(name, elem_type, dims);
+    if let Some(type_proto::Value::TensorType(tensor)) = info.r#type.as_mut().and_then(|t| t.value.as_mut()) {
+        for (axis, dim) in tensor.shape.iter_mut().flat_map(|s| s.dim.iter_mut()).enumerate() {
+            if dims[axis] < 0 {
+                dim.value = Some(dimension::Value::DimParam(format!("d{axis}")));
+            }
+        }
+    }
+    info
+}
+
 /// `NodeProto` of the default domain.
 pub fn node(op: &str, inputs: &[&str], outputs: &[&str], attributes: &[AttributeProto]) -> NodeProto {
     domain_node("", op, inputs, outputs, attributes)

@@ -306,7 +306,9 @@ impl Batcher {
     /// axes (an image of any width) is warmed up at every batch size for the shape given.
     ///
     /// # Errors
-    /// As [`warm_up`](Self::warm_up), for an input neither declared fixed nor given here.
+    /// As [`warm_up`](Self::warm_up), for an input neither declared fixed nor given here;
+    /// [`Error::InvalidArgument`](onnxrt::Error::InvalidArgument), before any run, for a shape
+    /// that does not fit its input's sample (rank, fixed axes).
     pub fn warm_up_with(&self, samples: &[(&str, &[i64])]) -> Result<Vec<usize>> {
         // Nothing runs after a shutdown, warm-ups included (they would make sessions for sizes
         // no worker will run).
@@ -326,6 +328,15 @@ impl Batcher {
                 return Err(
                     refuse(format!("the input's sample shape is fixed at {declared:?}; {shape:?} differs")).into()
                 );
+            }
+            // Before any run (a wrong rank failed only in the first one: outside probe).
+            if !input.fits_sample(shape) {
+                return Err(refuse(format!(
+                    "{shape:?} does not fit the input's sample shape {} (its declared shape without the batch axis: \
+                     same rank, fixed axes as they are, no negative size)",
+                    input.sample_text()
+                ))
+                .into());
             }
         }
         // Each input's sample shape, once for every size: declared, or else given.

@@ -25,6 +25,18 @@ impl InputPlan {
     pub(crate) fn fixed_sample(&self) -> Option<Shape> {
         fixed(&self.sample)
     }
+
+    /// Whether `shape` can be a sample of this input: its rank, its fixed axes, no negative size.
+    pub(crate) fn fits_sample(&self, shape: &[i64]) -> bool {
+        shape.len() == self.sample.len()
+            && shape.iter().zip(&self.sample).all(|(&n, dim)| n >= 0 && !matches!(dim, Dim::Fixed(d) if *d != n))
+    }
+
+    /// The sample shape as the model names it (`[3, w]`).
+    pub(crate) fn sample_text(&self) -> String {
+        let dims: Vec<String> = self.sample.iter().map(Dim::to_string).collect();
+        format!("[{}]", dims.join(", "))
+    }
 }
 
 /// `dims` when every one is fixed.

@@ -22,6 +22,7 @@ use crate::repository::sessions::make_session;
 pub use crate::repository::stats::{ModelStats, Phases, Tally};
 use crate::repository::tensor::narrow;
 pub use crate::repository::tensor::ModelTensor;
+use crate::repository::warm_up::check_warmup_shapes;
 pub use crate::repository::warm_up::WarmedUp;
 use crate::shown::shown;
 
@@ -110,6 +111,7 @@ impl ServedModel {
         // set once it is built).
         let batcher_of: Arc<std::sync::OnceLock<std::sync::Weak<Batcher>>> = Arc::default();
         let mut inputs = session.inputs().iter().map(|i| ModelTensor::of(i, "input")).collect::<Result<Vec<_>, _>>()?;
+        let model_inputs = inputs.clone();
         narrow(&mut inputs, &settings.shapes)?;
         // CUDA graphs replay fixed shapes (`Settings::fit_graphs_to_samples`).
         let samples_fixed = inputs.iter().all(|i| i.shape.iter().skip(1).all(|&d| d >= 0));
@@ -127,6 +129,7 @@ impl ServedModel {
                 ));
             }
         }
+        check_warmup_shapes(&model_inputs, &settings.warmup)?;
         let outputs = session.outputs().iter().map(|o| ModelTensor::of(o, "output")).collect::<Result<Vec<_>, _>>()?;
         // Batched models too: the batcher gathers in this process and runs each batch in a
         // worker (unless its batches run on this process's sessions: device inputs, graphs).

@@ -1,6 +1,7 @@
 //! A served model's warm-up: one run on made-up inputs of the shapes it declares or config.json
 //! gives, before it is marked ready ([`WarmedUp`]; skipped where there is no shape to use).
 
+use std::collections::BTreeMap;
 use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
@@ -10,6 +11,7 @@ use crate::isolation::RunHandle;
 use crate::repository::errors::InferError;
 use crate::repository::model::ServedModel;
 use crate::repository::runner::{run_on, Runner};
+use crate::repository::tensor::ModelTensor;
 
 /// What a model's warm-up did.
 #[derive(Debug, Clone)]
@@ -119,4 +121,23 @@ impl ServedModel {
             }
         }
     }
+}
+
+/// Checks config.json's `warmup` shapes before anything runs: each must fit its input as the
+/// model declares it (`model`: same rank, its fixed axes). Unchecked, a wrong rank failed only
+/// in the run (outside probe). The names are known inputs (checked before).
+pub(super) fn check_warmup_shapes(model: &[ModelTensor], warmup: &BTreeMap<String, Vec<i64>>) -> Result<(), String> {
+    let fits = |given: &[i64], declared: &[i64]| {
+        given.len() == declared.len() && given.iter().zip(declared).all(|(&g, &d)| g >= 0 && (d < 0 || g == d))
+    };
+    for (name, shape) in warmup {
+        let Some(declared) = model.iter().find(|i| &i.name == name).map(|i| &i.shape) else { continue };
+        if !fits(shape, declared) {
+            return Err(format!(
+                "config.json `warmup` gives `{name}` the shape {shape:?}, which does not fit the model's {declared:?} \
+                 (same rank; fixed axes as they are; -1 there: any size)"
+            ));
+        }
+    }
+    Ok(())
 }
