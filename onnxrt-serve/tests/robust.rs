@@ -240,14 +240,18 @@ fn models_that_cannot_load_or_warm_up_are_listed_unavailable_while_the_others_se
     assert!(output.stdout.is_empty(), "it must not listen");
 }
 
-/// A warm-up shape that does not fit its input (rank, a fixed axis) is refused at load, before
-/// any run, naming the input and both shapes (outside probe: a wrong rank failed only in a run).
+/// A warm-up shape that does not fit its input (rank, a fixed axis) or its config.json `shapes`
+/// is refused at load, before any run, naming the input and both shapes (outside probe: a wrong
+/// rank failed only in a run, and a shape outside `shapes` made a model ready that then answered
+/// 400 to every request of that shape).
 #[test]
-fn warm_up_shapes_that_do_not_fit_the_input_are_refused_at_load() {
+fn warm_up_shapes_that_do_not_fit_the_input_or_its_shapes_are_refused_at_load() {
     let root = folder("warm-up-shapes");
     put(&root, "rank", &test_model("mlp.onnx"), Some(json!({ "warmup": { "x": [16] } })));
     let axis = json!({ "batching": true, "max_batch": 2, "warmup": { "x": [1, 8] } });
     put(&root, "axis", &test_model("mlp.onnx"), Some(axis));
+    let outside = json!({ "shapes": { "x": [-1, 8] }, "warmup": { "x": [1, 4] } });
+    put(&root, "outside", &test_model("identity_f32.onnx"), Some(outside));
     let inside = json!({ "shapes": { "x": [-1, 8] }, "warmup": { "x": [1, 8] } });
     put(&root, "inside", &test_model("identity_f32.onnx"), Some(inside));
     let server = Server::start(&root, &["--isolation", "false"]);
@@ -261,6 +265,7 @@ fn warm_up_shapes_that_do_not_fit_the_input_are_refused_at_load() {
         for (name, says) in [
             ("rank", "`x` the shape [16], which does not fit the model's [-1, 16]"),
             ("axis", "`x` the shape [1, 8], which does not fit the model's [-1, 16]"),
+            ("outside", "`x` the shape [1, 4], outside its `shapes` [-1, 8]"),
         ] {
             let (state, reason) = entry(name);
             assert_eq!(state, "UNAVAILABLE", "{name}: {index}");

@@ -83,7 +83,8 @@ pub struct ModelConfig {
     /// Threads of each run's operators (ONNX Runtime's intra-op threads).
     pub threads: Option<usize>,
     /// The warm-up run: `false` for none, or the shapes of its inputs by name, e.g.
-    /// `{"x": [1, 3, 64, 64]}`. Inputs not named take their declared shape, which must then be
+    /// `{"x": [1, 3, 64, 64]}`, each fitting its input as the model declares it and as `shapes`
+    /// narrows it (else the model is unavailable, before any run). Inputs not named take their declared shape, which must then be
     /// fixed (a free first axis counts as 1); a model with other free axes and no shapes here is
     /// not warmed up (it is ready at once, and the log says why).
     pub warmup: Option<Warmup>,

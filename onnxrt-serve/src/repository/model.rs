@@ -129,7 +129,7 @@ impl ServedModel {
                 ));
             }
         }
-        check_warmup_shapes(&model_inputs, &settings.warmup)?;
+        check_warmup_shapes(&model_inputs, &inputs, &settings.warmup, &settings.shapes)?;
         let outputs = session.outputs().iter().map(|o| ModelTensor::of(o, "output")).collect::<Result<Vec<_>, _>>()?;
         // Batched models too: the batcher gathers in this process and runs each batch in a
         // worker (unless its batches run on this process's sessions: device inputs, graphs).

@@ -124,18 +124,33 @@ impl ServedModel {
 }
 
 /// Checks config.json's `warmup` shapes before anything runs: each must fit its input as the
-/// model declares it (`model`: same rank, its fixed axes). Unchecked, a wrong rank failed only
-/// in the run (outside probe). The names are known inputs (checked before).
-pub(super) fn check_warmup_shapes(model: &[ModelTensor], warmup: &BTreeMap<String, Vec<i64>>) -> Result<(), String> {
+/// model declares it (`model`: same rank, its fixed axes) and as config.json `shapes` narrows it
+/// (`narrowed`). Unchecked, a wrong rank failed only in the run, and a shape outside `shapes`
+/// warmed up a model that then refused every request of that shape (outside probe).
+/// The names are known inputs (checked before).
+pub(super) fn check_warmup_shapes(
+    model: &[ModelTensor],
+    narrowed: &[ModelTensor],
+    warmup: &BTreeMap<String, Vec<i64>>,
+    shapes: &BTreeMap<String, Vec<i64>>,
+) -> Result<(), String> {
     let fits = |given: &[i64], declared: &[i64]| {
         given.len() == declared.len() && given.iter().zip(declared).all(|(&g, &d)| g >= 0 && (d < 0 || g == d))
     };
     for (name, shape) in warmup {
-        let Some(declared) = model.iter().find(|i| &i.name == name).map(|i| &i.shape) else { continue };
-        if !fits(shape, declared) {
+        let of = |inputs: &[ModelTensor]| inputs.iter().find(|i| &i.name == name).map(|i| i.shape.clone());
+        let (Some(declared), Some(allowed)) = (of(model), of(narrowed)) else { continue };
+        if !fits(shape, &declared) {
             return Err(format!(
                 "config.json `warmup` gives `{name}` the shape {shape:?}, which does not fit the model's {declared:?} \
                  (same rank; fixed axes as they are; -1 there: any size)"
+            ));
+        }
+        if !fits(shape, &allowed) {
+            let given = shapes.get(name).map_or(allowed, Clone::clone);
+            return Err(format!(
+                "config.json `warmup` gives `{name}` the shape {shape:?}, outside its `shapes` {given:?} (-1: any \
+                 size): requests of that shape are refused, so warm it up with a shape they allow"
             ));
         }
     }
