@@ -14,6 +14,19 @@ pub enum Error {
         why: String,
     },
 
+    /// A batched run's output `name` does not keep one row per sample: its first axis is not the
+    /// batch's size (a model that reduces over the batch or reshapes it), so the batcher cannot
+    /// give each request its row. Such a model must run unbatched.
+    #[error("output `{name}` is not split along the batch axis: a batch of {rows} gave shape {shape:?}, whose first axis is not {rows}, so the batcher cannot give each request its row; batching must be off for this model")]
+    NotSplitAlongBatch {
+        /// The output.
+        name: String,
+        /// The batch's size (rows run).
+        rows: usize,
+        /// The output's shape in that run.
+        shape: Vec<i64>,
+    },
+
     /// The batcher's queue holds `capacity` requests already (the request was not queued).
     #[error("the batcher's queue is full ({capacity} requests waiting); retry later, shed load, or submit with WhenFull::Wait")]
     QueueFull {

@@ -927,3 +927,41 @@ fn warm_up_with_refuses_a_shape_that_differs_from_a_fixed_sample() {
     assert!(error.to_string().contains("fixed at [16]"), "{error}");
     assert_eq!(batcher.warm_up_with(&[("x", &[16])]).expect("its own shape"), [1, 2, 3, 4]);
 }
+
+/// A model whose output is not split along the batch axis (it sums over the batch) is refused by
+/// the warm-up at the first size above 1, naming the output; a batch of requests gets the same
+/// error (it warmed up, and every batched request then failed: outside probe).
+#[test]
+fn a_model_whose_output_is_not_split_along_the_batch_axis_fails_its_warm_up() {
+    let bytes = onnxrt_tests::proto::batch_sum();
+    let session = builder().commit_from_memory(&bytes).expect("session");
+    let not_split = |error: &Error| {
+        matches!(error, Error::NotSplitAlongBatch { name, rows: 2, shape } if name == "y" && shape == &[1, 4])
+            && error.to_string().contains("batching must be off for this model")
+    };
+    let batcher = Batcher::builder(session.clone()).max_batch(4).build().expect("batchable by its declared shapes");
+    let error = batcher.warm_up().expect_err("not split");
+    assert!(not_split(&error), "{error:?}");
+    // Through a runner elsewhere (a worker process in the server) too; and a batch of two
+    // requests, closed by count (the delay is an hour), gets the same error.
+    let elsewhere = session.clone();
+    let run = move |inputs: &[(&str, &Value<'_>)]| -> onnxrt_serve::Result<Vec<Value<'static>>> {
+        Ok(elsewhere.run(inputs)?.into_values())
+    };
+    let batcher = Batcher::builder(session)
+        .max_batch(2)
+        .max_delay(Duration::from_secs(3600))
+        .run_batches_with(run)
+        .build()
+        .expect("batchable");
+    let error = batcher.warm_up().expect_err("not split");
+    assert!(not_split(&error), "{error:?}");
+    let rt = runtime();
+    let futures: Vec<BatchFuture> = (0..2)
+        .map(|i| batcher.run_async([("x", Value::from_vec(&[4], sample(i, 4)).expect("x"))]).expect("queued"))
+        .collect();
+    for future in futures {
+        let error = rt.block_on(future).expect_err("not split");
+        assert!(not_split(&error), "{error:?}");
+    }
+}

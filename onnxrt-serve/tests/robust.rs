@@ -277,6 +277,37 @@ fn warm_up_shapes_that_do_not_fit_the_input_or_its_shapes_are_refused_at_load() 
     });
 }
 
+/// A batched model whose output is not split along the batch axis (it sums over the batch) is
+/// unavailable after its warm-up, saying why and that batching must be off; unbatched, the same
+/// model serves (it warmed up, was listed ready and answered 500: outside probe).
+#[test]
+fn a_batched_model_whose_output_is_not_split_along_the_batch_axis_is_unavailable() {
+    let root = folder("not-split");
+    put(&root, "batched", &proto::batch_sum(), Some(json!({ "batching": true, "max_batch": 4 })));
+    put(&root, "unbatched", &proto::batch_sum(), Some(json!({ "batching": false })));
+    let server = Server::start(&root, &[]);
+    runtime().block_on(async {
+        let index = json_of(&post(server.rest, "/v2/repository/index", &json!({})).await);
+        let entry = |name: &str| {
+            let entry = index.as_array().expect("a list").iter().find(|e| e["name"] == name).cloned();
+            let entry = entry.unwrap_or_else(|| panic!("{index}"));
+            (entry["state"].as_str().unwrap_or_default().to_owned(), entry["reason"].as_str().unwrap_or("").to_owned())
+        };
+        let (state, reason) = entry("batched");
+        assert_eq!(state, "UNAVAILABLE", "{index}");
+        assert!(reason.contains("output `y` is not split along the batch axis"), "{reason}");
+        assert!(
+            reason.contains("batching must be off for this model") && reason.contains("\"batching\": false"),
+            "{reason}"
+        );
+        assert_eq!(entry("unbatched").0, "READY", "{index}");
+        let x = json!({ "inputs": [{ "name": "x", "shape": [2, 4], "datatype": "FP32", "data": vec![1f32; 8] }] });
+        let answered = post(server.rest, "/v2/models/unbatched/infer", &x).await;
+        assert_eq!(answered.status, 200, "{}", answered.text());
+        assert_eq!(json_of(&answered)["outputs"][0]["shape"], json!([1, 4]));
+    });
+}
+
 #[test]
 fn a_request_that_crashes_the_runtime_costs_that_request_and_the_server_carries_on() {
     let root = folder("crash");

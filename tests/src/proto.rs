@@ -180,3 +180,16 @@ pub fn unary(op: &str, ir_version: i64, opset: i64) -> Vec<u8> {
     let (x, y) = (tensor_info("x", FLOAT, &[2]), tensor_info("y", FLOAT, &[2]));
     model(ir_version, opset, &[node(op, &["x"], &["y"], &[])], &[x], &[y])
 }
+
+/// `y = ReduceSum(x)` over the batch axis on f32 `x` [n, 4], `y` declared [n, 4] but holding one
+/// row: the axes are computed (`Shape(x)[:1] - Shape(x)[:1]`, [0]), so ORT cannot tell, and the
+/// model looks batchable by its declared shapes although no batch of it can be split.
+pub fn batch_sum() -> Vec<u8> {
+    let (x, y) = (batched_tensor_info("x", FLOAT, &[4]), batched_tensor_info("y", FLOAT, &[4]));
+    let nodes = [
+        node("Shape", &["x"], &["batch"], &[int_attribute("end", 1)]),
+        node("Sub", &["batch", "batch"], &["axes"], &[]),
+        node("ReduceSum", &["x", "axes"], &["y"], &[]),
+    ];
+    model(8, 15, &nodes, &[x], &[y])
+}

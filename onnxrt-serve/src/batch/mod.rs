@@ -35,7 +35,9 @@
 //!
 //! Use it when many callers each hold one sample; for work that already comes in batches, call
 //! [`Session::run`] directly. Models must have a free (dynamic) first axis on every input and
-//! output ([`Error::NotBatchable`] otherwise).
+//! output ([`Error::NotBatchable`] otherwise), and each output one row per sample (a model that
+//! reduces over the batch fails [`Batcher::warm_up`] and its batches with
+//! [`Error::NotSplitAlongBatch`]).
 //!
 //! ```
 //! # let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/mlp.onnx");
@@ -296,7 +298,8 @@ impl Batcher {
     /// # Errors
     /// [`Error::InvalidArgument`](onnxrt::Error::InvalidArgument) when an input's sample shape is not fixed (there is no shape to
     /// warm up with); [`Error::BatcherShutDown`] after [`shutdown`](Batcher::shutdown), as
-    /// [`run`](Batcher::run); the run's error otherwise.
+    /// [`run`](Batcher::run); [`Error::NotSplitAlongBatch`] when an output's first axis is not
+    /// the size run (the model cannot be batched); the run's error otherwise.
     pub fn warm_up(&self) -> Result<Vec<usize>> {
         self.warm_up_with(&[])
     }
@@ -373,11 +376,16 @@ impl Batcher {
                 let value = Value::zeros(&worker::batch_shape(rows, sample), input.element_type)?;
                 values.push((input.name.as_str(), value));
             }
-            match &self.settings.run_batches {
+            let outputs = match &self.settings.run_batches {
                 Some(elsewhere) => {
-                    drop((elsewhere.0)(&values.iter().map(|(name, value)| (*name, value)).collect::<Vec<_>>())?)
+                    (elsewhere.0)(&values.iter().map(|(name, value)| (*name, value)).collect::<Vec<_>>())?
                 }
-                None => drop(session.run(values.iter().map(|(name, value)| (*name, value)))?),
+                None => session.run(values.iter().map(|(name, value)| (*name, value)))?.into_values(),
+            };
+            // An output that does not keep a row per sample (a model that reduces over the batch)
+            // is said now, rather than failing every batched request after the model is ready.
+            for (output, value) in self.plan.outputs.iter().zip(&outputs) {
+                output.check_rows(&value.tensor_info()?.shape, rows)?;
             }
         }
         Ok(sizes)

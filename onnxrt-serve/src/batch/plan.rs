@@ -59,6 +59,17 @@ pub(crate) struct OutputPlan {
     pub(crate) fixed_sample: Option<Shape>,
 }
 
+impl OutputPlan {
+    /// Whether this output of a run of `rows` samples holds one row per sample (its first axis
+    /// is the batch's size), so that each request can get its own.
+    pub(crate) fn check_rows(&self, shape: &[i64], rows: usize) -> Result<()> {
+        if shape.first() == Some(&(rows as i64)) {
+            return Ok(());
+        }
+        Err(Error::NotSplitAlongBatch { name: self.label.to_string(), rows, shape: shape.to_vec() })
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct Plan {
     pub(crate) inputs: Vec<InputPlan>,

@@ -557,16 +557,7 @@ fn split_rows(plan: &Plan, outputs: &[Value<'_>], m: usize, n: usize) -> Result<
     let mut rows: Vec<Vec<Value<'static>>> = (0..n).map(|_| Vec::with_capacity(outputs.len())).collect();
     for (plan, output) in plan.outputs.iter().zip(outputs) {
         let shape = output.tensor_info()?.shape;
-        if shape.first() != Some(&(m as i64)) {
-            return Err(onnxrt::Error::InvalidArgument {
-                what: format!("output `{}` of a batch of {m}", plan.label),
-                why: format!(
-                    "its shape is {:?}: its first axis does not follow the batch axis, so the batcher cannot split it",
-                    shape.as_slice()
-                ),
-            }
-            .into());
-        }
+        plan.check_rows(&shape, m)?;
         let bytes = output.host_bytes()?;
         let row = bytes.len() / m;
         let mut row_shape = shape;

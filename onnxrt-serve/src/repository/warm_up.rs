@@ -94,7 +94,12 @@ impl ServedModel {
             if fixed || (tuned && self.settings.warmup_fill.is_empty()) {
                 let samples: Vec<(&str, &[i64])> =
                     shapes_run.iter().map(|(name, shape)| (name.as_str(), shape.get(1..).unwrap_or(&[]))).collect();
-                batcher.warm_up_with(&samples).map_err(|e| format!("warming up the batch sizes: {e}"))?;
+                batcher.warm_up_with(&samples).map_err(|e| match e {
+                    crate::Error::NotSplitAlongBatch { .. } => {
+                        format!("warming up the batch sizes: {e} (\"batching\": false in its config.json)")
+                    }
+                    e => format!("warming up the batch sizes: {e}"),
+                })?;
             }
             #[cfg(feature = "cuda")]
             for (rows, outcome) in batcher.cuda_graphs() {
