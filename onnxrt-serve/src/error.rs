@@ -27,6 +27,27 @@ pub enum Error {
         shape: Vec<i64>,
     },
 
+    /// A batched run's output `name` has a first axis of the batch's size, but its sample shape
+    /// (the shape without that axis) is not one sample's: it changed with the batch size (a model
+    /// that multiplies the batch with itself, `x·xᵀ`), or it is not the fixed one the model
+    /// declares. Its rows are not per sample, so such a model must run unbatched.
+    #[error("output `{name}`'s sample shape {}: {expected:?} {}, {sample:?} at {rows} {}; its rows are not per sample, so batching must be off for this model",
+        if expected_rows.is_some() { "changes with the batch size" } else { "is not the declared one" },
+        expected_rows.map_or_else(|| "as declared".to_owned(), |n| format!("at {n} {}", if n == 1 { "row" } else { "rows" })),
+        if *rows == 1 { "row" } else { "rows" })]
+    SampleShapeChanges {
+        /// The output.
+        name: String,
+        /// Its sample shape in a run of `expected_rows` rows, or as declared (`None`).
+        expected: Vec<i64>,
+        /// The rows of the run that gave `expected`; `None`: `expected` is the declared shape.
+        expected_rows: Option<usize>,
+        /// Its sample shape in the run of `rows` rows.
+        sample: Vec<i64>,
+        /// The batch's size in that run.
+        rows: usize,
+    },
+
     /// The batcher's queue holds `capacity` requests already (the request was not queued).
     #[error("the batcher's queue is full ({capacity} requests waiting); retry later, shed load, or submit with WhenFull::Wait")]
     QueueFull {

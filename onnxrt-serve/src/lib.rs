@@ -17,7 +17,7 @@
 //!   to depend on the batcher alone.
 //!
 //! Errors are [`Error`]: the batcher's own refusals ([`Error::NotBatchable`],
-//! [`Error::NotSplitAlongBatch`], [`Error::QueueFull`], [`Error::DeadlineExpired`], [`Error::BatcherShutDown`]) and every
+//! [`Error::NotSplitAlongBatch`], [`Error::SampleShapeChanges`], [`Error::QueueFull`], [`Error::DeadlineExpired`], [`Error::BatcherShutDown`]) and every
 //! onnxrt error, wrapped ([`Error::Onnxrt`]).
 //!
 //! Features: `server` (default; implies `isolation`), `isolation` (worker processes, without

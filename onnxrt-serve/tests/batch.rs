@@ -965,3 +965,56 @@ fn a_model_whose_output_is_not_split_along_the_batch_axis_fails_its_warm_up() {
         assert!(not_split(&error), "{error:?}");
     }
 }
+
+/// `y = x·xᵀ` keeps a first axis of the batch's size, so the first-axis check passes, but its
+/// sample shape is the batch size: the warm-up compares each output's sample shape across the
+/// sizes it runs and refuses the model (it was READY, and batched requests got [1, 3] and other
+/// callers' data: outside probe). With a single padded size, a run of one row is compared.
+#[test]
+fn a_model_whose_sample_shape_changes_with_the_batch_size_fails_its_warm_up() {
+    let session = builder().commit_from_memory(&onnxrt_tests::proto::batch_outer()).expect("session");
+    let changes = |error: &Error, (expected, before): (&[i64], usize), (sample, rows): (&[i64], usize)| {
+        matches!(error, Error::SampleShapeChanges { name, expected: e, expected_rows: Some(b), sample: s, rows: r }
+            if name == "y" && e == expected && *b == before && s == sample && *r == rows)
+            && error.to_string().contains("batching must be off for this model")
+    };
+    let batcher = Batcher::builder(session.clone()).max_batch(4).build().expect("batchable by its declared shapes");
+    let error = batcher.warm_up().expect_err("sample shape [1] at 1 row, [2] at 2");
+    assert!(changes(&error, (&[1], 1), (&[2], 2)), "{error:?}");
+    let says = "output `y`'s sample shape changes with the batch size: [1] at 1 row, [2] at 2 rows; its rows are not per sample";
+    assert!(error.to_string().contains(says), "{error}");
+    // One padded size: every batch runs 4 rows, compared with a run of one on the session.
+    let batcher = Batcher::builder(session).max_batch(4).pad_to_sizes(&[4]).build().expect("batchable");
+    let error = batcher.warm_up().expect_err("[4] at 4 rows, [1] at 1");
+    assert!(changes(&error, (&[4], 4), (&[1], 1)), "{error:?}");
+}
+
+/// Batches run elsewhere (a worker process) whose output's sample shape is not the fixed one the
+/// model declares are refused, not split into rows of another shape.
+#[test]
+fn a_batch_whose_output_sample_shape_is_not_the_declared_one_fails() {
+    let session = builder().commit_from_file(model("mlp.onnx")).expect("mlp: logits [n, 4]");
+    let run = move |inputs: &[(&str, &Value<'_>)]| -> onnxrt_serve::Result<Vec<Value<'static>>> {
+        let rows = inputs[0].1.tensor_info()?.shape[0];
+        Ok(vec![Value::zeros(&[rows, 5], onnxrt::ElementType::F32)?])
+    };
+    let batcher = Batcher::builder(session)
+        .max_batch(2)
+        .max_delay(Duration::from_secs(3600))
+        .run_batches_with(run)
+        .build()
+        .expect("batcher");
+    let rt = runtime();
+    let futures: Vec<BatchFuture> = (0..2)
+        .map(|i| batcher.run_async([("x", Value::from_vec(&[16], sample(i, 16)).expect("x"))]).expect("queued"))
+        .collect();
+    for future in futures {
+        let error = rt.block_on(future).expect_err("[5] where [4] is declared");
+        let declared = matches!(&error, Error::SampleShapeChanges { name, expected, expected_rows: None, sample, rows: 2 }
+            if name == "logits" && expected == &[4] && sample == &[5]);
+        assert!(
+            declared && error.to_string().contains("is not the declared one: [4] as declared, [5] at 2 rows"),
+            "{error}"
+        );
+    }
+}

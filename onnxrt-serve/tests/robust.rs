@@ -308,6 +308,44 @@ fn a_batched_model_whose_output_is_not_split_along_the_batch_axis_is_unavailable
     });
 }
 
+/// A batched `y = x·xᵀ` (first axis the batch's size, sample shape too) is unavailable after its
+/// warm-up, padded or not, in a worker process or in the server's; unbatched it serves (it was
+/// ready, and concurrent requests got [1, 3] and other callers' rows: outside probe).
+#[test]
+fn a_batched_model_whose_sample_shape_changes_with_the_batch_size_is_unavailable() {
+    let root = folder("outer");
+    let batched = json!({ "batching": true, "max_batch": 4 });
+    put(&root, "batched", &proto::batch_outer(), Some(batched));
+    let padded = json!({ "batching": true, "max_batch": 4, "pad_to_power_of_two": true });
+    put(&root, "padded", &proto::batch_outer(), Some(padded));
+    put(&root, "unbatched", &proto::batch_outer(), Some(json!({ "batching": false })));
+    for isolation in ["true", "false"] {
+        let server = Server::start(&root, &["--isolation", isolation]);
+        runtime().block_on(async {
+            let index = json_of(&post(server.rest, "/v2/repository/index", &json!({})).await);
+            let entry = |name: &str| {
+                let entry = index.as_array().expect("a list").iter().find(|e| e["name"] == name).cloned();
+                let entry = entry.unwrap_or_else(|| panic!("{index}"));
+                (
+                    entry["state"].as_str().unwrap_or_default().to_owned(),
+                    entry["reason"].as_str().unwrap_or("").to_owned(),
+                )
+            };
+            for name in ["batched", "padded"] {
+                let (state, reason) = entry(name);
+                assert_eq!(state, "UNAVAILABLE", "{name}, isolation {isolation}: {index}");
+                let says = "output `y`'s sample shape changes with the batch size: [1] at 1 row, [2] at 2 rows";
+                assert!(reason.contains(says) && reason.contains("\"batching\": false"), "{name}: {reason}");
+            }
+            assert_eq!(entry("unbatched").0, "READY", "{index}");
+            let x = json!({ "inputs": [{ "name": "x", "shape": [2, 4], "datatype": "FP32", "data": vec![1f32; 8] }] });
+            let answered = post(server.rest, "/v2/models/unbatched/infer", &x).await;
+            assert_eq!(answered.status, 200, "{}", answered.text());
+            assert_eq!(json_of(&answered)["outputs"][0]["shape"], json!([2, 2]));
+        });
+    }
+}
+
 #[test]
 fn a_request_that_crashes_the_runtime_costs_that_request_and_the_server_carries_on() {
     let root = folder("crash");

@@ -193,3 +193,26 @@ pub fn batch_sum() -> Vec<u8> {
     ];
     model(8, 15, &nodes, &[x], &[y])
 }
+
+/// `y = x·xᵀ` on f32 `x` [n, 4]: `y` is [n, n], declared [n, m] (`m` free). Its first axis is
+/// the batch's size, so it looks split along the batch, but a row holds one entry per sample of
+/// the batch: its sample shape changes with the batch size, and batching mixes the callers.
+pub fn batch_outer() -> Vec<u8> {
+    let (x, y) = (batched_tensor_info("x", FLOAT, &[4]), free_tensor_info("y", FLOAT, &["n", "m"]));
+    let nodes = [
+        node("Transpose", &["x"], &["xt"], &[ints_attribute("perm", &[1, 0])]),
+        node("MatMul", &["x", "xt"], &["y"], &[]),
+    ];
+    model(8, 15, &nodes, &[x], &[y])
+}
+
+/// `y = Reshape(x, [-1])` on f32 `x` [n, 4]: `y` is [4n], declared [m] (`m` free), so its sample
+/// shape looks fixed (rank 0) while no batch of it can be split.
+pub fn batch_flatten() -> Vec<u8> {
+    let (x, y) = (batched_tensor_info("x", FLOAT, &[4]), free_tensor_info("y", FLOAT, &["m"]));
+    let nodes = [
+        node("Constant", &[], &["shape"], &[ints_attribute("value_ints", &[-1])]),
+        node("Reshape", &["x", "shape"], &["y"], &[]),
+    ];
+    model(8, 15, &nodes, &[x], &[y])
+}

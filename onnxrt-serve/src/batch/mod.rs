@@ -35,9 +35,12 @@
 //!
 //! Use it when many callers each hold one sample; for work that already comes in batches, call
 //! [`Session::run`] directly. Models must have a free (dynamic) first axis on every input and
-//! output ([`Error::NotBatchable`] otherwise), and each output one row per sample (a model that
+//! output ([`Error::NotBatchable`] otherwise), and each output one row per sample: a model that
 //! reduces over the batch fails [`Batcher::warm_up`] and its batches with
-//! [`Error::NotSplitAlongBatch`]).
+//! [`Error::NotSplitAlongBatch`]; one whose sample shape changes with the batch size (`x·xᵀ`)
+//! fails the warm-up, which compares the sizes it runs, with [`Error::SampleShapeChanges`] (so do
+//! batches whose output is not the fixed sample shape declared; without a warm-up, an output
+//! whose sample shape is free is not compared, and such a model mixes its callers' rows).
 //!
 //! ```
 //! # let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/mlp.onnx");
@@ -299,7 +302,9 @@ impl Batcher {
     /// [`Error::InvalidArgument`](onnxrt::Error::InvalidArgument) when an input's sample shape is not fixed (there is no shape to
     /// warm up with); [`Error::BatcherShutDown`] after [`shutdown`](Batcher::shutdown), as
     /// [`run`](Batcher::run); [`Error::NotSplitAlongBatch`] when an output's first axis is not
-    /// the size run (the model cannot be batched); the run's error otherwise.
+    /// the size run, [`Error::SampleShapeChanges`] when its sample shape changes with the size
+    /// (with a single padded size above 1, a run of one row on the batcher's session is compared
+    /// too) or is not the declared one: the model cannot be batched; the run's error otherwise.
     pub fn warm_up(&self) -> Result<Vec<usize>> {
         self.warm_up_with(&[])
     }
@@ -361,6 +366,9 @@ impl Batcher {
         // known once they are done, and warm up their sessions below.
         #[cfg(feature = "cuda")]
         self.sessions.wait_for_worker_captures();
+        // Per output, the sample shape (without the batch axis) of the first size run: every
+        // other size must give the same, or the rows are not per sample (`x·xᵀ` is [n, n]).
+        let mut first: Vec<Option<(usize, Shape)>> = vec![None; self.plan.outputs.len()];
         for &rows in &sizes {
             // A size with a CUDA graph runs on it alone, and the workers have captured it.
             #[cfg(feature = "cuda")]
@@ -371,24 +379,53 @@ impl Batcher {
             #[cfg(feature = "cuda")]
             let _shared = self.sessions.cuda_work(false);
             let session = self.sessions.for_rows(rows, &self.plan)?;
-            let mut values = Vec::with_capacity(self.plan.inputs.len());
-            for (input, sample) in self.plan.inputs.iter().zip(&sample_shapes) {
-                let value = Value::zeros(&worker::batch_shape(rows, sample), input.element_type)?;
-                values.push((input.name.as_str(), value));
-            }
-            let outputs = match &self.settings.run_batches {
-                Some(elsewhere) => {
-                    (elsewhere.0)(&values.iter().map(|(name, value)| (*name, value)).collect::<Vec<_>>())?
-                }
-                None => session.run(values.iter().map(|(name, value)| (*name, value)))?.into_values(),
-            };
-            // An output that does not keep a row per sample (a model that reduces over the batch)
-            // is said now, rather than failing every batched request after the model is ready.
-            for (output, value) in self.plan.outputs.iter().zip(&outputs) {
-                output.check_rows(&value.tensor_info()?.shape, rows)?;
+            self.warm_up_run(&session, rows, &sample_shapes, &mut first)?;
+        }
+        // A single size above 1 has no other to compare with: one row on the batcher's own
+        // session too (a single size of 1 needs none: every batch is then a run of one sample).
+        if let [rows] = sizes[..] {
+            if rows > 1 {
+                #[cfg(feature = "cuda")]
+                let _shared = self.sessions.cuda_work(false);
+                self.warm_up_run(&self.session, 1, &sample_shapes, &mut first)?;
             }
         }
         Ok(sizes)
+    }
+
+    /// One warm-up run of `rows` rows of zeros on `session` (or the runner elsewhere). An output
+    /// that does not keep a row per sample (a model that reduces over the batch), or whose sample
+    /// shape differs from the one `first` holds from another size, is said now, rather than
+    /// failing or mixing batched requests after the model is ready.
+    fn warm_up_run(
+        &self,
+        session: &Session,
+        rows: usize,
+        sample_shapes: &[Shape],
+        first: &mut [Option<(usize, Shape)>],
+    ) -> Result<()> {
+        let mut values = Vec::with_capacity(self.plan.inputs.len());
+        for (input, sample) in self.plan.inputs.iter().zip(sample_shapes) {
+            let value = Value::zeros(&worker::batch_shape(rows, sample), input.element_type)?;
+            values.push((input.name.as_str(), value));
+        }
+        let outputs = match &self.settings.run_batches {
+            Some(elsewhere) => (elsewhere.0)(&values.iter().map(|(name, value)| (*name, value)).collect::<Vec<_>>())?,
+            None => session.run(values.iter().map(|(name, value)| (*name, value)))?.into_values(),
+        };
+        for ((output, value), first) in self.plan.outputs.iter().zip(&outputs).zip(first.iter_mut()) {
+            let shape = value.tensor_info()?.shape;
+            output.check_rows(&shape, rows)?;
+            let sample = Shape::from_slice(&shape[1..]);
+            match first {
+                Some((before, expected)) if *expected != sample => {
+                    return Err(output.sample_changes(expected, Some(*before), &shape, rows));
+                }
+                Some(_) => {}
+                None => *first = Some((rows, sample)),
+            }
+        }
+        Ok(())
     }
 
     /// With [`cuda_graphs`](BatcherBuilder::cuda_graphs): returns once every worker has made

@@ -61,12 +61,36 @@ pub(crate) struct OutputPlan {
 
 impl OutputPlan {
     /// Whether this output of a run of `rows` samples holds one row per sample (its first axis
-    /// is the batch's size), so that each request can get its own.
+    /// is the batch's size, and its sample shape the declared one where that is fixed), so that
+    /// each request can get its own.
     pub(crate) fn check_rows(&self, shape: &[i64], rows: usize) -> Result<()> {
-        if shape.first() == Some(&(rows as i64)) {
-            return Ok(());
+        if shape.first() != Some(&(rows as i64)) {
+            return Err(Error::NotSplitAlongBatch { name: self.label.to_string(), rows, shape: shape.to_vec() });
         }
-        Err(Error::NotSplitAlongBatch { name: self.label.to_string(), rows, shape: shape.to_vec() })
+        match &self.fixed_sample {
+            Some(declared) if declared.as_slice() != &shape[1..] => {
+                Err(self.sample_changes(declared, None, shape, rows))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The error for a run of `rows` rows that gave `shape`, where a run of `expected_rows` (or
+    /// the declaration: `None`) gave the sample shape `expected`.
+    pub(crate) fn sample_changes(
+        &self,
+        expected: &[i64],
+        expected_rows: Option<usize>,
+        shape: &[i64],
+        rows: usize,
+    ) -> Error {
+        Error::SampleShapeChanges {
+            name: self.label.to_string(),
+            expected: expected.to_vec(),
+            expected_rows,
+            sample: shape.get(1..).unwrap_or_default().to_vec(),
+            rows,
+        }
     }
 }
 

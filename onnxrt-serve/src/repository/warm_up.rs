@@ -95,7 +95,7 @@ impl ServedModel {
                 let samples: Vec<(&str, &[i64])> =
                     shapes_run.iter().map(|(name, shape)| (name.as_str(), shape.get(1..).unwrap_or(&[]))).collect();
                 batcher.warm_up_with(&samples).map_err(|e| match e {
-                    crate::Error::NotSplitAlongBatch { .. } => {
+                    crate::Error::NotSplitAlongBatch { .. } | crate::Error::SampleShapeChanges { .. } => {
                         format!("warming up the batch sizes: {e} (\"batching\": false in its config.json)")
                     }
                     e => format!("warming up the batch sizes: {e}"),
