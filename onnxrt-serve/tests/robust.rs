@@ -346,6 +346,28 @@ fn a_batched_model_whose_sample_shape_changes_with_the_batch_size_is_unavailable
     }
 }
 
+/// `y = Reshape(x, [-1])` ([4n], declared [m]) batched without a warm-up: each request is a 500
+/// naming the output and the fix, in the server's process as in a worker (in the server's it
+/// was a 400 quoting ORT's "OrtValue shape verification failed": outside probe).
+#[test]
+fn a_batched_model_that_flattens_the_batch_answers_500_naming_the_cause() {
+    let root = folder("flatten");
+    let config = json!({ "batching": true, "max_batch": 4, "warmup": false });
+    put(&root, "flat", &proto::batch_flatten(), Some(config));
+    for isolation in ["false", "true"] {
+        let server = Server::start(&root, &["--isolation", isolation]);
+        runtime().block_on(async {
+            let x = json!({ "inputs": [{ "name": "x", "shape": [1, 4], "datatype": "FP32", "data": vec![1f32; 4] }] });
+            let answered = post(server.rest, "/v2/models/flat/infer", &x).await;
+            assert_eq!(answered.status, 500, "isolation {isolation}: {}", answered.text());
+            let error = json_of(&answered)["error"].as_str().unwrap_or_default().to_owned();
+            let says = "output `y` is not split along the batch axis: a batch of 1 gave shape [4]";
+            assert!(error.contains(says) && error.contains("batching must be off"), "isolation {isolation}: {error}");
+            assert!(!error.contains("shape verification"), "{error}");
+        });
+    }
+}
+
 #[test]
 fn a_request_that_crashes_the_runtime_costs_that_request_and_the_server_carries_on() {
     let root = folder("crash");

@@ -318,7 +318,7 @@ pub const OUTPUT_SHAPE_REFUSED: OrtMessage = OrtMessage {
     name: "OUTPUT_SHAPE_REFUSED",
     any_of: &[&["shape verification failed"], &["shape mismatch"], &["but the computed output shape for this run is"]],
     case: Case::Ignored,
-    means: "the run is repeated without preallocated outputs (session/output_pool.rs)",
+    means: "the run is repeated without preallocated outputs (session/output_pool.rs; onnxrt-serve's batch/worker.rs, whose split then names the output)",
     provoked_on: BOTH,
     recorded: &[],
 };

@@ -474,13 +474,33 @@ impl Worker {
                 None => binding.bind_output_to_device(&plan.label, &host)?,
             }
         }
-        {
+        let ran = {
             let _device = self.queue.device_turn(self.hold_while_busy);
-            binding.run(None)?;
-        }
+            binding.run(None)
+        };
+        let mut unallocated;
+        let outputs = match ran {
+            Ok(()) => binding.outputs()?,
+            // ORT refused a preallocated output: the run's shape is not `m` rows of its declared
+            // sample (a model that flattens the batch into a [m] output). Only then, run again
+            // with ORT allocating every output, so that the split below says which output and
+            // how instead of passing on ORT's text.
+            Err(onnxrt::Error::Ort { message, .. }) if onnxrt::ort_messages::OUTPUT_SHAPE_REFUSED.matches(&message) => {
+                unallocated = session.io_binding()?;
+                for (plan, value) in self.plan.inputs.iter().zip(values.iter()) {
+                    unallocated.bind_input(&plan.name, value)?;
+                }
+                for plan in &self.plan.outputs {
+                    unallocated.bind_output_to_device(&plan.label, &host)?;
+                }
+                let _device = self.queue.device_turn(self.hold_while_busy);
+                unallocated.run(None)?;
+                unallocated.outputs()?
+            }
+            Err(error) => return Err(error.into()),
+        };
         // The device is free for the next batch (a worker holding one open closes it now).
         drop(running);
-        let outputs = binding.outputs()?;
         self.queue.counters.model_time.observe(model_started.elapsed());
         split_rows(&self.plan, &outputs, m, n)
     }
