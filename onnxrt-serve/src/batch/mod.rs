@@ -41,6 +41,10 @@
 //! fails the warm-up, which compares the sizes it runs, with [`Error::SampleShapeChanges`] (so do
 //! batches whose output is not the fixed sample shape declared; without a warm-up, an output
 //! whose sample shape is free is not compared, and such a model mixes its callers' rows).
+//! Batching assumes, as Triton's does, that each row of an output depends on its own sample
+//! alone: a model that mixes the rows of a batch (`x + sum(x)` over the batch, a batch norm in
+//! training mode) gives each caller results that depend on the other requests and on the padding
+//! rows, and no shape check can tell.
 //!
 //! ```
 //! # let model = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/data/models/mlp.onnx");
