@@ -237,6 +237,20 @@ fn start_flags_that_would_be_ignored_stop_the_start_or_warn() {
     let _ = std::fs::remove_dir_all(&root);
 }
 
+/// `serve --help` gives isolation's default as the server applies it: batched CPU models are
+/// isolated too (it said "for models that do not batch": outside probe).
+#[test]
+fn the_help_gives_the_isolation_default_as_applied() {
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_serve")).arg("--help").output().expect("serve --help");
+    let help = String::from_utf8_lossy(&help.stdout).split_whitespace().collect::<Vec<_>>().join(" ");
+    let isolation = &help[help.find("--isolation").unwrap_or_else(|| panic!("{help}"))..];
+    assert!(
+        isolation.contains("batched models included; off for models whose batches run on the server's sessions"),
+        "{isolation}"
+    );
+    assert!(!help.contains("models that do not batch"), "{help}");
+}
+
 #[test]
 fn bad_command_line_counts_stop_the_start_naming_the_flag() {
     // Outside review, 2026-12-07: `--max-batch 0` started the server with every model

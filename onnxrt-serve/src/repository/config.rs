@@ -90,8 +90,9 @@ pub struct ModelConfig {
     pub warmup: Option<Warmup>,
     /// Run requests in worker processes of their own, so that a crash of the runtime costs one
     /// request, not the server (default: on where the loaded runtime is known to crash on valid
-    /// shapes, ONNX Runtime 1.16, for models whose requests run alone; batched models run in
-    /// the server's process).
+    /// shapes, ONNX Runtime 1.16, batched models included, and the model is in a file; off for
+    /// models whose batches run on the server's sessions: device inputs, CUDA graphs, a session
+    /// per batch size).
     pub isolation: Option<bool>,
     /// What each warm-up input is filled with, by name (default 0), e.g. `{"sr": 16000}` for a
     /// model that refuses a sample rate of 0.

@@ -190,7 +190,9 @@ pub struct Args {
     strict_start: bool,
     /// Run each model's requests in worker processes of their own, so that a runtime crash
     /// costs one request (500), not the server (default: on where the loaded runtime is known
-    /// to crash on valid shapes, ONNX Runtime 1.16, for models that do not batch)
+    /// to crash on valid shapes, ONNX Runtime 1.16, batched models included; off for models
+    /// whose batches run on the server's sessions: device inputs, CUDA graphs, a session per
+    /// batch size)
     #[arg(long, value_name = "BOOL")]
     isolation: Option<bool>,
     /// Largest request body in bytes (larger: 413; gRPC messages too)
