@@ -250,6 +250,7 @@ fn warm_up_shapes_that_do_not_fit_the_input_or_its_shapes_are_refused_at_load() 
     put(&root, "rank", &test_model("mlp.onnx"), Some(json!({ "warmup": { "x": [16] } })));
     let axis = json!({ "batching": true, "max_batch": 2, "warmup": { "x": [1, 8] } });
     put(&root, "axis", &test_model("mlp.onnx"), Some(axis));
+    put(&root, "negative", &test_model("mlp.onnx"), Some(json!({ "warmup": { "x": [-1, 16] } })));
     let outside = json!({ "shapes": { "x": [-1, 8] }, "warmup": { "x": [1, 4] } });
     put(&root, "outside", &test_model("identity_f32.onnx"), Some(outside));
     let inside = json!({ "shapes": { "x": [-1, 8] }, "warmup": { "x": [1, 8] } });
@@ -265,6 +266,8 @@ fn warm_up_shapes_that_do_not_fit_the_input_or_its_shapes_are_refused_at_load() 
         for (name, says) in [
             ("rank", "`x` the shape [16], which does not fit the model's [-1, 16]"),
             ("axis", "`x` the shape [1, 8], which does not fit the model's [-1, 16]"),
+            // It said the shape [-1, 16] "does not fit the model's [-1, 16]" (outside probe).
+            ("negative", "`x` the shape [-1, 16], with a negative size: a warm-up runs one shape, so each axis needs a size (no -1"),
             ("outside", "`x` the shape [1, 4], outside its `shapes` [-1, 8]"),
         ] {
             let (state, reason) = entry(name);

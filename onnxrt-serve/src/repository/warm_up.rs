@@ -145,6 +145,13 @@ pub(super) fn check_warmup_shapes(
     for (name, shape) in warmup {
         let of = |inputs: &[ModelTensor]| inputs.iter().find(|i| &i.name == name).map(|i| i.shape.clone());
         let (Some(declared), Some(allowed)) = (of(model), of(narrowed)) else { continue };
+        if shape.iter().any(|&size| size < 0) {
+            return Err(format!(
+                "config.json `warmup` gives `{name}` the shape {shape:?}, with a negative size: a warm-up runs one \
+                 shape, so each axis needs a size (no -1; 1 for a free batch axis) that fits the model's \
+                 {declared:?} (-1 there: any size)"
+            ));
+        }
         if !fits(shape, &declared) {
             return Err(format!(
                 "config.json `warmup` gives `{name}` the shape {shape:?}, which does not fit the model's {declared:?} \
