@@ -140,13 +140,33 @@ impl ModelConfig {
 }
 
 /// `warmup` in config.json: on/off, or the shapes to warm up with.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone)]
 pub enum Warmup {
     /// `true`: warm up from the declared shapes (where they are fixed); `false`: no warm-up.
     Switch(bool),
     /// The warm-up inputs' shapes by name.
     Shapes(BTreeMap<String, Vec<i64>>),
+}
+
+impl<'de> Deserialize<'de> for Warmup {
+    /// Either form, or one refusal that shows both (serde's own for an untagged enum is "data did
+    /// not match any variant of untagged enum Warmup": outside probe, for `{"x": [1.5, 4]}`).
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Warmup, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Given {
+            Switch(bool),
+            Shapes(BTreeMap<String, Vec<i64>>),
+        }
+        match Given::deserialize(deserializer) {
+            Ok(Given::Switch(on)) => Ok(Warmup::Switch(on)),
+            Ok(Given::Shapes(shapes)) => Ok(Warmup::Shapes(shapes)),
+            Err(_) => Err(serde::de::Error::custom(
+                "`warmup` must be true or false, or input shapes by name as lists of whole numbers, e.g. \
+                 {\"x\": [1, 3, 64, 64]}",
+            )),
+        }
+    }
 }
 
 /// The server-wide settings a model's config may override: the same fields, given by the
@@ -531,6 +551,20 @@ mod tests {
         assert_eq!((settings.gather_threads, settings.provider.as_str(), settings.device_inputs), (1, "cpu", false));
         let own_sizes = ModelConfig { pad_sizes: Some(vec![4]), ..ModelConfig::default() };
         assert_eq!(Settings::of(&own_sizes, &defaults).expect("test value").pad_sizes, [4]);
+    }
+
+    #[test]
+    fn a_warmup_of_neither_form_is_refused_showing_both() {
+        for given in [r#"{"x": [1.5, 4]}"#, r#""yes""#, r#"{"x": 4}"#, "[1, 4]"] {
+            let text = format!(r#"{{"warmup": {given}}}"#);
+            let error = serde_json::from_str::<ModelConfig>(&text).expect_err("refused").to_string();
+            let says = r#"`warmup` must be true or false, or input shapes by name as lists of whole numbers, e.g. {"x": [1, 3, 64, 64]}"#;
+            assert!(error.contains(says) && !error.contains("untagged"), "{given}: {error}");
+        }
+        let shapes = serde_json::from_str::<ModelConfig>(r#"{"warmup": {"x": [1, 4]}}"#).expect("shapes");
+        assert!(matches!(shapes.warmup, Some(Warmup::Shapes(s)) if s["x"] == [1, 4]));
+        let off = serde_json::from_str::<ModelConfig>(r#"{"warmup": false}"#).expect("off");
+        assert!(matches!(off.warmup, Some(Warmup::Switch(false))));
     }
 
     #[test]
