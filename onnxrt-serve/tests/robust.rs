@@ -322,6 +322,10 @@ fn a_batched_model_whose_sample_shape_changes_with_the_batch_size_is_unavailable
     let padded = json!({ "batching": true, "max_batch": 4, "pad_to_power_of_two": true });
     put(&root, "padded", &proto::batch_outer(), Some(padded));
     put(&root, "unbatched", &proto::batch_outer(), Some(json!({ "batching": false })));
+    // Free sample axes on the CPU warm up at the two smallest sizes only (outside probe: with
+    // one run it was ready, and served callers each other's values).
+    let free = json!({ "batching": true, "max_batch": 8, "warmup": { "x": [1, 4] } });
+    put(&root, "free", &proto::batch_outer_free(), Some(free));
     for isolation in ["true", "false"] {
         let server = Server::start(&root, &["--isolation", isolation]);
         runtime().block_on(async {
@@ -334,7 +338,7 @@ fn a_batched_model_whose_sample_shape_changes_with_the_batch_size_is_unavailable
                     entry["reason"].as_str().unwrap_or("").to_owned(),
                 )
             };
-            for name in ["batched", "padded"] {
+            for name in ["batched", "padded", "free"] {
                 let (state, reason) = entry(name);
                 assert_eq!(state, "UNAVAILABLE", "{name}, isolation {isolation}: {index}");
                 let says = "output `y`'s sample shape changes with the batch size: [1] at 1 row, [2] at 2 rows";

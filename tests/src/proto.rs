@@ -206,6 +206,17 @@ pub fn batch_outer() -> Vec<u8> {
     model(8, 15, &nodes, &[x], &[y])
 }
 
+/// [`batch_outer`] with a free sample axis: `x` [n, k], `y` = x·xᵀ [n, n]. A server warms such a
+/// model up only at the shape config.json gives, not at every batch size.
+pub fn batch_outer_free() -> Vec<u8> {
+    let (x, y) = (free_tensor_info("x", FLOAT, &["n", "k"]), free_tensor_info("y", FLOAT, &["n", "m"]));
+    let nodes = [
+        node("Transpose", &["x"], &["xt"], &[ints_attribute("perm", &[1, 0])]),
+        node("MatMul", &["x", "xt"], &["y"], &[]),
+    ];
+    model(8, 15, &nodes, &[x], &[y])
+}
+
 /// `y = Reshape(x, [-1])` on f32 `x` [n, 4]: `y` is [4n], declared [m] (`m` free), so its sample
 /// shape looks fixed (rank 0) while no batch of it can be split.
 pub fn batch_flatten() -> Vec<u8> {

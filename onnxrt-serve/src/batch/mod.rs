@@ -322,6 +322,29 @@ impl Batcher {
     /// [`Error::InvalidArgument`](onnxrt::Error::InvalidArgument), before any run, for a shape
     /// that does not fit its input's sample (rank, fixed axes).
     pub fn warm_up_with(&self, samples: &[(&str, &[i64])]) -> Result<Vec<usize>> {
+        let sample_shapes = self.warm_up_samples(samples)?;
+        let sizes = self.settings.run_sizes();
+        self.warm_up_sizes(&sizes, &sample_shapes)?;
+        Ok(sizes)
+    }
+
+    /// Whether each output keeps one row per sample, at the sample shapes given (as
+    /// [`warm_up_with`](Self::warm_up_with)), from runs of the two smallest batch sizes only:
+    /// for a model whose samples have free axes, where warming up every size costs start time
+    /// and memory, yet a model whose rows mix (`x·xᵀ`) must not be served. Returns the sizes run.
+    ///
+    /// # Errors
+    /// As [`warm_up_with`](Self::warm_up_with).
+    pub fn check_rows_with(&self, samples: &[(&str, &[i64])]) -> Result<Vec<usize>> {
+        let sample_shapes = self.warm_up_samples(samples)?;
+        let sizes: Vec<usize> = self.settings.run_sizes().into_iter().take(2).collect();
+        self.warm_up_sizes(&sizes, &sample_shapes)?;
+        Ok(sizes)
+    }
+
+    /// Each input's sample shape for a warm-up: declared where fixed, else given in `samples`,
+    /// each checked against its input before any run.
+    fn warm_up_samples(&self, samples: &[(&str, &[i64])]) -> Result<Vec<Shape>> {
         // Nothing runs after a shutdown, warm-ups included (they would make sessions for sizes
         // no worker will run).
         if self.is_shut_down() {
@@ -352,8 +375,7 @@ impl Batcher {
             }
         }
         // Each input's sample shape, once for every size: declared, or else given.
-        let sample_shapes = self
-            .plan
+        self.plan
             .inputs
             .iter()
             .map(|input| {
@@ -363,8 +385,13 @@ impl Batcher {
                     why: "its sample shape has a free axis, so there is no shape to warm up with".into(),
                 })
             })
-            .collect::<std::result::Result<Vec<Shape>, _>>()?;
-        let sizes = self.settings.run_sizes();
+            .collect::<std::result::Result<Vec<Shape>, _>>()
+            .map_err(Error::from)
+    }
+
+    /// A warm-up run of each of `sizes` (ascending) on the session it runs on, comparing the
+    /// outputs' sample shapes across them.
+    fn warm_up_sizes(&self, sizes: &[usize], sample_shapes: &[Shape]) -> Result<()> {
         // Each worker makes and captures every CUDA graph on its own thread when it starts
         // (ORT keeps them per thread); sizes whose graph could not be made or captured are
         // known once they are done, and warm up their sessions below.
@@ -373,7 +400,7 @@ impl Batcher {
         // Per output, the sample shape (without the batch axis) of the first size run: every
         // other size must give the same, or the rows are not per sample (`x·xᵀ` is [n, n]).
         let mut first: Vec<Option<(usize, Shape)>> = vec![None; self.plan.outputs.len()];
-        for &rows in &sizes {
+        for &rows in sizes {
             // A size with a CUDA graph runs on it alone, and the workers have captured it.
             #[cfg(feature = "cuda")]
             if self.sessions.graph_for(rows).is_some() {
@@ -383,7 +410,7 @@ impl Batcher {
             #[cfg(feature = "cuda")]
             let _shared = self.sessions.cuda_work(false);
             let session = self.sessions.for_rows(rows, &self.plan)?;
-            self.warm_up_run(&session, rows, &sample_shapes, &mut first)?;
+            self.warm_up_run(&session, rows, sample_shapes, &mut first)?;
         }
         // A single size above 1 has no other to compare with: one row on the batcher's own
         // session too (a single size of 1 needs none: every batch is then a run of one sample).
@@ -391,10 +418,10 @@ impl Batcher {
             if rows > 1 {
                 #[cfg(feature = "cuda")]
                 let _shared = self.sessions.cuda_work(false);
-                self.warm_up_run(&self.session, 1, &sample_shapes, &mut first)?;
+                self.warm_up_run(&self.session, 1, sample_shapes, &mut first)?;
             }
         }
-        Ok(sizes)
+        Ok(())
     }
 
     /// One warm-up run of `rows` rows of zeros on `session` (or the runner elsewhere). An output

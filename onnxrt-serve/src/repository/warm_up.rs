@@ -26,7 +26,8 @@ impl ServedModel {
     /// Warms the model up (unless its settings say not to): one run on zeros (values from
     /// `warmup_fill`) of the shapes in `warmup`, or else of the declared shapes where they are
     /// fixed (a free first axis as 1), and each batch size the batcher will use when its samples
-    /// have fixed shapes. Skipped, and the model ready at once, when an input has free axes and
+    /// have fixed shapes (with free axes: on CUDA padded, each size; else the two smallest, which
+    /// tell a model whose rows mix). Skipped, and the model ready at once, when an input has free axes and
     /// no warm-up shape. A failed warm-up leaves the model not ready, with the reason.
     pub fn warm_up(&self) -> Result<WarmedUp, String> {
         if !self.settings.warm_up {
@@ -91,15 +92,14 @@ impl ServedModel {
             // Not where the warm-up run needed other values than zeros (`warmup_fill`).
             let fixed = self.inputs.iter().all(|i| i.shape.iter().skip(1).all(|&d| d >= 0));
             let tuned = self.settings.provider == "cuda" && self.settings.padded();
+            let samples: Vec<(&str, &[i64])> =
+                shapes_run.iter().map(|(name, shape)| (name.as_str(), shape.get(1..).unwrap_or(&[]))).collect();
             if fixed || (tuned && self.settings.warmup_fill.is_empty()) {
-                let samples: Vec<(&str, &[i64])> =
-                    shapes_run.iter().map(|(name, shape)| (name.as_str(), shape.get(1..).unwrap_or(&[]))).collect();
-                batcher.warm_up_with(&samples).map_err(|e| match e {
-                    crate::Error::NotSplitAlongBatch { .. } | crate::Error::SampleShapeChanges { .. } => {
-                        format!("warming up the batch sizes: {e} (\"batching\": false in its config.json)")
-                    }
-                    e => format!("warming up the batch sizes: {e}"),
-                })?;
+                batcher.warm_up_with(&samples).map_err(batch_sizes_failed)?;
+            } else if self.settings.warmup_fill.is_empty() {
+                // Free sample axes on the CPU: the two smallest sizes only, so that a model whose
+                // rows mix (`x·xᵀ`) is not served (outside probe, 2026-12-08).
+                batcher.check_rows_with(&samples).map_err(batch_sizes_failed)?;
             }
             #[cfg(feature = "cuda")]
             for (rows, outcome) in batcher.cuda_graphs() {
@@ -125,6 +125,17 @@ impl ServedModel {
                 run_on(batcher.session(), self.turn.as_deref(), &inputs, &[], None).map(drop)
             }
         }
+    }
+}
+
+/// A batcher's warm-up error as the model's reason; a model that cannot be batched says how to
+/// serve it.
+fn batch_sizes_failed(error: crate::Error) -> String {
+    match error {
+        crate::Error::NotSplitAlongBatch { .. } | crate::Error::SampleShapeChanges { .. } => {
+            format!("warming up the batch sizes: {error} (\"batching\": false in its config.json)")
+        }
+        error => format!("warming up the batch sizes: {error}"),
     }
 }
 
