@@ -987,18 +987,19 @@ fn a_model_whose_sample_shape_changes_with_the_batch_size_fails_its_warm_up() {
     assert!(changes(&error, (&[4], 4), (&[1], 1)), "{error:?}");
 }
 
-/// `check_rows_with` runs the two smallest sizes only, at the shape given: enough to refuse a
-/// model with free sample axes whose rows mix, and it passes one whose rows are per sample.
+/// `check_rows_with` runs one row and two only, at the shape given, whatever the padded sizes:
+/// enough to refuse a model with free sample axes whose rows mix, and it passes one whose rows
+/// are per sample.
 #[test]
-fn check_rows_with_runs_the_two_smallest_sizes_at_the_shape_given() {
+fn check_rows_with_runs_one_row_and_two_at_the_shape_given() {
     let session = builder().commit_from_memory(&onnxrt_tests::proto::batch_outer_free()).expect("session");
     let batcher = Batcher::builder(session).max_batch(64).build().expect("batchable by its declared shapes");
     let error = batcher.check_rows_with(&[("x", &[4])]).expect_err("[1] at 1 row, [2] at 2");
     assert!(matches!(error, Error::SampleShapeChanges { rows: 2, .. }), "{error:?}");
     assert!(matches!(batcher.check_rows_with(&[]), Err(Error::Onnxrt(_))), "no shape for the free axis");
     let session = builder().commit_from_file(model("mlp.onnx")).expect("mlp");
-    let batcher = Batcher::builder(session).max_batch(64).pad_to_power_of_two(true).build().expect("batchable");
-    assert_eq!(batcher.check_rows_with(&[]).expect("rows per sample"), [1, 2]);
+    let batcher = Batcher::builder(session).max_batch(4096).pad_to_sizes(&[4096]).build().expect("batchable");
+    assert_eq!(batcher.check_rows_with(&[]).expect("rows per sample"), [1, 2], "not the padded size");
     batcher.shutdown(Shutdown::Drain);
     assert!(matches!(batcher.check_rows_with(&[]), Err(Error::BatcherShutDown)));
 }

@@ -329,17 +329,23 @@ impl Batcher {
     }
 
     /// Whether each output keeps one row per sample, at the sample shapes given (as
-    /// [`warm_up_with`](Self::warm_up_with)), from runs of the two smallest batch sizes only:
-    /// for a model whose samples have free axes, where warming up every size costs start time
-    /// and memory, yet a model whose rows mix (`x·xᵀ`) must not be served. Returns the sizes run.
+    /// [`warm_up_with`](Self::warm_up_with)), from runs of one row and of two (one where
+    /// `max_batch` is 1) on the batcher's own session: for a model whose samples have free axes,
+    /// where warming up every size costs start time and memory (padded sizes may be thousands of
+    /// rows), yet a model whose rows mix (`x·xᵀ`) must not be served. Returns the rows run.
     ///
     /// # Errors
     /// As [`warm_up_with`](Self::warm_up_with).
     pub fn check_rows_with(&self, samples: &[(&str, &[i64])]) -> Result<Vec<usize>> {
         let sample_shapes = self.warm_up_samples(samples)?;
-        let sizes: Vec<usize> = self.settings.run_sizes().into_iter().take(2).collect();
-        self.warm_up_sizes(&sizes, &sample_shapes)?;
-        Ok(sizes)
+        let rows: Vec<usize> = [1, 2].into_iter().filter(|&rows| rows <= self.settings.max_batch).collect();
+        let mut first = vec![None; self.plan.outputs.len()];
+        for &rows in &rows {
+            #[cfg(feature = "cuda")]
+            let _shared = self.sessions.cuda_work(false);
+            self.warm_up_run(&self.session, rows, &sample_shapes, &mut first)?;
+        }
+        Ok(rows)
     }
 
     /// Each input's sample shape for a warm-up: declared where fixed, else given in `samples`,

@@ -26,7 +26,7 @@ impl ServedModel {
     /// Warms the model up (unless its settings say not to): one run on zeros (values from
     /// `warmup_fill`) of the shapes in `warmup`, or else of the declared shapes where they are
     /// fixed (a free first axis as 1), and each batch size the batcher will use when its samples
-    /// have fixed shapes (with free axes: on CUDA padded, each size; else the two smallest, which
+    /// have fixed shapes (with free axes: on CUDA padded, each size; else one row and two, which
     /// tell a model whose rows mix). Skipped, and the model ready at once, when an input has free axes and
     /// no warm-up shape. A failed warm-up leaves the model not ready, with the reason.
     pub fn warm_up(&self) -> Result<WarmedUp, String> {
@@ -97,7 +97,7 @@ impl ServedModel {
             if fixed || (tuned && self.settings.warmup_fill.is_empty()) {
                 batcher.warm_up_with(&samples).map_err(batch_sizes_failed)?;
             } else if self.settings.warmup_fill.is_empty() {
-                // Free sample axes on the CPU: the two smallest sizes only, so that a model whose
+                // Free sample axes on the CPU: one row and two only, so that a model whose
                 // rows mix (`x·xᵀ`) is not served (outside probe, 2026-12-08).
                 batcher.check_rows_with(&samples).map_err(batch_sizes_failed)?;
             }
