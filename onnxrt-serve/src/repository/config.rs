@@ -407,7 +407,7 @@ impl Settings {
                 return Err(format!("`{what}` is {value}; it must be at most {most}"));
             }
         }
-        check_padding(&settings, config, sizes_from_command_line)?;
+        check_padding(&settings, config, defaults, sizes_from_command_line)?;
         // ORT makes each intra-op thread's state when the session is made: 10^8 took the
         // server's memory at 300 MB/s (outside review, 2026-12-07).
         if let Some(threads) = settings.threads.filter(|&n| n > INTRA_OP_THREADS_MOST) {
@@ -448,7 +448,12 @@ fn padding_told(config: &ModelConfig, defaults: &Defaults) -> Result<(Vec<usize>
 /// the command line's are), a session per size asked for by the model's file only with batching,
 /// and for a batched model only with few sizes (unpadded, up to `max_batch` sessions, each with
 /// the model's weights).
-fn check_padding(settings: &Settings, config: &ModelConfig, sizes_from_command_line: bool) -> Result<(), String> {
+fn check_padding(
+    settings: &Settings,
+    config: &ModelConfig,
+    defaults: &Defaults,
+    sizes_from_command_line: bool,
+) -> Result<(), String> {
     // The command line's sizes against this model's `max_batch` (which may be smaller than the
     // command line's), only where the model batches: an unbatched model never pads.
     if !sizes_from_command_line || settings.batching {
@@ -457,11 +462,22 @@ fn check_padding(settings: &Settings, config: &ModelConfig, sizes_from_command_l
             false => why,
         })?;
     }
-    // Not the command line's `--session-per-size`: it is for every model, batched or not.
-    if !settings.batching && config.session_per_batch_size == Some(true) {
-        return Err("`session_per_batch_size` needs batching: it makes a session per padded batch size, and this \
-             model runs unbatched (\"batching\": true for it, or drop the setting)"
-            .into());
+    // Not the command line's `--session-per-size` or padding: they are for every model, batched
+    // or not. A model's own file asking for them unbatched was silently ignored (outside probe).
+    let asked = [
+        ("session_per_batch_size", config.session_per_batch_size == Some(true)),
+        ("pad_sizes", config.pad_sizes.as_ref().is_some_and(|sizes| !sizes.is_empty())),
+        ("pad_to_power_of_two", config.pad_to_power_of_two == Some(true)),
+    ];
+    // Except a CUDA model in a build without CUDA, unbatched only by that build's default: its
+    // provider is what to tell (it fails to load there), not its padding.
+    let unbatched_by_build =
+        settings.provider == "cuda" && !cfg!(feature = "cuda") && config.batching.or(defaults.batching).is_none();
+    if let Some((key, _)) = asked.iter().find(|(_, asked)| !settings.batching && !unbatched_by_build && *asked) {
+        return Err(format!(
+            "`{key}` needs batching: it shapes the batches of a batched model, and this model runs unbatched \
+             (\"batching\": true for it, or drop the setting)"
+        ));
     }
     if settings.batching && settings.session_per_batch_size && !settings.padded() {
         return Err("`session_per_batch_size` makes a session, with its own copy of the weights, per padded batch \
@@ -549,7 +565,7 @@ mod tests {
         let settings = Settings::of(&config, &defaults).expect("test value");
         assert_eq!((settings.max_batch, settings.queue, settings.pad_sizes), (8, 10, vec![1, 8]));
         assert_eq!((settings.gather_threads, settings.provider.as_str(), settings.device_inputs), (1, "cpu", false));
-        let own_sizes = ModelConfig { pad_sizes: Some(vec![4]), ..ModelConfig::default() };
+        let own_sizes = ModelConfig { batching: Some(true), pad_sizes: Some(vec![4]), ..ModelConfig::default() };
         assert_eq!(Settings::of(&own_sizes, &defaults).expect("test value").pad_sizes, [4]);
     }
 
@@ -646,7 +662,8 @@ mod tests {
         let off_by_default = Defaults { cuda_graphs: Some(false), ..Defaults::default() };
         assert!(!Settings::of(&cuda_padded, &off_by_default).expect("test value").cuda_graphs, "--cuda-graphs false");
         // Any of their needs turned off: off, not refused.
-        assert!(!graphs(&ModelConfig { batching: Some(false), ..cuda_padded.clone() }));
+        // (Unbatched, padding in its own file is refused: `a_session_per_batch_size_needs_batching_…`.)
+        assert!(!graphs(&ModelConfig { batching: Some(false), ..cuda.clone() }));
         if cfg!(feature = "cuda") {
             assert!(!graphs(&ModelConfig { device_inputs: Some(false), ..cuda_padded.clone() }));
         }
@@ -774,9 +791,9 @@ mod tests {
         assert_eq!(settings.padded_sizes(), [4, 16]);
     }
 
-    /// A session per batch size asked for by an unbatched model's file is refused (it was
-    /// silently ignored: outside probe); the command line's `--session-per-size`, for every
-    /// model, leaves unbatched ones alone.
+    /// A session per batch size or padding asked for by an unbatched model's file is refused (it
+    /// was silently ignored: outside probes); the command line's `--session-per-size` and
+    /// padding, for every model, leave unbatched ones alone.
     #[test]
     fn a_session_per_batch_size_needs_batching_unless_the_command_line_gave_it() {
         let asked =
@@ -794,6 +811,19 @@ mod tests {
         Settings::of(&ModelConfig::default(), &command_line).expect("the command line's flag, unbatched model");
         let batched = ModelConfig { batching: Some(true), ..asked };
         assert!(Settings::of(&batched, &Defaults::default()).expect("batched, padded").session_per_batch_size);
+        // Padding in an unbatched model's file too (it was ignored); `[]` and `false` ask for none.
+        let unbatched = ModelConfig { batching: Some(false), ..ModelConfig::default() };
+        for (key, config) in [
+            ("pad_sizes", ModelConfig { pad_sizes: Some(vec![4]), ..unbatched.clone() }),
+            ("pad_to_power_of_two", ModelConfig { pad_to_power_of_two: Some(true), ..unbatched.clone() }),
+        ] {
+            let why = Settings::of(&config, &Defaults::default()).expect_err("refused");
+            assert!(why.contains(&format!("`{key}` needs batching")), "{why}");
+        }
+        let none = ModelConfig { pad_sizes: Some(vec![]), pad_to_power_of_two: Some(false), ..unbatched };
+        Settings::of(&none, &Defaults::default()).expect("no padding asked for");
+        let padded_command_line = Defaults { pad_to_power_of_two: Some(true), ..Defaults::default() };
+        Settings::of(&ModelConfig::default(), &padded_command_line).expect("the command line's, unbatched model");
     }
 
     /// `"pad_sizes": []` in a model's file is no padding for that model, over the command line's
