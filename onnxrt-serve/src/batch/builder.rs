@@ -149,9 +149,9 @@ impl BatcherBuilder {
     /// With several [`workers`](Self::workers): once its delay has passed, a worker keeps its
     /// batch open while another worker's batch runs, and closes it when that run ends or the
     /// batch is full (default off). It copies each request's sample into the batch buffer as
-    /// it takes it (with [`device_inputs`](Self::device_inputs), on to the device buffer too,
+    /// it takes it (with `device_inputs` (with the `cuda` feature), on to the device buffer too,
     /// beside the other worker's run), so little is left to copy at the close. Model runs take turns: a batch that
-    /// filled up while another ran is gathered (and, with [`device_inputs`](Self::device_inputs),
+    /// filled up while another ran is gathered (and, with `device_inputs` (with the `cuda` feature),
     /// copied to the device) and then waits for that run to end.
     ///
     /// Without it, a free worker closes its batch at once with whatever is queued, usually a
@@ -246,7 +246,7 @@ impl BatcherBuilder {
     /// with the batcher's other CUDA work held off; [`Batcher::warm_up`] waits for that.
     ///
     /// The worker copies its batch (already on the device: needs
-    /// [`device_inputs`](Self::device_inputs)) into the graph's input buffers, runs it, and
+    /// `device_inputs` (with the `cuda` feature)) into the graph's input buffers, runs it, and
     /// copies the outputs to its page-locked buffers; the workers share one graph per size and
     /// take turns on it. Needs padded sizes ([`pad_to_power_of_two`](Self::pad_to_power_of_two)
     /// or [`pad_to_sizes`](Self::pad_to_sizes)): each size holds a session, its weights and its

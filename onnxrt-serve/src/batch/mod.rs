@@ -298,7 +298,7 @@ impl Batcher {
     /// `max_batch` when padded, else every size from 1), on the session that size runs on, so
     /// sessions are made and per-shape tuning (cuDNN's algorithm search) is done before real
     /// requests arrive (Triton's model warm-up). Runs on the caller's thread; returns the sizes run.
-    /// With [`cuda_graphs`](BatcherBuilder::cuda_graphs) it first waits until every worker has
+    /// With `cuda_graphs` (the `cuda` feature) it first waits until every worker has
     /// made and captured each size's graph on its own thread (which they do when they start);
     /// sizes with a graph are not run again here.
     ///

@@ -32,7 +32,7 @@ pub struct BatcherStats {
     pub queue_depth: usize,
     /// Batched runs started.
     pub batches: u64,
-    /// Of those, the runs that replayed a CUDA graph ([`BatcherBuilder::cuda_graphs`](super::BatcherBuilder::cuda_graphs)).
+    /// Of those, the runs that replayed a CUDA graph (`BatcherBuilder::cuda_graphs`, with the `cuda` feature).
     pub graph_runs: u64,
     /// `batch_sizes[n]`: how many runs had `n` requests (length `max_batch + 1`).
     pub batch_sizes: Vec<u64>,

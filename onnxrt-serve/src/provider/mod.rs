@@ -93,7 +93,7 @@ impl ProviderSetup {
 
 /// Why a model's session could not get its provider: onnxrt's typed error (the provider is not in
 /// the runtime, its library cannot load, the runtime is too old for plugins, no device…), with
-/// what the server set up for it. Shown escaped and cut ([`crate::shown`]): onnxrt's text may
+/// what the server set up for it. Shown escaped and cut (`shown`): onnxrt's text may
 /// echo the config's strings.
 #[derive(Debug, thiserror::Error)]
 #[error("provider `{}`{}: {} ({})", shown(.provider), shown_message(.settings), shown_message(&.source.to_string()), .source.variant())]

@@ -99,7 +99,13 @@ impl ServedModel {
             } else if self.settings.warmup_fill.is_empty() {
                 // Free sample axes on the CPU: one row and two only, so that a model whose
                 // rows mix (`x·xᵀ`) is not served (outside probe, 2026-12-08).
-                batcher.check_rows_with(&samples).map_err(batch_sizes_failed)?;
+                batcher.check_rows_with(&samples).map_err(|error| {
+                    format!(
+                        "{} (the check that outputs keep a row per sample: runs of 1 and 2 rows at the `warmup` \
+                         shape; a smaller `warmup` shape makes it cheaper)",
+                        batch_sizes_failed(error)
+                    )
+                })?;
             }
             #[cfg(feature = "cuda")]
             for (rows, outcome) in batcher.cuda_graphs() {

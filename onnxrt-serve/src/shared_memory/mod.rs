@@ -1,8 +1,8 @@
 //! Triton's shared-memory extensions: a client puts tensors in shared memory, registers part of
 //! it as a named region, and names the region, an offset and a byte count in an input or output
 //! instead of sending the bytes. Two kinds share one set of names, as in Triton:
-//! - system regions, parts of POSIX shared-memory objects ([`system`]);
-//! - CUDA regions, device allocations of the client's named by CUDA IPC handles ([`cuda`]).
+//! - system regions, parts of POSIX shared-memory objects (module `system`);
+//! - CUDA regions, device allocations of the client's named by CUDA IPC handles (module `cuda`).
 //!
 //! Every offset and size is checked against the region as registered (and a system region's
 //! object as it is now): a request outside its region is refused (400), never a read of other
