@@ -6,6 +6,7 @@
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Barrier};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -875,14 +876,7 @@ fn warm_up_with_refuses_a_sample_of_another_rank_or_fixed_axis_before_any_run() 
     let y = proto::partly_free_tensor_info("y", proto::FLOAT, &[-1, 3, -1]);
     let bytes = proto::model(8, 17, &[proto::node("Relu", &["x"], &["y"], &[])], &[x], &[y]);
     let session = builder().commit_from_memory(&bytes).expect("session");
-    let elsewhere = session.clone();
-    let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counted = Arc::clone(&runs);
-    let run = move |inputs: &[(&str, &Value<'_>)]| -> onnxrt_serve::Result<Vec<Value<'static>>> {
-        counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Ok(elsewhere.run(inputs)?.into_named().into_iter().map(|(_, value)| value).collect())
-    };
-    let batcher = Batcher::builder(session).max_batch(2).run_batches_with(run).build().expect("batcher");
+    let (batcher, runs) = batcher_counting_its_runs(session, 2);
     for shape in [&[5][..], &[3, 5, 1], &[4, 5], &[3, -1]] {
         let error = batcher.warm_up_with(&[("x", shape)]).expect_err("refused").to_string();
         let says = format!("{shape:?} does not fit the input's sample shape [3, d2]");
@@ -897,14 +891,7 @@ fn warm_up_with_refuses_a_sample_of_another_rank_or_fixed_axis_before_any_run() 
 #[test]
 fn warm_up_after_shutdown_is_refused_as_run_is() {
     let session = builder().commit_from_file(model("mlp.onnx")).expect("mlp");
-    let elsewhere = session.clone();
-    let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counted = Arc::clone(&runs);
-    let run = move |inputs: &[(&str, &Value<'_>)]| -> onnxrt_serve::Result<Vec<Value<'static>>> {
-        counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Ok(elsewhere.run(inputs)?.into_named().into_iter().map(|(_, value)| value).collect())
-    };
-    let batcher = Batcher::builder(session).max_batch(4).run_batches_with(run).build().expect("batcher");
+    let (batcher, runs) = batcher_counting_its_runs(session, 4);
     assert_eq!(batcher.warm_up().expect("before the shutdown"), [1, 2, 3, 4]);
     batcher.shutdown(Shutdown::Cancel);
     let x = Value::from_vec(&[16], vec![0f32; 16]).expect("x");
@@ -985,6 +972,20 @@ fn a_model_whose_sample_shape_changes_with_the_batch_size_fails_its_warm_up() {
     let batcher = Batcher::builder(session).max_batch(4).pad_to_sizes(&[4]).build().expect("batchable");
     let error = batcher.warm_up().expect_err("[4] at 4 rows, [1] at 1");
     assert!(changes(&error, (&[4], 4), (&[1], 1)), "{error:?}");
+}
+
+/// A batcher of up to `max_batch` rows whose batches run elsewhere (as in a worker process): on
+/// another handle of `session`, counting the batches run.
+fn batcher_counting_its_runs(session: Session, max_batch: usize) -> (Batcher, Arc<AtomicUsize>) {
+    let elsewhere = session.clone();
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&runs);
+    let run = move |inputs: &[(&str, &Value<'_>)]| -> onnxrt_serve::Result<Vec<Value<'static>>> {
+        counted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(elsewhere.run(inputs)?.into_named().into_iter().map(|(_, value)| value).collect())
+    };
+    let batcher = Batcher::builder(session).max_batch(max_batch).run_batches_with(run).build().expect("batcher");
+    (batcher, runs)
 }
 
 /// `check_rows_with` runs one row and two only, at the shape given, whatever the padded sizes:

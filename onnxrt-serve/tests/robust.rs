@@ -134,6 +134,14 @@ impl Drop for Server {
     }
 }
 
+/// A model's `state` and `reason` in the repository index (panics, showing the index, where the
+/// model is not listed).
+fn state_and_reason(index: &Json, name: &str) -> (String, String) {
+    let entry = index.as_array().expect("a list").iter().find(|e| e["name"] == name);
+    let entry = entry.unwrap_or_else(|| panic!("{name} is not listed: {index}"));
+    (entry["state"].as_str().unwrap_or_default().to_owned(), entry["reason"].as_str().unwrap_or("").to_owned())
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime")
 }
@@ -258,11 +266,7 @@ fn warm_up_shapes_that_do_not_fit_the_input_or_its_shapes_are_refused_at_load() 
     let server = Server::start(&root, &["--isolation", "false"]);
     runtime().block_on(async {
         let index = json_of(&post(server.rest, "/v2/repository/index", &json!({})).await);
-        let entry = |name: &str| {
-            let entry = index.as_array().expect("a list").iter().find(|e| e["name"] == name).cloned();
-            let entry = entry.unwrap_or_else(|| panic!("{index}"));
-            (entry["state"].as_str().unwrap_or_default().to_owned(), entry["reason"].as_str().unwrap_or("").to_owned())
-        };
+        let entry = |name: &str| state_and_reason(&index, name);
         for (name, says) in [
             ("rank", "`x` the shape [16], which does not fit the model's [-1, 16]"),
             ("axis", "`x` the shape [1, 8], which does not fit the model's [-1, 16]"),
@@ -291,11 +295,7 @@ fn a_batched_model_whose_output_is_not_split_along_the_batch_axis_is_unavailable
     let server = Server::start(&root, &[]);
     runtime().block_on(async {
         let index = json_of(&post(server.rest, "/v2/repository/index", &json!({})).await);
-        let entry = |name: &str| {
-            let entry = index.as_array().expect("a list").iter().find(|e| e["name"] == name).cloned();
-            let entry = entry.unwrap_or_else(|| panic!("{index}"));
-            (entry["state"].as_str().unwrap_or_default().to_owned(), entry["reason"].as_str().unwrap_or("").to_owned())
-        };
+        let entry = |name: &str| state_and_reason(&index, name);
         let (state, reason) = entry("batched");
         assert_eq!(state, "UNAVAILABLE", "{index}");
         assert!(reason.contains("output `y` is not split along the batch axis"), "{reason}");
@@ -330,14 +330,7 @@ fn a_batched_model_whose_sample_shape_changes_with_the_batch_size_is_unavailable
         let server = Server::start(&root, &["--isolation", isolation]);
         runtime().block_on(async {
             let index = json_of(&post(server.rest, "/v2/repository/index", &json!({})).await);
-            let entry = |name: &str| {
-                let entry = index.as_array().expect("a list").iter().find(|e| e["name"] == name).cloned();
-                let entry = entry.unwrap_or_else(|| panic!("{index}"));
-                (
-                    entry["state"].as_str().unwrap_or_default().to_owned(),
-                    entry["reason"].as_str().unwrap_or("").to_owned(),
-                )
-            };
+            let entry = |name: &str| state_and_reason(&index, name);
             for name in ["batched", "padded", "free"] {
                 let (state, reason) = entry(name);
                 assert_eq!(state, "UNAVAILABLE", "{name}, isolation {isolation}: {index}");
